@@ -1,0 +1,47 @@
+"""One exception tree for everything Icecore raises on purpose.
+
+Callers (pages, the CLI) catch :class:`IcecoreError` only; each subclass names a kind of
+failure a user can act on. Messages are one sentence: what, where, what to do.
+"""
+
+from __future__ import annotations
+
+
+class IcecoreError(Exception):
+    """Base of every error Icecore raises deliberately.
+
+    Attributes:
+        retryable: whether repeating the same call may succeed (only commit conflicts are).
+    """
+
+    retryable: bool = False
+
+
+class NotFound(IcecoreError):
+    """A catalog, namespace, table, snapshot, ref or file does not exist."""
+
+
+class InvalidMetadata(IcecoreError):
+    """Metadata (JSON, Avro, Parquet footer, Puffin) is corrupt, truncated or breaks the spec."""
+
+
+class Unsupported(IcecoreError):
+    """Valid input that Icecore does not handle yet (for example format-version 4)."""
+
+
+class FilterError(IcecoreError):
+    """A filter expression could not be parsed or bound to the table's schema."""
+
+
+class ValidationError(IcecoreError):
+    """A requested change (evolution, property) breaks a rule of the spec or of the table."""
+
+
+class CommitConflict(IcecoreError):
+    """The table changed under a commit in a way that conflicts with it; retry on a fresh base."""
+
+    retryable = True
+
+
+class CommitStateUnknown(IcecoreError):
+    """A commit may or may not have been applied; the written metadata file is kept."""
