@@ -1,0 +1,19 @@
+# Icecore in a container: the same requirements and entry point as `make run`.
+#   docker build -t icecore . && docker run -p 8501:8501 icecore
+FROM python:3.11-slim
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless libxerial-sqlite-jdbc-java procps \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY requirements.txt ./
+RUN pip install --no-cache-dir -r requirements.txt
+
+COPY . .
+ENV ICECORE_ADDRESS=0.0.0.0 \
+    ICECORE_PORT=8501 \
+    PYTHONUNBUFFERED=1
+EXPOSE 8501
+# Builds ./warehouse at first start when absent, then: streamlit run app.py --server.address 0.0.0.0
+CMD ["scripts/serve.sh"]

@@ -1,0 +1,48 @@
+# Icecore: `make run` serves the app on the demo warehouse; `make test` runs every check.
+# Both create .venv from the pinned requirements first and say what to install when a
+# system prerequisite (Python 3.11, Java 17, the SQLite JDBC driver) is missing.
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: run test lint format demo prereqs clean
+
+$(VENV)/.runtime: requirements.txt
+	@scripts/prereqs.sh python
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+prereqs:
+	@scripts/prereqs.sh python java
+
+run: $(VENV)/.runtime
+	@scripts/prereqs.sh java
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/serve.sh
+
+demo: $(VENV)/.runtime
+	@scripts/prereqs.sh java
+	$(BIN)/python -m pipeline.demo --warehouse warehouse $(DEMO_ARGS)
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/codespell
+
+format: $(VENV)/.dev
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: $(VENV)/.dev lint
+	@scripts/prereqs.sh java
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache test-artifacts

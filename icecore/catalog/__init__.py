@@ -1,0 +1,67 @@
+"""Catalogs: find tables and their current metadata.json.
+
+``load_catalog`` takes what a user types (DESIGN.md "Contracts"): a warehouse folder (an SQL
+catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///x.db``
+(``?catalog=NAME`` picks one of several catalogs in the file), ``postgresql://...``, or the
+path of a metadata.json.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from icecore.catalog.base import Catalog, TableIdentifier
+from icecore.catalog.filesystem import FilesystemCatalog
+from icecore.catalog.sql import SqlCatalog
+from icecore.catalog.static import StaticCatalog
+from icecore.errors import NotFound, Unsupported
+from icecore.io import FileIO, normalize_path
+
+SQL_CATALOG_FILE = "catalog.db"
+
+__all__ = [
+    "Catalog",
+    "FilesystemCatalog",
+    "SqlCatalog",
+    "StaticCatalog",
+    "TableIdentifier",
+    "load_catalog",
+]
+
+
+def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
+    """Open the catalog that ``uri`` names (see the module docstring)."""
+    text = str(uri).strip()
+    if not text:
+        raise NotFound("No catalog given; pass a warehouse folder, sqlite:///file.db or a URI.")
+    if text.startswith("sqlite:"):
+        parts = urlsplit(text)
+        path = parts.path
+        if parts.netloc:
+            path = f"{parts.netloc}{path}"
+        name = parse_qs(parts.query).get("catalog", [None])[0]
+        return SqlCatalog(path, catalog_name=name)
+    if text.startswith(("postgresql:", "postgres:")):
+        raise Unsupported("PostgreSQL catalogs are not supported yet; use a SQLite catalog.")
+    protocol, local = normalize_path(text)
+    if text.endswith(".metadata.json"):
+        return StaticCatalog(text, io=io)
+    if protocol == "file":
+        folder = Path(local)
+        if (folder / SQL_CATALOG_FILE).is_file():
+            return SqlCatalog(folder / SQL_CATALOG_FILE)
+        if folder.is_file():
+            raise NotFound(
+                f"{text} is a file, not a catalog; give a warehouse folder, a sqlite:/// URI "
+                "or a metadata.json path."
+            )
+        if not folder.is_dir():
+            raise NotFound(f"Catalog {text} does not exist (no such folder).")
+        return FilesystemCatalog(text, io=io)
+    if "://" in text and protocol in ("s3", "memory", "gs", "abfs", "abfss"):
+        return FilesystemCatalog(text, io=io)
+    raise NotFound(
+        f"Unknown catalog {text!r}; give a warehouse folder, sqlite:///file.db, "
+        "postgresql://... or a metadata.json path."
+    )

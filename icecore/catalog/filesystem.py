@@ -1,0 +1,124 @@
+"""Filesystem catalog: tables in the Hadoop layout under a warehouse folder.
+
+Spec, "File System Tables": a table at ``<warehouse>/<ns...>/<table>`` keeps
+``metadata/v<N>.metadata.json`` (``v<N>.gz.metadata.json`` when compressed) and
+``metadata/version-hint.text`` naming the newest N. The hint is written after the new
+version, so it may lag behind; it may also be missing. The current version is therefore the
+hint's N advanced while ``v<N+1>`` exists, or the highest N present when there is no usable
+hint. A hint naming a file that does not exist is an error, not a silent fallback.
+"""
+
+from __future__ import annotations
+
+import re
+
+from icecore.catalog.base import TableIdentifier
+from icecore.errors import InvalidMetadata, NotFound
+from icecore.io import FileInfo, FileIO
+
+_VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
+HINT_FILE = "version-hint.text"
+MAX_DEPTH = 8
+"""How deep below the warehouse to look for tables (namespace levels + 1)."""
+
+
+def _versions(listing: list[FileInfo]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for entry in listing:
+        match = _VERSION_FILE.match(entry.path.rsplit("/", 1)[-1])
+        if match and not entry.is_dir:
+            found[int(match.group(1))] = entry.path
+    return found
+
+
+def current_metadata_file(io: FileIO, table_location: str) -> str:
+    """Resolve a Hadoop-layout table's current metadata.json (see the module docstring)."""
+    metadata_dir = f"{table_location.rstrip('/')}/metadata"
+    try:
+        versions = _versions(io.ls(metadata_dir))
+    except NotFound as e:
+        raise NotFound(f"Table directory {table_location} has no metadata folder.") from e
+    hint_path = f"{metadata_dir}/{HINT_FILE}"
+    hint: int | None = None
+    if io.exists(hint_path):
+        text = io.read(hint_path).decode("utf-8", errors="replace").strip()
+        if text.isdigit():
+            hint = int(text)
+    if hint is None:
+        if not versions:
+            raise NotFound(f"Table directory {table_location} has no v<N>.metadata.json file.")
+        return versions[max(versions)]
+    if hint not in versions:
+        raise InvalidMetadata(
+            f"{hint_path} names version {hint}, but {metadata_dir}/v{hint}.metadata.json does "
+            "not exist; the table's metadata is incomplete."
+        )
+    while hint + 1 in versions:
+        hint += 1
+    return versions[hint]
+
+
+def _is_table_dir(listing: list[FileInfo]) -> bool:
+    return any(e.is_dir and e.path.rsplit("/", 1)[-1] == "metadata" for e in listing)
+
+
+class FilesystemCatalog:
+    """Tables found under a warehouse folder in the Hadoop layout (no database).
+
+    Args:
+        root: the warehouse folder (any path FileIO reads: local, ``s3://``, ``memory://``).
+        io: the FileIO to read it with.
+    """
+
+    def __init__(self, root: str, io: FileIO | None = None) -> None:
+        self.root = root.rstrip("/") or "/"
+        self.io = io or FileIO()
+        if not self.io.exists(self.root):
+            raise NotFound(f"Warehouse folder {root} does not exist.")
+
+    @property
+    def uri(self) -> str:
+        """The warehouse folder."""
+        return self.root
+
+    def _walk(self) -> list[TableIdentifier]:
+        tables: list[TableIdentifier] = []
+        pending: list[tuple[str, tuple[str, ...]]] = [(self.root, ())]
+        while pending:
+            path, parts = pending.pop()
+            listing = self.io.ls(path)
+            if parts and _is_table_dir(listing):
+                metadata = self.io.ls(f"{path}/metadata")
+                if _versions(metadata) or any(e.path.endswith(HINT_FILE) for e in metadata):
+                    if len(parts) >= 2:
+                        tables.append(TableIdentifier(parts[:-1], parts[-1]))
+                    continue
+            if len(parts) >= MAX_DEPTH:
+                continue
+            for entry in listing:
+                name = entry.path.rsplit("/", 1)[-1]
+                if entry.is_dir and not name.startswith("."):
+                    pending.append((entry.path, (*parts, name)))
+        return sorted(tables)
+
+    def list_namespaces(self) -> list[tuple[str, ...]]:
+        """Namespaces (folder paths) that hold at least one table."""
+        return sorted({t.namespace for t in self._walk()})
+
+    def list_tables(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
+        """Tables under the warehouse, optionally in one namespace."""
+        tables = self._walk()
+        if namespace is None:
+            return tables
+        return [t for t in tables if t.namespace == namespace]
+
+    def table_location(self, identifier: TableIdentifier) -> str:
+        """The folder of ``identifier``."""
+        return "/".join((self.root, *identifier.namespace, identifier.name))
+
+    def metadata_location(self, identifier: TableIdentifier) -> str:
+        """The current metadata.json of ``identifier``."""
+        location = self.table_location(identifier)
+        if not self.io.exists(location):
+            raise NotFound(f"Table {identifier} does not exist: no folder {location}.")
+        return current_metadata_file(self.io, location)

@@ -1,0 +1,119 @@
+"""SQL catalog on SQLite: the ``iceberg_tables`` schema of Iceberg's JdbcCatalog.
+
+Iceberg's JdbcCatalog (what Spark writes through) and PyIceberg's SqlCatalog share one
+schema: ``iceberg_tables(catalog_name, table_namespace, table_name, metadata_location,
+previous_metadata_location)`` and ``iceberg_namespace_properties``; JdbcCatalog's newer "V1"
+schema adds ``iceberg_type`` (TABLE or VIEW). Namespaces are stored dot-joined. One database
+may hold several catalogs, told apart by ``catalog_name``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from icecore.catalog.base import TableIdentifier
+from icecore.errors import InvalidMetadata, NotFound, ValidationError
+
+DEFAULT_CATALOG_NAME = "icecore"
+"""The name Icecore's pipeline gives its Spark JdbcCatalog (``catalog_name`` in the table)."""
+
+
+class SqlCatalog:
+    """A JdbcCatalog/SqlCatalog-compatible catalog in a SQLite file.
+
+    Args:
+        path: the SQLite database file.
+        catalog_name: which ``catalog_name`` to use; by default the only one in the file, or
+            ``icecore`` when there are several and it is one of them.
+    """
+
+    def __init__(self, path: str | Path, catalog_name: str | None = None) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise NotFound(f"SQL catalog database {self.path} does not exist.")
+        self._has_type_column = "iceberg_type" in self._columns("iceberg_tables")
+        self.catalog_name = catalog_name or self._default_name()
+
+    @property
+    def uri(self) -> str:
+        """The ``sqlite:///`` URI of this catalog."""
+        return f"sqlite:///{self.path.resolve()}"
+
+    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        try:
+            with closing(sqlite3.connect(self.path, timeout=30)) as conn:
+                return list(conn.execute(sql, params).fetchall())
+        except sqlite3.DatabaseError as e:
+            raise InvalidMetadata(f"Cannot read SQL catalog {self.path}: {e}.") from e
+
+    def _columns(self, table: str) -> set[str]:
+        rows = self._query(f"PRAGMA table_info({table})")
+        if not rows:
+            raise InvalidMetadata(
+                f"{self.path} is not an Iceberg SQL catalog: it has no {table} table."
+            )
+        return {str(r[1]) for r in rows}
+
+    def _default_name(self) -> str:
+        names = sorted(
+            str(r[0])
+            for r in self._query(
+                "SELECT DISTINCT catalog_name FROM iceberg_tables "
+                "UNION SELECT DISTINCT catalog_name FROM iceberg_namespace_properties"
+                if self._has_namespace_table()
+                else "SELECT DISTINCT catalog_name FROM iceberg_tables"
+            )
+        )
+        if len(names) <= 1:
+            return names[0] if names else DEFAULT_CATALOG_NAME
+        if DEFAULT_CATALOG_NAME in names:
+            return DEFAULT_CATALOG_NAME
+        raise ValidationError(
+            f"{self.path} holds several catalogs ({', '.join(names)}); name one with "
+            f"sqlite:///{self.path}?catalog=NAME."
+        )
+
+    def _has_namespace_table(self) -> bool:
+        rows = self._query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND name = 'iceberg_namespace_properties'"
+        )
+        return bool(rows)
+
+    def _table_filter(self) -> str:
+        if self._has_type_column:
+            return " AND (iceberg_type IS NULL OR iceberg_type = 'TABLE')"
+        return ""
+
+    def list_namespaces(self) -> list[tuple[str, ...]]:
+        """Namespaces holding tables, plus those created with properties only."""
+        sql = "SELECT DISTINCT table_namespace FROM iceberg_tables WHERE catalog_name = ?"
+        params: tuple[object, ...] = (self.catalog_name,)
+        if self._has_namespace_table():
+            sql += " UNION SELECT DISTINCT namespace FROM iceberg_namespace_properties"
+            sql += " WHERE catalog_name = ?"
+            params += (self.catalog_name,)
+        return sorted(tuple(str(r[0]).split(".")) for r in self._query(sql, params))
+
+    def list_tables(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
+        """Tables of this catalog, optionally in one namespace."""
+        sql = "SELECT table_namespace, table_name FROM iceberg_tables WHERE catalog_name = ?"
+        params: tuple[object, ...] = (self.catalog_name,)
+        if namespace is not None:
+            sql += " AND table_namespace = ?"
+            params += (".".join(namespace),)
+        rows = self._query(sql + self._table_filter(), params)
+        return sorted(TableIdentifier(tuple(str(ns).split(".")), str(name)) for ns, name in rows)
+
+    def metadata_location(self, identifier: TableIdentifier) -> str:
+        """The ``metadata_location`` column for ``identifier``."""
+        rows = self._query(
+            "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? "
+            "AND table_namespace = ? AND table_name = ?" + self._table_filter(),
+            (self.catalog_name, ".".join(identifier.namespace), identifier.name),
+        )
+        if not rows or rows[0][0] is None:
+            raise NotFound(f"Table {identifier} does not exist in SQL catalog {self.path}.")
+        return str(rows[0][0])

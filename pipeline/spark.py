@@ -1,0 +1,203 @@
+"""Build a SparkSession wired for Iceberg and for Icecore's embedded default catalog.
+
+One function, :func:`build_session`, is the only place the pipeline, the maintenance jobs and
+the tests start Spark. It finds the Iceberg Spark runtime jar inside the pinned
+``snowpark-connect-deps-iceberg`` package (Iceberg 1.10.2 for Spark 3.5 / Scala 2.12), adds
+Debian's SQLite JDBC driver, and registers:
+
+* ``icecore``: Iceberg's JdbcCatalog on ``<warehouse>/catalog.db`` (SQLite), the embedded
+  default catalog of DESIGN.md; its ``iceberg_tables`` schema is the one PyIceberg's
+  SqlCatalog shares.
+* ``hadoop`` (on request): Iceberg's filesystem catalog (``metadata/vN.metadata.json`` plus
+  ``version-hint.text``) on ``<warehouse>/hadoop``.
+
+Missing prerequisites (Java, the jar, the JDBC driver) raise :class:`PipelineError` with one
+sentence that says what to install, before a JVM is started.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SQL_CATALOG = "icecore"
+"""Spark's name for the embedded SQL catalog; also its ``catalog_name`` in ``iceberg_tables``."""
+
+HADOOP_CATALOG = "hadoop"
+"""Spark's name for the filesystem (Hadoop layout) catalog."""
+
+HADOOP_SUBDIR = "hadoop"
+"""Folder, inside the warehouse, holding the filesystem catalog's tables."""
+
+SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
+ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+ICEBERG_PACKAGE = "snowpark_connect_deps_iceberg"
+INSTALL_HINT = "apt-get install openjdk-17-jre-headless libxerial-sqlite-jdbc-java"
+
+
+class PipelineError(Exception):
+    """A prerequisite or input of the pipeline is missing or wrong; the message is one sentence."""
+
+
+@dataclass(frozen=True, slots=True)
+class SparkSetup:
+    """Where the pieces that Spark needs were found (resolved before a JVM starts)."""
+
+    java: str
+    iceberg_jar: str
+    sqlite_jar: str
+
+
+def find_java() -> str:
+    """Return the java executable Spark will use, honouring JAVA_HOME like spark-submit does."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+        raise PipelineError(
+            f"JAVA_HOME is {java_home!r} but it has no bin/java; point it at a Java 17 "
+            f"installation or unset it (install one with: {INSTALL_HINT})."
+        )
+    found = shutil.which("java")
+    if found is None:
+        raise PipelineError(
+            f"Java was not found on PATH and JAVA_HOME is unset; Spark needs Java 17 "
+            f"(install it with: {INSTALL_HINT})."
+        )
+    try:
+        subprocess.run([found, "-version"], capture_output=True, check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise PipelineError(
+            f"Java at {found} does not run ({e}); install Java 17 with: {INSTALL_HINT}."
+        ) from e
+    return found
+
+
+def find_iceberg_jar() -> str:
+    """Locate the Iceberg Spark runtime jar: ``ICECORE_ICEBERG_JAR`` or the pinned package."""
+    override = os.environ.get("ICECORE_ICEBERG_JAR")
+    if override:
+        if not Path(override).is_file():
+            raise PipelineError(
+                f"ICECORE_ICEBERG_JAR points at {override}, which is not a file; give the path "
+                f"of an Iceberg Spark runtime jar for Spark 3.5 / Scala 2.12, or unset it."
+            )
+        return override
+    spec = importlib.util.find_spec(ICEBERG_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise PipelineError(
+            "The Iceberg Spark runtime jar was not found: install the pinned requirements "
+            "(pip install -r requirements.txt, which has snowpark-connect-deps-iceberg==1.0.2) "
+            "or set ICECORE_ICEBERG_JAR to the jar's path."
+        )
+    jar = Path(spec.origin).parent / "jars" / ICEBERG_JAR_NAME
+    if not jar.is_file():
+        raise PipelineError(
+            f"The installed {ICEBERG_PACKAGE} has no {ICEBERG_JAR_NAME}; reinstall "
+            f"snowpark-connect-deps-iceberg==1.0.2 or set ICECORE_ICEBERG_JAR to the jar's path."
+        )
+    return str(jar)
+
+
+def find_sqlite_jar() -> str:
+    """Locate the SQLite JDBC driver (``ICECORE_SQLITE_JDBC_JAR`` or Debian's package)."""
+    jar = os.environ.get("ICECORE_SQLITE_JDBC_JAR", SQLITE_JDBC_JAR)
+    if not Path(jar).is_file():
+        raise PipelineError(
+            f"The SQLite JDBC driver {jar} is missing; Spark's SQL catalog needs it "
+            f"(install it with: {INSTALL_HINT})."
+        )
+    return jar
+
+
+def check_prerequisites() -> SparkSetup:
+    """Resolve Java and both jars, raising one clear :class:`PipelineError` for the first gap."""
+    return SparkSetup(
+        java=find_java(), iceberg_jar=find_iceberg_jar(), sqlite_jar=find_sqlite_jar()
+    )
+
+
+def default_master() -> str:
+    """The Spark master: ``ICECORE_SPARK_MASTER`` or ``local[*]``."""
+    return os.environ.get("ICECORE_SPARK_MASTER", "local[*]")
+
+
+def build_session(
+    warehouse: str | os.PathLike[str],
+    *,
+    master: str | None = None,
+    hadoop_catalog: bool = False,
+    app_name: str = "icecore",
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """Start (or reuse) a SparkSession with Iceberg and Icecore's catalogs.
+
+    Args:
+        warehouse: the warehouse folder; the SQL catalog lives in ``<warehouse>/catalog.db``
+            and its tables under ``<warehouse>/<namespace>/<table>``.
+        master: any Spark master URL; defaults to ``ICECORE_SPARK_MASTER`` or ``local[*]``.
+        hadoop_catalog: also register the filesystem catalog on ``<warehouse>/hadoop``.
+        app_name: the Spark application name shown in logs and the Spark UI.
+        extra_conf: further Spark settings, applied last.
+
+    Returns:
+        The session; its catalogs are named :data:`SQL_CATALOG` and :data:`HADOOP_CATALOG`.
+
+    Raises:
+        PipelineError: Java, the Iceberg jar or the SQLite JDBC driver is missing.
+    """
+    setup = check_prerequisites()
+    root = Path(warehouse).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    # Spark's launcher honours JAVA_HOME; make it match the java we checked.
+    os.environ.setdefault("JAVA_HOME", str(Path(setup.java).resolve().parent.parent))
+    # Spark picks a non-loopback address when it can; local mode never needs one.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    from pyspark.sql import SparkSession
+
+    conf: dict[str, str] = {
+        "spark.jars": f"{setup.iceberg_jar},{setup.sqlite_jar}",
+        "spark.sql.extensions": (
+            "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+        ),
+        f"spark.sql.catalog.{SQL_CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
+        f"spark.sql.catalog.{SQL_CATALOG}.type": "jdbc",
+        f"spark.sql.catalog.{SQL_CATALOG}.uri": f"jdbc:sqlite:{root / 'catalog.db'}",
+        f"spark.sql.catalog.{SQL_CATALOG}.warehouse": str(root),
+        # SQLite allows one writer at a time: wait for the lock instead of failing at once
+        # (Iceberg's maintenance actions open a second catalog connection while committing).
+        f"spark.sql.catalog.{SQL_CATALOG}.jdbc.busy_timeout": "10000",
+        f"spark.sql.catalog.{SQL_CATALOG}.jdbc.journal_mode": "WAL",
+        "spark.sql.defaultCatalog": SQL_CATALOG,
+        # Local-mode friendly settings: few shuffle partitions, no UI, small driver overhead.
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "4",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": os.environ.get("ICECORE_SPARK_DRIVER_MEMORY", "4g"),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+    }
+    if hadoop_catalog:
+        conf[f"spark.sql.catalog.{HADOOP_CATALOG}"] = "org.apache.iceberg.spark.SparkCatalog"
+        conf[f"spark.sql.catalog.{HADOOP_CATALOG}.type"] = "hadoop"
+        conf[f"spark.sql.catalog.{HADOOP_CATALOG}.warehouse"] = str(root / HADOOP_SUBDIR)
+    conf.update(extra_conf or {})
+
+    builder = SparkSession.builder.master(master or default_master()).appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

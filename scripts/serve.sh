@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The app's single entry point, shared by `make run` and the Docker image: build the demo
+# warehouse on first start (a finished one is kept), then serve the app.
+#   ICECORE_CATALOG  serve this catalog instead of the demo (then nothing is built)
+#   ICECORE_ADDRESS  listen address (127.0.0.1; the Docker image sets 0.0.0.0)
+#   ICECORE_PORT     port (8501)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${ICECORE_CATALOG:-}" ]; then
+  python -m pipeline.demo --warehouse warehouse
+fi
+echo "Serving Icecore at http://${ICECORE_ADDRESS:-127.0.0.1}:${ICECORE_PORT:-8501}" >&2
+exec python -m streamlit run app.py \
+  --server.address "${ICECORE_ADDRESS:-127.0.0.1}" --server.port "${ICECORE_PORT:-8501}" "$@"
