@@ -6,7 +6,7 @@ The story (each step is a Spark SQL statement or Iceberg procedure; see :func:`t
 
 * ``demo.trips`` (format v2, SQL catalog): synthetic taxi trips appended in daily batches,
   partitioned by ``day(pickup_ts), bucket(16, trip_id)``; a tag ``month_end``; merge-on-read
-  DELETE, UPDATE and MERGE (position delete files); a compaction of the first week and an
+  DELETE, UPDATE and MERGE (position delete files); a compaction of the last week and an
   expiry of the oldest snapshots; schema evolution (add, rename, int→long, drop); a sort
   order; partition evolution (day→hour for new data, then an added identity field); and a
   branch ``audit`` with commits of its own.
@@ -127,10 +127,8 @@ class Scale:
     """Daily batches written after identity(vendor_id) was added."""
     month_end_day: int
     """The tag ``month_end`` points at the snapshot that appended this day (1-based)."""
-    compact_days: int
-    """rewrite_data_files compacts the first this many days."""
-    update_days: int
-    """The UPDATE fixes cash tips in the last this many days of the day-partitioned period."""
+    fix_days: int
+    """The last this many days of the day spec get the UPDATE, the MERGE and a compaction."""
     expire_first: int
     """expire_snapshots removes this many of the oldest snapshots."""
     customers: int
@@ -149,8 +147,7 @@ SCALES: dict[str, Scale] = {
         days_by_hour=2,
         days_with_vendor=1,
         month_end_day=31,
-        compact_days=7,
-        update_days=7,
+        fix_days=7,
         expire_first=10,
         customers=20_000,
         events=60_000,
@@ -161,8 +158,7 @@ SCALES: dict[str, Scale] = {
         days_by_hour=1,
         days_with_vendor=1,
         month_end_day=3,
-        compact_days=2,
-        update_days=2,
+        fix_days=2,
         expire_first=2,
         customers=400,
         events=2_000,
@@ -334,7 +330,7 @@ def trips_story(spark: SparkSession, scale: Scale, steps: _Steps) -> None:
 
     spark.sql(f"DELETE FROM {table} WHERE fare < 0")
     steps.step("trips: DELETE voided trips (fare < 0) -> position delete files")
-    fix_from = FIRST_DAY + dt.timedelta(days=scale.days_by_day - scale.update_days)
+    fix_from = FIRST_DAY + dt.timedelta(days=scale.days_by_day - scale.fix_days)
     spark.sql(
         f"UPDATE {table} SET tip = 0.0 WHERE payment_type = 'cash' AND tip > 0 "
         f"AND pickup_ts >= TIMESTAMP '{fix_from.isoformat()} 00:00:00'"
@@ -370,14 +366,16 @@ def trips_story(spark: SparkSession, scale: Scale, steps: _Steps) -> None:
     """)
     steps.step("trips: MERGE disputed-trip corrections and late trips")
 
-    cutoff = FIRST_DAY + dt.timedelta(days=scale.compact_days)
     result = spark.sql(f"""
       CALL {SQL_CATALOG}.system.rewrite_data_files(
         table => '{NAMESPACE}.trips', strategy => 'binpack',
-        where => 'pickup_ts < "{cutoff.isoformat()} 00:00:00"',
+        where => 'pickup_ts >= "{fix_from.isoformat()} 00:00:00"',
         options => map('min-input-files', '2', 'rewrite-all', 'true'))
     """).collect()[0]
-    steps.step(f"trips: rewrite_data_files before {cutoff}: {result[0]} files -> {result[1]} files")
+    steps.step(
+        f"trips: rewrite_data_files since {fix_from} (where UPDATE and MERGE left small "
+        f"files): {result[0]} files -> {result[1]} files"
+    )
 
     snapshots = _snapshot_ids(spark, table)
     keep_from = snapshots[scale.expire_first]

@@ -49,10 +49,10 @@ def test_trips_rows_follow_the_story(spark: Any, demo_warehouse: Path) -> None:
     )
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW generated AS {generated}")
     late = max(MINI.rows_per_day // 100, 5)
-    # The story's rules: voided trips (fare < 0) deleted; among the last `update_days` days
+    # The story's rules: voided trips (fare < 0) deleted; among the last `fix_days` days
     # of the day spec, disputed even ids that are multiples of 3 voided by the MERGE; `late`
     # late trips inserted by the MERGE.
-    merge_from = MINI.days_by_day - MINI.update_days
+    merge_from = MINI.days_by_day - MINI.fix_days
     expected = scalar(
         spark,
         "SELECT count(*) FROM generated WHERE fare >= 0 AND NOT "
@@ -61,10 +61,10 @@ def test_trips_rows_follow_the_story(spark: Any, demo_warehouse: Path) -> None:
     )
     assert scalar(spark, f"SELECT count(*) FROM {TRIPS}") == expected + late
     assert scalar(spark, f"SELECT count(*) FROM {TRIPS} WHERE fare < 0") == 0
-    # The UPDATE zeroed cash tips of the last `update_days` day-partitioned days only (late
+    # The UPDATE zeroed cash tips of the last `fix_days` day-partitioned days only (late
     # trips, ids +500000, arrived after it).
     window = (
-        f"pickup_ts >= TIMESTAMP '2024-08-01' + INTERVAL {MINI.days_by_day - MINI.update_days} "
+        f"pickup_ts >= TIMESTAMP '2024-08-01' + INTERVAL {MINI.days_by_day - MINI.fix_days} "
         f"DAYS AND pickup_ts < TIMESTAMP '2024-08-01' + INTERVAL {MINI.days_by_day} DAYS"
     )
     cash_tips = f"SELECT count(*) FROM {TRIPS} WHERE payment_type = 'cash' AND tip_amount > 0"
