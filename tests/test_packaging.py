@@ -6,6 +6,8 @@ Docker can't run on the CI machines, so this reads the Dockerfile and the Makefi
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -63,3 +65,34 @@ def test_runtime_requirements_are_pinned() -> None:
     runtime = (REPO / "requirements.txt").read_text()
     assert "snowpark-connect-deps-iceberg==1.0.2" in runtime
     assert re.search(r"^pyspark==3\.5\.\d+$", runtime, re.MULTILINE)
+
+
+def test_prerequisite_check_names_what_to_install(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "sed", "env"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    env = {"PATH": str(bin_dir), "ICECORE_SQLITE_JDBC_JAR": str(tmp_path / "none.jar")}
+    result = subprocess.run(
+        ["bash", str(REPO / "scripts/prereqs.sh"), "python", "java"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "Python 3.11" in result.stderr and "Java 17" in result.stderr
+    assert "apt-get install openjdk-17-jre-headless" in result.stderr
+    assert "apt-get install libxerial-sqlite-jdbc-java" in result.stderr
+
+
+def test_prerequisite_check_passes_here() -> None:
+    result = subprocess.run(
+        ["bash", str(REPO / "scripts/prereqs.sh"), "python", "java"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
