@@ -27,7 +27,7 @@ def list_tables(catalog: str) -> list[dict[str, str]]:
 
 
 context = bootstrap("Tables")
-st.title("🧊 Icecore")
+st.title("Icecore")
 st.caption("Explore Apache Iceberg tables: history, metadata tree, pruned scans, time travel.")
 
 chosen = st.text_input(

@@ -121,16 +121,16 @@ class FileIO:
         except OSError as e:
             raise IcecoreError(f"Cannot list {path}: {e}.") from e
         base = path.rstrip("/")
-        local_base = local.rstrip("/")
         result = []
         for entry in entries:
-            name = str(entry["name"]).rstrip("/")
-            tail = name[len(local_base) :].lstrip("/") if name.startswith(local_base) else name
-            if not tail:
+            # Filesystems name entries their own way (absolute, with or without a protocol):
+            # keep only the last segment and re-root it under the path we were given.
+            name = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
+            if not name or str(entry["name"]).rstrip("/") == local.rstrip("/"):
                 continue
             result.append(
                 FileInfo(
-                    path=f"{base}/{tail}",
+                    path=f"{base}/{name}",
                     size=int(entry.get("size") or 0),
                     is_dir=entry["type"] == "directory",
                 )

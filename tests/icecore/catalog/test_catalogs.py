@@ -151,3 +151,14 @@ def test_load_catalog_dispatch_and_errors(tmp_path: Path) -> None:
         load_catalog(f"sqlite:///{not_sqlite}")
     with pytest.raises(NotFound, match="namespace.table"):
         TableIdentifier.parse("justone")
+
+
+def test_relative_warehouse_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_hadoop_table(tmp_path / "wh", [1, 2], "2")
+    monkeypatch.chdir(tmp_path)
+    catalog = load_catalog("wh")
+    assert [str(t) for t in catalog.list_tables()] == ["db.t"]
+    assert (
+        catalog.metadata_location(TableIdentifier.parse("db.t"))
+        == "wh/db/t/metadata/v2.metadata.json"
+    )
