@@ -8,7 +8,9 @@ change it (tests that write take a copy).
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -46,3 +48,55 @@ def demo_warehouse(spark: object, warehouse_dir: Path) -> Path:
     result = build_demo(warehouse_dir, scale="mini", spark=spark, progress=lines.append)
     assert result is not None, "the fixture warehouse must be freshly built"
     return warehouse_dir
+
+
+@dataclass(frozen=True)
+class S3Server:
+    """A moto S3 server on 127.0.0.1 and the FileIO properties that reach it."""
+
+    endpoint: str
+    properties: dict[str, str]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """A real S3 endpoint (moto's server) on loopback, for the whole test run."""
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in _AWS_ENV}
+    # Credentials and region for botocore; moto accepts any, and nothing leaves loopback.
+    os.environ.update(_AWS_ENV)
+    try:
+        yield S3Server(
+            endpoint=endpoint,
+            properties={
+                "s3.endpoint": endpoint,
+                "s3.access-key-id": _AWS_ENV["AWS_ACCESS_KEY_ID"],
+                "s3.secret-access-key": _AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+                "s3.region": _AWS_ENV["AWS_DEFAULT_REGION"],
+            },
+        )
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}

@@ -1,0 +1,313 @@
+"""Avro object container files -> records or Arrow columns (the only fastavro importer).
+
+Manifest lists and manifests are Avro object container files ("Manifests", "Manifest
+Lists", "Appendix A: Avro"). Two readers share one header parse:
+
+- :func:`read_avro` decodes every record as a Python dict (small files, per-entry logic).
+- :func:`read_avro_arrow` decodes to a :class:`pyarrow.Table` for bulk planning (see
+  PERFORMANCE.md). Today it goes through fastavro; the signature is what a faster columnar
+  decoder will keep.
+
+Both raise :class:`~icecore.errors.InvalidMetadata` naming the file for anything that is not
+a complete, well-formed container file: a bad magic, a header that does not parse, a block
+cut short, a wrong sync marker. They never return part of a file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+
+from icecore.errors import InvalidMetadata
+from icecore.io import FileIO
+
+MAGIC = b"Obj\x01"
+"""The first four bytes of every Avro object container file."""
+
+_SYNC_SIZE = 16
+_UTC_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_NAIVE_EPOCH = dt.datetime(1970, 1, 1)
+_MICRO = dt.timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class AvroFile:
+    """A decoded Avro object container file.
+
+    Attributes:
+        path: where the bytes came from (used in error messages).
+        metadata: the header key/values as text, ``avro.*`` keys included (for manifests:
+            ``schema``, ``partition-spec``, ``partition-spec-id``, ``format-version``,
+            ``content``; for manifest lists: ``snapshot-id``, ``sequence-number``, ...).
+        schema: the writer's Avro schema, parsed from ``avro.schema``.
+        records: every record, in file order, as dicts keyed by Avro field name.
+    """
+
+    path: str
+    metadata: Mapping[str, str]
+    schema: Mapping[str, Any]
+    records: list[dict[str, Any]]
+
+
+def _bad(path: str, what: str) -> InvalidMetadata:
+    return InvalidMetadata(f"Avro file {path} is corrupt or truncated: {what}.")
+
+
+def _check_magic(data: bytes, path: str) -> None:
+    if len(data) < len(MAGIC) + _SYNC_SIZE:
+        raise _bad(path, f"only {len(data)} bytes, too short for an Avro header")
+    if data[: len(MAGIC)] != MAGIC:
+        raise _bad(path, f"bad magic {data[:4]!r} (expected {MAGIC!r}); not an Avro file")
+
+
+def _text_metadata(raw: Mapping[str, Any], path: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        if isinstance(value, bytes):
+            try:
+                value = value.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise _bad(path, f"header value {key!r} is not UTF-8") from e
+        out[str(key)] = str(value)
+    return out
+
+
+def _open(data: bytes, path: str) -> tuple[Any, dict[str, str], dict[str, Any]]:
+    _check_magic(data, path)
+    try:
+        reader = fastavro.reader(io.BytesIO(data))
+    except Exception as e:  # fastavro raises ValueError, EOFError, KeyError, ... on bad headers
+        raise _bad(path, f"unreadable header ({type(e).__name__}: {e})") from e
+    metadata = _text_metadata(reader.metadata, path)
+    schema = reader.writer_schema
+    if not isinstance(schema, dict):
+        raise _bad(path, "the header's schema is not a record")
+    return reader, metadata, schema
+
+
+def read_avro(data: bytes, path: str) -> AvroFile:
+    """Decode a whole Avro object container file into dicts ("Appendix A: Avro").
+
+    Logical types come back as fastavro maps them (``date`` as :class:`datetime.date`,
+    ``timestamp-micros`` as :class:`datetime.datetime`, decimals as :class:`~decimal.Decimal`);
+    maps stored as arrays of key/value records stay lists of ``{"key", "value"}`` dicts.
+
+    Args:
+        data: the file's bytes.
+        path: the file's location, for error messages.
+
+    Raises:
+        InvalidMetadata: the bytes are not one complete, well-formed container file.
+    """
+    reader, metadata, schema = _open(data, path)
+    try:
+        records = list(reader)
+    except Exception as e:  # EOFError, zlib.error, ValueError (sync marker), struct errors
+        raise _bad(path, f"{type(e).__name__}: {e}") from e
+    _check_complete(reader, data, path)
+    return AvroFile(path=path, metadata=metadata, schema=schema, records=records)
+
+
+def _check_complete(reader: Any, data: bytes, path: str) -> None:
+    """Fail when fastavro stopped before the end of the bytes (trailing garbage)."""
+    fo = getattr(reader, "fo", None)
+    if fo is None or not hasattr(fo, "tell"):
+        return
+    consumed = fo.tell()
+    if consumed != len(data):
+        raise _bad(path, f"decoding stopped at byte {consumed} of {len(data)}")
+
+
+def read_avro_file(file_io: FileIO, path: str) -> AvroFile:
+    """Read ``path`` through ``file_io`` and decode it with :func:`read_avro`.
+
+    Raises:
+        NotFound: the file does not exist.
+        InvalidMetadata: the file is corrupt or truncated.
+    """
+    return read_avro(file_io.read(path), path)
+
+
+def read_avro_metadata(data: bytes, path: str) -> dict[str, str]:
+    """Only the header key/values of an Avro container file, without decoding blocks.
+
+    Raises:
+        InvalidMetadata: the header is not well formed.
+    """
+    return _open(data, path)[1]
+
+
+# ---------------------------------------------------------------------------------------
+# Columnar
+
+
+def _union_branch(avro_type: Any) -> tuple[Any, bool]:
+    """The non-null branch of an optional union, and whether it was nullable."""
+    if isinstance(avro_type, list):
+        branches = [b for b in avro_type if b != "null"]
+        if len(branches) != 1:
+            raise InvalidMetadata(f"union {avro_type!r} is not an optional type")
+        return branches[0], len(branches) != len(avro_type)
+    return avro_type, False
+
+
+def _is_kv_map(avro_type: Any) -> bool:
+    return (
+        isinstance(avro_type, dict)
+        and avro_type.get("type") == "array"
+        and avro_type.get("logicalType") == "map"
+        and isinstance(avro_type.get("items"), dict)
+        and [f["name"] for f in avro_type["items"].get("fields", [])] == ["key", "value"]
+    )
+
+
+def _field(name: str, avro_type: Any, field_id: int | None) -> pa.Field:
+    inner, nullable = _union_branch(avro_type)
+    metadata = {b"field_id": str(field_id).encode()} if field_id is not None else None
+    return pa.field(name, _arrow_type(inner), nullable=nullable, metadata=metadata)
+
+
+def _arrow_type(avro_type: Any) -> pa.DataType:
+    if isinstance(avro_type, str):
+        primitive = {
+            "null": pa.null(),
+            "boolean": pa.bool_(),
+            "int": pa.int32(),
+            "long": pa.int64(),
+            "float": pa.float32(),
+            "double": pa.float64(),
+            "bytes": pa.binary(),
+            "string": pa.string(),
+        }.get(avro_type)
+        if primitive is None:
+            raise InvalidMetadata(f"named Avro type reference {avro_type!r} is not supported")
+        return primitive
+    if isinstance(avro_type, list):
+        inner, _ = _union_branch(avro_type)
+        return _arrow_type(inner)
+    kind = avro_type.get("type")
+    logical = avro_type.get("logicalType")
+    if kind == "record":
+        return pa.struct(
+            [_field(f["name"], f["type"], f.get("field-id")) for f in avro_type["fields"]]
+        )
+    if kind == "array":
+        if _is_kv_map(avro_type):
+            key_f, value_f = avro_type["items"]["fields"]
+            key_t, _ = _union_branch(key_f["type"])
+            return pa.map_(
+                _field("key", key_t, key_f.get("field-id")).with_nullable(False),
+                _field("value", value_f["type"], value_f.get("field-id")),
+            )
+        return pa.list_(_field("element", avro_type["items"], avro_type.get("element-id")))
+    if kind == "map":
+        return pa.map_(pa.string(), _field("value", avro_type["values"], avro_type.get("value-id")))
+    if logical == "decimal":
+        return pa.decimal128(int(avro_type["precision"]), int(avro_type.get("scale", 0)))
+    if logical == "date" and kind == "int":
+        return pa.date32()
+    if logical == "time-micros" and kind == "long":
+        return pa.time64("us")
+    if logical == "timestamp-micros" and kind == "long":
+        return pa.timestamp("us", tz="UTC")
+    if logical == "local-timestamp-micros" and kind == "long":
+        return pa.timestamp("us")
+    if kind == "fixed":
+        return pa.binary(int(avro_type["size"]))
+    return _arrow_type(kind)
+
+
+def _to_arrow_value(value: Any, arrow_type: pa.DataType) -> Any:
+    """Reshape one decoded value for ``pa.array`` (maps become key/value tuples)."""
+    if value is None:
+        return None
+    if pa.types.is_map(arrow_type):
+        if isinstance(value, dict):
+            items = list(value.items())
+        else:
+            items = [(kv["key"], kv["value"]) for kv in value]
+        item_t = arrow_type.item_type
+        return [(k, _to_arrow_value(v, item_t)) for k, v in items]
+    if pa.types.is_struct(arrow_type):
+        return {f.name: _to_arrow_value(value.get(f.name), f.type) for f in arrow_type}
+    if pa.types.is_list(arrow_type):
+        element_t = arrow_type.value_type
+        return [_to_arrow_value(v, element_t) for v in value]
+    return value
+
+
+def arrow_schema(avro_schema: Mapping[str, Any]) -> pa.Schema:
+    """The Arrow schema for an Avro record schema; field ids kept as ``field_id`` metadata."""
+    struct = _arrow_type(dict(avro_schema))
+    return pa.schema(list(struct))
+
+
+def read_avro_arrow(data: bytes, path: str, columns: Sequence[str] | None = None) -> pa.Table:
+    """Decode an Avro container file to an Arrow table, one column per top-level field.
+
+    Records become struct columns, arrays lists, key/value arrays with logical type ``map``
+    Arrow maps; field ids are kept as ``field_id`` field metadata. An empty file gives an
+    empty table with the full schema.
+
+    Args:
+        data: the file's bytes.
+        path: the file's location, for error messages.
+        columns: top-level field names to keep (all when None).
+
+    Raises:
+        InvalidMetadata: the bytes are not one complete, well-formed container file, or the
+            schema uses a union other than ``[null, T]``.
+    """
+    avro = read_avro(data, path)
+    try:
+        schema = arrow_schema(avro.schema)
+    except InvalidMetadata as e:
+        raise InvalidMetadata(f"Avro file {path} has an unsupported schema: {e}") from e
+    if columns is not None:
+        missing = [c for c in columns if schema.get_field_index(c) < 0]
+        if missing:
+            raise InvalidMetadata(f"Avro file {path} has no column(s) {missing}.")
+        schema = pa.schema([schema.field(c) for c in columns])
+    arrays = []
+    for f in schema:
+        values = [_to_arrow_value(r.get(f.name), f.type) for r in avro.records]
+        try:
+            arrays.append(pa.array(values, type=f.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            raise InvalidMetadata(
+                f"Avro file {path}: column {f.name!r} does not fit its schema: {e}"
+            ) from e
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def datetime_to_micros(value: dt.datetime) -> int:
+    """Microseconds from the epoch of a fastavro-decoded ``timestamp-micros`` value."""
+    epoch = _UTC_EPOCH if value.tzinfo is not None else _NAIVE_EPOCH
+    return (value - epoch) // _MICRO
+
+
+def time_to_micros(value: dt.time) -> int:
+    """Microseconds from midnight of a fastavro-decoded ``time-micros`` value."""
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+
+
+def parse_json_metadata(avro: AvroFile, key: str) -> Any:
+    """Parse a JSON-valued header key (``schema``, ``partition-spec``); None when absent.
+
+    Raises:
+        InvalidMetadata: the value is not JSON.
+    """
+    text = avro.metadata.get(key)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidMetadata(f"Avro file {avro.path}: header {key!r} is not JSON: {e}.") from e
