@@ -5,6 +5,7 @@ The core library imports no UI or Spark code; the app and the CLI stand on it.
 
 from __future__ import annotations
 
+from icecore.catalog import Catalog, TableIdentifier, load_catalog, load_table
 from icecore.errors import (
     CommitConflict,
     CommitStateUnknown,
@@ -15,8 +16,14 @@ from icecore.errors import (
     Unsupported,
     ValidationError,
 )
+from icecore.table import Table
 
 __all__ = [
+    "Catalog",
+    "Table",
+    "TableIdentifier",
+    "load_catalog",
+    "load_table",
     "CommitConflict",
     "CommitStateUnknown",
     "FilterError",

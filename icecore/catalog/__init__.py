@@ -12,11 +12,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from icecore.catalog.base import Catalog, TableIdentifier
-from icecore.catalog.filesystem import FilesystemCatalog
+from icecore.catalog.filesystem import FilesystemCatalog, current_metadata_file
 from icecore.catalog.sql import SqlCatalog
 from icecore.catalog.static import StaticCatalog
 from icecore.errors import NotFound, Unsupported
 from icecore.io import FileIO, normalize_path
+from icecore.table import Table, load_table_at
 
 SQL_CATALOG_FILE = "catalog.db"
 
@@ -27,7 +28,11 @@ __all__ = [
     "StaticCatalog",
     "TableIdentifier",
     "load_catalog",
+    "load_table",
 ]
+
+TABLE_SEPARATOR = "::"
+"""Separates the catalog from the table name in ``CATALOG::ns.table``."""
 
 
 def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
@@ -41,7 +46,7 @@ def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
         if parts.netloc:
             path = f"{parts.netloc}{path}"
         name = parse_qs(parts.query).get("catalog", [None])[0]
-        return SqlCatalog(path, catalog_name=name)
+        return SqlCatalog(path, catalog_name=name, io=io)
     if text.startswith(("postgresql:", "postgres:")):
         raise Unsupported("PostgreSQL catalogs are not supported yet; use a SQLite catalog.")
     protocol, local = normalize_path(text)
@@ -50,7 +55,7 @@ def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
     if protocol == "file":
         folder = Path(local)
         if (folder / SQL_CATALOG_FILE).is_file():
-            return SqlCatalog(folder / SQL_CATALOG_FILE)
+            return SqlCatalog(folder / SQL_CATALOG_FILE, io=io)
         if folder.is_file():
             raise NotFound(
                 f"{text} is a file, not a catalog; give a warehouse folder, a sqlite:/// URI "
@@ -65,3 +70,29 @@ def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
         f"Unknown catalog {text!r}; give a warehouse folder, sqlite:///file.db, "
         "postgresql://... or a metadata.json path."
     )
+
+
+def load_table(spec: str | Path, io: FileIO | None = None) -> Table:
+    """Open a table from what a user types (DESIGN.md "Contracts").
+
+    Accepts ``CATALOG::ns.table``, a table folder in the Hadoop layout, or a metadata.json path.
+    """
+    text = str(spec).strip()
+    if TABLE_SEPARATOR in text:
+        catalog_uri, name = text.rsplit(TABLE_SEPARATOR, 1)
+        return load_catalog(catalog_uri, io=io).load_table(name)
+    if text.endswith(".metadata.json"):
+        static = StaticCatalog(text, io=io)
+        return static.load_table(static.identifier)
+    reader = io or FileIO()
+    folder = text.rstrip("/")
+    if not reader.exists(f"{folder}/metadata"):
+        raise NotFound(
+            f"{text} is not a table: give CATALOG::namespace.table, a table folder with a "
+            "metadata/ folder, or a metadata.json path."
+        )
+    parts = folder.split("/")
+    identifier = TableIdentifier(
+        (parts[-2] if len(parts) > 1 and parts[-2] else "default",), parts[-1]
+    )
+    return load_table_at(identifier, current_metadata_file(reader, folder), reader)

@@ -7,31 +7,13 @@ metadata.json; everything else about a table is read from that file (spec: "Over
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
-from icecore.errors import NotFound
+from icecore.identifier import TableIdentifier
+from icecore.io import FileIO
+from icecore.table import Table, load_table_at
 
-
-@dataclass(frozen=True, slots=True, order=True)
-class TableIdentifier:
-    """A table's name in its catalog: a namespace path and a table name."""
-
-    namespace: tuple[str, ...]
-    name: str
-
-    @classmethod
-    def parse(cls, text: str) -> TableIdentifier:
-        """Parse ``ns.table`` or ``ns1.ns2.table`` (the last part is the table name)."""
-        parts = text.strip().split(".")
-        if len(parts) < 2 or any(not p for p in parts):
-            raise NotFound(
-                f"Table name {text!r} is not of the form namespace.table (for example demo.trips)."
-            )
-        return cls(namespace=tuple(parts[:-1]), name=parts[-1])
-
-    def __str__(self) -> str:
-        return ".".join((*self.namespace, self.name))
+__all__ = ["Catalog", "CatalogBase", "TableIdentifier"]
 
 
 class Catalog(Protocol):
@@ -53,3 +35,30 @@ class Catalog(Protocol):
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """Location of the table's current metadata.json; :class:`NotFound` if no such table."""
         ...
+
+    def load_table(self, identifier: str | TableIdentifier) -> Table:
+        """The table's current version."""
+        ...
+
+
+class CatalogBase:
+    """What every catalog shares: loading a table from its current metadata location.
+
+    Subclasses set ``io`` and implement ``metadata_location``.
+    """
+
+    io: FileIO
+
+    def metadata_location(self, identifier: TableIdentifier) -> str:
+        """Location of the table's current metadata.json."""
+        raise NotImplementedError
+
+    def load_table(self, identifier: str | TableIdentifier) -> Table:
+        """Read the table's current metadata through this catalog's FileIO."""
+        ident = (
+            identifier
+            if isinstance(identifier, TableIdentifier)
+            else (TableIdentifier.parse(identifier))
+        )
+        location = self.metadata_location(ident)
+        return load_table_at(ident, location, self.io, catalog=self)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from icecore.catalog.base import TableIdentifier
+from icecore.catalog.base import CatalogBase, TableIdentifier
 from icecore.errors import InvalidMetadata, NotFound
 from icecore.io import FileInfo, FileIO
 
@@ -62,7 +62,7 @@ def _is_table_dir(listing: list[FileInfo]) -> bool:
     return any(e.is_dir and e.path.rsplit("/", 1)[-1] == "metadata" for e in listing)
 
 
-class FilesystemCatalog:
+class FilesystemCatalog(CatalogBase):
     """Tables found under a warehouse folder in the Hadoop layout (no database).
 
     Args:

@@ -13,23 +13,28 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from icecore.catalog.base import TableIdentifier
+from icecore.catalog.base import CatalogBase, TableIdentifier
 from icecore.errors import InvalidMetadata, NotFound, ValidationError
+from icecore.io import FileIO
 
 DEFAULT_CATALOG_NAME = "icecore"
 """The name Icecore's pipeline gives its Spark JdbcCatalog (``catalog_name`` in the table)."""
 
 
-class SqlCatalog:
+class SqlCatalog(CatalogBase):
     """A JdbcCatalog/SqlCatalog-compatible catalog in a SQLite file.
 
     Args:
         path: the SQLite database file.
         catalog_name: which ``catalog_name`` to use; by default the only one in the file, or
             ``icecore`` when there are several and it is one of them.
+        io: the FileIO that reads the tables' files.
     """
 
-    def __init__(self, path: str | Path, catalog_name: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, catalog_name: str | None = None, io: FileIO | None = None
+    ) -> None:
+        self.io = io or FileIO()
         self.path = Path(path)
         if not self.path.is_file():
             raise NotFound(f"SQL catalog database {self.path} does not exist.")

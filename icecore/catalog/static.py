@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from icecore.catalog.base import TableIdentifier
+from icecore.catalog.base import CatalogBase, TableIdentifier
 from icecore.errors import NotFound
 from icecore.io import FileIO
 
 
-class StaticCatalog:
+class StaticCatalog(CatalogBase):
     """A catalog of exactly one table, named ``static.<table folder>``.
 
     Args:

@@ -1,0 +1,123 @@
+"""A table as a user holds it: its current metadata, where it came from, and how to read it.
+
+``Table`` is immutable: it is one metadata file (metadata locations never change), so
+anything derived from it can be cached by ``metadata_location``. ``refresh()`` returns a new
+``Table`` for whatever the catalog now says is current.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from icecore.errors import Unsupported
+from icecore.history import HistoryEntry, history, resolve_snapshot
+from icecore.identifier import TableIdentifier
+from icecore.io import FileIO
+from icecore.manifest import ManifestFile, read_manifest_list
+from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from icecore.catalog.base import Catalog
+
+
+def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
+    """Read and parse one metadata.json through ``io``."""
+    return parse_metadata(io.read(location), location=location)
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One version of an Iceberg table.
+
+    Attributes:
+        identifier: the table's name in its catalog.
+        metadata: the parsed metadata.json.
+        metadata_location: where that metadata.json is.
+        io: the FileIO every read of this table goes through.
+        catalog: the catalog it was loaded from (None for a bare metadata file).
+    """
+
+    identifier: TableIdentifier
+    metadata: TableMetadata
+    metadata_location: str
+    io: FileIO
+    catalog: Catalog | None = None
+
+    @property
+    def format_version(self) -> int:
+        """The table's format version (1, 2 or 3)."""
+        return self.metadata.format_version
+
+    @property
+    def location(self) -> str:
+        """The table's base location."""
+        return self.metadata.location
+
+    def snapshots(self) -> tuple[Snapshot, ...]:
+        """Every snapshot still in the metadata, in the order the file lists them."""
+        return tuple(self.metadata.snapshots)
+
+    def history(self) -> list[HistoryEntry]:
+        """When each snapshot became current, oldest first (Spark's ``history`` table)."""
+        return history(self.metadata)
+
+    def refs(self) -> Mapping[str, SnapshotRef]:
+        """Branches and tags by name (``main`` implied for tables written without refs)."""
+        return self.metadata.refs
+
+    def snapshot(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of: str | int | dt.datetime | None = None,
+    ) -> Snapshot | None:
+        """The snapshot a selector names, or the current one (None for an empty table)."""
+        return resolve_snapshot(self.metadata, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+
+    def manifests(self, snapshot: Snapshot) -> list[ManifestFile]:
+        """The manifest list of ``snapshot`` (v1 inline ``manifests`` are not supported yet)."""
+        if snapshot.manifest_list is None:
+            raise Unsupported(
+                f"Snapshot {snapshot.snapshot_id} lists its manifests inline (a v1 layout "
+                "from before manifest lists); Icecore reads manifest lists only."
+            )
+        return read_manifest_list(
+            self.io, snapshot.manifest_list, format_version=self.metadata.format_version
+        )
+
+    def inspect(
+        self,
+        kind: str,
+        *,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of: str | int | dt.datetime | None = None,
+    ) -> pa.Table:
+        """A metadata table as Arrow, with Spark's column names (see :mod:`icecore.inspect`)."""
+        from icecore.inspect import inspect_table
+
+        return inspect_table(self, kind, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+
+    def refresh(self) -> Table:
+        """The table as its catalog has it now (itself when it has no catalog)."""
+        if self.catalog is None:
+            return self
+        return self.catalog.load_table(self.identifier)
+
+
+def load_table_at(
+    identifier: TableIdentifier,
+    metadata_location: str,
+    io: FileIO,
+    catalog: Catalog | None = None,
+) -> Table:
+    """Build a :class:`Table` by reading the metadata file at ``metadata_location``."""
+    return Table(
+        identifier, read_table_metadata(io, metadata_location), metadata_location, io, catalog
+    )
