@@ -1,20 +1,22 @@
 """``python -m icecore``: JSON on stdout; on error one sentence on stderr and exit 1.
 
-Commands (DESIGN.md "Contracts"): ``tables CATALOG``; more (history, inspect, plan, scan,
-diff, evolve) join as their core parts land. TABLE arguments are ``CATALOG::ns.table``, a
+Commands (DESIGN.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE KIND``;
+plan, scan, diff and evolve join as their core parts land. TABLE is ``CATALOG::ns.table``, a
 table directory, or a metadata.json path.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from icecore.catalog import load_catalog
+from icecore.catalog import load_catalog, load_table
 from icecore.errors import IcecoreError
 
 Command = Callable[[argparse.Namespace], Any]
@@ -45,6 +47,64 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see python -m icecore --help)")
 
 
+def jsonable(value: Any) -> Any:
+    """Arrow/Python values as JSON: bytes as hex, times as ISO-8601, containers recursively."""
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        # Arrow maps arrive as lists of (key, value) pairs.
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return {str(k): jsonable(v) for k, v in value}
+        return [jsonable(v) for v in value]
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return str(value)
+    return value
+
+
+def cmd_history(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The table's snapshots in commit order, with lineage and the refs pointing at each."""
+    table = load_table(args.table)
+    refs_by_snapshot: dict[int, list[str]] = {}
+    for name, ref in table.refs().items():
+        refs_by_snapshot.setdefault(ref.snapshot_id, []).append(name)
+    made_current = {h.snapshot_id: h for h in table.history()}
+    rows = []
+    for snapshot in sorted(table.snapshots(), key=lambda s: (s.timestamp_ms, s.sequence_number)):
+        entry = made_current.get(snapshot.snapshot_id)
+        rows.append(
+            {
+                "snapshot_id": snapshot.snapshot_id,
+                "parent_id": snapshot.parent_snapshot_id,
+                "sequence_number": snapshot.sequence_number,
+                "committed_at": dt.datetime.fromtimestamp(snapshot.timestamp_ms / 1000, dt.UTC),
+                "operation": snapshot.operation,
+                "is_current_ancestor": entry.is_current_ancestor if entry else False,
+                "refs": sorted(refs_by_snapshot.get(snapshot.snapshot_id, [])),
+                "schema_id": snapshot.schema_id,
+                "summary": dict(snapshot.summary.properties) if snapshot.summary else {},
+            }
+        )
+    return [jsonable(r) for r in rows]
+
+
+def cmd_inspect(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One metadata table (files, manifests, partitions, ...) as a JSON list of objects."""
+    table = load_table(args.table)
+    result = table.inspect(args.kind, snapshot_id=args.snapshot, ref=args.ref, as_of=args.as_of)
+    return [jsonable(row) for row in result.to_pylist()]
+
+
+def _add_selectors(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--snapshot", type=int, default=None, help="a snapshot id")
+    group.add_argument("--ref", default=None, help="a branch or tag")
+    group.add_argument("--as-of", dest="as_of", default=None, help="an ISO-8601 time")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one sub-command per verb."""
     parser = _Parser(prog="python -m icecore", description=__doc__.split("\n")[0])
@@ -52,6 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     tables = sub.add_parser("tables", help="list a catalog's tables")
     tables.add_argument("catalog", help="warehouse folder, sqlite:///file.db or metadata.json")
     tables.set_defaults(run=cmd_tables)
+    table_help = "CATALOG::ns.table, a table folder, or a metadata.json path"
+    hist = sub.add_parser("history", help="a table's snapshots, lineage and refs")
+    hist.add_argument("table", help=table_help)
+    hist.set_defaults(run=cmd_history)
+    insp = sub.add_parser("inspect", help="a metadata table (files, manifests, partitions, ...)")
+    insp.add_argument("table", help=table_help)
+    insp.add_argument("kind", help="snapshots, history, refs, manifests, entries, files, ...")
+    _add_selectors(insp)
+    insp.set_defaults(run=cmd_inspect)
     return parser
 
 

@@ -133,6 +133,7 @@ class Scale:
     """expire_snapshots removes this many of the oldest snapshots."""
     customers: int
     events: int
+    accounts: int
 
     @property
     def days(self) -> int:
@@ -151,6 +152,7 @@ SCALES: dict[str, Scale] = {
         expire_first=10,
         customers=20_000,
         events=60_000,
+        accounts=20_000,
     ),
     "mini": Scale(
         rows_per_day=300,
@@ -162,6 +164,7 @@ SCALES: dict[str, Scale] = {
         expire_first=2,
         customers=400,
         events=2_000,
+        accounts=400,
     ),
 }
 
@@ -494,6 +497,107 @@ def events_story(spark: SparkSession, scale: Scale, steps: _Steps) -> None:
     steps.step("events_v3: v3 table, 2 appends, 3 deletes + 1 update -> deletion vectors")
 
 
+ACCOUNT_ID_BASE = 3_000_000_000
+"""Account ids start here: above 2**31, so py4j hands them to Java as longs."""
+
+
+def accounts_batch_sql(start: int, end: int) -> str:
+    """SQL for accounts ``start`` to ``end`` (offsets from :data:`ACCOUNT_ID_BASE`)."""
+    countries = [_sql_str(c) for c in COUNTRIES[:4]]
+    return f"""
+      SELECT {ACCOUNT_ID_BASE} + id AS account_id,
+             CASE WHEN pmod(id, 13) = 5 THEN NULL ELSE concat('user', id, '@example.org') END
+               AS email,
+             {_pick("id", "acountry", countries)} AS country,
+             cast(round(5000 * {_unit("id", "bal")}, 2) AS decimal(12, 2)) AS balance
+      FROM range({start}, {end})
+    """
+
+
+def write_equality_deletes(
+    spark: SparkSession,
+    table_name: str,
+    columns: list[str],
+    rows: list[list[object]],
+    partition: dict[str, object] | None = None,
+) -> None:
+    """Commit one equality delete file through Iceberg's Java API (Spark SQL can't write them).
+
+    Spec "Equality Delete Files": the file holds the ``columns`` values of deleted rows and
+    applies to data files of lower data sequence number, in its partition (or everywhere when
+    written under an unpartitioned spec). ``partition`` gives the partition values by
+    partition-field name for the table's current spec.
+    """
+    jvm = spark.sparkContext._jvm
+    gateway = spark.sparkContext._gateway
+    assert jvm is not None and gateway is not None
+    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession, table_name
+    )
+    schema = table.schema()
+    field_ids = gateway.new_array(jvm.int, len(columns))
+    names = jvm.java.util.ArrayList()
+    for i, column in enumerate(columns):
+        field_ids[i] = schema.findField(column).fieldId()
+        names.add(column)
+    delete_schema = schema.select(names)
+    spec = table.spec()
+    factory = jvm.org.apache.iceberg.data.GenericAppenderFactory(
+        schema, spec, field_ids, delete_schema, None
+    )
+    partition_data = None
+    if partition is not None:
+        partition_data = jvm.org.apache.iceberg.data.GenericRecord.create(spec.partitionType())
+        for name, value in partition.items():
+            partition_data.setField(name, value)
+    location = table.locationProvider().newDataLocation(
+        f"eq-deletes-{int(time.time() * 1000)}-{'-'.join(columns)}.parquet"
+    )
+    output = jvm.org.apache.iceberg.encryption.EncryptedFiles.plainAsEncryptedOutput(
+        table.io().newOutputFile(location)
+    )
+    writer = factory.newEqDeleteWriter(
+        output, jvm.org.apache.iceberg.FileFormat.PARQUET, partition_data
+    )
+    for values in rows:
+        record = jvm.org.apache.iceberg.data.GenericRecord.create(delete_schema)
+        for column, value in zip(columns, values, strict=True):
+            record.setField(column, value)
+        writer.write(record)
+    writer.close()
+    table.newRowDelta().addDeletes(writer.toDeleteFile()).commit()
+    spark.sql(f"REFRESH TABLE {table_name}")
+
+
+def accounts_story(spark: SparkSession, scale: Scale, steps: _Steps) -> None:
+    """Write ``demo.accounts``: equality deletes, global and partition-scoped (format v2).
+
+    Closed accounts are deleted by key under the unpartitioned spec (global deletes), then by
+    email with a NULL key (nulls match nulls); the table is partitioned by country; re-opened
+    accounts are inserted again with their old ids (a later sequence number, so the old
+    deletes must not hide them); finally Italian accounts are deleted in their partition only.
+    """
+    table = f"{SQL_CATALOG}.{NAMESPACE}.accounts"
+    half = scale.accounts // 2
+    spark.sql(f"""
+      CREATE TABLE {table} (account_id bigint NOT NULL, email string, country string,
+        balance decimal(12, 2))
+      USING iceberg TBLPROPERTIES ('format-version' = '2')
+    """)
+    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS account_id")
+    spark.sql(f"INSERT INTO {table} {accounts_batch_sql(0, half)}")
+    closed = [[ACCOUNT_ID_BASE + i] for i in range(0, half, 10)]
+    write_equality_deletes(spark, table, ["account_id"], closed)
+    write_equality_deletes(spark, table, ["email"], [[None], ["user1@example.org"]])
+    spark.sql(f"ALTER TABLE {table} ADD PARTITION FIELD country")
+    reopened = f"SELECT * FROM ({accounts_batch_sql(0, half)}) WHERE pmod(account_id, 20) = 0"
+    spark.sql(f"INSERT INTO {table} {reopened}")
+    spark.sql(f"INSERT INTO {table} {accounts_batch_sql(half, scale.accounts)}")
+    italian = [[ACCOUNT_ID_BASE + i] for i in range(half, scale.accounts, 7)]
+    write_equality_deletes(spark, table, ["account_id"], italian, partition={"country": "Italia"})
+    steps.step("accounts: equality deletes, global (by id, by email with NULL) and per partition")
+
+
 def zones_story(spark: SparkSession, steps: _Steps) -> None:
     """Write ``demo.zones``: a small unpartitioned lookup table."""
     table = f"{SQL_CATALOG}.{NAMESPACE}.zones"
@@ -509,7 +613,7 @@ def zones_story(spark: SparkSession, steps: _Steps) -> None:
     steps.step("zones: unpartitioned lookup table")
 
 
-TOTAL_STEPS = 17
+TOTAL_STEPS = 18
 
 
 def write_story(spark: SparkSession, scale: Scale, progress: Progress) -> list[str]:
@@ -522,8 +626,10 @@ def write_story(spark: SparkSession, scale: Scale, progress: Progress) -> list[s
     trips_story(spark, scale, steps)
     events_story(spark, scale, steps)
     customers_story(spark, scale, steps)
+    accounts_story(spark, scale, steps)
     steps.step("done")
     return [
+        f"{NAMESPACE}.accounts",
         f"{NAMESPACE}.zones",
         f"{NAMESPACE}.trips",
         f"{NAMESPACE}.events_v3",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.demo import SCALES, ZONES, trips_batch_sql
+from pipeline.demo import ACCOUNT_ID_BASE, SCALES, ZONES, accounts_batch_sql, trips_batch_sql
 
 pytestmark = pytest.mark.spark
 
@@ -35,7 +35,7 @@ def current_metadata(warehouse: Path, table_dir: str) -> dict[str, Any]:
 
 def test_tables_exist_in_both_catalogs(spark: Any, demo_warehouse: Path) -> None:
     sql_tables = {r.tableName for r in spark.sql("SHOW TABLES IN icecore.demo").collect()}
-    assert sql_tables == {"trips", "events_v3", "zones"}
+    assert sql_tables == {"trips", "events_v3", "zones", "accounts"}
     fs_tables = {r.tableName for r in spark.sql("SHOW TABLES IN hadoop.demo").collect()}
     assert fs_tables == {"customers_v1"}
     assert (demo_warehouse / "catalog.db").is_file()
@@ -168,3 +168,40 @@ def test_second_run_keeps_the_warehouse(demo_warehouse: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "keeping it" in result.stderr
     assert (catalog_db.stat().st_mtime_ns, catalog_db.read_bytes()) == before
+
+
+def test_accounts_equality_deletes_follow_sequence_numbers(
+    spark: Any, demo_warehouse: Path
+) -> None:
+    table = "icecore.demo.accounts"
+    half = MINI.accounts // 2
+    generated = accounts_batch_sql(0, MINI.accounts)
+    spark.sql(
+        "CREATE OR REPLACE TEMPORARY VIEW generated_accounts AS "
+        f"SELECT *, account_id - {ACCOUNT_ID_BASE} AS n FROM ({generated})"
+    )
+    # First half: closed ids (n % 10 = 0), NULL emails and user1's email deleted globally;
+    # re-opened ids (n % 20 = 0) inserted again afterwards survive those older deletes.
+    # Second half: Italian accounts with (n - half) % 7 = 0 deleted in their partition only.
+    first = scalar(
+        spark,
+        f"SELECT count(*) FROM generated_accounts WHERE n < {half} AND n % 10 != 0 "
+        "AND email IS NOT NULL AND email != 'user1@example.org'",
+    )
+    reopened = scalar(
+        spark, f"SELECT count(*) FROM generated_accounts WHERE n < {half} AND n % 20 = 0"
+    )
+    second = scalar(
+        spark,
+        f"SELECT count(*) FROM generated_accounts WHERE n >= {half} "
+        f"AND NOT (country = 'Italia' AND (n - {half}) % 7 = 0)",
+    )
+    assert scalar(spark, f"SELECT count(*) FROM {table}") == first + reopened + second
+    deletes = spark.sql(
+        f"SELECT content, equality_ids, spec_id FROM {table}.delete_files"
+    ).collect()
+    assert sorted((r.content, tuple(r.equality_ids), r.spec_id) for r in deletes) == [
+        (2, (1,), 0),
+        (2, (1,), 1),
+        (2, (2,), 0),
+    ]
