@@ -162,3 +162,29 @@ def test_relative_warehouse_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         catalog.metadata_location(TableIdentifier.parse("db.t"))
         == "wh/db/t/metadata/v2.metadata.json"
     )
+
+
+def test_table_created_by_pyiceberg_opens_in_icecore(tmp_path: Path) -> None:
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
+
+    peer = PyIcebergSqlCatalog(
+        "shared", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=f"file://{tmp_path}"
+    )
+    peer.create_namespace("sales")
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "city": ["Milan", "Paris", None]})
+    created = peer.create_table("sales.orders", schema=data.schema)
+    created.append(data)
+    created.append(data.slice(0, 1))
+
+    catalog = load_catalog(tmp_path)
+    assert isinstance(catalog, SqlCatalog) and catalog.catalog_name == "shared"
+    assert [str(t) for t in catalog.list_tables()] == ["sales.orders"]
+    table = catalog.load_table("sales.orders")
+    reloaded = peer.load_table("sales.orders")
+    assert table.metadata_location == reloaded.metadata_location
+    assert [s.snapshot_id for s in table.snapshots()] == [
+        s.snapshot_id for s in reloaded.metadata.snapshots
+    ]
+    assert table.metadata.current_snapshot_id == reloaded.metadata.current_snapshot_id
+    assert [f.name for f in table.metadata.current_schema().fields] == ["id", "city"]
