@@ -38,3 +38,59 @@ def test_s3_filesystem_catalog(s3_server: Any, s3_warehouse: str, demo_warehouse
     )
     assert location.rsplit("/", 1)[-1] == local.rsplit("/", 1)[-1]
     assert io.read(location) == Path(local).read_bytes()
+
+
+def relocate_to_s3(
+    spark: Any, s3_server: Any, demo_warehouse: Path, tmp_path: Path, table: str
+) -> str:
+    """Spark's rewrite_table_path moves a table to s3:// paths; the files are uploaded to moto.
+
+    Returns the new current metadata.json location on S3.
+    """
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint)
+    if "relocated" not in {b["Name"] for b in client.list_buckets()["Buckets"]}:
+        client.create_bucket(Bucket="relocated")
+    source = str(demo_warehouse / "demo" / table)
+    target = f"s3://relocated/demo/{table}"
+    staging = tmp_path / f"staging-{table}"
+    row = spark.sql(
+        f"CALL icecore.system.rewrite_table_path(table => 'demo.{table}', "
+        f"source_prefix => '{source}', target_prefix => '{target}', "
+        f"staging_location => '{staging}/')"
+    ).collect()[0]
+    for line in Path(row.file_list_location.removeprefix("file:")).read_text().splitlines():
+        src, dst = line.split(",")
+        key = dst.removeprefix("s3://relocated/")
+        client.upload_file(src.removeprefix("file:"), "relocated", key)
+    return f"{target}/metadata/{row.latest_version}"
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("table", ["trips", "events_v3"])
+def test_table_on_s3_reads_end_to_end(
+    spark: Any, s3_server: Any, demo_warehouse: Path, tmp_path: Path, table: str
+) -> None:
+    import icecore
+
+    location = relocate_to_s3(spark, s3_server, demo_warehouse, tmp_path, table)
+    remote = icecore.load_table(location, io=FileIO(s3_server.properties))
+    local = icecore.load_table(f"{demo_warehouse}::demo.{table}")
+    assert [s.snapshot_id for s in remote.snapshots()] == [s.snapshot_id for s in local.snapshots()]
+    prefix = str(demo_warehouse / "demo" / table)
+
+    def rows(t: Any, kind: str) -> list[tuple[Any, ...]]:
+        data = t.inspect(kind).select(["content", "file_path", "record_count"]).to_pylist()
+        return sorted(
+            (r["content"], r["file_path"].split(f"/demo/{table}/", 1)[1], r["record_count"])
+            for r in data
+        )
+
+    for kind in ("files", "delete_files"):
+        assert rows(remote, kind) == rows(local, kind)
+    assert all(
+        p.startswith("s3://relocated/")
+        for p in remote.inspect("files").column("file_path").to_pylist()
+    )
+    assert prefix in local.metadata_location
