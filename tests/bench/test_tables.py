@@ -1,0 +1,161 @@
+"""The benchmark table builder, checked by Spark (Iceberg Java) and PyIceberg.
+
+A tiny table is built through the command line; the expected counts come from the requested
+shape (files, snapshots, files per manifest) worked out by hand, and the pruning counts from
+Spark's ``files`` metadata table (its partition values and readable metrics), never from what
+the builder reports about itself.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+FILES = 2_000
+SNAPSHOTS = 20
+FILES_PER_MANIFEST = 50
+DAYS = 50
+# 100 files per snapshot, in manifests of 50: two manifests per snapshot.
+EXPECTED_MANIFESTS = SNAPSHOTS * 2
+ID_SPAN = 1 << 14  # ids of one 16-file group, as BenchTableBuilder.java lays them out
+CATALOG = "benchcheck"
+
+
+def scalar(spark: Any, sql: str) -> Any:
+    return spark.sql(sql).collect()[0][0]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    warehouse = tmp_path_factory.mktemp("benchwh")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.tables",
+            "--warehouse",
+            str(warehouse),
+            "--files",
+            str(FILES),
+            "--files-per-manifest",
+            str(FILES_PER_MANIFEST),
+            "--snapshots",
+            str(SNAPSHOTS),
+            "--days",
+            str(DAYS),
+            "--name",
+            "tiny",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "manifests written" in done.stderr
+    return warehouse, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def checked(spark: Any, built: tuple[Path, dict[str, Any]]) -> str:
+    """Spark's name of the tiny table, through a Hadoop catalog on the test's warehouse."""
+    warehouse, _ = built
+    spark.conf.set(f"spark.sql.catalog.{CATALOG}", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set(f"spark.sql.catalog.{CATALOG}.type", "hadoop")
+    spark.conf.set(f"spark.sql.catalog.{CATALOG}.warehouse", str(warehouse / "hadoop"))
+    return f"{CATALOG}.bench.tiny"
+
+
+def pyiceberg_table(metadata: str) -> Any:
+    from pyiceberg.table import StaticTable
+
+    return StaticTable.from_metadata(metadata)
+
+
+def test_cli_reports_the_requested_shape(built: tuple[Path, dict[str, Any]]) -> None:
+    warehouse, result = built
+    assert Path(result["table"]) == warehouse / "hadoop" / "bench" / "tiny"
+    assert (Path(result["table"]) / "metadata" / "version-hint.text").is_file()
+    assert (result["files"], result["manifests"], result["snapshots"]) == (
+        FILES,
+        EXPECTED_MANIFESTS,
+        SNAPSHOTS,
+    )
+    assert result["seconds"] > 0
+    # Metadata only: no data file is written.
+    assert not (Path(result["table"]) / "data").exists()
+
+
+def test_spark_reads_the_metadata_tables(spark: Any, checked: str) -> None:
+    assert scalar(spark, f"SELECT count(*) FROM {checked}.files") == FILES
+    assert scalar(spark, f"SELECT count(*) FROM {checked}.manifests") == EXPECTED_MANIFESTS
+    assert scalar(spark, f"SELECT count(*) FROM {checked}.snapshots") == SNAPSHOTS
+    assert scalar(spark, f"SELECT count(DISTINCT operation) FROM {checked}.snapshots") == 1
+    assert (
+        scalar(spark, f"SELECT count(DISTINCT partition.pickup_ts_day) FROM {checked}.files")
+        == DAYS
+    )
+    # Every file has full metrics: bounds for all 8 columns, NaN counts for fare and tip.
+    row = spark.sql(
+        f"SELECT min(size(lower_bounds)), min(size(upper_bounds)), min(size(value_counts)), "
+        f"min(size(null_value_counts)), min(size(nan_value_counts)), min(size(column_sizes)) "
+        f"FROM {checked}.files"
+    ).collect()[0]
+    assert tuple(row) == (8, 8, 8, 8, 2, 8)
+    # Manifests are clustered by time: each spans at most a few neighbouring days.
+    # (the whole partition_summaries column: Iceberg cannot project part of its structs)
+    summaries = spark.sql(f"SELECT partition_summaries FROM {checked}.manifests").collect()
+    widest = max(
+        (date.fromisoformat(row[0][0].upper_bound) - date.fromisoformat(row[0][0].lower_bound)).days
+        for row in summaries
+    )
+    assert widest <= 3
+
+
+def test_pyiceberg_plans_every_file(built: tuple[Path, dict[str, Any]]) -> None:
+    _, result = built
+    table = pyiceberg_table(result["metadata"])
+    assert len(list(table.scan().plan_files())) == FILES
+
+
+def test_narrow_id_range_prunes_by_metrics(
+    spark: Any, checked: str, built: tuple[Path, dict[str, Any]]
+) -> None:
+    _, result = built
+    group = 57
+    low, high = group * ID_SPAN + ID_SPAN // 4, group * ID_SPAN + ID_SPAN // 2
+    # Spark's own view of the metrics: files whose id bounds overlap [low, high].
+    expected = scalar(
+        spark,
+        f"SELECT count(*) FROM {checked}.files WHERE readable_metrics.id.lower_bound <= {high} "
+        f"AND readable_metrics.id.upper_bound >= {low}",
+    )
+    # One file per bucket holds ids of that group.
+    assert expected == 16
+    table = pyiceberg_table(result["metadata"])
+    planned = list(table.scan(row_filter=f"id >= {low} and id <= {high}").plan_files())
+    assert len(planned) == expected < FILES
+
+
+def test_day_filter_prunes_by_partition(
+    spark: Any, checked: str, built: tuple[Path, dict[str, Any]]
+) -> None:
+    _, result = built
+    expected = scalar(
+        spark,
+        f"SELECT count(*) FROM {checked}.files WHERE partition.pickup_ts_day = DATE'2021-01-10'",
+    )
+    assert 0 < expected < FILES
+    table = pyiceberg_table(result["metadata"])
+    day = "pickup_ts >= '2021-01-10T00:00:00+00:00' and pickup_ts < '2021-01-11T00:00:00+00:00'"
+    assert len(list(table.scan(row_filter=day).plan_files())) == expected
