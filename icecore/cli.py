@@ -1,8 +1,8 @@
 """``python -m icecore``: JSON on stdout; on error one sentence on stderr and exit 1.
 
-Commands (DESIGN.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE KIND``;
-plan, scan, diff and evolve join as their core parts land. TABLE is ``CATALOG::ns.table``, a
-table directory, or a metadata.json path.
+Commands (DESIGN.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE KIND``,
+``diff TABLE FROM TO``; plan, scan and evolve join as their core parts land. TABLE is
+``CATALOG::ns.table``, a table directory, or a metadata.json path.
 """
 
 from __future__ import annotations
@@ -98,6 +98,12 @@ def cmd_inspect(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [jsonable(row) for row in result.to_pylist()]
 
 
+def cmd_diff(args: argparse.Namespace) -> dict[str, Any]:
+    """Files, rows, partitions, schema and specs changed between two points."""
+    table = load_table(args.table)
+    return jsonable(table.diff(args.from_point, args.to_point).to_dict())  # type: ignore[no-any-return]
+
+
 def _add_selectors(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--snapshot", type=int, default=None, help="a snapshot id")
@@ -121,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
     insp.add_argument("kind", help="snapshots, history, refs, manifests, entries, files, ...")
     _add_selectors(insp)
     insp.set_defaults(run=cmd_inspect)
+    dif = sub.add_parser("diff", help="what changed between two snapshots, refs or times")
+    dif.add_argument("table", help=table_help)
+    dif.add_argument("from_point", metavar="FROM", help="snapshot id, ref or ISO-8601 time")
+    dif.add_argument("to_point", metavar="TO", help="snapshot id, ref or ISO-8601 time")
+    dif.set_defaults(run=cmd_diff)
     return parser
 
 

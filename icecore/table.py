@@ -12,11 +12,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from icecore.errors import Unsupported
+from icecore.diff import SnapshotDiff, diff_snapshots
+from icecore.errors import InvalidMetadata, NotFound, Unsupported, ValidationError
 from icecore.history import HistoryEntry, history, resolve_snapshot
 from icecore.identifier import TableIdentifier
 from icecore.io import FileIO
-from icecore.manifest import ManifestFile, read_manifest_list
+from icecore.manifest import (
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    read_manifest,
+    read_manifest_list,
+)
 from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
 
 if TYPE_CHECKING:
@@ -91,6 +98,27 @@ class Table:
             self.io, snapshot.manifest_list, format_version=self.metadata.format_version
         )
 
+    def live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """Every live (ADDED or EXISTING) data and delete file entry of ``snapshot``."""
+        schema = self.metadata.schema_by_id(snapshot.schema_id) if snapshot.schema_id else None
+        schema = schema or self.metadata.current_schema()
+        entries: list[ManifestEntry] = []
+        for manifest in self.manifests(snapshot):
+            spec = self.metadata.spec_by_id(manifest.partition_spec_id)
+            if spec is None:
+                raise InvalidMetadata(
+                    f"Manifest {manifest.manifest_path} uses partition spec "
+                    f"{manifest.partition_spec_id}, which {self.metadata_location} lacks."
+                )
+            entries.extend(
+                e
+                for e in read_manifest(
+                    self.io, manifest, schema, spec, self.metadata.format_version
+                )
+                if e.status is not ManifestEntryStatus.DELETED
+            )
+        return entries
+
     def inspect(
         self,
         kind: str,
@@ -103,6 +131,35 @@ class Table:
         from icecore.inspect import inspect_table
 
         return inspect_table(self, kind, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+
+    def diff(self, from_point: str | int | None, to_point: str | int | None = None) -> SnapshotDiff:
+        """What changed between two points (snapshot ids, refs or ISO times; None = current).
+
+        ``from_point`` None compares against an empty table.
+        """
+        before = self.point(from_point) if from_point is not None else None
+        after = self.point(to_point) if to_point is not None else self.snapshot()
+        if after is None:
+            raise NotFound(f"Table {self.identifier} has no snapshot to compare.")
+        return diff_snapshots(self, before, after)
+
+    def point(self, text: str | int) -> Snapshot:
+        """Resolve what a user typed as a point in time: a snapshot id, a ref, or a time."""
+        if isinstance(text, int) or (isinstance(text, str) and text.strip().lstrip("-").isdigit()):
+            snapshot = self.snapshot(snapshot_id=int(text))
+        elif isinstance(text, str) and text in self.metadata.refs:
+            snapshot = self.snapshot(ref=text)
+        else:
+            try:
+                snapshot = self.snapshot(as_of=text)
+            except ValidationError as e:
+                raise NotFound(
+                    f"{text!r} is neither a snapshot id, a branch or tag of {self.identifier}, "
+                    "nor an ISO-8601 time."
+                ) from e
+        if snapshot is None:
+            raise NotFound(f"Table {self.identifier} has no snapshot at {text!r}.")
+        return snapshot
 
     def refresh(self) -> Table:
         """The table as its catalog has it now (itself when it has no catalog)."""

@@ -1,0 +1,218 @@
+"""What changed between two points of a table's history, from metadata alone.
+
+Two snapshots are compared by their live files (spec "Manifests": ADDED and EXISTING
+entries): data and delete files added and removed, the rows those files carry (record
+counts, before deletes; delete files count delete records, not rows), the partitions
+touched, and the schema and partition-spec differences (fields compared by id, so a
+rename is a rename, not a drop and an add).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from icecore.manifest import DataFile, DataFileContent, ManifestEntry
+from icecore.metadata import Snapshot
+from icecore.partitioning import PartitionSpec
+from icecore.schema import Schema
+from icecore.types import NestedField
+
+if TYPE_CHECKING:
+    from icecore.table import Table
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """One schema difference, by field id.
+
+    Attributes:
+        kind: ``added``, ``removed``, ``renamed``, ``type``, ``required`` or ``doc``.
+        field_id: the field's id.
+        name: the field's full name (the newer one for renames and changes).
+        before, after: the old and new name, type, nullability or doc ("" when absent).
+    """
+
+    kind: str
+    field_id: int
+    name: str
+    before: str = ""
+    after: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotDiff:
+    """Files, rows, partitions, schema and specs between two snapshots of one table."""
+
+    from_snapshot_id: int | None
+    to_snapshot_id: int
+    data_files_added: tuple[DataFile, ...]
+    data_files_removed: tuple[DataFile, ...]
+    delete_files_added: tuple[DataFile, ...]
+    delete_files_removed: tuple[DataFile, ...]
+    partitions_touched: tuple[str, ...]
+    schema_changes: tuple[FieldChange, ...]
+    specs_before: tuple[int, ...]
+    specs_after: tuple[int, ...]
+    spec_fields: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def rows_added(self) -> int:
+        """Rows in data files that appeared (record counts, before any delete)."""
+        return sum(f.record_count for f in self.data_files_added)
+
+    @property
+    def rows_removed(self) -> int:
+        """Rows in data files that disappeared (record counts)."""
+        return sum(f.record_count for f in self.data_files_removed)
+
+    @property
+    def delete_records_added(self) -> int:
+        """Delete records (positions, keys, DV cardinalities) in delete files that appeared."""
+        return sum(f.record_count for f in self.delete_files_added)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (file lists as paths)."""
+        return {
+            "from_snapshot_id": self.from_snapshot_id,
+            "to_snapshot_id": self.to_snapshot_id,
+            "data_files_added": [f.file_path for f in self.data_files_added],
+            "data_files_removed": [f.file_path for f in self.data_files_removed],
+            "delete_files_added": [f.file_path for f in self.delete_files_added],
+            "delete_files_removed": [f.file_path for f in self.delete_files_removed],
+            "rows_added": self.rows_added,
+            "rows_removed": self.rows_removed,
+            "delete_records_added": self.delete_records_added,
+            "partitions_touched": list(self.partitions_touched),
+            "schema_changes": [
+                {
+                    "kind": c.kind,
+                    "field_id": c.field_id,
+                    "name": c.name,
+                    "before": c.before,
+                    "after": c.after,
+                }
+                for c in self.schema_changes
+            ],
+            "specs_before": list(self.specs_before),
+            "specs_after": list(self.specs_after),
+            "spec_fields": {str(k): v for k, v in self.spec_fields.items()},
+        }
+
+
+def _by_path(entries: Iterable[ManifestEntry], data: bool) -> dict[str, DataFile]:
+    return {
+        e.data_file.file_path: e.data_file
+        for e in entries
+        if (e.data_file.content is DataFileContent.DATA) == data
+    }
+
+
+def _fields(schema: Schema) -> dict[int, tuple[str, NestedField]]:
+    found: dict[int, tuple[str, NestedField]] = {}
+    for fid in schema.field_ids:
+        f = schema.find_field(fid)
+        if f is not None:
+            found[fid] = (schema.find_column_name(fid) or f.name, f)
+    return found
+
+
+def schema_changes(before: Schema | None, after: Schema) -> list[FieldChange]:
+    """Differences between two schemas, matched by field id."""
+    if before is None or before.schema_id == after.schema_id:
+        return []
+    old, new = _fields(before), _fields(after)
+    changes: list[FieldChange] = []
+    for fid, (name, f) in sorted(new.items()):
+        if fid not in old:
+            changes.append(FieldChange("added", fid, name, after=str(f.field_type)))
+            continue
+        old_name, g = old[fid]
+        if old_name != name:
+            changes.append(FieldChange("renamed", fid, name, old_name, name))
+        if str(g.field_type) != str(f.field_type) and not _both_nested(g, f):
+            changes.append(FieldChange("type", fid, name, str(g.field_type), str(f.field_type)))
+        if g.required != f.required:
+            changes.append(FieldChange("required", fid, name, _nullability(g), _nullability(f)))
+        if (g.doc or "") != (f.doc or ""):
+            changes.append(FieldChange("doc", fid, name, g.doc or "", f.doc or ""))
+    for fid, (name, g) in sorted(old.items()):
+        if fid not in new:
+            changes.append(FieldChange("removed", fid, name, before=str(g.field_type)))
+    return changes
+
+
+def _both_nested(a: NestedField, b: NestedField) -> bool:
+    return not a.field_type.is_primitive and not b.field_type.is_primitive
+
+
+def _nullability(f: NestedField) -> str:
+    return "required" if f.required else "optional"
+
+
+def _partition_label(spec: PartitionSpec | None, data_file: DataFile, schema: Schema) -> str:
+    if spec is None or spec.is_unpartitioned:
+        return f"spec {data_file.spec_id}: (unpartitioned)"
+    parts = []
+    for pf in spec.fields:
+        value = data_file.partition.get(pf.field_id)
+        source = schema.find_field(pf.source_id)
+        if value is None:
+            text = "null"
+        elif source is not None:
+            text = pf.transform.to_human_string(source.field_type, value)
+        else:
+            text = str(value)
+        parts.append(f"{pf.name}={text}")
+    return f"spec {data_file.spec_id}: " + "/".join(parts)
+
+
+def diff_snapshots(table: Table, before: Snapshot | None, after: Snapshot) -> SnapshotDiff:
+    """Compare two snapshots (``before`` may be None: everything in ``after`` is added)."""
+    old_entries = table.live_entries(before) if before is not None else []
+    new_entries = table.live_entries(after)
+    old_data, new_data = _by_path(old_entries, True), _by_path(new_entries, True)
+    old_del, new_del = _by_path(old_entries, False), _by_path(new_entries, False)
+    metadata = table.metadata
+    schema = metadata.current_schema()
+    added = tuple(f for p, f in new_data.items() if p not in old_data)
+    removed = tuple(f for p, f in old_data.items() if p not in new_data)
+    del_added = tuple(f for p, f in new_del.items() if p not in old_del)
+    del_removed = tuple(f for p, f in old_del.items() if p not in new_del)
+    touched = sorted(
+        {
+            _partition_label(metadata.spec_by_id(f.spec_id), f, schema)
+            for f in (*added, *removed, *del_added, *del_removed)
+        }
+    )
+    before_schema = (
+        metadata.schema_by_id(before.schema_id)
+        if before is not None and before.schema_id is not None
+        else None
+    )
+    after_schema = (
+        metadata.schema_by_id(after.schema_id) if after.schema_id is not None else None
+    ) or schema
+    specs_before = tuple(sorted({f.spec_id for f in old_data.values()}))
+    specs_after = tuple(sorted({f.spec_id for f in new_data.values()}))
+    spec_fields = {}
+    for spec_id in sorted({*specs_before, *specs_after}):
+        spec = metadata.spec_by_id(spec_id)
+        if spec is not None:
+            spec_fields[spec_id] = ", ".join(f"{f.name}: {f.transform}" for f in spec.fields) or (
+                "unpartitioned"
+            )
+    return SnapshotDiff(
+        from_snapshot_id=before.snapshot_id if before is not None else None,
+        to_snapshot_id=after.snapshot_id,
+        data_files_added=added,
+        data_files_removed=removed,
+        delete_files_added=del_added,
+        delete_files_removed=del_removed,
+        partitions_touched=tuple(touched),
+        schema_changes=tuple(schema_changes(before_schema, after_schema)),
+        specs_before=specs_before,
+        specs_after=specs_after,
+        spec_fields=spec_fields,
+    )
