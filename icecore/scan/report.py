@@ -26,7 +26,9 @@ class PruneLevel(StrEnum):
     DELETE_MANIFEST = "delete_manifest"
     """A delete manifest skipped by its partition field summaries."""
     DELETE_PARTITION = "delete_partition"
-    """A delete file skipped because no planned data file is in its scope."""
+    """A delete file skipped by its partition values."""
+    DELETE_METRICS = "delete_metrics"
+    """A delete file skipped by its column metrics (as Iceberg Java's DeleteFileIndex does)."""
 
 
 @dataclass(frozen=True, slots=True)
