@@ -1,0 +1,625 @@
+"""Filter text -> unbound expressions: SQL boolean expressions parsed with sqlglot.
+
+DESIGN ("Rules of the house"): filters are written as SQL boolean expressions and parsed
+with a well-kept SQL parser. This is the only module that imports sqlglot. It parses with
+Spark's dialect (the pipeline's engine) adjusted in two ways so that filters copied from
+other tools read as meant: double quotes delimit names (as in standard SQL and in
+PyIceberg's filter grammar) rather than strings, and ``''`` escapes a quote inside a
+string (Spark's backslash escapes still work).
+
+The result is an unbound expression of the model (spec "Scan Planning": a filter is a
+boolean expression of predicates on columns); :func:`icecore.expressions.bind.bind` then
+resolves names and converts literals to the columns' types. Supported:
+
+* ``=``, ``!=``, ``<>``, ``<``, ``<=``, ``>``, ``>=`` between a column and a literal (either
+  side: ``5 < id`` reads as ``id > 5``);
+* ``IN (...)``, ``NOT IN (...)``, ``BETWEEN a AND b`` (``>= a AND <= b``);
+* ``IS [NOT] NULL``, ``IS [NOT] NAN``, ``isnan(col)``;
+* ``LIKE 'prefix%'`` / ``NOT LIKE 'prefix%'`` (Iceberg's ``startsWith`` / ``notStartsWith``);
+* ``AND``, ``OR``, ``NOT``, parentheses, ``TRUE``/``FALSE``, a bare boolean column;
+* literals: integers, exact decimals (``1.50`` stays ``Decimal('1.50')``), floats with an
+  exponent, strings, booleans, ``X'..'`` bytes, typed ``DATE``/``TIME``/``TIMESTAMP``/
+  ``TIMESTAMP_NTZ``/``TIMESTAMP_LTZ`` literals, ``CAST(literal AS type)`` and Spark's
+  suffixed numbers (``1L``, ``1.5D``, ``2BD``).
+
+Anything else raises :class:`~icecore.errors.FilterError` quoting the part of the text it
+cannot use and where it is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ParseError, TokenError
+
+from icecore.errors import FilterError, IcecoreError
+from icecore.expressions.model import (
+    AlwaysFalse,
+    AlwaysTrue,
+    Expression,
+    Literal,
+    Operation,
+    Reference,
+    UnboundPredicate,
+    and_,
+    not_,
+    or_,
+)
+from icecore.values import iso_to_nanos, iso_to_time_micros
+
+
+class IcecoreFilterDialect(Spark):
+    """Spark SQL with double-quoted names and ``''`` string escapes (see module docstring)."""
+
+    class Tokenizer(Spark.Tokenizer):
+        """Spark's tokenizer; only the quoting characters differ."""
+
+        QUOTES = ["'"]
+        IDENTIFIERS = ["`", '"']
+        STRING_ESCAPES = ["'", "\\"]
+
+
+_DIALECT = IcecoreFilterDialect
+
+_COMPARISONS: dict[type[exp.Expr], Operation] = {
+    exp.EQ: Operation.EQ,
+    exp.NEQ: Operation.NOT_EQ,
+    exp.LT: Operation.LT,
+    exp.LTE: Operation.LT_EQ,
+    exp.GT: Operation.GT,
+    exp.GTE: Operation.GT_EQ,
+}
+_FLIPPED = {
+    Operation.EQ: Operation.EQ,
+    Operation.NOT_EQ: Operation.NOT_EQ,
+    Operation.LT: Operation.GT,
+    Operation.LT_EQ: Operation.GT_EQ,
+    Operation.GT: Operation.LT,
+    Operation.GT_EQ: Operation.LT_EQ,
+}
+
+# Typed literals: sqlglot's data type -> the hint the binder reads. Spark's TIMESTAMP is
+# TIMESTAMP_LTZ (an instant), which sqlglot's Spark dialect spells TIMESTAMPTZ.
+_TEMPORAL_HINTS = {
+    exp.DataType.Type.DATE: "date",
+    exp.DataType.Type.TIME: "time",
+    exp.DataType.Type.TIMESTAMP: "timestamp",
+    exp.DataType.Type.TIMESTAMPTZ: "timestamp",
+    exp.DataType.Type.TIMESTAMPLTZ: "timestamp",
+    exp.DataType.Type.TIMESTAMPNTZ: "timestamp_ntz",
+}
+_INTEGER_TYPES = frozenset(
+    {
+        exp.DataType.Type.TINYINT,
+        exp.DataType.Type.SMALLINT,
+        exp.DataType.Type.INT,
+        exp.DataType.Type.BIGINT,
+    }
+)
+_FLOAT_TYPES = frozenset({exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE})
+_DECIMAL_TYPES = frozenset({exp.DataType.Type.DECIMAL})
+_STRING_TYPES = frozenset(
+    {exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT, exp.DataType.Type.CHAR}
+)
+
+_ISO_DATE = re.compile(r"[+-]?\d{4,}-\d{2}-\d{2}")
+
+
+def parse_filter(text: str) -> Expression:
+    """Parse a SQL boolean expression into an unbound filter expression.
+
+    Args:
+        text: the filter, e.g. ``ts >= '2024-08-09' AND city IN ('Milan', 'Paris')``; empty
+            or blank text means no filter.
+
+    Returns:
+        An unbound expression (``AlwaysTrue`` for an empty filter).
+
+    Raises:
+        FilterError: the text is not valid SQL or uses something a filter cannot hold; the
+            message quotes the offending part and says where it is.
+    """
+    if not text or not text.strip():
+        return AlwaysTrue()
+    try:
+        statements = sqlglot.parse(text, dialect=_DIALECT)
+    except TokenError as e:
+        raise FilterError(
+            f"The filter {text!r} has an unterminated string or quoted name ({e}); close "
+            "every quote (' for strings, ` or \" for column names)."
+        ) from e
+    except ParseError as e:
+        raise FilterError(_syntax_message(text, e)) from e
+    nodes = [s for s in statements if s is not None]
+    if not nodes:
+        return AlwaysTrue()
+    if len(nodes) > 1:
+        raise FilterError(
+            f"The filter {text!r} holds more than one statement; write a single boolean "
+            "expression without ';'."
+        )
+    return _Converter(text).boolean(nodes[0])
+
+
+def _syntax_message(text: str, error: ParseError) -> str:
+    details = error.errors[0] if error.errors else {}
+    description = str(details.get("description") or error).strip()
+    if description.startswith("Required keyword"):
+        description = "an operand is missing"
+    elif description.startswith("Expecting"):
+        description = description.replace("Expecting", "expected", 1)
+    line, col = details.get("line"), details.get("col")
+    highlight = details.get("highlight")
+    where = ""
+    if col is not None:
+        where = f" at column {col}" if line in (None, 1) else f" at line {line}, column {col}"
+    near = f" near {highlight!r}" if highlight else ""
+    return f"The filter {text!r} is not valid SQL{where}{near}: {description}."
+
+
+class _Converter:
+    """Turns one sqlglot AST into model nodes; keeps the source text for error messages."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    # ------------------------------------------------------------------ errors
+
+    def _span(self, node: exp.Expr) -> tuple[int, int] | None:
+        starts: list[int] = []
+        ends: list[int] = []
+        for n in node.walk():
+            meta = n.meta if isinstance(n, exp.Expr) else {}
+            if "start" in meta and "end" in meta:
+                starts.append(meta["start"])
+                ends.append(meta["end"])
+        anchor = min(starts) if starts else None
+        found = self._find_rendering(node, anchor)
+        if found is not None:
+            return found
+        if anchor is None:
+            return None
+        start, end = anchor, max(ends) + 1
+        # Typed literals: include the keyword before the quoted value (DATE '2024-08-09').
+        keyword = re.search(r"([A-Za-z_]+)\s*$", self.text[:start])
+        if isinstance(node, exp.Cast) and keyword is not None:
+            start = keyword.start(1)
+        # Calls and parenthesized parts end with ')' that no token meta covers.
+        while self.text.count("(", start, end) > self.text.count(")", start, end):
+            close = self.text.find(")", end)
+            if close < 0:
+                break
+            end = close + 1
+        return start, end
+
+    def _find_rendering(self, node: exp.Expr, anchor: int | None) -> tuple[int, int] | None:
+        """Where sqlglot's rendering of ``node`` occurs in the text, ignoring case and spaces.
+
+        Token metadata covers names and values but not keywords (NULL, TRUE, IS, ...), so
+        the rendering locates the whole part when it reads as the user wrote it.
+        """
+        try:
+            rendered = node.sql(dialect=_DIALECT)
+        except Exception:  # noqa: BLE001 - rendering is only a help for the message
+            return None
+        rendered = "".join(rendered.split()).lower()
+        if not rendered:
+            return None
+        positions = [i for i, c in enumerate(self.text) if not c.isspace()]
+        squeezed = "".join(self.text[i] for i in positions).lower()
+        best: tuple[int, int] | None = None
+        # sqlglot writes != as <>; try the user's spelling too.
+        for target in dict.fromkeys((rendered, rendered.replace("<>", "!="))):
+            at = squeezed.find(target)
+            while at >= 0:
+                start, end = positions[at], positions[at + len(target) - 1] + 1
+                if anchor is None or start <= anchor < end:
+                    return start, end
+                best = best or (start, end)
+                at = squeezed.find(target, at + 1)
+        return best if anchor is None else None
+
+    def fragment(self, node: exp.Expr) -> tuple[str, str]:
+        """The source text of ``node`` and where it starts (``' at column N'``)."""
+        span = self._span(node)
+        if span is None:
+            return node.sql(dialect=_DIALECT), ""
+        start, end = span
+        line = self.text.count("\n", 0, start) + 1
+        col = start - (self.text.rfind("\n", 0, start) + 1) + 1
+        where = f" at column {col}" if line == 1 else f" at line {line}, column {col}"
+        return self.text[start:end], where
+
+    def error(self, node: exp.Expr, problem: str, hint: str) -> FilterError:
+        """A FilterError quoting ``node``: "<fragment> (at column N) <problem>; <hint>."."""
+        frag, where = self.fragment(node)
+        return FilterError(f"In the filter, {frag!r}{where} {problem}; {hint}.")
+
+    # ------------------------------------------------------------------ booleans
+
+    def boolean(self, node: exp.Expr) -> Expression:
+        """Convert a node that must be a boolean expression."""
+        if isinstance(node, exp.Paren):
+            return self.boolean(node.this)
+        if isinstance(node, exp.And):
+            return and_(self.boolean(node.left), self.boolean(node.right))
+        if isinstance(node, exp.Or):
+            return or_(self.boolean(node.left), self.boolean(node.right))
+        if isinstance(node, exp.Not):
+            return self._not(node)
+        if isinstance(node, exp.Boolean):
+            return AlwaysTrue() if node.this else AlwaysFalse()
+        if type(node) in _COMPARISONS:
+            return self._comparison(node, _COMPARISONS[type(node)])
+        if isinstance(node, exp.In):
+            return self._in(node, negate=False)
+        if isinstance(node, exp.Is):
+            return self._is(node, negate=False)
+        if isinstance(node, exp.IsNan):
+            return UnboundPredicate(Operation.IS_NAN, self.reference(node.this))
+        if isinstance(node, exp.Like):
+            return self._like(node, negate=bool(node.args.get("negate")))
+        if isinstance(node, exp.Between):
+            return self._between(node)
+        if isinstance(node, exp.Column | exp.Dot):
+            # A bare boolean column, as Spark accepts in WHERE.
+            ref = self.reference(node)
+            return UnboundPredicate(Operation.EQ, ref, (Literal(True, None, "true"),))
+        raise self._unsupported(node)
+
+    def _not(self, node: exp.Not) -> Expression:
+        child = node.this
+        while isinstance(child, exp.Paren):
+            child = child.this
+        if isinstance(child, exp.In):
+            return self._in(child, negate=True)
+        if isinstance(child, exp.Is):
+            return self._is(child, negate=True)
+        if isinstance(child, exp.IsNan):
+            return UnboundPredicate(Operation.NOT_NAN, self.reference(child.this))
+        if isinstance(child, exp.Like):
+            return self._like(child, negate=not child.args.get("negate"))
+        return not_(self.boolean(child))
+
+    def _unsupported(self, node: exp.Expr) -> FilterError:
+        if isinstance(node, exp.Alias):
+            return self.error(
+                node.args["alias"],
+                "is left over after a complete condition",
+                "join conditions with AND or OR",
+            )
+        if isinstance(node, exp.Escape):
+            return self.error(
+                node,
+                "uses LIKE with ESCAPE, but only prefix patterns such as 'abc%' are supported",
+                "write col LIKE 'prefix%'",
+            )
+        if isinstance(node, exp.ILike | exp.RegexpLike | exp.SimilarTo):
+            return self.error(
+                node,
+                "is a pattern match, but only case-sensitive LIKE 'prefix%' is supported",
+                "write col LIKE 'prefix%'",
+            )
+        if isinstance(node, exp.Array):
+            return self.error(node, "is an array", "list values with IN (...) instead")
+        if isinstance(node, exp.Func | exp.Anonymous):
+            return self.error(
+                node,
+                "calls a function, and the only function a filter can use is isnan(column)",
+                "compare a column directly with a literal value",
+            )
+        if isinstance(node, exp.Binary) and not isinstance(node, exp.Connector | exp.Predicate):
+            return self.error(
+                node,
+                "is arithmetic or another operator a filter cannot evaluate",
+                "compare a column directly with a literal value",
+            )
+        if isinstance(node, exp.Query | exp.Subquery):
+            return self.error(node, "is a subquery", "list the values instead")
+        if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
+            return self.error(
+                node,
+                "uses a null-safe comparison, which a filter does not support",
+                "use = together with IS NULL / IS NOT NULL",
+            )
+        if isinstance(node, exp.Literal | exp.Null | exp.Cast | exp.Neg | exp.HexString):
+            return self.error(
+                node,
+                "is a value, not a condition",
+                "compare a column with it, e.g. col = value",
+            )
+        return self.error(
+            node,
+            "is not a condition a filter can use",
+            "write comparisons of a column with literal values joined by AND, OR and NOT",
+        )
+
+    # ------------------------------------------------------------------ predicates
+
+    def _comparison(self, node: exp.Expr, op: Operation) -> Expression:
+        left, right = _unparen(node.args["this"]), _unparen(node.args["expression"])
+        left_col, right_col = _is_column(left), _is_column(right)
+        for side, other in ((right, left), (left, right)):
+            if _is_bare_nan(side) and _is_column(other):
+                raise self.error(
+                    node,
+                    "compares with NaN, and NaN is never equal to or ordered with anything",
+                    f"use isnan({self.fragment(other)[0]}) or NOT isnan(...)",
+                )
+        if left_col and right_col:
+            raise self.error(
+                node,
+                "compares two columns, but a filter can only compare a column with a value",
+                "compare each column with a literal value",
+            )
+        if not left_col and not right_col:
+            culprit = left if _is_literal_like(right) else right
+            if _is_literal_like(left) and _is_literal_like(right):
+                raise self.error(
+                    node,
+                    "compares two values and names no column",
+                    "put a column on one side",
+                )
+            raise self._unsupported(culprit)
+        column, value = (left, right) if left_col else (right, left)
+        if not left_col:
+            op = _FLIPPED[op]
+        if isinstance(value, exp.Null):
+            hint = "IS NULL" if op is Operation.EQ else "IS NOT NULL"
+            raise self.error(
+                node,
+                "compares with NULL, which is never true",
+                f"write {self.fragment(column)[0]} {hint}",
+            )
+        return UnboundPredicate(op, self.reference(column), (self.literal(value),))
+
+    def _in(self, node: exp.In, negate: bool) -> Expression:
+        if node.args.get("query") is not None:
+            raise self._unsupported(node.args["query"])
+        if node.args.get("unnest") is not None or node.args.get("field") is not None:
+            raise self.error(node, "is not an IN list", "list the values: col IN (1, 2)")
+        values: list[exp.Expr] = list(node.expressions)
+        if not values:
+            raise self.error(node, "has an empty IN list", "list at least one value")
+        literals: list[Literal] = []
+        for value in values:
+            value = _unparen(value)
+            if isinstance(value, exp.Null):
+                raise self.error(
+                    value,
+                    "is a NULL inside an IN list, which never matches",
+                    "test for nulls separately with IS NULL",
+                )
+            if isinstance(value, exp.Query | exp.Subquery | exp.Select):
+                raise self._unsupported(value)
+            literals.append(self.literal(value))
+        op = Operation.NOT_IN if negate else Operation.IN
+        return UnboundPredicate(op, self.reference(node.this), tuple(literals))
+
+    def _is(self, node: exp.Is, negate: bool) -> Expression:
+        target = node.args["expression"]
+        ref = self.reference(node.this)
+        if isinstance(target, exp.Null):
+            return UnboundPredicate(Operation.NOT_NULL if negate else Operation.IS_NULL, ref)
+        if _is_bare_nan(target):
+            return UnboundPredicate(Operation.NOT_NAN if negate else Operation.IS_NAN, ref)
+        raise self.error(
+            node,
+            "uses IS with something other than NULL or NAN",
+            "use IS [NOT] NULL, IS [NOT] NAN, or = for values",
+        )
+
+    def _like(self, node: exp.Like, negate: bool) -> Expression:
+        pattern = _unparen(node.args["expression"])
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise self.error(node, "uses LIKE without a string pattern", "write col LIKE 'prefix%'")
+        text: str = pattern.this
+        prefix = text[:-1]
+        if not text.endswith("%") or any(c in prefix for c in "%_\\"):
+            raise self.error(
+                node,
+                "uses a LIKE pattern that is not a plain prefix: only prefix patterns such as "
+                "'abc%' (one trailing %, no other % or _ wildcards and no escapes) are supported",
+                "rewrite it as col LIKE 'prefix%'",
+            )
+        op = Operation.NOT_STARTS_WITH if negate else Operation.STARTS_WITH
+        literal = Literal(prefix, None, self.fragment(pattern)[0])
+        return UnboundPredicate(op, self.reference(node.this), (literal,))
+
+    def _between(self, node: exp.Between) -> Expression:
+        if node.args.get("symmetric"):
+            raise self.error(
+                node, "uses BETWEEN SYMMETRIC", "order the bounds and use plain BETWEEN"
+            )
+        ref = self.reference(node.this)
+        low, high = self.literal(node.args["low"]), self.literal(node.args["high"])
+        return and_(
+            UnboundPredicate(Operation.GT_EQ, ref, (low,)),
+            UnboundPredicate(Operation.LT_EQ, ref, (high,)),
+        )
+
+    # ------------------------------------------------------------------ terms
+
+    def reference(self, node: exp.Expr) -> Reference:
+        """A column reference; nested fields (``loc.lat``) become one dotted name."""
+        node = _unparen(node)
+        parts = _column_parts(node)
+        if parts is None:
+            if isinstance(node, exp.Literal | exp.Null | exp.Boolean | exp.Cast):
+                raise self.error(
+                    node,
+                    "is a value where a column name is expected",
+                    "put the column name first, e.g. col IS NULL",
+                )
+            raise self.error(
+                node,
+                "is not a column name",
+                "name a column directly; expressions over columns cannot be filtered",
+            )
+        return Reference(".".join(parts))
+
+    def literal(self, node: exp.Expr) -> Literal:
+        """A literal value; typed and cast literals carry their type in ``type_hint``."""
+        node = _unparen(node)
+        text, _ = self.fragment(node)
+        if isinstance(node, exp.Neg):
+            inner = self.literal(node.this)
+            if isinstance(inner.value, bool) or not isinstance(inner.value, int | float | Decimal):
+                raise self.error(node, "negates something that is not a number", "remove '-'")
+            if not text.startswith("-"):
+                text = f"-{inner.text}"
+            return Literal(-inner.value, inner.type_hint, text)
+        if isinstance(node, exp.Boolean):
+            return Literal(bool(node.this), None, text)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return Literal(node.this, None, text)
+            return Literal(self._number(node, node.this), None, text)
+        if isinstance(node, exp.HexString) and text[:2] in ("X'", "x'"):
+            try:
+                return Literal(bytes.fromhex(node.this), None, text)
+            except ValueError as e:
+                raise self.error(node, "is not valid hexadecimal", "write X'0AFF'") from e
+        if isinstance(node, exp.Cast):  # exp.TryCast is a Cast
+            return self._cast(node, text)
+        if isinstance(node, exp.Null):
+            raise self.error(node, "is NULL where a value is needed", "use IS NULL")
+        if _is_column(node):
+            raise self.error(
+                node,
+                "is a column where a value is needed",
+                "compare a column with a literal value (quote strings with ')",
+            )
+        raise self._unsupported(node)
+
+    def _number(self, node: exp.Expr, digits: str) -> int | Decimal | float:
+        try:
+            if "e" in digits.lower():
+                value = float(digits)
+                if math.isinf(value):
+                    raise self.error(node, "is too large for a double", "write a smaller number")
+                return value
+            if "." in digits:
+                return Decimal(digits)
+            return int(digits)
+        except (ValueError, InvalidOperation) as e:
+            raise self.error(node, "is not a number", "write a number such as 42 or 4.2") from e
+
+    def _cast(self, node: exp.Cast, text: str) -> Literal:
+        to = node.args.get("to")
+        inner = _unparen(node.this)
+        if not isinstance(to, exp.DataType) or not isinstance(inner, exp.Literal | exp.Neg):
+            raise self.error(
+                node,
+                "converts something that is not a literal value",
+                "compare the column itself with a literal",
+            )
+        kind = to.this
+        raw = self.literal(inner)
+        if kind in _TEMPORAL_HINTS:
+            if not isinstance(raw.value, str):
+                raise self.error(node, "needs a quoted value", f"write {kind.value} '...'")
+            hint = _TEMPORAL_HINTS[kind]
+            return Literal(self._temporal(node, hint, raw.value), hint, text)
+        try:
+            if kind in _INTEGER_TYPES:
+                value: Any = raw.value if isinstance(raw.value, int) else Decimal(str(raw.value))
+                if not isinstance(value, int):
+                    if value != value.to_integral_value():
+                        raise ValueError(value)
+                    value = int(value)
+                return Literal(value, None, text)
+            if kind in _FLOAT_TYPES:
+                return Literal(float(raw.value), None, text)
+            if kind in _DECIMAL_TYPES:
+                return Literal(Decimal(str(raw.value)), None, text)
+            if kind in _STRING_TYPES and isinstance(raw.value, str):
+                return Literal(raw.value, None, text)
+        except (ValueError, InvalidOperation) as e:
+            raise self.error(
+                node, f"cannot be read as {kind.value}", "write a valid literal"
+            ) from e
+        raise self.error(
+            node,
+            f"casts to {to.sql(dialect=_DIALECT)}, which a filter literal cannot have",
+            "use a number, a string, or DATE/TIME/TIMESTAMP '...'",
+        )
+
+    def _temporal(self, node: exp.Expr, hint: str, raw: str) -> Any:
+        text = raw.strip()
+        try:
+            if hint == "date":
+                if not _ISO_DATE.fullmatch(text):
+                    raise ValueError(text)
+                return dt.date.fromisoformat(text)
+            if hint == "time":
+                iso_to_time_micros(text)
+                return text
+            iso_to_nanos(text, with_zone=False if hint == "timestamp_ntz" else None)
+            return text
+        except (ValueError, IcecoreError) as e:
+            examples = {
+                "date": "'2024-08-09'",
+                "time": "'10:15:30'",
+                "timestamp": "'2024-08-09 10:15:30' or '2024-08-09T10:15:30+02:00'",
+                "timestamp_ntz": "'2024-08-09 10:15:30' (no zone offset)",
+            }
+            raise self.error(
+                node,
+                f"is not a valid {hint.upper()} literal",
+                f"write it as {examples[hint]}",
+            ) from e
+
+
+def _unparen(node: exp.Expr) -> exp.Expr:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _column_parts(node: exp.Expr) -> list[str] | None:
+    if isinstance(node, exp.Column):
+        if isinstance(node.this, exp.Star):
+            return None
+        parts: Iterable[exp.Expr] = node.parts
+        names = [p.name for p in parts]
+        return names if all(isinstance(p, exp.Identifier) for p in node.parts) else None
+    if isinstance(node, exp.Dot):
+        left = _column_parts(node.this)
+        right = node.expression
+        if left is None or not isinstance(right, exp.Identifier):
+            return None
+        return [*left, right.name]
+    return None
+
+
+def _is_column(node: exp.Expr) -> bool:
+    return _column_parts(node) is not None and not _is_bare_nan(node)
+
+
+def _is_bare_nan(node: exp.Expr) -> bool:
+    """An unquoted ``NaN`` (sqlglot reads it as a column named NaN)."""
+    return (
+        isinstance(node, exp.Column)
+        and not node.table
+        and isinstance(node.this, exp.Identifier)
+        and not node.this.quoted
+        and node.this.name.lower() == "nan"
+    )
+
+
+def _is_literal_like(node: exp.Expr) -> bool:
+    return isinstance(
+        node, exp.Literal | exp.Boolean | exp.Null | exp.Neg | exp.Cast | exp.HexString
+    )
+
+
+__all__ = ["IcecoreFilterDialect", "parse_filter"]
