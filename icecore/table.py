@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from icecore.diff import SnapshotDiff, diff_snapshots
 from icecore.errors import InvalidMetadata, NotFound, Unsupported, ValidationError
+from icecore.expressions.model import Expression
 from icecore.history import HistoryEntry, history, resolve_snapshot
 from icecore.identifier import TableIdentifier
 from icecore.io import FileIO
@@ -25,6 +26,8 @@ from icecore.manifest import (
     read_manifest_list,
 )
 from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
+from icecore.scan.planner import TableScan
+from icecore.schema import Schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -160,6 +163,49 @@ class Table:
         if snapshot is None:
             raise NotFound(f"Table {self.identifier} has no snapshot at {text!r}.")
         return snapshot
+
+    def scan(
+        self,
+        filter: str | Expression | None = None,
+        *,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of: str | int | dt.datetime | None = None,
+        case_sensitive: bool = False,
+    ) -> TableScan:
+        """A filtered read of one snapshot; ``.plan()`` plans it (DESIGN.md "Contracts")."""
+        return TableScan(
+            self,
+            filter,
+            snapshot_id=snapshot_id,
+            ref=ref,
+            as_of=as_of,
+            case_sensitive=case_sensitive,
+        )
+
+    def schema_for(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        ref: str | None = None,
+        as_of: str | int | dt.datetime | None = None,
+    ) -> Schema:
+        """The schema a read of that point uses, as Iceberg Java's ``SnapshotUtil.schemaFor``.
+
+        A branch (and the current table) reads with the table's current schema, since its
+        next write will; a tag, a snapshot id or a time reads with that snapshot's schema.
+        """
+        metadata = self.metadata
+        if (
+            ref is None or self.metadata.refs.get(ref) is None or metadata.refs[ref].is_branch
+        ) and (snapshot_id is None and as_of is None):
+            return metadata.current_schema()
+        snapshot = self.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+        if snapshot is not None and snapshot.schema_id is not None:
+            schema = metadata.schema_by_id(snapshot.schema_id)
+            if schema is not None:
+                return schema
+        return metadata.current_schema()
 
     def refresh(self) -> Table:
         """The table as its catalog has it now (itself when it has no catalog)."""

@@ -31,8 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from icecore.errors import InvalidMetadata
+from icecore.expressions.metrics_eval import order_key
 from icecore.manifest import DataFile, DataFileContent, ManifestEntry
 from icecore.partitioning import PartitionSpec
+from icecore.schema import Schema
+from icecore.types import NestedField
+from icecore.values import from_bytes
 
 DELETE_FILE_PATH_ID = 2147483546
 """Field id of ``file_path`` in position delete files (spec "Reserved Field IDs")."""
@@ -130,6 +134,67 @@ def _group(items: dict[Any, list[_Delete]]) -> dict[Any, _Group]:
     return {key: _Group(deletes) for key, deletes in items.items()}
 
 
+def _count(counts: dict[int, int] | None, field_id: int) -> int | None:
+    return counts.get(field_id) if counts is not None else None
+
+
+def _contains_null(file: DataFile, field: NestedField) -> bool:
+    if field.required:
+        return False
+    nulls = _count(file.null_value_counts, field.field_id)
+    return nulls is None or nulls > 0
+
+
+def _all_non_null(file: DataFile, field: NestedField) -> bool:
+    if field.required:
+        return True
+    nulls = _count(file.null_value_counts, field.field_id)
+    return nulls is not None and nulls <= 0
+
+
+def _all_null(file: DataFile, field: NestedField) -> bool:
+    if field.required:
+        return False
+    nulls = _count(file.null_value_counts, field.field_id)
+    values = _count(file.value_counts, field.field_id)
+    return nulls is not None and values is not None and nulls == values
+
+
+def _bound(file: DataFile, bounds: dict[int, bytes] | None, field: NestedField) -> Any:
+    raw = bounds.get(field.field_id) if bounds is not None else None
+    return from_bytes(field.field_type, raw) if raw is not None else None
+
+
+def equality_deletes_may_apply(data_file: DataFile, delete_file: DataFile, schema: Schema) -> bool:
+    """Whether an equality delete file can hold a key of ``data_file``, judged by their stats.
+
+    Iceberg Java's ``DeleteFileIndex.canContainEqDeletesForFile``: per equality column, rule
+    the pair out when the data file is all null there and the deletes hold no null (or the
+    reverse), or when their value ranges do not overlap. Missing stats never rule out.
+    """
+    key_of = order_key
+    for field_id in delete_file.equality_ids or ():
+        field = schema.find_field(field_id)
+        if field is None or not field.field_type.is_primitive:
+            continue
+        if _contains_null(data_file, field) and _contains_null(delete_file, field):
+            continue
+        if _all_null(data_file, field) and _all_non_null(delete_file, field):
+            return False
+        if _all_null(delete_file, field) and _all_non_null(data_file, field):
+            return False
+        data_lower = _bound(data_file, data_file.lower_bounds, field)
+        data_upper = _bound(data_file, data_file.upper_bounds, field)
+        delete_lower = _bound(delete_file, delete_file.lower_bounds, field)
+        delete_upper = _bound(delete_file, delete_file.upper_bounds, field)
+        if data_lower is None or data_upper is None or delete_lower is None or delete_upper is None:
+            continue
+        key = key_of(field.field_type)
+        if key(data_lower) > key(delete_upper) or key(delete_lower) > key(data_upper):
+            return False
+    return True
+
+
 class DeleteIndex:
     """The delete files of one snapshot, indexed for :meth:`for_data_file`.
 
@@ -146,8 +211,12 @@ class DeleteIndex:
     """
 
     def __init__(
-        self, entries: Iterable[ManifestEntry], specs: Mapping[int, PartitionSpec]
+        self,
+        entries: Iterable[ManifestEntry],
+        specs: Mapping[int, PartitionSpec],
+        schema: Schema | None = None,
     ) -> None:
+        self._schema = schema
         global_eq: list[_Delete] = []
         eq_by_partition: dict[PartitionKey, list[_Delete]] = {}
         pos_by_partition: dict[PartitionKey, list[_Delete]] = {}
@@ -226,6 +295,9 @@ class DeleteIndex:
         eq_group = self._eq_by_partition.get(key)
         if eq_group is not None:
             result.extend(d.data_file for d in eq_group.after(seq))
+        if result and self._schema is not None:
+            schema = self._schema
+            result = [d for d in result if equality_deletes_may_apply(data_file, d, schema)]
         path = data_file.file_path
         dv_group = self._dvs.get(path)
         if dv_group is not None:
