@@ -1,8 +1,8 @@
 """``python -m icecore``: JSON on stdout; on error one sentence on stderr and exit 1.
 
-Commands (DESIGN.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE KIND``,
-``diff TABLE FROM TO``; plan, scan and evolve join as their core parts land. TABLE is
-``CATALOG::ns.table``, a table directory, or a metadata.json path.
+Commands (DESIGN.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE
+KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``; evolve joins with
+its issue. TABLE is ``CATALOG::ns.table``, a table directory, or a metadata.json path.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 
 from icecore.catalog import load_catalog, load_table
 from icecore.errors import IcecoreError
+from icecore.export import write_parquet
+from icecore.scan.planner import Plan
 
 Command = Callable[[argparse.Namespace], Any]
 
@@ -104,6 +106,49 @@ def cmd_diff(args: argparse.Namespace) -> dict[str, Any]:
     return jsonable(table.diff(args.from_point, args.to_point).to_dict())  # type: ignore[no-any-return]
 
 
+def _plan(args: argparse.Namespace) -> Plan:
+    table = load_table(args.table)
+    return table.scan(
+        filter=args.filter, snapshot_id=args.snapshot, ref=args.ref, as_of=args.as_of
+    ).plan()
+
+
+def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
+    """What a filtered scan reads, with every pruned manifest and file and why."""
+    plan = _plan(args)
+    return {
+        "snapshot_id": plan.report.snapshot_id,
+        "data_files": plan.data_files,
+        "delete_files": plan.delete_files,
+        "tasks": [
+            {
+                "data_file": task.file_path,
+                "record_count": task.data_file.record_count,
+                "delete_files": [d.file_path for d in task.delete_files],
+                "residual": str(task.residual),
+            }
+            for task in plan.tasks
+        ],
+        "report": plan.report.to_dict(max_items=None),
+    }
+
+
+def cmd_scan(args: argparse.Namespace) -> dict[str, Any]:
+    """Read the rows a filtered scan returns (deletes applied) into a Parquet file."""
+    plan = _plan(args)
+    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+    rows = write_parquet(
+        plan.to_batches(columns=columns, limit=args.limit), plan, columns, args.output
+    )
+    return {
+        "snapshot_id": plan.report.snapshot_id,
+        "output": args.output,
+        "rows": rows,
+        "data_files": len(plan.data_files),
+        "delete_files": len(plan.delete_files),
+    }
+
+
 def _add_selectors(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--snapshot", type=int, default=None, help="a snapshot id")
@@ -127,6 +172,19 @@ def build_parser() -> argparse.ArgumentParser:
     insp.add_argument("kind", help="snapshots, history, refs, manifests, entries, files, ...")
     _add_selectors(insp)
     insp.set_defaults(run=cmd_inspect)
+    pln = sub.add_parser("plan", help="the files a filtered scan reads, and why not the rest")
+    pln.add_argument("table", help=table_help)
+    _add_selectors(pln)
+    pln.add_argument("--filter", default=None, help="SQL boolean expression")
+    pln.set_defaults(run=cmd_plan)
+    scn = sub.add_parser("scan", help="read a filtered scan's rows into a Parquet file")
+    scn.add_argument("table", help=table_help)
+    _add_selectors(scn)
+    scn.add_argument("--filter", default=None, help="SQL boolean expression")
+    scn.add_argument("--columns", default=None, help="comma-separated column names")
+    scn.add_argument("--limit", type=int, default=None, help="stop after this many rows")
+    scn.add_argument("--output", required=True, help="the Parquet file to write")
+    scn.set_defaults(run=cmd_scan)
     dif = sub.add_parser("diff", help="what changed between two snapshots, refs or times")
     dif.add_argument("table", help=table_help)
     dif.add_argument("from_point", metavar="FROM", help="snapshot id, ref or ISO-8601 time")

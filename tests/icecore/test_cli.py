@@ -65,3 +65,39 @@ def test_errors_are_one_sentence(args: list[str], message: str) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
     assert result.stdout == ""
+
+
+@pytest.mark.spark
+def test_plan_and_scan(spark: Any, demo_warehouse: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table = f"{demo_warehouse}::demo.trips"
+    result = icecore_cli("plan", table, "--ref", "month_end", "--filter", "trip_id < 2000000")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert (
+        plan["snapshot_id"]
+        == spark.sql(
+            "SELECT snapshot_id FROM icecore.demo.trips.refs WHERE name = 'month_end'"
+        ).collect()[0][0]
+    )
+    assert plan["data_files"] and set(plan["delete_files"]) <= {
+        d for t in plan["tasks"] for d in t["delete_files"]
+    }
+    assert plan["report"]["data_files"]["planned"] == len(plan["data_files"])
+
+    output = tmp_path / "out.parquet"
+    result = icecore_cli(
+        "scan", table, "--filter", "fare > 40", "--columns", "trip_id,fare", "--output", str(output)
+    )
+    assert result.returncode == 0, result.stderr
+    written = pq.read_table(output)
+    expected = spark.sql("SELECT trip_id, fare FROM icecore.demo.trips WHERE fare > 40").collect()
+    assert sorted(written.column("trip_id").to_pylist()) == sorted(r.trip_id for r in expected)
+    assert json.loads(result.stdout)["rows"] == len(expected)
+
+    result = icecore_cli(
+        "scan", table, "--filter", "fare >> 3", "--output", str(tmp_path / "x.parquet")
+    )
+    assert result.returncode == 1 and "fare >> 3" in result.stderr
+    assert not (tmp_path / "x.parquet").exists()
