@@ -1,8 +1,9 @@
 """``python -m icecore``: JSON on stdout; on error one sentence on stderr and exit 1.
 
 Commands (DESIGN.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE
-KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``; evolve joins with
-its issue. TABLE is ``CATALOG::ns.table``, a table directory, or a metadata.json path.
+KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``sql TABLE QUERY``;
+evolve joins with its issue. TABLE is ``CATALOG::ns.table``, a table directory, or a
+metadata.json path.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from icecore.catalog import load_catalog, load_table
 from icecore.errors import IcecoreError
 from icecore.export import write_parquet
 from icecore.scan.planner import Plan
+from icecore.sql import run_sql
 
 Command = Callable[[argparse.Namespace], Any]
 
@@ -149,6 +151,20 @@ def cmd_scan(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def cmd_sql(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One SELECT over the table's metadata tables and its rows (``rows``), locked down."""
+    table = load_table(args.table)
+    result = run_sql(
+        table,
+        args.query,
+        filter=args.filter,
+        snapshot_id=args.snapshot,
+        ref=args.ref,
+        as_of=args.as_of,
+    )
+    return [jsonable(row) for row in result.to_pylist()]
+
+
 def _add_selectors(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--snapshot", type=int, default=None, help="a snapshot id")
@@ -185,6 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
     scn.add_argument("--limit", type=int, default=None, help="stop after this many rows")
     scn.add_argument("--output", required=True, help="the Parquet file to write")
     scn.set_defaults(run=cmd_scan)
+    sql = sub.add_parser("sql", help="a SELECT over metadata tables (files, ...) and rows")
+    sql.add_argument("table", help=table_help)
+    sql.add_argument("query", help="one SELECT; tables: files, manifests, snapshots, rows, ...")
+    _add_selectors(sql)
+    sql.add_argument("--filter", default=None, help="SQL filter pushed into the rows scan")
+    sql.set_defaults(run=cmd_sql)
     dif = sub.add_parser("diff", help="what changed between two snapshots, refs or times")
     dif.add_argument("table", help=table_help)
     dif.add_argument("from_point", metavar="FROM", help="snapshot id, ref or ISO-8601 time")

@@ -1,0 +1,122 @@
+"""Iceberg's metadata tables as Arrow tables, with the columns and meaning of Spark's.
+
+``inspect_table(table, kind)`` answers what ``SELECT * FROM catalog.db.table.<kind>`` answers
+in Spark 3.5 with Iceberg 1.10: same column names, Arrow types as close to Spark's as Arrow
+allows (timestamps are ``timestamp('us', 'UTC')``), same rows. The kinds:
+
+* whole-table, from metadata.json: ``snapshots``, ``history``, ``refs``,
+  ``metadata_log_entries``, and ``all_manifests`` (every snapshot's manifest list);
+* of one snapshot (the current one, or the one a selector names): ``manifests``,
+  ``entries``, ``files``, ``data_files``, ``delete_files``, ``partitions``;
+* over every manifest reachable from any valid snapshot, each manifest once:
+  ``all_entries``, ``all_files``, ``all_data_files``, ``all_delete_files``.
+
+A table without snapshots gives empty tables with the right columns. Each call reads the
+manifest lists and manifests it needs once, and caches nothing across calls.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from icecore.errors import NotFound
+from icecore.inspect._common import (
+    TableView,
+    is_data,
+    reachable_manifests,
+    snapshot_manifests,
+    table_view,
+)
+from icecore.inspect.files import entries_table, files_table, is_delete
+from icecore.inspect.manifests import all_manifests_table, manifests_table
+from icecore.inspect.partitions import partitions_table
+from icecore.inspect.snapshots import (
+    history_table,
+    metadata_log_table,
+    refs_table,
+    snapshots_table,
+)
+from icecore.manifest import ManifestContent, ManifestFile
+from icecore.metadata import Snapshot
+from icecore.table import Table
+
+_Builder = Callable[[TableView, Snapshot | None], pa.Table]
+
+
+def _data(manifests: list[ManifestFile]) -> list[ManifestFile]:
+    return [m for m in manifests if m.content == ManifestContent.DATA]
+
+
+def _deletes(manifests: list[ManifestFile]) -> list[ManifestFile]:
+    return [m for m in manifests if m.content == ManifestContent.DELETES]
+
+
+def _of_snapshot(v: TableView, s: Snapshot | None) -> list[ManifestFile]:
+    return snapshot_manifests(v.table, s)
+
+
+_KINDS: dict[str, _Builder] = {
+    "snapshots": lambda v, s: snapshots_table(v.table),
+    "history": lambda v, s: history_table(v.table),
+    "refs": lambda v, s: refs_table(v.table),
+    "metadata_log_entries": lambda v, s: metadata_log_table(v.table),
+    "manifests": manifests_table,
+    "all_manifests": lambda v, s: all_manifests_table(v),
+    "entries": lambda v, s: entries_table(v, _of_snapshot(v, s)),
+    "files": lambda v, s: files_table(v, _of_snapshot(v, s)),
+    "data_files": lambda v, s: files_table(v, _data(_of_snapshot(v, s)), is_data),
+    "delete_files": lambda v, s: files_table(v, _deletes(_of_snapshot(v, s)), is_delete),
+    "partitions": lambda v, s: partitions_table(v, _of_snapshot(v, s)),
+    "all_entries": lambda v, s: entries_table(v, reachable_manifests(v.table)),
+    "all_files": lambda v, s: files_table(v, reachable_manifests(v.table)),
+    "all_data_files": lambda v, s: files_table(v, _data(reachable_manifests(v.table)), is_data),
+    "all_delete_files": lambda v, s: files_table(
+        v, _deletes(reachable_manifests(v.table)), is_delete
+    ),
+}
+
+KINDS: tuple[str, ...] = tuple(_KINDS)
+"""Every metadata table :func:`inspect_table` builds, by Spark's name."""
+
+SNAPSHOT_KINDS = frozenset(
+    {"manifests", "entries", "files", "data_files", "delete_files", "partitions"}
+)
+"""The kinds that describe one snapshot and so honour a snapshot selector."""
+
+
+def inspect_table(
+    table: Table,
+    kind: str,
+    *,
+    snapshot_id: int | None = None,
+    ref: str | None = None,
+    as_of: str | int | dt.datetime | None = None,
+) -> pa.Table:
+    """One metadata table of ``table`` as Arrow, as Spark's ``<table>.<kind>`` shows it.
+
+    Args:
+        table: the table.
+        kind: one of :data:`KINDS` (``files``, ``partitions``, ...).
+        snapshot_id: for the kinds in :data:`SNAPSHOT_KINDS`, read this snapshot.
+        ref: ... or the snapshot this branch or tag points at.
+        as_of: ... or the snapshot current on ``main`` at this time (ISO-8601 or ms).
+
+    A selector given with a whole-table kind is still checked (an unknown ref fails) but
+    does not change the result: those tables describe every snapshot.
+
+    Raises:
+        NotFound: an unknown kind, snapshot, ref or time, or a missing manifest file.
+        InvalidMetadata: a corrupt or truncated manifest list or manifest.
+        ValidationError: more than one selector, or an unreadable time.
+    """
+    builder = _KINDS.get(kind)
+    if builder is None:
+        raise NotFound(f"There is no metadata table {kind!r}; choose one of {', '.join(KINDS)}.")
+    snapshot = table.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    return builder(table_view(table), snapshot)
+
+
+__all__ = ["KINDS", "SNAPSHOT_KINDS", "inspect_table"]

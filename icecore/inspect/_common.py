@@ -1,0 +1,188 @@
+"""What the metadata tables share: Arrow types, the unified partition struct, manifest reading.
+
+Spark's metadata tables (Iceberg Java's ``MetadataTableType``) show Iceberg values with Spark
+types; here they become Arrow types as close as Arrow allows: timestamps are
+``timestamp('us', 'UTC')`` (Spark's ``timestamp``, which is micros in the session zone),
+``uuid`` values are strings (Spark has no uuid type), everything else maps one to one.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from icecore.errors import IcecoreError, InvalidMetadata
+from icecore.manifest import DataFile, ManifestEntry, ManifestFile, read_manifest
+from icecore.metadata import Snapshot
+from icecore.read import arrow_type, unified_partition_type
+from icecore.schema import Schema
+from icecore.table import Table
+from icecore.types import (
+    GeographyType,
+    GeometryType,
+    IcebergType,
+    NestedField,
+    StructType,
+    UUIDType,
+    VariantType,
+)
+from icecore.values import from_bytes
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+"""The Arrow type of every instant column (``committed_at``, ``last_updated_at``, ...)."""
+
+
+def ms_to_us(ms: int | None) -> int | None:
+    """Milliseconds from the epoch (metadata times) as the micros of :data:`TIMESTAMP`."""
+    return ms * 1000 if ms is not None else None
+
+
+_RAW_TYPES = (VariantType, GeometryType, GeographyType)
+"""Types whose bounds stay raw bytes: Arrow has no type for them (nor has Spark 3.5)."""
+
+
+def value_type(t: IcebergType) -> pa.DataType:
+    """The Arrow type of a single value of ``t`` (a bound or a partition value)."""
+    if isinstance(t, UUIDType):
+        return pa.string()
+    if isinstance(t, _RAW_TYPES):
+        return pa.binary()
+    return arrow_type(t)
+
+
+def value_to_arrow(t: IcebergType, value: Any) -> Any:
+    """A value in :mod:`icecore.values`' Python form as :func:`value_type` holds it."""
+    if value is None:
+        return None
+    if isinstance(t, UUIDType):
+        return str(value)
+    return value
+
+
+def decode_bound(t: IcebergType, raw: bytes | None, path: str, column: str) -> Any:
+    """An Appendix D bound of ``column`` in data file ``path``, decoded (None stays None)."""
+    if raw is None:
+        return None
+    if isinstance(t, _RAW_TYPES):
+        return bytes(raw)
+    try:
+        return value_to_arrow(t, from_bytes(t, raw))
+    except IcecoreError as e:
+        raise InvalidMetadata(f"Data file {path} has a bad bound for column {column}: {e}") from e
+
+
+def java_name_order(name: str) -> bytes:
+    """Sort key that orders names as Java's ``String.compareTo`` does (UTF-16 code units)."""
+    return name.encode("utf-16-be", "surrogatepass")
+
+
+@dataclass(frozen=True, slots=True)
+class TableView:
+    """What every file-level metadata table of one table derives from its metadata.
+
+    Attributes:
+        table: the table.
+        schema: its current schema (Java binds every spec and ``readable_metrics`` to it).
+        partition_type: the union of all specs' partition fields, by partition field id
+            (Java's ``Partitioning.partitionType``); empty for an unpartitioned table.
+        metric_columns: the primitive columns of ``schema`` with their full dotted names,
+            sorted as Java sorts them, the fields of ``readable_metrics``.
+    """
+
+    table: Table
+    schema: Schema
+    partition_type: StructType
+    metric_columns: tuple[tuple[str, NestedField], ...]
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether the tables show a ``partition`` column (some spec has a field)."""
+        return len(self.partition_type.fields) > 0
+
+    def partition_arrow_type(self) -> pa.StructType:
+        """The ``partition`` struct: every partition field of every spec, optional."""
+        return pa.struct(
+            [pa.field(f.name, value_type(f.field_type)) for f in self.partition_type.fields]
+        )
+
+    def partition_value(self, partition: Mapping[int, Any]) -> dict[str, Any]:
+        """A file's partition tuple coerced to the union struct (other specs' fields null)."""
+        return {
+            f.name: value_to_arrow(f.field_type, partition.get(f.field_id))
+            for f in self.partition_type.fields
+        }
+
+    def partition_key(self, partition: Mapping[int, Any]) -> tuple[Any, ...]:
+        """The coerced tuple as a hashable key (Java's ``PartitionUtil.coercePartition``)."""
+        return tuple(_key_value(partition.get(f.field_id)) for f in self.partition_type.fields)
+
+
+def _key_value(value: Any) -> Any:
+    """Group floats as Java's ``Double.compare`` does: NaN equals NaN, -0.0 differs from 0.0."""
+    if isinstance(value, float):
+        return ("float", _NAN if math.isnan(value) else struct.pack(">d", value))
+    return value
+
+
+_NAN = struct.pack(">d", math.nan)
+
+
+def table_view(table: Table) -> TableView:
+    """Derive a :class:`TableView` from the table's current metadata."""
+    metadata = table.metadata
+    schema = metadata.current_schema()
+    columns = sorted(
+        (
+            (name, field)
+            for fid, name in schema.id_to_name().items()
+            if (field := schema.find_field(fid)) is not None and field.field_type.is_primitive
+        ),
+        key=lambda item: java_name_order(item[0]),
+    )
+    return TableView(
+        table=table,
+        schema=schema,
+        partition_type=unified_partition_type(metadata.partition_specs, schema),
+        metric_columns=tuple(columns),
+    )
+
+
+def read_entries(view: TableView, manifest: ManifestFile) -> list[ManifestEntry]:
+    """Every entry of one manifest, inheritance applied ("Manifests", "Manifest Lists")."""
+    metadata = view.table.metadata
+    spec = metadata.spec_by_id(manifest.partition_spec_id)
+    if spec is None:
+        raise InvalidMetadata(
+            f"Manifest {manifest.manifest_path} uses partition spec "
+            f"{manifest.partition_spec_id}, which {view.table.metadata_location} lacks."
+        )
+    return read_manifest(view.table.io, manifest, view.schema, spec, metadata.format_version)
+
+
+def snapshot_manifests(table: Table, snapshot: Snapshot | None) -> list[ManifestFile]:
+    """The manifest list of ``snapshot``; none for an empty table."""
+    return table.manifests(snapshot) if snapshot is not None else []
+
+
+def reachable_manifests(table: Table) -> list[ManifestFile]:
+    """Every manifest of every valid snapshot, each path once (Java's ``reachableManifests``)."""
+    seen: dict[str, ManifestFile] = {}
+    for snapshot in table.metadata.snapshots:
+        for manifest in table.manifests(snapshot):
+            seen.setdefault(manifest.manifest_path, manifest)
+    return list(seen.values())
+
+
+def is_data(data_file: DataFile) -> bool:
+    """Whether the file holds rows (content 0), not deletes."""
+    return int(data_file.content) == 0
+
+
+def from_rows(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """An Arrow table of ``rows`` (dicts by column name) with exactly ``schema``."""
+    return pa.Table.from_pylist(list(rows), schema=schema)
