@@ -375,13 +375,32 @@ def read_manifest(
             f"{manifest_file.partition_spec_id}, not spec {spec.spec_id}."
         )
     data = file_io.read(path)
-    if len(data) != manifest_file.manifest_length:
+    entries = manifest_entries_from_bytes(data, manifest_file, schema, spec, format_version)
+    if len(data) != manifest_file.manifest_length and not _counts_match(manifest_file, entries):
         raise InvalidMetadata(
             f"Manifest {path} is {len(data)} bytes but its manifest list says "
-            f"{manifest_file.manifest_length}; the file is truncated or was replaced."
+            f"{manifest_file.manifest_length}, and it holds {len(entries)} entries where the "
+            "manifest list counts differ; the file is truncated or was replaced."
         )
-    avro = read_avro(data, path)
-    return _entries(avro, manifest_file, schema, spec, format_version)
+    return entries
+
+
+def _counts_match(manifest_file: ManifestFile, entries: Sequence[ManifestEntry]) -> bool:
+    """Whether a manifest holds as many entries as its manifest list entry counts.
+
+    A length that disagrees with the manifest list is not proof of damage on its own:
+    Iceberg 1.10's ``rewrite_table_path`` rewrites manifests with new paths but keeps their
+    old lengths (Java never checks them). A complete Avro file whose entry count matches the
+    list's added + existing + deleted file counts is read; anything else is refused.
+    """
+    counts = (
+        manifest_file.added_files_count,
+        manifest_file.existing_files_count,
+        manifest_file.deleted_files_count,
+    )
+    if any(c is None for c in counts):
+        return False
+    return len(entries) == sum(c for c in counts if c is not None)
 
 
 def _entries(

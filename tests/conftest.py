@@ -26,7 +26,12 @@ def warehouse_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark(warehouse_dir: Path) -> Iterator[object]:
-    """The one SparkSession of the test run, with the fixture warehouse's catalogs."""
+    """The one SparkSession of the test run, with the fixture warehouse already written.
+
+    The demo story is written right after the session starts, before any test can touch
+    the session's default catalog (which would create catalog.db in the warehouse first).
+    """
+    from pipeline.demo import build_demo
     from pipeline.spark import build_session
 
     session = build_session(
@@ -35,6 +40,9 @@ def spark(warehouse_dir: Path) -> Iterator[object]:
         hadoop_catalog=True,
         app_name="icecore-tests",
     )
+    lines: list[str] = []
+    result = build_demo(warehouse_dir, scale="mini", spark=session, progress=lines.append)
+    assert result is not None, "the fixture warehouse must be freshly built"
     yield session
     session.stop()
 
@@ -42,11 +50,6 @@ def spark(warehouse_dir: Path) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def demo_warehouse(spark: object, warehouse_dir: Path) -> Path:
     """The mini demo story, written once by Spark; returns the warehouse folder."""
-    from pipeline.demo import build_demo
-
-    lines: list[str] = []
-    result = build_demo(warehouse_dir, scale="mini", spark=spark, progress=lines.append)
-    assert result is not None, "the fixture warehouse must be freshly built"
     return warehouse_dir
 
 

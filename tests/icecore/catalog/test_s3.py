@@ -41,22 +41,23 @@ def test_s3_filesystem_catalog(s3_server: Any, s3_warehouse: str, demo_warehouse
 
 
 def relocate_to_s3(
-    spark: Any, s3_server: Any, demo_warehouse: Path, tmp_path: Path, table: str
+    spark: Any, s3_server: Any, source: Path, tmp_path: Path, catalog: str, table: str
 ) -> str:
     """Spark's rewrite_table_path moves a table to s3:// paths; the files are uploaded to moto.
 
-    Returns the new current metadata.json location on S3.
+    Returns the new current metadata.json location on S3. (Iceberg 1.10's procedure fails on
+    tables whose position delete files are referenced twice and on v3 deletion vectors, so
+    the tests relocate tables it can rewrite.)
     """
     import boto3
 
     client = boto3.client("s3", endpoint_url=s3_server.endpoint)
     if "relocated" not in {b["Name"] for b in client.list_buckets()["Buckets"]}:
         client.create_bucket(Bucket="relocated")
-    source = str(demo_warehouse / "demo" / table)
-    target = f"s3://relocated/demo/{table}"
+    target = f"s3://relocated/{catalog}/demo/{table}"
     staging = tmp_path / f"staging-{table}"
     row = spark.sql(
-        f"CALL icecore.system.rewrite_table_path(table => 'demo.{table}', "
+        f"CALL {catalog}.system.rewrite_table_path(table => 'demo.{table}', "
         f"source_prefix => '{source}', target_prefix => '{target}', "
         f"staging_location => '{staging}/')"
     ).collect()[0]
@@ -68,17 +69,22 @@ def relocate_to_s3(
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("table", ["trips", "events_v3"])
+@pytest.mark.parametrize(
+    ("catalog", "table"),
+    [("icecore", "accounts"), ("icecore", "zones"), ("hadoop", "customers_v1")],
+)
 def test_table_on_s3_reads_end_to_end(
-    spark: Any, s3_server: Any, demo_warehouse: Path, tmp_path: Path, table: str
+    spark: Any, s3_server: Any, demo_warehouse: Path, tmp_path: Path, catalog: str, table: str
 ) -> None:
     import icecore
 
-    location = relocate_to_s3(spark, s3_server, demo_warehouse, tmp_path, table)
+    root = demo_warehouse / "hadoop" if catalog == "hadoop" else demo_warehouse
+    source = root / "demo" / table
+    location = relocate_to_s3(spark, s3_server, source, tmp_path, catalog, table)
     remote = icecore.load_table(location, io=FileIO(s3_server.properties))
-    local = icecore.load_table(f"{demo_warehouse}::demo.{table}")
+    local = icecore.load_table(f"{root}::demo.{table}")
     assert [s.snapshot_id for s in remote.snapshots()] == [s.snapshot_id for s in local.snapshots()]
-    prefix = str(demo_warehouse / "demo" / table)
+    prefix = str(source)
 
     def rows(t: Any, kind: str) -> list[tuple[Any, ...]]:
         data = t.inspect(kind).select(["content", "file_path", "record_count"]).to_pylist()
@@ -94,3 +100,16 @@ def test_table_on_s3_reads_end_to_end(
         for p in remote.inspect("files").column("file_path").to_pylist()
     )
     assert prefix in local.metadata_location
+    # Rows too: planned and read from S3, deletes applied, equal to the local table's.
+    assert (
+        remote.scan()
+        .plan()
+        .to_arrow()
+        .sort_by([(remote.metadata.current_schema().fields[0].name, "ascending")])
+        .to_pylist()
+        == local.scan()
+        .plan()
+        .to_arrow()
+        .sort_by([(local.metadata.current_schema().fields[0].name, "ascending")])
+        .to_pylist()
+    )
