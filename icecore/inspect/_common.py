@@ -183,6 +183,23 @@ def is_data(data_file: DataFile) -> bool:
     return int(data_file.content) == 0
 
 
+ROWS_PER_BATCH = 4096
+"""Rows turned into Arrow at a time: memory stays bounded by one batch of Python dicts."""
+
+
 def from_rows(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
-    """An Arrow table of ``rows`` (dicts by column name) with exactly ``schema``."""
-    return pa.Table.from_pylist(list(rows), schema=schema)
+    """An Arrow table of ``rows`` (dicts by column name) with exactly ``schema``.
+
+    Rows are converted in batches as they are produced, so a metadata table of a million
+    files never holds a million Python dicts at once.
+    """
+    batches: list[pa.RecordBatch] = []
+    pending: list[dict[str, Any]] = []
+    for row in rows:
+        pending.append(row)
+        if len(pending) >= ROWS_PER_BATCH:
+            batches.append(pa.RecordBatch.from_pylist(pending, schema=schema))
+            pending = []
+    if pending or not batches:
+        batches.append(pa.RecordBatch.from_pylist(pending, schema=schema))
+    return pa.Table.from_batches(batches, schema=schema)
