@@ -45,6 +45,7 @@ from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.read import NAME_MAPPING_PROPERTY, arrow_schema_for, read_tasks, unified_partition_type
 from icecore.scan.delete_index import DeleteIndex
+from icecore.scan.manifest_cache import MANIFESTS, ManifestKey
 from icecore.scan.report import PlanReport, PruneLevel, ReportBuilder
 from icecore.scan.task import FileScanTask
 from icecore.schema import Schema
@@ -241,11 +242,24 @@ class TableScan:
             residual=residual_evaluator(spec, self.schema, expr, self.case_sensitive),
         )
 
-    def _entries(self, manifest: ManifestFile, spec: PartitionSpec) -> list[ManifestEntry]:
-        entries = read_manifest(
-            self.table.io, manifest, self.schema, spec, self.table.metadata.format_version
+    def _entries(self, manifest: ManifestFile, spec: PartitionSpec) -> tuple[ManifestEntry, ...]:
+        metadata = self.table.metadata
+        key = ManifestKey(
+            table_uuid=metadata.table_uuid or metadata.location,
+            path=manifest.manifest_path,
+            length=manifest.manifest_length,
+            spec_id=spec.spec_id,
+            schema_id=self.schema.schema_id,
+            format_version=metadata.format_version,
         )
-        return [e for e in entries if e.status in LIVE]
+
+        def load() -> list[ManifestEntry]:
+            entries = read_manifest(
+                self.table.io, manifest, self.schema, spec, metadata.format_version
+            )
+            return [e for e in entries if e.status in LIVE]
+
+        return MANIFESTS.get_or_load(key, load)
 
     def _data_entries(
         self,

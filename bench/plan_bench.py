@@ -1,0 +1,175 @@
+"""Scan planning on big metadata-only tables: Icecore against PyIceberg 0.12, in one run.
+
+    python -m bench.plan_bench --table /tmp/benchwh/hadoop/bench/files_100000 [--runs 3]
+        [--filters sel,time10,none,point] [--record bench/plan_bench.results.md]
+
+Tables come from ``python -m bench.tables`` (PERFORMANCE.md's workload). Each run is a fresh
+process that loads the table and plans (cold), then plans the same scan again (warm); the
+tools alternate run by run. Planned file counts must agree between the tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TOOLS = ("icecore", "pyiceberg")
+GROUP = 16_384
+"""bench.tables gives each group of 16 files (one per bucket) this many ids."""
+
+
+def filters(group: int = 1234) -> dict[str, str]:
+    """The workload's filters, as SQL both tools parse the same way."""
+    low = group * GROUP + 4096
+    return {
+        "sel": f"id >= {low} AND id <= {low + 4096}",
+        "time10": "pickup_ts >= '2021-06-01T00:00:00+00:00' "
+        "AND pickup_ts < '2021-09-09T00:00:00+00:00'",
+        "none": "",
+        "point": f"id >= {low} AND id <= {low + 4096} AND pickup_ts >= '{{day}}T00:00:00+00:00' "
+        f"AND pickup_ts < '{{next_day}}T00:00:00+00:00'",
+    }
+
+
+def _metadata_file(table: str) -> str:
+    from icecore.catalog.filesystem import current_metadata_file
+    from icecore.io import FileIO
+
+    return table if table.endswith(".metadata.json") else current_metadata_file(FileIO(), table)
+
+
+def plan_icecore(metadata: str, flt: str) -> tuple[int, float, float]:
+    """Files planned, cold seconds (load + plan), warm seconds (plan again)."""
+    import icecore
+
+    start = time.perf_counter()
+    table = icecore.load_table(metadata)
+    count = len(table.scan(filter=flt or None).plan().tasks)
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    again = len(table.scan(filter=flt or None).plan().tasks)
+    warm = time.perf_counter() - start
+    assert again == count
+    return count, cold, warm
+
+
+def plan_pyiceberg(metadata: str, flt: str) -> tuple[int, float, float]:
+    """The same with PyIceberg's StaticTable and plan_files()."""
+    from pyiceberg.table import StaticTable
+
+    start = time.perf_counter()
+    table = StaticTable.from_metadata(metadata)
+    kwargs = {"row_filter": flt} if flt else {}
+    count = sum(1 for _ in table.scan(**kwargs).plan_files())
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    again = sum(1 for _ in table.scan(**kwargs).plan_files())
+    warm = time.perf_counter() - start
+    assert again == count
+    return count, cold, warm
+
+
+def child(tool: str, table: str, flt: str) -> None:
+    """One measured run in a fresh process; prints one JSON line."""
+    metadata = _metadata_file(table)
+    run = plan_icecore if tool == "icecore" else plan_pyiceberg
+    count, cold, warm = run(metadata, flt)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"files": count, "cold": cold, "warm": warm, "peak_mib": peak}))
+
+
+def point_day(table: str, flt: str) -> tuple[str, str]:
+    """The day of the files the selective filter keeps (for the ``point`` filter)."""
+    import icecore
+
+    plan = icecore.load_table(_metadata_file(table)).scan(filter=flt).plan()
+    days = {next(iter(t.data_file.partition.values())) for t in plan.tasks}
+    day = min(days)
+    return day.isoformat(), (day + dt.timedelta(days=1)).isoformat()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--filters", default="sel,time10,none,point")
+    parser.add_argument("--record", default=None)
+    parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child[0], args.table, args.child[1])
+        return 0
+    chosen = filters()
+    if "point" in args.filters:
+        day, next_day = point_day(args.table, chosen["sel"])
+        chosen["point"] = chosen["point"].format(day=day, next_day=next_day)
+    lines = [
+        f"## plan(), {dt.date.today().isoformat()}: {args.table}",
+        "",
+        f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python "
+        f"{platform.python_version()}; {args.runs} runs per tool and filter, alternating, each "
+        "a fresh process (cold = load + plan; warm = the same scan planned again).",
+        "",
+        "| filter | files | Icecore cold s | PyIceberg cold s | cold ratio | Icecore warm s | "
+        "PyIceberg warm s | warm ratio | peak MiB Icecore / PyIceberg |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in args.filters.split(","):
+        flt = chosen[name]
+        results: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
+        for round_no in range(args.runs):
+            for tool in TOOLS if round_no % 2 == 0 else reversed(TOOLS):
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "bench.plan_bench",
+                        "--table",
+                        args.table,
+                        "--child",
+                        tool,
+                        flt,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=Path(__file__).resolve().parent.parent,
+                )
+                results[tool].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                print(f"  {name} {tool}: {results[tool][-1]}", file=sys.stderr)
+        counts = {r["files"] for t in TOOLS for r in results[t]}
+        med = {
+            (t, k): statistics.median(r[k] for r in results[t])
+            for t in TOOLS
+            for k in ("cold", "warm")
+        }
+        peak = {t: max(r["peak_mib"] for r in results[t]) for t in TOOLS}
+        files = counts.pop() if len(counts) == 1 else f"DISAGREE {sorted(counts)}"
+        lines.append(
+            f"| {name} | {files} | {med['icecore', 'cold']:.2f} | {med['pyiceberg', 'cold']:.2f} | "
+            f"{med['pyiceberg', 'cold'] / med['icecore', 'cold']:.1f}x | "
+            f"{med['icecore', 'warm']:.3f} | {med['pyiceberg', 'warm']:.2f} | "
+            f"{med['pyiceberg', 'warm'] / max(med['icecore', 'warm'], 1e-6):.0f}x | "
+            f"{peak['icecore']:.0f} / {peak['pyiceberg']:.0f} |"
+        )
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.record:
+        with Path(args.record).open("a", encoding="utf-8") as handle:
+            handle.write(report + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
