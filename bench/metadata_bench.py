@@ -16,13 +16,14 @@ import datetime as dt
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from bench._memory import peak_mib
 
 TOOLS = ("icecore", "pyiceberg")
 
@@ -63,8 +64,8 @@ def child(tool: str, table: str) -> None:
     start = time.perf_counter()
     counts = run_icecore(metadata) if tool == "icecore" else run_pyiceberg(metadata)
     seconds = time.perf_counter() - start
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"tool": tool, "seconds": seconds, "peak_mib": peak_mib, **counts}))
+    peak = peak_mib()
+    print(json.dumps({"tool": tool, "seconds": seconds, "peak_mib": peak, **counts}))
 
 
 def measure(table: str, runs: int) -> dict[str, list[dict[str, Any]]]:

@@ -15,13 +15,14 @@ import datetime as dt
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from bench._memory import peak_mib
 
 TOOLS = ("icecore", "pyiceberg")
 GROUP = 16_384
@@ -84,7 +85,7 @@ def child(tool: str, table: str, flt: str) -> None:
     metadata = _metadata_file(table)
     run = plan_icecore if tool == "icecore" else plan_pyiceberg
     count, cold, warm = run(metadata, flt)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_mib()
     print(json.dumps({"files": count, "cold": cold, "warm": warm, "peak_mib": peak}))
 
 
