@@ -17,13 +17,11 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from bench._memory import peak_mib
+from bench._harness import peak_mib, publish, run_child
 
 TOOLS = ("icecore", "pyiceberg")
 
@@ -73,14 +71,9 @@ def measure(table: str, runs: int) -> dict[str, list[dict[str, Any]]]:
     results: dict[str, list[dict[str, Any]]] = {tool: [] for tool in TOOLS}
     for round_no in range(runs):
         for tool in TOOLS if round_no % 2 == 0 else reversed(TOOLS):
-            out = subprocess.run(
-                [sys.executable, "-m", "bench.metadata_bench", "--child", tool, "--table", table],
-                capture_output=True,
-                text=True,
-                check=True,
-                cwd=Path(__file__).resolve().parent.parent,
+            results[tool].append(
+                run_child("bench.metadata_bench", ["--child", tool, "--table", table])
             )
-            results[tool].append(json.loads(out.stdout.strip().splitlines()[-1]))
             print(f"  {tool}: {results[tool][-1]}", file=sys.stderr)
     return results
 
@@ -126,11 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child(args.child, args.table)
         return 0
-    report = summarize(args.table, measure(args.table, args.runs))
-    print(report)
-    if args.record:
-        with Path(args.record).open("a", encoding="utf-8") as handle:
-            handle.write(report + "\n")
+    publish(summarize(args.table, measure(args.table, args.runs)), args.record)
     return 0
 
 

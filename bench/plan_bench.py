@@ -16,13 +16,11 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from bench._memory import peak_mib
+from bench._harness import peak_mib, publish, run_child
 
 TOOLS = ("icecore", "pyiceberg")
 GROUP = 16_384
@@ -131,23 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
         for round_no in range(args.runs):
             for tool in TOOLS if round_no % 2 == 0 else reversed(TOOLS):
-                out = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "bench.plan_bench",
-                        "--table",
-                        args.table,
-                        "--child",
-                        tool,
-                        flt,
-                    ],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    cwd=Path(__file__).resolve().parent.parent,
+                results[tool].append(
+                    run_child("bench.plan_bench", ["--table", args.table, "--child", tool, flt])
                 )
-                results[tool].append(json.loads(out.stdout.strip().splitlines()[-1]))
                 print(f"  {name} {tool}: {results[tool][-1]}", file=sys.stderr)
         counts = {r["files"] for t in TOOLS for r in results[t]}
         med = {
@@ -164,11 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{med['pyiceberg', 'warm'] / max(med['icecore', 'warm'], 1e-6):.0f}x | "
             f"{peak['icecore']:.0f} / {peak['pyiceberg']:.0f} |"
         )
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.record:
-        with Path(args.record).open("a", encoding="utf-8") as handle:
-            handle.write(report + "\n")
+    publish("\n".join(lines) + "\n", args.record)
     return 0
 
 

@@ -29,10 +29,9 @@ from icecore.expressions.model import (
     And,
     BoundPredicate,
     Expression,
-    Not,
     Operation,
     Or,
-    UnboundPredicate,
+    reject_node,
 )
 from icecore.manifest import ManifestFile, PartitionFieldSummary
 from icecore.partitioning import PartitionSpec
@@ -286,11 +285,7 @@ def _compile(expr: Expression, fields: dict[int, _Field]) -> tuple[SummaryCheck,
             lambda s: lc(s) or rc(s),
             lambda s: None if lc(s) or rc(s) else f"({lr(s)}) and ({rr(s)})",
         )
-    if isinstance(expr, Not):
-        raise TypeError("evaluate a NOT-free expression: call rewrite_not first")
-    if isinstance(expr, UnboundPredicate):
-        raise TypeError(f"bind the expression before evaluating it: {expr}")
-    raise TypeError(f"not an expression: {expr!r}")
+    reject_node(expr)
 
 
 @dataclass(frozen=True, slots=True)

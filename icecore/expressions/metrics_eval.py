@@ -37,10 +37,9 @@ from icecore.expressions.model import (
     And,
     BoundPredicate,
     Expression,
-    Not,
     Operation,
     Or,
-    UnboundPredicate,
+    reject_node,
 )
 from icecore.manifest import DataFile, DataFileContent
 from icecore.schema import Schema
@@ -508,11 +507,7 @@ def _compile(
             return f"({lr(f)}) and ({rr(f)})"
 
         return or_check, or_reason
-    if isinstance(expr, Not):
-        raise TypeError("evaluate a NOT-free expression: call rewrite_not first")
-    if isinstance(expr, UnboundPredicate):
-        raise TypeError(f"bind the expression before evaluating it: {expr}")
-    raise TypeError(f"not an expression: {expr!r}")
+    reject_node(expr)
 
 
 @dataclass(frozen=True, slots=True)

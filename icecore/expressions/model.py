@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 from icecore.types import IcebergType, NestedField
 
@@ -331,6 +331,15 @@ def visit(expr: Expression, visitor: ExpressionVisitor[T]) -> T:
         return visitor.unbound_predicate(expr)
     if isinstance(expr, BoundPredicate):
         return visitor.bound_predicate(expr)
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def reject_node(expr: Expression) -> NoReturn:
+    """Raise for a node an evaluator of bound, NOT-free expressions cannot take."""
+    if isinstance(expr, Not):
+        raise TypeError("evaluate a NOT-free expression: call rewrite_not first")
+    if isinstance(expr, UnboundPredicate):
+        raise TypeError(f"bind the expression before evaluating it: {expr}")
     raise TypeError(f"not an expression: {expr!r}")
 
 

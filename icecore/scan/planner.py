@@ -34,6 +34,7 @@ from icecore.expressions.residual import residual_evaluator
 from icecore.expressions.rewrite_not import rewrite_not
 from icecore.io import FileIO
 from icecore.manifest import (
+    DataFile,
     DataFileContent,
     ManifestContent,
     ManifestEntry,
@@ -292,20 +293,13 @@ class TableScan:
                     continue
                 counts["data_files"] += 1
                 counts["rows"] += data_file.record_count
-                if not evaluator.partition_matches(data_file.partition):
+                level = _prune_file(
+                    evaluator, data_file, file_might_match, PruneLevel.PARTITION, report
+                )
+                if level is PruneLevel.PARTITION:
                     counts["files_pruned_by_partition"] += 1
-                    report.prune(
-                        PruneLevel.PARTITION,
-                        data_file.file_path,
-                        f"partition values exclude {evaluator.partition_expr}",
-                    )
-                elif not file_might_match(data_file):
+                elif level is PruneLevel.METRICS:
                     counts["files_pruned_by_metrics"] += 1
-                    report.prune(
-                        PruneLevel.METRICS,
-                        data_file.file_path,
-                        file_might_match.explain(data_file) or "column metrics exclude the filter",
-                    )
                 else:
                     kept.append(entry)
         return kept
@@ -334,23 +328,46 @@ class TableScan:
                 continue
             for entry in self._entries(manifest, evaluator.spec):
                 counts["delete_files"] += 1
-                delete_file = entry.data_file
-                if not evaluator.partition_matches(delete_file.partition):
-                    report.prune(
-                        PruneLevel.DELETE_PARTITION,
-                        delete_file.file_path,
-                        f"partition values exclude {evaluator.partition_expr}",
-                    )
-                elif not file_might_match(delete_file):
-                    report.prune(
-                        PruneLevel.DELETE_METRICS,
-                        delete_file.file_path,
-                        file_might_match.explain(delete_file)
-                        or "column metrics exclude the filter",
-                    )
-                else:
+                level = _prune_file(
+                    evaluator,
+                    entry.data_file,
+                    file_might_match,
+                    PruneLevel.DELETE_PARTITION,
+                    report,
+                )
+                if level is None:
                     kept.append(entry)
         return kept
+
+
+_METRICS_LEVEL = {
+    PruneLevel.PARTITION: PruneLevel.METRICS,
+    PruneLevel.DELETE_PARTITION: PruneLevel.DELETE_METRICS,
+}
+
+
+def _prune_file(
+    evaluator: _SpecEvaluators,
+    file: DataFile,
+    might_match: MetricsEvaluator,
+    partition_level: PruneLevel,
+    report: ReportBuilder,
+) -> PruneLevel | None:
+    """Prune one data or delete file by partition values, then by column metrics.
+
+    Returns the level that pruned it (recorded in ``report`` with the reason), or None when
+    the file stays in the plan.
+    """
+    if not evaluator.partition_matches(file.partition):
+        reason = f"partition values exclude {evaluator.partition_expr}"
+        report.prune(partition_level, file.file_path, reason)
+        return partition_level
+    if not might_match(file):
+        level = _METRICS_LEVEL[partition_level]
+        reason = might_match.explain(file) or "column metrics exclude the filter"
+        report.prune(level, file.file_path, reason)
+        return level
+    return None
 
 
 def scan(table: Table, filter: str | Expression | None = None, **selectors: Any) -> TableScan:
