@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icecore.changelog import changelog
 from icecore.diff import SnapshotDiff, diff_snapshots
 from icecore.errors import InvalidMetadata, NotFound, Unsupported, ValidationError
 from icecore.expressions.model import Expression
@@ -145,6 +146,31 @@ class Table:
         if after is None:
             raise NotFound(f"Table {self.identifier} has no snapshot to compare.")
         return diff_snapshots(self, before, after)
+
+    def changelog(
+        self,
+        from_point: str | int | None,
+        to_point: str | int | None = None,
+        *,
+        identifier_columns: list[str] | None = None,
+        compute_updates: bool | None = None,
+        net_changes: bool = False,
+        columns: list[str] | None = None,
+    ) -> pa.Table:
+        """Rows inserted and deleted between two points, as Spark's create_changelog_view.
+
+        See :func:`icecore.changelog.changelog`; ``from_point`` is exclusive (None: from the
+        first snapshot), ``to_point`` inclusive (None: the current snapshot).
+        """
+        return changelog(
+            self,
+            from_point,
+            to_point,
+            identifier_columns=identifier_columns,
+            compute_updates=compute_updates,
+            net_changes=net_changes,
+            columns=columns,
+        )
 
     def point(self, text: str | int) -> Snapshot:
         """Resolve what a user typed as a point in time: a snapshot id, a ref, or a time."""
