@@ -1,7 +1,8 @@
 """``python -m icecore``: JSON on stdout; on error one sentence on stderr and exit 1.
 
 Commands (DESIGN.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE
-KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``sql TABLE QUERY``;
+KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``changelog TABLE FROM
+[TO]``, ``sql TABLE QUERY``;
 evolve joins with its issue. TABLE is ``CATALOG::ns.table``, a table directory, or a
 metadata.json path.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 from icecore.catalog import load_catalog, load_table
 from icecore.errors import IcecoreError
-from icecore.export import write_parquet
+from icecore.export import write_parquet, write_table
 from icecore.scan.planner import Plan
 from icecore.sql import run_sql
 
@@ -165,6 +166,24 @@ def cmd_sql(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [jsonable(row) for row in result.to_pylist()]
 
 
+def cmd_changelog(args: argparse.Namespace) -> Any:
+    """Rows inserted and deleted between two points (Spark's create_changelog_view)."""
+    table = load_table(args.table)
+    ids = (
+        [c.strip() for c in args.identifier_columns.split(",")] if args.identifier_columns else None
+    )
+    rows = table.changelog(
+        None if args.from_point == "start" else args.from_point,
+        args.to_point,
+        identifier_columns=ids,
+        net_changes=args.net_changes,
+    )
+    if args.output:
+        written = write_table(rows, args.output)
+        return {"output": args.output, "rows": written}
+    return [jsonable(row) for row in rows.slice(0, args.limit).to_pylist()]
+
+
 def _add_selectors(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--snapshot", type=int, default=None, help="a snapshot id")
@@ -207,6 +226,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selectors(sql)
     sql.add_argument("--filter", default=None, help="SQL filter pushed into the rows scan")
     sql.set_defaults(run=cmd_sql)
+    chg = sub.add_parser("changelog", help="rows inserted and deleted between two points")
+    chg.add_argument("table", help=table_help)
+    chg.add_argument(
+        "from_point", metavar="FROM", help="exclusive: snapshot id, ref, time or 'start'"
+    )
+    chg.add_argument("to_point", metavar="TO", nargs="?", default=None, help="inclusive (current)")
+    chg.add_argument("--identifier-columns", default=None, help="pair DELETE/INSERT as updates")
+    chg.add_argument("--net-changes", action="store_true", help="net changes over the range")
+    chg.add_argument("--limit", type=int, default=1000, help="rows printed as JSON (1000)")
+    chg.add_argument("--output", default=None, help="write all rows to this Parquet file")
+    chg.set_defaults(run=cmd_changelog)
     dif = sub.add_parser("diff", help="what changed between two snapshots, refs or times")
     dif.add_argument("table", help=table_help)
     dif.add_argument("from_point", metavar="FROM", help="snapshot id, ref or ISO-8601 time")

@@ -13,6 +13,11 @@ from icecore.read import arrow_schema_for
 from icecore.scan.planner import Plan
 
 
+def write_table(table: pa.Table, output: str | Path) -> int:
+    """Write an Arrow table to a Parquet file, atomically; returns the rows written."""
+    return _write(table.to_batches(), table.schema, output)
+
+
 def write_parquet(
     batches: Iterable[pa.RecordBatch],
     plan: Plan,
@@ -24,9 +29,13 @@ def write_parquet(
     The file is written next to its final name and renamed at the end, so a failed scan
     leaves no half-written file behind.
     """
+    schema = arrow_schema_for(plan.schema, columns, (), plan.partition_type)
+    return _write(batches, schema, output)
+
+
+def _write(batches: Iterable[pa.RecordBatch], schema: pa.Schema, output: str | Path) -> int:
     target = Path(output)
     partial = target.with_name(f".{target.name}.partial")
-    schema = arrow_schema_for(plan.schema, columns, (), plan.partition_type)
     rows = 0
     try:
         with pq.ParquetWriter(partial, schema) as writer:

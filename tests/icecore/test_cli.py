@@ -101,3 +101,20 @@ def test_plan_and_scan(spark: Any, demo_warehouse: Path, tmp_path: Path) -> None
     )
     assert result.returncode == 1 and "fare >> 3" in result.stderr
     assert not (tmp_path / "x.parquet").exists()
+
+
+@pytest.mark.spark
+def test_changelog_command(demo_warehouse: Path, tmp_path: Path) -> None:
+    import icecore
+
+    table = f"{demo_warehouse}/hadoop::demo.customers_v1"
+    expected = icecore.load_table(table).changelog(None)
+    result = icecore_cli("changelog", table, "start", "--limit", "5")
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)) == min(5, expected.num_rows)
+    output = tmp_path / "changes.parquet"
+    result = icecore_cli("changelog", table, "start", "--output", str(output))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["rows"] == expected.num_rows
+    result = icecore_cli("changelog", table, "no-such-ref")
+    assert result.returncode == 1 and "no-such-ref" in result.stderr
