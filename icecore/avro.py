@@ -7,6 +7,9 @@ Lists", "Appendix A: Avro"). Two readers share one header parse:
 - :func:`read_avro_arrow` decodes to a :class:`pyarrow.Table` for bulk planning (see
   PERFORMANCE.md). Today it goes through fastavro; the signature is what a faster columnar
   decoder will keep.
+- :func:`read_avro_polars_arrow` decodes to Arrow through polars' native Avro reader, about
+  6x faster than fastavro on manifests; it falls back to :func:`read_avro_arrow` for files
+  polars refuses (an empty file, or a damaged one, which that path then reports).
 
 Both raise :class:`~icecore.errors.InvalidMetadata` naming the file for anything that is not
 a complete, well-formed container file: a bad magic, a header that does not parse, a block
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import fastavro
+import polars as pl
 import pyarrow as pa
 
 from icecore.errors import InvalidMetadata
@@ -285,6 +289,45 @@ def read_avro_arrow(data: bytes, path: str, columns: Sequence[str] | None = None
                 f"Avro file {path}: column {f.name!r} does not fit its schema: {e}"
             ) from e
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+HEADER_METADATA_PREFIX = b"avro.header."
+"""Prefix of the header keys :func:`read_avro_polars_arrow` copies into the schema metadata."""
+
+
+def read_avro_polars_arrow(data: bytes, path: str) -> pa.Table:
+    """Decode an Avro container file to Arrow with polars' native reader ("Appendix A: Avro").
+
+    The header is parsed (and checked) with fastavro first: polars does not validate header
+    values, and polars keeps neither the header nor Avro ``field-id`` attributes. Every header
+    key is copied into the table's schema metadata as ``avro.header.<key>`` (``avro.schema``
+    included), so callers can match columns to field ids by name.
+
+    Polars' shapes differ from :func:`read_avro_arrow`: strings and binaries are large, maps
+    stored as key/value arrays are ``large_list<struct<key, value>>``, ``time-micros`` is
+    ``time64[ns]``, ``uuid`` and ``fixed`` are plain (large) binary, ``timestamp-nanos`` is
+    ``int64``, ``date`` is ``date32``, ``timestamp-micros`` is ``timestamp[us, UTC]`` (also
+    when ``adjust-to-utc`` is false; the stored microseconds are the same), decimals are
+    ``decimal128``.
+
+    When polars refuses the blocks (it errors on a file without blocks, and raises or panics
+    on damaged data), the file is decoded again with :func:`read_avro_arrow`, which either
+    returns the table (same schema metadata) or raises :class:`InvalidMetadata`.
+
+    Args:
+        data: the file's bytes.
+        path: the file's location, for error messages.
+
+    Raises:
+        InvalidMetadata: the bytes are not one complete, well-formed container file.
+    """
+    _, metadata, _ = _open(data, path)
+    try:
+        table = pl.read_avro(io.BytesIO(data)).to_arrow()
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
+        table = read_avro_arrow(data, path)
+    header = {HEADER_METADATA_PREFIX + k.encode(): v.encode() for k, v in metadata.items()}
+    return table.replace_schema_metadata(header)
 
 
 def datetime_to_micros(value: dt.datetime) -> int:

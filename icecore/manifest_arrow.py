@@ -1,0 +1,605 @@
+"""Manifests as Arrow tables: one row per manifest entry, inheritance applied by columns.
+
+The columnar twin of :func:`icecore.manifest.read_manifest` for planning many files (see
+PERFORMANCE.md: per-entry Python objects cost ~8x). It implements the same spec sections
+("Manifests", "Manifest Entry Fields", the ``data_file`` struct, "Sequence Number
+Inheritance", "First Row ID Inheritance") with :mod:`pyarrow.compute` instead of a loop.
+
+Polars decodes the Avro blocks but drops the ``field-id`` attributes, so columns are found
+by the Avro names the file's own header schema gives each field id (Appendix A); a v1
+writer's names and sanitized partition names read the same as with the row reader.
+
+Output columns (field ids in ``field_id`` metadata):
+
+- ``status`` int32, ``snapshot_id``, ``sequence_number``, ``file_sequence_number`` int64
+  (after inheritance);
+- ``content`` int32, ``file_path``, ``file_format`` string, ``spec_id`` int32,
+  ``record_count``, ``file_size_in_bytes`` int64;
+- ``partition``: a struct with one field per partition field, named as the spec names it,
+  with ``field_id`` (partition field id) and ``iceberg_type`` metadata, in the Arrow type of
+  the transform's result (date32, int32, time64[us], timestamp[us(, UTC)], timestamp[ns],
+  decimal128, string, binary, ``binary(16)`` for uuid, ...);
+- ``column_sizes``, ``value_counts``, ``null_value_counts``, ``nan_value_counts`` as
+  ``map<int32, int64>``; ``lower_bounds``, ``upper_bounds`` as ``map<int32, binary>``
+  (Appendix D bytes);
+- ``key_metadata`` binary, ``split_offsets`` list<int64>, ``equality_ids`` list<int32>,
+  ``sort_order_id`` int32, ``first_row_id`` int64, ``referenced_data_file`` string,
+  ``content_offset``, ``content_size_in_bytes`` int64.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
+from icecore.errors import InvalidMetadata
+from icecore.io import FileIO
+from icecore.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+from icecore.partitioning import PartitionSpec
+from icecore.schema import Schema, schema_from_json
+from icecore.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UnknownType,
+    UUIDType,
+)
+
+# Field ids of "Manifest Entry Fields" and the data_file struct.
+_ME_STATUS, _ME_SNAPSHOT_ID, _ME_DATA_FILE, _ME_SEQ, _ME_FILE_SEQ = 0, 1, 2, 3, 4
+_DF_PARTITION = 102
+
+_I32, _I64 = pa.int32(), pa.int64()
+_COUNTS = pa.map_(_I32, _I64)
+_BOUNDS = pa.map_(_I32, pa.binary())
+
+# (column name, data_file field id, Arrow type) of the data_file columns copied as they are.
+_DATA_FILE_COLUMNS: tuple[tuple[str, int, pa.DataType], ...] = (
+    ("file_path", 100, pa.string()),
+    ("file_format", 101, pa.string()),
+    ("record_count", 103, _I64),
+    ("file_size_in_bytes", 104, _I64),
+    ("column_sizes", 108, _COUNTS),
+    ("value_counts", 109, _COUNTS),
+    ("null_value_counts", 110, _COUNTS),
+    ("nan_value_counts", 137, _COUNTS),
+    ("lower_bounds", 125, _BOUNDS),
+    ("upper_bounds", 128, _BOUNDS),
+    ("key_metadata", 131, pa.binary()),
+    ("split_offsets", 132, pa.list_(_I64)),
+    ("equality_ids", 135, pa.list_(_I32)),
+    ("sort_order_id", 140, _I32),
+    ("referenced_data_file", 143, pa.string()),
+    ("content_offset", 144, _I64),
+    ("content_size_in_bytes", 145, _I64),
+)
+_CONTENT, _FIRST_ROW_ID = 134, 142
+_REQUIRED = {"file_path", "file_format", "record_count", "file_size_in_bytes"}
+
+_PRIMITIVES: dict[type, pa.DataType] = {
+    BooleanType: pa.bool_(),
+    IntegerType: _I32,
+    LongType: _I64,
+    FloatType: pa.float32(),
+    DoubleType: pa.float64(),
+    DateType: pa.date32(),
+    TimeType: pa.time64("us"),
+    TimestampType: pa.timestamp("us"),
+    TimestamptzType: pa.timestamp("us", tz="UTC"),
+    TimestampNanoType: pa.timestamp("ns"),
+    TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),
+    StringType: pa.string(),
+    UUIDType: pa.binary(16),
+    BinaryType: pa.binary(),
+    UnknownType: pa.null(),
+}
+
+
+def _field(name: str, field_id: int, t: pa.DataType) -> pa.Field:
+    return pa.field(name, t, metadata={b"field_id": str(field_id).encode()})
+
+
+def output_schema(partition: pa.StructType) -> pa.Schema:
+    """The schema of :func:`read_manifest_arrow`'s tables for a given partition struct."""
+    fields = [
+        _field("status", _ME_STATUS, _I32),
+        _field("snapshot_id", _ME_SNAPSHOT_ID, _I64),
+        _field("sequence_number", _ME_SEQ, _I64),
+        _field("file_sequence_number", _ME_FILE_SEQ, _I64),
+        _field("content", _CONTENT, _I32),
+        *(_field(n, fid, t) for n, fid, t in _DATA_FILE_COLUMNS[:2]),
+        pa.field("spec_id", _I32),
+        *(_field(n, fid, t) for n, fid, t in _DATA_FILE_COLUMNS[2:4]),
+        _field("partition", _DF_PARTITION, partition),
+        *(_field(n, fid, t) for n, fid, t in _DATA_FILE_COLUMNS[4:14]),
+        _field("first_row_id", _FIRST_ROW_ID, _I64),
+        *(_field(n, fid, t) for n, fid, t in _DATA_FILE_COLUMNS[14:]),
+    ]
+    return pa.schema(fields)
+
+
+def _arrow_partition_type(t: IcebergType) -> pa.DataType:
+    found = _PRIMITIVES.get(type(t))
+    if found is not None:
+        return found
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, FixedType):
+        return pa.binary()
+    raise InvalidMetadata(f"A partition field of type {t} cannot be read into Arrow.")
+
+
+# ---------------------------------------------------------------------------------------
+# Reading
+
+
+def _non_null(avro_type: Any) -> Any:
+    if isinstance(avro_type, list):
+        return next((b for b in avro_type if b != "null"), "null")
+    return avro_type
+
+
+def _names_by_id(record: Any, path: str, what: str) -> tuple[dict[int, str], dict[int, Any]]:
+    """Avro field names and types of one record schema, by Iceberg field id."""
+    record = _non_null(record)
+    if not isinstance(record, dict) or record.get("type") != "record":
+        raise InvalidMetadata(f"{what} in {path} is not an Avro record.")
+    names: dict[int, str] = {}
+    types: dict[int, Any] = {}
+    for f in record.get("fields", []):
+        fid = f.get("field-id")
+        if isinstance(fid, int):
+            names[fid] = f["name"]
+            types[fid] = f["type"]
+    return names, types
+
+
+def _header(table: pa.Table, key: str) -> str | None:
+    metadata = table.schema.metadata or {}
+    raw = metadata.get(HEADER_METADATA_PREFIX + key.encode())
+    return raw.decode() if raw is not None else None
+
+
+def _partition_type(header_schema: str | None, schema: Schema, spec: PartitionSpec) -> StructType:
+    """The spec's partition type; for sources the table schema lacks, the manifest's schema."""
+    struct = spec.partition_type(schema)
+    if header_schema is None or not any(
+        isinstance(f.field_type, UnknownType) for f in struct.fields
+    ):
+        return struct
+    try:
+        written = schema_from_json(json.loads(header_schema))
+    except (json.JSONDecodeError, InvalidMetadata):
+        return struct
+    fallback = spec.partition_type(written)
+    return StructType(
+        tuple(
+            b if isinstance(a.field_type, UnknownType) else a
+            for a, b in zip(struct.fields, fallback.fields, strict=True)
+        )
+    )
+
+
+def _child(struct: pa.Array, name: str) -> pa.Array:
+    return pc.struct_field(struct, [name])
+
+
+def _as_map(values: pa.Array, target: pa.MapType, what: str) -> pa.Array:
+    """A key/value array (polars' ``list<struct<key, value>>``, or a map) as an Arrow map."""
+    if pa.types.is_map(values.type):
+        return values.cast(target)
+    if not (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+        raise InvalidMetadata(f"{what} is {values.type}, not a map.")
+    entries = values.values
+    keys = pc.struct_field(entries, ["key"]).cast(target.key_type)
+    items = pc.struct_field(entries, ["value"]).cast(target.item_type)
+    offsets = values.offsets.cast(_I32)
+    mask = values.is_null() if values.null_count else None
+    return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
+
+
+def _convert(values: pa.Array, target: pa.DataType, what: str) -> pa.Array:
+    try:
+        if pa.types.is_map(target):
+            return _as_map(values, target, what)
+        if pa.types.is_time64(target) and pa.types.is_time64(values.type):
+            return values.cast(target)  # polars reads time-micros as time64[ns]
+        if pa.types.is_fixed_size_binary(target) and not pa.types.is_fixed_size_binary(values.type):
+            return _fixed(values, target.byte_width, what)
+        return values.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidMetadata(f"{what} ({values.type}) cannot be read as {target}: {e}") from e
+
+
+def _fixed(values: pa.Array, width: int, what: str) -> pa.Array:
+    lengths = pc.binary_length(values)
+    if pc.any(pc.not_equal(lengths, width)).as_py():
+        raise InvalidMetadata(f"{what} has values that are not {width} bytes long.")
+    return values.cast(pa.binary()).cast(pa.binary(width))
+
+
+def _nulls(t: pa.DataType, n: int) -> pa.Array:
+    return pa.nulls(n, type=t)
+
+
+def read_manifest_arrow(
+    io: FileIO,
+    manifest_file: ManifestFile,
+    schema: Schema,
+    spec: PartitionSpec,
+    format_version: int,
+) -> pa.Table:
+    """Read a manifest as an Arrow table, one row per entry, inheritance applied ("Manifests").
+
+    Follows :func:`icecore.manifest.read_manifest` exactly, by columns:
+
+    - ``snapshot_id`` null: the manifest's ``added_snapshot_id``.
+    - ``sequence_number`` / ``file_sequence_number`` null: the manifest's
+      ``sequence_number`` for ADDED rows (and, as Java does, for every row of a manifest
+      whose number is 0) ("Sequence Number Inheritance"); v1 manifests read 0.
+    - v3 ``first_row_id`` null on a live data file: the manifest's ``first_row_id`` plus the
+      running sum of ``record_count`` of the preceding such rows ("First Row ID
+      Inheritance"); DELETED rows and delete files neither receive nor consume ids.
+
+    Args:
+        io: the table's FileIO.
+        manifest_file: the manifest list entry (path, length, inherited values).
+        schema: the table schema, for the partition struct's types.
+        spec: the partition spec with id ``manifest_file.partition_spec_id``.
+        format_version: the table's format version.
+
+    Returns:
+        the entries in file order, with the columns the module docstring lists.
+
+    Raises:
+        NotFound: the manifest does not exist.
+        InvalidMetadata: the manifest is corrupt, truncated, or does not match its spec.
+    """
+    path = manifest_file.manifest_path
+    if spec.spec_id != manifest_file.partition_spec_id:
+        raise InvalidMetadata(
+            f"Manifest {path} was written with partition spec "
+            f"{manifest_file.partition_spec_id}, not spec {spec.spec_id}."
+        )
+    data = io.read(path)
+    table = manifest_table_from_bytes(data, manifest_file, schema, spec, format_version)
+    if len(data) != manifest_file.manifest_length and not _counts_match(
+        manifest_file, table.num_rows
+    ):
+        raise InvalidMetadata(
+            f"Manifest {path} is {len(data)} bytes but its manifest list says "
+            f"{manifest_file.manifest_length}, and it holds {table.num_rows} entries where the "
+            "manifest list counts differ; the file is truncated or was replaced."
+        )
+    return table
+
+
+def _counts_match(manifest_file: ManifestFile, rows: int) -> bool:
+    """Whether the entry count equals the manifest list's added + existing + deleted counts."""
+    counts = (
+        manifest_file.added_files_count,
+        manifest_file.existing_files_count,
+        manifest_file.deleted_files_count,
+    )
+    if any(c is None for c in counts):
+        return False
+    return rows == sum(c for c in counts if c is not None)
+
+
+def manifest_table_from_bytes(
+    data: bytes,
+    manifest_file: ManifestFile,
+    schema: Schema,
+    spec: PartitionSpec,
+    format_version: int,
+) -> pa.Table:
+    """Like :func:`read_manifest_arrow`, from bytes already read (no length check)."""
+    path = manifest_file.manifest_path
+    raw = read_avro_polars_arrow(data, path)
+    avro_schema_text = _header(raw, "avro.schema")
+    if avro_schema_text is None:
+        raise InvalidMetadata(f"Manifest {path} has no avro.schema header.")
+    try:
+        avro_schema = json.loads(avro_schema_text)
+    except json.JSONDecodeError as e:
+        raise InvalidMetadata(f"Manifest {path}: avro.schema is not JSON: {e}.") from e
+    entry_names, entry_types = _names_by_id(avro_schema, path, "The manifest_entry schema")
+    if _ME_DATA_FILE not in entry_names:
+        raise InvalidMetadata(f"Manifest {path} has no data_file field.")
+    df_names, df_types = _names_by_id(entry_types[_ME_DATA_FILE], path, "The data_file schema")
+    n = raw.num_rows
+
+    def top(field_id: int) -> pa.Array | None:
+        name = entry_names.get(field_id)
+        return raw.column(name).combine_chunks() if name is not None else None
+
+    data_file = top(_ME_DATA_FILE)
+    assert data_file is not None
+    if data_file.null_count:
+        raise InvalidMetadata(f"{path} has an entry without required data_file.")
+
+    def df(field_id: int) -> pa.Array | None:
+        name = df_names.get(field_id)
+        return _child(data_file, name) if name is not None else None
+
+    status = _require(top(_ME_STATUS), path, "status", _I32)
+    if pc.any(pc.invert(pc.is_in(status, pa.array([0, 1, 2], _I32)))).as_py():
+        raise InvalidMetadata(f"Manifest {path} has an entry with an unknown status.")
+
+    snapshot_id = top(_ME_SNAPSHOT_ID)
+    snapshot_id = (
+        _nulls(_I64, n) if snapshot_id is None else _convert(snapshot_id, _I64, "snapshot_id")
+    )
+    snapshot_id = pc.fill_null(snapshot_id, pa.scalar(manifest_file.added_snapshot_id, _I64))
+
+    if _ME_SEQ in entry_names and format_version >= 2:
+        inherited = pa.scalar(manifest_file.sequence_number, _I64)
+        if manifest_file.sequence_number == 0:
+            inherits = pa.array([True] * n, pa.bool_())
+        else:
+            inherits = pc.equal(status, pa.scalar(int(ManifestEntryStatus.ADDED), _I32))
+        seqs = []
+        for fid in (_ME_SEQ, _ME_FILE_SEQ):
+            column = top(fid)
+            values = _nulls(_I64, n) if column is None else _convert(column, _I64, "sequence")
+            seqs.append(pc.if_else(pc.and_(pc.is_null(values), inherits), inherited, values))
+        sequence_number, file_sequence_number = seqs
+    else:
+        sequence_number = file_sequence_number = pa.array([0] * n, _I64)
+
+    content_column = df(_CONTENT)
+    if format_version >= 2 and content_column is not None:
+        content = pc.fill_null(_convert(content_column, _I32, "content"), pa.scalar(0, _I32))
+    else:
+        content = pa.array([0] * n, _I32)
+    if pc.any(pc.invert(pc.is_in(content, pa.array([0, 1, 2], _I32)))).as_py():
+        raise InvalidMetadata(f"Manifest {path} has a file with an unknown content type.")
+
+    columns: dict[str, pa.Array] = {}
+    for name, fid, t in _DATA_FILE_COLUMNS:
+        column = df(fid)
+        if name in _REQUIRED:
+            columns[name] = _require(column, path, name, t)
+        else:
+            columns[name] = _nulls(t, n) if column is None else _convert(column, t, name)
+
+    first_row_id = _nulls(_I64, n)
+    first_row_column = df(_FIRST_ROW_ID)
+    if format_version >= 3:
+        if first_row_column is not None:
+            first_row_id = _convert(first_row_column, _I64, "first_row_id")
+        if manifest_file.first_row_id is not None:
+            first_row_id = _inherit_first_row_ids(
+                first_row_id, content, status, columns["record_count"], manifest_file.first_row_id
+            )
+
+    partition_struct, partition = _partition(
+        _require(df(_DF_PARTITION), path, "partition", None),
+        df_types,
+        _header(raw, "schema"),
+        schema,
+        spec,
+        path,
+    )
+    out = output_schema(partition_struct)
+    arrays: dict[str, pa.Array] = {
+        "status": status,
+        "snapshot_id": snapshot_id,
+        "sequence_number": sequence_number,
+        "file_sequence_number": file_sequence_number,
+        "content": content,
+        "spec_id": pa.array([spec.spec_id] * n, _I32),
+        "partition": partition,
+        "first_row_id": first_row_id,
+        **columns,
+    }
+    return pa.Table.from_arrays([arrays[f.name] for f in out], schema=out)
+
+
+def _require(column: pa.Array | None, path: str, what: str, t: pa.DataType | None) -> pa.Array:
+    """A required column, converted to ``t`` (kept as decoded when None)."""
+    if column is None or column.null_count:
+        raise InvalidMetadata(f"{path} has an entry without required {what}.")
+    return column if t is None else _convert(column, t, what)
+
+
+def _inherit_first_row_ids(
+    first_row_id: pa.Array,
+    content: pa.Array,
+    status: pa.Array,
+    record_count: pa.Array,
+    base: int,
+) -> pa.Array:
+    """Vectorized "First Row ID Inheritance": base + exclusive running sum of record counts."""
+    takes = pc.and_(
+        pc.and_(pc.is_null(first_row_id), pc.equal(content, pa.scalar(0, _I32))),
+        pc.not_equal(status, pa.scalar(int(ManifestEntryStatus.DELETED), _I32)),
+    )
+    counts = pc.if_else(takes, record_count, pa.scalar(0, _I64))
+    running = pc.subtract(pc.cumulative_sum(counts), counts)
+    assigned = pc.add(running, pa.scalar(base, _I64))
+    return pc.if_else(takes, assigned, first_row_id)
+
+
+def _partition(
+    source: pa.Array,
+    df_types: Mapping[int, Any],
+    header_schema: str | None,
+    schema: Schema,
+    spec: PartitionSpec,
+    path: str,
+) -> tuple[pa.StructType, pa.Array]:
+    """The partition struct: spec field names, partition field ids, result-type Arrow values.
+
+    The Avro partition record's fields carry the partition field ids (``field-id``); without
+    them (very old writers) they are matched to the spec by position.
+    """
+    record = _non_null(df_types.get(_DF_PARTITION))
+    if not isinstance(record, dict) or record.get("type") != "record":
+        raise InvalidMetadata(f"Manifest {path} has no partition record.")
+    avro_fields = record.get("fields", [])
+    if len(avro_fields) != len(spec.fields):
+        raise InvalidMetadata(
+            f"Manifest {path} has {len(avro_fields)} partition fields but partition "
+            f"spec {spec.spec_id} has {len(spec.fields)}."
+        )
+    by_id = {f["field-id"]: f["name"] for f in avro_fields if "field-id" in f}
+    struct = _partition_type(header_schema, schema, spec)
+    n = len(source)
+    fields: list[pa.Field] = []
+    children: list[pa.Array] = []
+    for i, (pf, nested) in enumerate(zip(spec.fields, struct.fields, strict=True)):
+        name = by_id.get(pf.field_id) if by_id else avro_fields[i]["name"]
+        if name is None:
+            raise InvalidMetadata(
+                f"Manifest {path} has no partition field with id {pf.field_id} "
+                f"({pf.name}) of partition spec {spec.spec_id}."
+            )
+        target = _arrow_partition_type(nested.field_type)
+        values = _convert(_child(source, name), target, f"Partition field {pf.name}")
+        fields.append(
+            pa.field(
+                pf.name,
+                target,
+                metadata={
+                    b"field_id": str(pf.field_id).encode(),
+                    b"iceberg_type": str(nested.field_type).encode(),
+                },
+            )
+        )
+        children.append(values)
+    partition_type = pa.struct(fields)
+    if not fields:
+        return partition_type, pa.array([{}] * n, partition_type)
+    return partition_type, pa.StructArray.from_arrays(children, fields=fields)
+
+
+# ---------------------------------------------------------------------------------------
+# Back to objects
+
+
+def entries_from_arrow(table: pa.Table, spec_id: int) -> list[ManifestEntry]:
+    """The :class:`ManifestEntry` objects of a :func:`read_manifest_arrow` table.
+
+    For callers that still need objects, and to check the columnar reader against the row
+    reader. Partition values come back keyed by partition field id in :mod:`icecore.values`'
+    Python forms (dates, integer micros or nanos for times and timestamps, ``uuid.UUID``).
+    """
+    partition_type = table.schema.field("partition").type
+    partition_plan: list[tuple[int, str, str]] = []
+    partition_columns: list[list[Any]] = []
+    partition = table.column("partition").combine_chunks()
+    for f in partition_type:
+        meta = f.metadata or {}
+        partition_plan.append(
+            (int(meta[b"field_id"]), f.name, meta.get(b"iceberg_type", b"").decode())
+        )
+        partition_columns.append(_python_values(pc.struct_field(partition, [f.name]), meta))
+
+    def column(name: str) -> list[Any]:
+        return table.column(name).to_pylist()
+
+    status, snapshot_id = column("status"), column("snapshot_id")
+    seq, file_seq = column("sequence_number"), column("file_sequence_number")
+    content, path, fmt = column("content"), column("file_path"), column("file_format")
+    records, size = column("record_count"), column("file_size_in_bytes")
+    maps = {
+        name: column(name)
+        for name in (
+            "column_sizes",
+            "value_counts",
+            "null_value_counts",
+            "nan_value_counts",
+            "lower_bounds",
+            "upper_bounds",
+        )
+    }
+    key_metadata, splits, eq_ids = (
+        column("key_metadata"),
+        column("split_offsets"),
+        column("equality_ids"),
+    )
+    sort_order, first_row_id = column("sort_order_id"), column("first_row_id")
+    referenced, offset, blob_size = (
+        column("referenced_data_file"),
+        column("content_offset"),
+        column("content_size_in_bytes"),
+    )
+
+    entries: list[ManifestEntry] = []
+    for i in range(table.num_rows):
+        data_file = DataFile(
+            content=DataFileContent(content[i]),
+            file_path=path[i],
+            file_format=fmt[i],
+            spec_id=spec_id,
+            partition={
+                fid: partition_columns[j][i] for j, (fid, _, _) in enumerate(partition_plan)
+            },
+            record_count=records[i],
+            file_size_in_bytes=size[i],
+            column_sizes=_dict(maps["column_sizes"][i]),
+            value_counts=_dict(maps["value_counts"][i]),
+            null_value_counts=_dict(maps["null_value_counts"][i]),
+            nan_value_counts=_dict(maps["nan_value_counts"][i]),
+            lower_bounds=_dict(maps["lower_bounds"][i]),
+            upper_bounds=_dict(maps["upper_bounds"][i]),
+            key_metadata=key_metadata[i],
+            split_offsets=tuple(splits[i]) if splits[i] is not None else None,
+            equality_ids=tuple(eq_ids[i]) if eq_ids[i] is not None else None,
+            sort_order_id=sort_order[i],
+            first_row_id=first_row_id[i],
+            referenced_data_file=referenced[i],
+            content_offset=offset[i],
+            content_size_in_bytes=blob_size[i],
+        )
+        entries.append(
+            ManifestEntry(
+                status=ManifestEntryStatus(status[i]),
+                snapshot_id=snapshot_id[i],
+                sequence_number=seq[i],
+                file_sequence_number=file_seq[i],
+                data_file=data_file,
+            )
+        )
+    return entries
+
+
+def _dict(pairs: list[tuple[int, Any]] | None) -> dict[int, Any] | None:
+    return dict(pairs) if pairs is not None else None
+
+
+def _python_values(values: pa.Array, meta: Mapping[bytes, bytes]) -> list[Any]:
+    """Partition values in :mod:`icecore.values`' forms (times as ints, uuids as UUID)."""
+    t = values.type
+    if pa.types.is_timestamp(t) or pa.types.is_time64(t):
+        return values.cast(_I64).to_pylist()
+    if meta.get(b"iceberg_type") == b"uuid":
+        return [uuid.UUID(bytes=b) if b is not None else None for b in values.to_pylist()]
+    return values.to_pylist()
