@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icecore.arrow_types import arrow_field
 from icecore.errors import NotFound, Unsupported, ValidationError
 from icecore.manifest import (
     DataFileContent,
@@ -40,7 +41,7 @@ from icecore.manifest import (
     read_manifest,
 )
 from icecore.metadata import Snapshot
-from icecore.read import arrow_field, read_tasks
+from icecore.read import read_tasks
 from icecore.scan.planner import TableScan
 from icecore.scan.task import FileScanTask
 from icecore.schema import Schema

@@ -201,7 +201,8 @@ _DF_KEY_METADATA, _DF_SPLITS, _DF_EQ_IDS, _DF_SORT_ORDER = 131, 132, 135, 140
 _DF_FIRST_ROW_ID, _DF_REFERENCED, _DF_CONTENT_OFFSET, _DF_CONTENT_SIZE = 142, 143, 144, 145
 
 
-def _non_null(avro_type: Any) -> Any:
+def non_null_branch(avro_type: Any) -> Any:
+    """The non-null branch of an Avro union (the type itself when it is no union)."""
     if isinstance(avro_type, list):
         return next((b for b in avro_type if b != "null"), "null")
     return avro_type
@@ -213,7 +214,7 @@ class _Fields:
     __slots__ = ("names", "types", "path")
 
     def __init__(self, record: Any, path: str, what: str) -> None:
-        record = _non_null(record)
+        record = non_null_branch(record)
         if not isinstance(record, dict) or record.get("type") != "record":
             raise InvalidMetadata(f"{what} in {path} is not an Avro record.")
         self.path = path
@@ -277,7 +278,7 @@ def read_manifest_list(
     fields = _Fields(avro.schema, path, "The manifest list schema")
     summary_fields: _Fields | None = None
     if _ML_PARTITIONS in fields.types:
-        array = _non_null(fields.types[_ML_PARTITIONS])
+        array = non_null_branch(fields.types[_ML_PARTITIONS])
         if isinstance(array, dict) and array.get("type") == "array":
             summary_fields = _Fields(array["items"], path, "The field_summary schema")
     return [_manifest_file(r, fields, summary_fields, version) for r in avro.records]
@@ -490,6 +491,29 @@ def _entries(
     return entries
 
 
+def partition_record_fields(
+    data_file_types: Mapping[int, Any], spec: PartitionSpec, path: str
+) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """The Avro fields of a manifest's ``partition`` record, checked against its spec.
+
+    Returns the fields in file order and their names by partition field id (``field-id``;
+    very old writers omit it, and callers then match by position).
+
+    Raises:
+        InvalidMetadata: there is no partition record, or its field count differs from the spec's.
+    """
+    record = non_null_branch(data_file_types.get(_DF_PARTITION))
+    if not isinstance(record, dict) or record.get("type") != "record":
+        raise InvalidMetadata(f"Manifest {path} has no partition record.")
+    avro_fields: list[dict[str, Any]] = record.get("fields", [])
+    if len(avro_fields) != len(spec.fields):
+        raise InvalidMetadata(
+            f"Manifest {path} has {len(avro_fields)} partition fields but partition "
+            f"spec {spec.spec_id} has {len(spec.fields)}."
+        )
+    return avro_fields, {f["field-id"]: f["name"] for f in avro_fields if "field-id" in f}
+
+
 class _PartitionReader:
     """Turns a decoded ``partition`` record into {partition field id: value} for one spec.
 
@@ -501,16 +525,7 @@ class _PartitionReader:
 
     def __init__(self, avro: AvroFile, df: _Fields, schema: Schema, spec: PartitionSpec) -> None:
         self._path = avro.path
-        record = _non_null(df.types.get(_DF_PARTITION))
-        if not isinstance(record, dict) or record.get("type") != "record":
-            raise InvalidMetadata(f"Manifest {avro.path} has no partition record.")
-        avro_fields = record.get("fields", [])
-        if len(avro_fields) != len(spec.fields):
-            raise InvalidMetadata(
-                f"Manifest {avro.path} has {len(avro_fields)} partition fields but partition "
-                f"spec {spec.spec_id} has {len(spec.fields)}."
-            )
-        by_id = {f["field-id"]: f["name"] for f in avro_fields if "field-id" in f}
+        avro_fields, by_id = partition_record_fields(df.types, spec, avro.path)
         struct = _partition_type(avro, schema, spec)
         plan: list[tuple[int, str, IcebergType]] = []
         for i, (pf, nested) in enumerate(zip(spec.fields, struct.fields, strict=True)):

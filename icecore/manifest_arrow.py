@@ -37,8 +37,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icecore.arrow_types import arrow_type
 from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
-from icecore.errors import InvalidMetadata
+from icecore.errors import InvalidMetadata, Unsupported
 from icecore.io import FileIO
 from icecore.manifest import (
     DataFile,
@@ -46,29 +47,16 @@ from icecore.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    non_null_branch,
+    partition_record_fields,
 )
 from icecore.partitioning import PartitionSpec
 from icecore.schema import Schema, schema_from_json
 from icecore.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
     FixedType,
-    FloatType,
     IcebergType,
-    IntegerType,
-    LongType,
-    StringType,
     StructType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    TimeType,
     UnknownType,
-    UUIDType,
 )
 
 # Field ids of "Manifest Entry Fields" and the data_file struct.
@@ -102,24 +90,6 @@ _DATA_FILE_COLUMNS: tuple[tuple[str, int, pa.DataType], ...] = (
 _CONTENT, _FIRST_ROW_ID = 134, 142
 _REQUIRED = {"file_path", "file_format", "record_count", "file_size_in_bytes"}
 
-_PRIMITIVES: dict[type, pa.DataType] = {
-    BooleanType: pa.bool_(),
-    IntegerType: _I32,
-    LongType: _I64,
-    FloatType: pa.float32(),
-    DoubleType: pa.float64(),
-    DateType: pa.date32(),
-    TimeType: pa.time64("us"),
-    TimestampType: pa.timestamp("us"),
-    TimestamptzType: pa.timestamp("us", tz="UTC"),
-    TimestampNanoType: pa.timestamp("ns"),
-    TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),
-    StringType: pa.string(),
-    UUIDType: pa.binary(16),
-    BinaryType: pa.binary(),
-    UnknownType: pa.null(),
-}
-
 
 def _field(name: str, field_id: int, t: pa.DataType) -> pa.Field:
     return pa.field(name, t, metadata={b"field_id": str(field_id).encode()})
@@ -145,29 +115,21 @@ def output_schema(partition: pa.StructType) -> pa.Schema:
 
 
 def _arrow_partition_type(t: IcebergType) -> pa.DataType:
-    found = _PRIMITIVES.get(type(t))
-    if found is not None:
-        return found
-    if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
     if isinstance(t, FixedType):
-        return pa.binary()
-    raise InvalidMetadata(f"A partition field of type {t} cannot be read into Arrow.")
+        return pa.binary()  # polars decodes Avro fixed as variable-length binary
+    try:
+        return arrow_type(t)
+    except Unsupported as e:
+        raise InvalidMetadata(f"A partition field of type {t} cannot be read into Arrow.") from e
 
 
 # ---------------------------------------------------------------------------------------
 # Reading
 
 
-def _non_null(avro_type: Any) -> Any:
-    if isinstance(avro_type, list):
-        return next((b for b in avro_type if b != "null"), "null")
-    return avro_type
-
-
 def _names_by_id(record: Any, path: str, what: str) -> tuple[dict[int, str], dict[int, Any]]:
     """Avro field names and types of one record schema, by Iceberg field id."""
-    record = _non_null(record)
+    record = non_null_branch(record)
     if not isinstance(record, dict) or record.get("type") != "record":
         raise InvalidMetadata(f"{what} in {path} is not an Avro record.")
     names: dict[int, str] = {}
@@ -460,16 +422,7 @@ def _partition(
     The Avro partition record's fields carry the partition field ids (``field-id``); without
     them (very old writers) they are matched to the spec by position.
     """
-    record = _non_null(df_types.get(_DF_PARTITION))
-    if not isinstance(record, dict) or record.get("type") != "record":
-        raise InvalidMetadata(f"Manifest {path} has no partition record.")
-    avro_fields = record.get("fields", [])
-    if len(avro_fields) != len(spec.fields):
-        raise InvalidMetadata(
-            f"Manifest {path} has {len(avro_fields)} partition fields but partition "
-            f"spec {spec.spec_id} has {len(spec.fields)}."
-        )
-    by_id = {f["field-id"]: f["name"] for f in avro_fields if "field-id" in f}
+    avro_fields, by_id = partition_record_fields(df_types, spec, path)
     struct = _partition_type(header_schema, schema, spec)
     n = len(source)
     fields: list[pa.Field] = []

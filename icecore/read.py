@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from icecore.arrow_types import arrow_field, arrow_type
 from icecore.avro import read_avro_arrow
 from icecore.errors import IcecoreError, InvalidMetadata, Unsupported
 from icecore.expressions.model import (
@@ -62,27 +63,11 @@ from icecore.scan.puffin import deletion_vector_positions
 from icecore.scan.task import FileScanTask
 from icecore.schema import Schema
 from icecore.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FixedType,
-    FloatType,
     IcebergType,
-    IntegerType,
     ListType,
-    LongType,
     MapType,
     NestedField,
-    StringType,
     StructType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    TimeType,
-    UnknownType,
     UUIDType,
 )
 from icecore.values import from_json
@@ -111,53 +96,6 @@ _DELETE_CACHE_SIZE = 32
 
 # ---------------------------------------------------------------------------------------
 # Iceberg types -> Arrow types
-
-
-def arrow_type(t: IcebergType) -> pa.DataType:
-    """The Arrow type Icecore reads an Iceberg type as.
-
-    Timestamps are microseconds (``timestamp('us')``; ``timestamptz`` with zone ``UTC``),
-    ``_ns`` types nanoseconds, ``uuid`` 16-byte fixed binary, ``unknown`` null.
-
-    Raises:
-        Unsupported: variant, geometry and geography.
-    """
-    simple: dict[type, pa.DataType] = {
-        BooleanType: pa.bool_(),
-        IntegerType: pa.int32(),
-        LongType: pa.int64(),
-        FloatType: pa.float32(),
-        DoubleType: pa.float64(),
-        DateType: pa.date32(),
-        TimeType: pa.time64("us"),
-        TimestampType: pa.timestamp("us"),
-        TimestamptzType: pa.timestamp("us", tz="UTC"),
-        TimestampNanoType: pa.timestamp("ns"),
-        TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),
-        StringType: pa.string(),
-        UUIDType: pa.binary(16),
-        BinaryType: pa.binary(),
-        UnknownType: pa.null(),
-    }
-    found = simple.get(type(t))
-    if found is not None:
-        return found
-    if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, FixedType):
-        return pa.binary(t.length)
-    if isinstance(t, StructType):
-        return pa.struct([arrow_field(f) for f in t.fields])
-    if isinstance(t, ListType):
-        return pa.list_(arrow_field(t.element_field))
-    if isinstance(t, MapType):
-        return pa.map_(arrow_field(t.key_field), arrow_field(t.value_field))
-    raise Unsupported(f"Icecore cannot read columns of type {t} yet.")
-
-
-def arrow_field(f: NestedField) -> pa.Field:
-    """The Arrow field of an Iceberg field (named as the schema names it)."""
-    return pa.field(f.name, arrow_type(f.field_type), nullable=not f.required)
 
 
 def unified_partition_type(specs: Iterable[PartitionSpec], schema: Schema) -> StructType:

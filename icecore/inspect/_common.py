@@ -16,10 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from icecore.arrow_types import arrow_type
 from icecore.errors import IcecoreError, InvalidMetadata
 from icecore.manifest import DataFile, ManifestEntry, ManifestFile, read_manifest
 from icecore.metadata import Snapshot
-from icecore.read import arrow_type, unified_partition_type
+from icecore.read import unified_partition_type
 from icecore.schema import Schema
 from icecore.table import Table
 from icecore.types import (

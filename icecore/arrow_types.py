@@ -1,0 +1,84 @@
+"""How Icecore represents Iceberg types in Arrow, for every reader (data files, manifests).
+
+Timestamps are microseconds (``timestamp('us')``; ``timestamptz`` with zone ``UTC``), ``_ns``
+types nanoseconds, ``uuid`` 16-byte fixed binary, ``unknown`` null; nested types keep their
+fields' names and nullability (spec "Schemas and Data Types").
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from icecore.errors import Unsupported
+from icecore.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UnknownType,
+    UUIDType,
+)
+
+_PRIMITIVES: dict[type, pa.DataType] = {
+    BooleanType: pa.bool_(),
+    IntegerType: pa.int32(),
+    LongType: pa.int64(),
+    FloatType: pa.float32(),
+    DoubleType: pa.float64(),
+    DateType: pa.date32(),
+    TimeType: pa.time64("us"),
+    TimestampType: pa.timestamp("us"),
+    TimestamptzType: pa.timestamp("us", tz="UTC"),
+    TimestampNanoType: pa.timestamp("ns"),
+    TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),
+    StringType: pa.string(),
+    UUIDType: pa.binary(16),
+    BinaryType: pa.binary(),
+    UnknownType: pa.null(),
+}
+
+
+def arrow_type(t: IcebergType) -> pa.DataType:
+    """The Arrow type Icecore reads an Iceberg type as.
+
+    Timestamps are microseconds (``timestamp('us')``; ``timestamptz`` with zone ``UTC``),
+    ``_ns`` types nanoseconds, ``uuid`` 16-byte fixed binary, ``unknown`` null.
+
+    Raises:
+        Unsupported: variant, geometry and geography.
+    """
+    found = _PRIMITIVES.get(type(t))
+    if found is not None:
+        return found
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, FixedType):
+        return pa.binary(t.length)
+    if isinstance(t, StructType):
+        return pa.struct([arrow_field(f) for f in t.fields])
+    if isinstance(t, ListType):
+        return pa.list_(arrow_field(t.element_field))
+    if isinstance(t, MapType):
+        return pa.map_(arrow_field(t.key_field), arrow_field(t.value_field))
+    raise Unsupported(f"Icecore cannot read columns of type {t} yet.")
+
+
+def arrow_field(f: NestedField) -> pa.Field:
+    """The Arrow field of an Iceberg field (named as the schema names it)."""
+    return pa.field(f.name, arrow_type(f.field_type), nullable=not f.required)
