@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -339,18 +338,3 @@ def datetime_to_micros(value: dt.datetime) -> int:
 def time_to_micros(value: dt.time) -> int:
     """Microseconds from midnight of a fastavro-decoded ``time-micros`` value."""
     return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
-
-
-def parse_json_metadata(avro: AvroFile, key: str) -> Any:
-    """Parse a JSON-valued header key (``schema``, ``partition-spec``); None when absent.
-
-    Raises:
-        InvalidMetadata: the value is not JSON.
-    """
-    text = avro.metadata.get(key)
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidMetadata(f"Avro file {avro.path}: header {key!r} is not JSON: {e}.") from e

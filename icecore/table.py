@@ -104,8 +104,7 @@ class Table:
 
     def live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """Every live (ADDED or EXISTING) data and delete file entry of ``snapshot``."""
-        schema = self.metadata.schema_by_id(snapshot.schema_id) if snapshot.schema_id else None
-        schema = schema or self.metadata.current_schema()
+        schema = self.read_schema(snapshot)
         entries: list[ManifestEntry] = []
         for manifest in self.manifests(snapshot):
             spec = self.metadata.spec_by_id(manifest.partition_spec_id)
@@ -216,22 +215,31 @@ class Table:
         ref: str | None = None,
         as_of: str | int | dt.datetime | None = None,
     ) -> Schema:
-        """The schema a read of that point uses, as Iceberg Java's ``SnapshotUtil.schemaFor``.
+        """The schema a read of that point uses (see :meth:`read_schema`)."""
+        snapshot = self.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+        return self.read_schema(
+            snapshot, ref=ref, time_travel=snapshot_id is not None or as_of is not None
+        )
+
+    def read_schema(
+        self, snapshot: Snapshot | None, *, ref: str | None = None, time_travel: bool = True
+    ) -> Schema:
+        """The schema to read ``snapshot`` with, as Iceberg Java's ``SnapshotUtil.schemaFor``.
 
         A branch (and the current table) reads with the table's current schema, since its
         next write will; a tag, a snapshot id or a time reads with that snapshot's schema.
+
+        Args:
+            snapshot: the resolved snapshot (None for an empty table).
+            ref: the branch or tag it was reached by, if any.
+            time_travel: it was chosen by snapshot id or time rather than by a ref.
         """
         metadata = self.metadata
-        if (
-            ref is None or self.metadata.refs.get(ref) is None or metadata.refs[ref].is_branch
-        ) and (snapshot_id is None and as_of is None):
+        named = metadata.refs.get(ref) if ref is not None else None
+        reads_branch = not time_travel and (named is None or named.is_branch)
+        if reads_branch or snapshot is None or snapshot.schema_id is None:
             return metadata.current_schema()
-        snapshot = self.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-        if snapshot is not None and snapshot.schema_id is not None:
-            schema = metadata.schema_by_id(snapshot.schema_id)
-            if schema is not None:
-                return schema
-        return metadata.current_schema()
+        return metadata.schema_by_id(snapshot.schema_id) or metadata.current_schema()
 
     def refresh(self) -> Table:
         """The table as its catalog has it now (itself when it has no catalog)."""

@@ -341,20 +341,3 @@ def reject_node(expr: Expression) -> NoReturn:
     if isinstance(expr, UnboundPredicate):
         raise TypeError(f"bind the expression before evaluating it: {expr}")
     raise TypeError(f"not an expression: {expr!r}")
-
-
-def predicates(expr: Expression) -> list[BoundPredicate | UnboundPredicate]:
-    """Every predicate in ``expr``, left to right."""
-    found: list[BoundPredicate | UnboundPredicate] = []
-
-    def walk(node: Expression) -> None:
-        if isinstance(node, (And, Or)):
-            walk(node.left)
-            walk(node.right)
-        elif isinstance(node, Not):
-            walk(node.child)
-        elif isinstance(node, (BoundPredicate, UnboundPredicate)):
-            found.append(node)
-
-    walk(expr)
-    return found

@@ -158,7 +158,9 @@ class TableScan:
         self.snapshot: Snapshot | None = table.snapshot(
             snapshot_id=snapshot_id, ref=ref, as_of=as_of
         )
-        self.schema = table.schema_for(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+        self.schema = table.read_schema(
+            self.snapshot, ref=ref, time_travel=snapshot_id is not None or as_of is not None
+        )
         if filter is None:
             unbound: Expression = AlwaysTrue()
         elif isinstance(filter, str):
@@ -370,9 +372,4 @@ def _prune_file(
     return None
 
 
-def scan(table: Table, filter: str | Expression | None = None, **selectors: Any) -> TableScan:
-    """``table.scan(filter=..., snapshot_id=|ref=|as_of=)`` (DESIGN.md "Contracts")."""
-    return TableScan(table, filter, **selectors)
-
-
-__all__ = ["Plan", "TableScan", "scan"]
+__all__ = ["Plan", "TableScan"]

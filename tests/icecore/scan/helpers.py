@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from icecore.manifest import DataFileContent, ManifestEntry, ManifestEntryStatus, read_manifest
+from icecore.manifest import DataFileContent, ManifestEntry
 from icecore.scan.delete_index import DeleteIndex
 from icecore.scan.task import FileScanTask
 from icecore.schema import Schema
@@ -11,14 +11,7 @@ from icecore.table import Table
 
 def snapshot_schema(table: Table, ref: str | None = None) -> Schema:
     """The schema Spark reads a ref with: a tag's snapshot schema, else the table's."""
-    meta = table.metadata
-    snapshot = table.snapshot(ref=ref)
-    named = meta.refs.get(ref) if ref is not None else None
-    if named is not None and not named.is_branch and snapshot is not None:
-        found = meta.schema_by_id(snapshot.schema_id) if snapshot.schema_id is not None else None
-        if found is not None:
-            return found
-    return meta.current_schema()
+    return table.schema_for(ref=ref)
 
 
 def live_entries(
@@ -27,19 +20,9 @@ def live_entries(
     """(data entries, delete entries) of a ref's snapshot, live ones only."""
     snapshot = table.snapshot(ref=ref)
     assert snapshot is not None
-    schema = snapshot_schema(table, ref)
-    data: list[ManifestEntry] = []
-    deletes: list[ManifestEntry] = []
-    for manifest in table.manifests(snapshot):
-        spec = table.metadata.spec_by_id(manifest.partition_spec_id)
-        assert spec is not None
-        for entry in read_manifest(table.io, manifest, schema, spec, table.format_version):
-            if entry.status is ManifestEntryStatus.DELETED:
-                continue
-            if entry.data_file.content is DataFileContent.DATA:
-                data.append(entry)
-            else:
-                deletes.append(entry)
+    entries = table.live_entries(snapshot)
+    data = [e for e in entries if e.data_file.content is DataFileContent.DATA]
+    deletes = [e for e in entries if e.data_file.content is not DataFileContent.DATA]
     return data, deletes
 
 
