@@ -457,23 +457,53 @@ def _partition(
 # Back to objects
 
 
-def entries_from_arrow(table: pa.Table, spec_id: int) -> list[ManifestEntry]:
+def partition_dicts(partition: pa.Array) -> list[dict[int, Any]]:
+    """Partition tuples of a ``partition`` column, keyed by partition field id.
+
+    Values come back in :mod:`icecore.values`' Python forms (dates, integer micros or nanos
+    for times and timestamps, ``uuid.UUID``), as :func:`icecore.manifest.read_manifest`
+    gives them.
+    """
+    if isinstance(partition, pa.ChunkedArray):
+        partition = partition.combine_chunks()
+    fields = list(partition.type)
+    if not fields:
+        return [{} for _ in range(len(partition))]
+    ids = [int((f.metadata or {})[b"field_id"]) for f in fields]
+    columns = [
+        _python_values(pc.struct_field(partition, [f.name]), f.metadata or {}) for f in fields
+    ]
+    return [dict(zip(ids, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+MAP_COLUMNS = (
+    "column_sizes",
+    "value_counts",
+    "null_value_counts",
+    "nan_value_counts",
+    "lower_bounds",
+    "upper_bounds",
+)
+"""The metrics maps of the ``data_file`` struct, keyed by column field id."""
+
+
+def entries_from_arrow(
+    table: pa.Table,
+    spec_id: int,
+    maps: Mapping[str, list[dict[int, Any] | None]] | None = None,
+) -> list[ManifestEntry]:
     """The :class:`ManifestEntry` objects of a :func:`read_manifest_arrow` table.
 
     For callers that still need objects, and to check the columnar reader against the row
-    reader. Partition values come back keyed by partition field id in :mod:`icecore.values`'
-    Python forms (dates, integer micros or nanos for times and timestamps, ``uuid.UUID``).
+    reader. Partition values come back keyed by partition field id (:func:`partition_dicts`).
+
+    Args:
+        table: rows in :func:`output_schema`'s columns.
+        spec_id: the partition spec the manifest was written with.
+        maps: the metrics maps per row when the caller holds them in another form (the
+            planner's pivoted columns); by default they are read from ``table``'s map columns.
     """
-    partition_type = table.schema.field("partition").type
-    partition_plan: list[tuple[int, str, str]] = []
-    partition_columns: list[list[Any]] = []
-    partition = table.column("partition").combine_chunks()
-    for f in partition_type:
-        meta = f.metadata or {}
-        partition_plan.append(
-            (int(meta[b"field_id"]), f.name, meta.get(b"iceberg_type", b"").decode())
-        )
-        partition_columns.append(_python_values(pc.struct_field(partition, [f.name]), meta))
+    partitions = partition_dicts(table.column("partition"))
 
     def column(name: str) -> list[Any]:
         return table.column(name).to_pylist()
@@ -482,17 +512,8 @@ def entries_from_arrow(table: pa.Table, spec_id: int) -> list[ManifestEntry]:
     seq, file_seq = column("sequence_number"), column("file_sequence_number")
     content, path, fmt = column("content"), column("file_path"), column("file_format")
     records, size = column("record_count"), column("file_size_in_bytes")
-    maps = {
-        name: column(name)
-        for name in (
-            "column_sizes",
-            "value_counts",
-            "null_value_counts",
-            "nan_value_counts",
-            "lower_bounds",
-            "upper_bounds",
-        )
-    }
+    if maps is None:
+        maps = {name: [_dict(m) for m in column(name)] for name in MAP_COLUMNS}
     key_metadata, splits, eq_ids = (
         column("key_metadata"),
         column("split_offsets"),
@@ -512,17 +533,15 @@ def entries_from_arrow(table: pa.Table, spec_id: int) -> list[ManifestEntry]:
             file_path=path[i],
             file_format=fmt[i],
             spec_id=spec_id,
-            partition={
-                fid: partition_columns[j][i] for j, (fid, _, _) in enumerate(partition_plan)
-            },
+            partition=partitions[i],
             record_count=records[i],
             file_size_in_bytes=size[i],
-            column_sizes=_dict(maps["column_sizes"][i]),
-            value_counts=_dict(maps["value_counts"][i]),
-            null_value_counts=_dict(maps["null_value_counts"][i]),
-            nan_value_counts=_dict(maps["nan_value_counts"][i]),
-            lower_bounds=_dict(maps["lower_bounds"][i]),
-            upper_bounds=_dict(maps["upper_bounds"][i]),
+            column_sizes=maps["column_sizes"][i],
+            value_counts=maps["value_counts"][i],
+            null_value_counts=maps["null_value_counts"][i],
+            nan_value_counts=maps["nan_value_counts"][i],
+            lower_bounds=maps["lower_bounds"][i],
+            upper_bounds=maps["upper_bounds"][i],
             key_metadata=key_metadata[i],
             split_offsets=tuple(splits[i]) if splits[i] is not None else None,
             equality_ids=tuple(eq_ids[i]) if eq_ids[i] is not None else None,

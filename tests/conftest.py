@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Decoded manifests are cached on disk; tests keep theirs apart from the user's cache.
+os.environ.setdefault("ICECORE_CACHE_DIR", tempfile.mkdtemp(prefix="icecore-test-cache-"))
 
 
 @pytest.fixture(scope="session")

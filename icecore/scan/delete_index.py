@@ -48,7 +48,7 @@ PartitionKey = tuple[int, tuple[tuple[int, Any], ...]]
 """(spec id, ((partition field id, comparable value), ...)): partition equality as a key."""
 
 
-def _value_key(value: Any) -> Any:
+def partition_value_key(value: Any) -> Any:
     """A hashable key equal exactly when the spec calls two partition values equal.
 
     Floating point values compare by their IEEE 754 bits with NaN normalized (latest spec,
@@ -69,7 +69,7 @@ def partition_key(data_file: DataFile) -> PartitionKey:
     """The key under which partition equality (spec id and values) is tested."""
     return (
         data_file.spec_id,
-        tuple((fid, _value_key(v)) for fid, v in data_file.partition.items()),
+        tuple((fid, partition_value_key(v)) for fid, v in data_file.partition.items()),
     )
 
 

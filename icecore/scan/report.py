@@ -4,14 +4,21 @@ DESIGN.md "Rules of the house": pruning is explainable. The planner fills a
 :class:`ReportBuilder` as it goes; the frozen :class:`PlanReport` keeps counts per level
 (always) and the individual pruned items (manifest or file path + reason). Files inside a
 pruned manifest are counted from the manifest list's file counts, not read.
+
+At a million files the items are not kept: files pruned in bulk are recorded as segments
+that produce their items, reasons included, when someone reads them
+(:class:`~icecore.scan.lazy.LazySequence`), so the report stays small (PERFORMANCE.md).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from icecore.scan.lazy import LazySequence, Producer
 
 
 class PruneLevel(StrEnum):
@@ -57,7 +64,8 @@ class PlanReport:
         rows_planned: rows in planned data files, before deletes and the residual filter.
         delete_files: live delete files in surviving delete manifests.
         delete_files_applied: distinct delete files attached to at least one task.
-        pruned: every pruned item, in planning order.
+        pruned: every pruned item, in planning order (made on demand: use slices and
+            ``len`` on big plans).
     """
 
     snapshot_id: int | None
@@ -75,10 +83,10 @@ class PlanReport:
     rows_planned: int = 0
     delete_files: int = 0
     delete_files_applied: int = 0
-    pruned: tuple[PrunedItem, ...] = ()
+    pruned: Sequence[PrunedItem] = ()
 
     def reasons(self, level: PruneLevel | None = None) -> Counter[str]:
-        """How often each reason occurs (at one level, or at all)."""
+        """How often each reason occurs (at one level, or at all); explains every item."""
         return Counter(p.reason for p in self.pruned if level is None or p.level is level)
 
     def to_dict(self, *, max_items: int | None = 1000) -> dict[str, Any]:
@@ -115,13 +123,26 @@ class ReportBuilder:
     filter: str
     counts: Counter[str] = field(default_factory=Counter)
     pruned: list[PrunedItem] = field(default_factory=list)
+    segments: list[tuple[int, Producer[PrunedItem]]] = field(default_factory=list)
 
     def prune(self, level: PruneLevel, path: str, reason: str) -> None:
         """Record one pruned manifest or file."""
         self.pruned.append(PrunedItem(level, path, reason))
 
+    def prune_many(self, count: int, produce: Producer[PrunedItem]) -> None:
+        """Record ``count`` pruned items that ``produce(start, stop)`` makes when read."""
+        self._flush()
+        self.segments.append((count, produce))
+
+    def _flush(self) -> None:
+        if self.pruned:
+            items = tuple(self.pruned)
+            self.segments.append((len(items), lambda lo, hi: items[lo:hi]))
+            self.pruned = []
+
     def build(self) -> PlanReport:
         """The frozen report."""
+        self._flush()
         c = self.counts
         return PlanReport(
             snapshot_id=self.snapshot_id,
@@ -139,5 +160,5 @@ class ReportBuilder:
             rows_planned=c["rows_planned"],
             delete_files=c["delete_files"],
             delete_files_applied=c["delete_files_applied"],
-            pruned=tuple(self.pruned),
+            pruned=LazySequence(list(self.segments)),
         )

@@ -159,3 +159,46 @@ def test_day_filter_prunes_by_partition(
     table = pyiceberg_table(result["metadata"])
     day = "pickup_ts >= '2021-01-10T00:00:00+00:00' and pickup_ts < '2021-01-11T00:00:00+00:00'"
     assert len(list(table.scan(row_filter=day).plan_files())) == expected
+
+
+def test_icecore_plans_in_worker_processes_as_spark_counts(
+    spark: Any,
+    checked: str,
+    built: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cold plans decode manifests in worker processes; warm ones reuse the disk cache."""
+    import icecore
+    from icecore.scan import decode_pool, planner
+    from icecore.scan.manifest_cache import ManifestCache
+
+    _, result = built
+    group = 57
+    low, high = group * ID_SPAN + ID_SPAN // 4, group * ID_SPAN + ID_SPAN // 2
+    expected = scalar(
+        spark,
+        f"SELECT count(*) FROM {checked}.files WHERE readable_metrics.id.lower_bound <= {high} "
+        f"AND readable_metrics.id.upper_bound >= {low}",
+    )
+    decoded: list[int] = []
+
+    def counted(*args: Any) -> int:
+        decoded.append(decode_pool.decode_in_workers(*args))
+        return decoded[-1]
+
+    monkeypatch.setenv("ICECORE_PLAN_PROCESSES", "2")
+    monkeypatch.setattr(decode_pool, "MIN_MANIFESTS", 2)
+    monkeypatch.setattr(planner, "decode_in_workers", counted)
+    monkeypatch.setattr(planner, "MANIFESTS", ManifestCache(tmp_path / "cache"))
+    table = icecore.load_table(result["metadata"])
+    flt = f"id >= {low} AND id <= {high}"
+    cold = table.scan(filter=flt).plan()
+    assert decoded == [EXPECTED_MANIFESTS, 0]  # every data manifest; no delete manifests
+    warm = table.scan(filter=flt).plan()
+    assert decoded[2:] == [0, 0]
+    assert len(cold.tasks) == len(warm.tasks) == expected
+    assert cold.data_files == warm.data_files == [t.file_path for t in warm.tasks]
+    report = cold.report
+    assert report.files_pruned_by_metrics == FILES - expected == len(report.pruned)
+    assert all(p.reason.startswith("id ") for p in report.pruned[:50])

@@ -1,38 +1,133 @@
-"""The manifest cache: keyed by more than the path, bounded, least recently used out first."""
+"""The manifest cache: keyed by more than the path, bounded, on disk, and never wrong.
+
+Real manifests of the shared fixture warehouse (written by Spark) are decoded into the
+planning layout, stored, read back in another cache instance (as the next process would)
+and compared with a fresh decode.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from pathlib import Path
 
+import pytest
+
+import icecore
+from icecore.manifest import ManifestContent, ManifestFile
+from icecore.manifest_arrow import read_manifest_arrow
 from icecore.scan.manifest_cache import ManifestCache, ManifestKey
+from icecore.scan.planning_manifest import PlanningManifest, build_planning_manifest
+from icecore.table import Table
+
+pytestmark = pytest.mark.spark
 
 
-def key(path: str, uuid: str = "t1", schema_id: int = 0) -> ManifestKey:
-    return ManifestKey(uuid, path, 100, 0, schema_id, 2)
+@pytest.fixture(scope="module")
+def trips(demo_warehouse: Path) -> Table:
+    return icecore.load_table(f"{demo_warehouse}::demo.trips")
 
 
-def entries(n: int) -> list[Any]:
-    return [object() for _ in range(n)]
+def _manifests(table: Table) -> list[ManifestFile]:
+    snapshot = table.snapshot()
+    assert snapshot is not None
+    return [m for m in table.manifests(snapshot) if m.content is ManifestContent.DATA]
 
 
-def test_same_path_in_another_table_or_schema_is_not_shared() -> None:
-    cache = ManifestCache(max_entries=100)
-    first = cache.get_or_load(key("m.avro"), lambda: entries(3))
-    assert cache.get_or_load(key("m.avro"), lambda: entries(5)) is first
-    assert cache.get_or_load(key("m.avro", uuid="t2"), lambda: entries(5)) is not first
-    assert cache.get_or_load(key("m.avro", schema_id=1), lambda: entries(5)) is not first
-    assert (cache.hits, cache.misses) == (1, 3)
+def _key(table: Table, manifest: ManifestFile, **changes: object) -> ManifestKey:
+    spec = table.metadata.spec_by_id(manifest.partition_spec_id)
+    assert spec is not None
+    key = ManifestKey(
+        table_uuid=table.metadata.table_uuid or "",
+        path=manifest.manifest_path,
+        length=manifest.manifest_length,
+        spec_id=spec.spec_id,
+        format_version=table.metadata.format_version,
+        partition_type=str(spec.partition_type(table.schema_for())),
+        added_snapshot_id=manifest.added_snapshot_id,
+        sequence_number=manifest.sequence_number,
+        first_row_id=manifest.first_row_id,
+    )
+    return replace(key, **changes)  # type: ignore[arg-type]
 
 
-def test_bounded_by_entries_least_recently_used_out_first() -> None:
-    cache = ManifestCache(max_entries=10)
-    cache.get_or_load(key("a"), lambda: entries(4))
-    cache.get_or_load(key("b"), lambda: entries(4))
-    cache.get_or_load(key("a"), lambda: entries(4))  # a is now the most recent
-    cache.get_or_load(key("c"), lambda: entries(4))  # 12 > 10: b goes
-    loads: list[str] = []
-    cache.get_or_load(key("a"), lambda: loads.append("a") or entries(4))
-    cache.get_or_load(key("b"), lambda: loads.append("b") or entries(4))
-    assert loads == ["b"]
-    huge = cache.get_or_load(key("huge"), lambda: entries(11))
-    assert len(huge) == 11 and key("huge") not in cache._items
+def _decode(table: Table, manifest: ManifestFile) -> PlanningManifest:
+    spec = table.metadata.spec_by_id(manifest.partition_spec_id)
+    assert spec is not None
+    decoded = read_manifest_arrow(
+        table.io, manifest, table.schema_for(), spec, table.metadata.format_version
+    )
+    return build_planning_manifest(decoded, manifest.manifest_path, spec.spec_id)
+
+
+def _same(a: PlanningManifest, b: PlanningManifest) -> None:
+    rows = list(range(a.num_rows))
+    assert a.num_rows == b.num_rows > 0
+    assert a.entries(rows) == b.entries(rows)
+    assert a.partitions == b.partitions
+    assert (a.codes == b.codes).all()
+
+
+def test_a_second_cache_reads_what_the_first_wrote(tmp_path: Path, trips: Table) -> None:
+    manifest = _manifests(trips)[0]
+    key = _key(trips, manifest)
+    first = ManifestCache(tmp_path)
+    stored = first.get_or_load(key, lambda: _decode(trips, manifest))
+    assert (first.misses, first.disk_hits) == (1, 0)
+    assert first.get_or_load(key, lambda: pytest.fail("decoded twice")) is stored
+    second = ManifestCache(tmp_path)
+    again = second.get_or_load(key, lambda: pytest.fail("the disk copy was not used"))
+    assert (second.misses, second.disk_hits) == (0, 1)
+    _same(again, _decode(trips, manifest))
+
+
+def test_same_path_in_another_table_spec_or_list_entry_is_not_shared(
+    tmp_path: Path, trips: Table
+) -> None:
+    manifest = _manifests(trips)[0]
+    cache = ManifestCache(tmp_path)
+    cache.get_or_load(_key(trips, manifest), lambda: _decode(trips, manifest))
+    for change in (
+        {"table_uuid": "another-table"},
+        {"length": manifest.manifest_length + 1},
+        {"partition_type": "struct<>"},
+        {"sequence_number": manifest.sequence_number + 1},
+        {"added_snapshot_id": 1},
+    ):
+        assert not cache.contains(_key(trips, manifest, **change)), change
+
+
+def test_a_damaged_cache_file_is_decoded_again(tmp_path: Path, trips: Table) -> None:
+    manifest = _manifests(trips)[0]
+    key = _key(trips, manifest)
+    ManifestCache(tmp_path).get_or_load(key, lambda: _decode(trips, manifest))
+    (cached,) = tmp_path.glob("*/*.arrow")
+    cached.write_bytes(cached.read_bytes()[:100])
+    fresh = ManifestCache(tmp_path)
+    found = fresh.get_or_load(key, lambda: _decode(trips, manifest))
+    assert fresh.misses == 1
+    _same(found, _decode(trips, manifest))
+
+
+def test_without_a_directory_memory_is_bounded(trips: Table) -> None:
+    manifests = _manifests(trips)[:3]
+    assert len(manifests) == 3
+    sizes = [_decode(trips, m).nbytes for m in manifests]
+    cache = ManifestCache(None, max_memory_bytes=sum(sizes) - min(sizes) // 2)
+    for m in manifests:
+        cache.get_or_load(_key(trips, m), lambda m=m: _decode(trips, m))  # type: ignore[misc]
+    assert 1 <= len(cache) <= 2
+    assert cache.contains(_key(trips, manifests[-1]))
+    assert not cache.contains(_key(trips, manifests[0]))  # least recently used goes first
+
+
+def test_the_directory_is_bounded_least_recently_used_first(tmp_path: Path, trips: Table) -> None:
+    manifests = _manifests(trips)[:3]
+    cache = ManifestCache(tmp_path)
+    for m in manifests:
+        cache.get_or_load(_key(trips, m), lambda m=m: _decode(trips, m))  # type: ignore[misc]
+    files = sorted(tmp_path.glob("*/*.arrow"), key=lambda p: p.stat().st_mtime)
+    assert len(files) == 3
+    newest = files[-1].stat().st_size
+    cache.max_disk_bytes = newest
+    cache.sweep()
+    assert list(tmp_path.glob("*/*.arrow")) == [files[-1]]

@@ -1,0 +1,195 @@
+"""Decode many manifests in worker processes, handing results over through the disk cache.
+
+A cold plan of a million files is mostly manifest decoding (PERFORMANCE.md), and most of
+that holds Python's GIL, so threads barely help on two cores. Worker processes do: each
+decodes a batch of manifests into the planning layout and writes it to the disk cache of
+:mod:`icecore.scan.manifest_cache`, where the planner then memory-maps it. Nothing but the
+cache file crosses the process boundary, and a worker that fails leaves the manifest to the
+planner, which decodes it itself and reports any error as usual: the pool can only save
+time, never change an answer.
+
+``ICECORE_PLAN_PROCESSES`` sets the number of workers (``0`` turns the pool off); the
+default is the CPU count (at most 4) on machines with more than one CPU. The workers are
+``python -m icecore.scan.decode_worker`` processes started with the first big plan and reused
+(not ``multiprocessing``: its ``spawn`` re-runs the caller's main module, and ``fork``
+after polars' and Arrow's threads have started can deadlock). Each reads length-prefixed
+pickled batches on stdin and answers with the count it wrote.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pickle
+import queue
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from icecore.io import FileIO
+from icecore.manifest import ManifestFile
+from icecore.partitioning import PartitionSpec, partition_spec_to_json
+from icecore.scan.manifest_cache import ManifestCache, ManifestKey
+from icecore.schema import Schema, schema_to_json
+
+MIN_MANIFESTS = 32
+"""Fewer cache misses than this are decoded in the planning process (a pool costs ~0.5 s)."""
+
+BATCH = 16
+"""Manifests per worker task (amortizes sending the schema and specs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeJob:
+    """One manifest to decode into the cache."""
+
+    key: ManifestKey
+    manifest: ManifestFile
+    spec_id: int
+
+
+def pool_size() -> int:
+    """Workers to use (0: decode in the planning process)."""
+    raw = os.environ.get("ICECORE_PLAN_PROCESSES")
+    if raw is not None and raw.strip().isdigit():
+        return int(raw)
+    cpus = os.cpu_count() or 1
+    return 0 if cpus < 2 else min(cpus, 4)
+
+
+_LENGTH = struct.Struct("<Q")
+
+
+def send(stream: IO[bytes], value: Any) -> None:
+    """Write one length-prefixed pickle (the pool's wire format)."""
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_LENGTH.pack(len(data)) + data)
+    stream.flush()
+
+
+def receive(stream: IO[bytes]) -> Any:
+    """Read one length-prefixed pickle; EOFError when the other side has gone."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        raise EOFError("the decode worker closed its pipe")
+    (size,) = _LENGTH.unpack(head)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the decode worker closed its pipe")
+    return pickle.loads(data)  # noqa: S301 - our own child process, over its own pipe
+
+
+class _Worker:
+    """One ``python -m icecore.scan.decode_worker`` child process."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env["ICECORE_PLAN_PROCESSES"] = "0"
+        self.process = subprocess.Popen(  # noqa: S603 - our own module, same interpreter
+            [sys.executable, "-m", "icecore.scan.decode_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def run(self, batch: tuple[Any, ...]) -> int:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        send(self.process.stdin, batch)
+        return int(receive(self.process.stdout))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+_workers: list[_Worker] = []
+_pool_lock = threading.Lock()
+
+
+@atexit.register
+def _close_workers() -> None:
+    for worker in _workers:
+        worker.close()
+    _workers.clear()
+
+
+def _pool(size: int) -> list[_Worker]:
+    """The live workers, started or restarted up to ``size`` (call with the lock held)."""
+    _workers[:] = [w for w in _workers if w.alive]
+    while len(_workers) < size:
+        _workers.append(_Worker())
+    return list(_workers[:size])
+
+
+def decode_in_workers(
+    cache: ManifestCache,
+    io: FileIO,
+    schema: Schema,
+    specs: Mapping[int, PartitionSpec],
+    format_version: int,
+    jobs: Sequence[DecodeJob],
+) -> int:
+    """Decode the jobs the cache lacks in worker processes; how many were decoded there.
+
+    Does nothing (returns 0) when the cache has no directory, the pool is off, or there
+    are fewer than :data:`MIN_MANIFESTS` misses.
+    """
+    workers = pool_size()
+    if cache.directory is None or workers < 1:
+        return 0
+    missing = [job for job in jobs if not cache.contains(job.key)]
+    if len(missing) < MIN_MANIFESTS:
+        return 0
+    properties = dict(io.properties)
+    schema_json = schema_to_json(schema)
+    specs_json = [partition_spec_to_json(spec) for spec in specs.values()]
+    work: queue.SimpleQueue[list[DecodeJob]] = queue.SimpleQueue()
+    for i in range(0, len(missing), BATCH):
+        work.put(missing[i : i + BATCH])
+    done: list[int] = []  # list.append is atomic; ``total += n`` across threads is not
+
+    def feed(worker: _Worker) -> None:
+        while True:
+            try:
+                batch = work.get_nowait()
+            except queue.Empty:
+                return
+            message = (
+                str(cache.directory),
+                properties,
+                schema_json,
+                specs_json,
+                format_version,
+                batch,
+            )
+            try:
+                done.append(worker.run(message))
+            except Exception:  # noqa: BLE001 - a broken worker: the planner decodes the rest
+                worker.close()  # the planner decodes what is left
+                return
+
+    with _pool_lock:
+        feeders = [threading.Thread(target=feed, args=(w,)) for w in _pool(workers)]
+        for thread in feeders:
+            thread.start()
+        for thread in feeders:
+            thread.join()
+    return sum(done)
+
+
+__all__ = ["DecodeJob", "decode_in_workers", "pool_size", "receive", "send"]

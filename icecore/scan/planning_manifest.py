@@ -1,0 +1,346 @@
+"""A manifest decoded once into the columns scan planning reads, keyed for reuse.
+
+Spec "Manifests": a manifest never changes once written, so its decoded form can be reused
+by every later plan (PERFORMANCE.md: decoding is most of a cold plan). A
+:class:`PlanningManifest` holds the *live* entries (ADDED and EXISTING, "Scan Planning") of
+one manifest as Arrow columns, laid out for vectorized pruning:
+
+- the entry and ``data_file`` columns of :func:`icecore.manifest_arrow.output_schema`
+  except the six metrics maps;
+- each metrics map pivoted into one column per field id, ``<map>:<field id>`` (int64 counts,
+  binary Appendix D bounds), plus ``has:<map>`` telling a missing map from an empty one, so a
+  filter on one column touches that column's metrics only;
+- ``_pcode``: the index of each row's partition tuple in :attr:`PlanningManifest.partitions`
+  (distinct tuples, compared by their exact bits: ``-0.0`` and ``0.0`` stay apart), so a
+  partition predicate is evaluated once per distinct tuple, not once per file.
+
+:mod:`icecore.scan.manifest_cache` keeps these in memory and on local disk.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icecore.errors import InvalidMetadata
+from icecore.manifest import ManifestEntry, ManifestEntryStatus
+from icecore.manifest_arrow import MAP_COLUMNS, entries_from_arrow, partition_dicts
+from icecore.scan.delete_index import partition_value_key
+
+CODE_COLUMN = "_pcode"
+FIRSTS_KEY = b"icecore.partition_firsts"
+"""Schema metadata: the first row of each distinct partition tuple (JSON list)."""
+
+_I32, _I64 = pa.int32(), pa.int64()
+
+
+def metric_column(kind: str, field_id: int) -> str:
+    """The column holding map ``kind``'s value for ``field_id`` (e.g. ``lower_bounds:3``)."""
+    return f"{kind}:{field_id}"
+
+
+def presence_column(kind: str) -> str:
+    """The column telling whether the map ``kind`` was written for the file."""
+    return f"has:{kind}"
+
+
+class ColumnSource(Protocol):
+    """Where a planning manifest's columns come from: memory, or a cache file read in part."""
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns (with the layout's schema metadata)."""
+        ...
+
+    @property
+    def num_rows(self) -> int:
+        """Live entries."""
+        ...
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in memory by the source itself."""
+        ...
+
+    def read(self, names: Sequence[str]) -> pa.Table:
+        """The named columns (all rows)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TableSource:
+    """Columns held in memory (a manifest just decoded, or a cache without a directory)."""
+
+    table: pa.Table
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The table's schema."""
+        return self.table.schema
+
+    @property
+    def num_rows(self) -> int:
+        """Rows of the table."""
+        return int(self.table.num_rows)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the table."""
+        return int(self.table.nbytes)
+
+    def read(self, names: Sequence[str]) -> pa.Table:
+        """The named columns, without copying."""
+        return self.table.select(list(names))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanningManifest:
+    """The live entries of one manifest, in planning layout (see the module docstring).
+
+    Columns are read from :attr:`source` when first asked for and kept, so a plan holds
+    the columns its filter reads and no others (PERFORMANCE.md: memory at 1,000,000 files).
+
+    Attributes:
+        path: the manifest's path (for reports).
+        spec_id: the partition spec the manifest was written with.
+        source: where the columns come from.
+        codes: per row, the index of its partition tuple in :attr:`partitions`.
+    """
+
+    path: str
+    spec_id: int
+    source: ColumnSource
+    codes: np.ndarray
+    _columns: dict[str, pa.Array] = field(default_factory=dict, repr=False, compare=False)
+    _tuples: list[tuple[tuple[dict[int, Any], ...], tuple[tuple[Any, ...], ...]]] = field(
+        default_factory=list, repr=False, compare=False
+    )
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def partitions(self) -> tuple[dict[int, Any], ...]:
+        """The distinct partition tuples, keyed by partition field id (made when first read)."""
+        return self._distinct()[0]
+
+    @property
+    def partition_keys(self) -> tuple[tuple[Any, ...], ...]:
+        """A hashable, bit-exact key per distinct tuple (for caching verdicts)."""
+        return self._distinct()[1]
+
+    def _distinct(self) -> tuple[tuple[dict[int, Any], ...], tuple[tuple[Any, ...], ...]]:
+        if not self._tuples:
+            firsts = json.loads((self.source.schema.metadata or {}).get(FIRSTS_KEY, b"[]"))
+            partition = self.required("partition")
+            distinct = partition.take(pa.array(firsts, _I64)) if firsts else partition.slice(0, 0)
+            partitions = tuple(partition_dicts(distinct))
+            keys = tuple(_exact_key(p) for p in partitions)
+            with self._lock:
+                if not self._tuples:
+                    self._tuples.append((partitions, keys))
+        return self._tuples[0]
+
+    def with_source(self, source: ColumnSource) -> PlanningManifest:
+        """The same manifest read from another source (its cache file, once written)."""
+        return PlanningManifest(self.path, self.spec_id, source, self.codes, {}, self._tuples)
+
+    @property
+    def num_rows(self) -> int:
+        """Live entries in the manifest."""
+        return self.source.num_rows
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in memory (the source's and the columns read from it)."""
+        return self.source.nbytes + sum(a.nbytes for a in list(self._columns.values()))
+
+    def prefetch(self, names: Sequence[str]) -> None:
+        """Read the named columns the manifest has (and not yet read) in one go."""
+        present = set(self.source.schema.names)
+        wanted = [n for n in dict.fromkeys(names) if n in present and n not in self._columns]
+        if not wanted:
+            return
+        table = self.source.read(wanted)
+        with self._lock:
+            for name in wanted:
+                self._columns.setdefault(name, _single(table.column(name)))
+
+    def column(self, name: str) -> pa.Array | None:
+        """One column as a single array, or None when the manifest has no such column."""
+        found = self._columns.get(name)
+        if found is None:
+            self.prefetch([name])
+            found = self._columns.get(name)
+        return found
+
+    def required(self, name: str) -> pa.Array:
+        """A column every planning manifest has (``record_count``, ``file_path``, ...)."""
+        found = self.column(name)
+        if found is None:
+            raise InvalidMetadata(f"The decoded manifest {self.path} lacks column {name}.")
+        return found
+
+    def metric(self, kind: str, field_id: int) -> pa.Array | None:
+        """Map ``kind``'s values for ``field_id`` per row (None: no file has one)."""
+        return self.column(metric_column(kind, field_id))
+
+    def entries(self, rows: Sequence[int] | np.ndarray) -> list[ManifestEntry]:
+        """The :class:`ManifestEntry` objects of the given rows, maps rebuilt from pivots."""
+        indices = pa.array(np.asarray(rows, dtype=np.int64), _I64)
+        taken = self.source.read(self.source.schema.names).take(indices)
+        maps: dict[str, list[dict[int, Any] | None]] = {}
+        for kind in MAP_COLUMNS:
+            present = taken.column(presence_column(kind)).to_pylist()
+            prefix = f"{kind}:"
+            pivots = [
+                (int(name[len(prefix) :]), taken.column(name).to_pylist())
+                for name in taken.column_names
+                if name.startswith(prefix)
+            ]
+            maps[kind] = [
+                {fid: values[i] for fid, values in pivots if values[i] is not None}
+                if present[i]
+                else None
+                for i in range(len(present))
+            ]
+        return entries_from_arrow(taken, self.spec_id, maps)
+
+
+def build_planning_manifest(decoded: pa.Table, path: str, spec_id: int) -> PlanningManifest:
+    """The planning layout of a manifest decoded by :func:`read_manifest_arrow`."""
+    deleted = pc.equal(decoded.column("status"), pa.scalar(int(ManifestEntryStatus.DELETED), _I32))
+    live = decoded.filter(pc.invert(deleted)) if pc.any(deleted).as_py() else decoded
+    names: list[str] = []
+    arrays: list[pa.Array] = []
+    fields: list[pa.Field] = []
+    for f in live.schema:
+        if f.name in MAP_COLUMNS:
+            continue
+        names.append(f.name)
+        arrays.append(_single(live.column(f.name)))
+        fields.append(f)
+    for kind in MAP_COLUMNS:
+        values = _single(live.column(kind))
+        fields.append(pa.field(presence_column(kind), pa.bool_()))
+        arrays.append(pc.is_valid(values))
+        for fid, column in _pivot(values):
+            fields.append(pa.field(metric_column(kind, fid), column.type))
+            arrays.append(column)
+    partition = _single(live.column("partition"))
+    codes, firsts = _partition_codes(partition)
+    fields.append(pa.field(CODE_COLUMN, _I32))
+    arrays.append(pa.array(codes, _I32))
+    schema = pa.schema(fields, metadata={FIRSTS_KEY: json.dumps(firsts).encode()})
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    return planning_manifest_from_source(TableSource(table), path, spec_id)
+
+
+def planning_manifest_from_source(
+    source: ColumnSource, path: str, spec_id: int
+) -> PlanningManifest:
+    """Wrap planning-layout columns (built here, or a file of the disk cache)."""
+    metadata = source.schema.metadata or {}
+    if CODE_COLUMN not in source.schema.names or FIRSTS_KEY not in metadata:
+        raise InvalidMetadata(f"The decoded manifest {path} is not in planning layout.")
+    codes = _single(source.read([CODE_COLUMN]).column(CODE_COLUMN)).to_numpy()
+    return PlanningManifest(path, spec_id, source, codes)
+
+
+def _single(column: pa.ChunkedArray) -> pa.Array:
+    """A column as one array (no copy when it already is one chunk)."""
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return column.combine_chunks()
+
+
+def _exact_key(values: dict[int, Any]) -> tuple[Any, ...]:
+    """A hashable key equal only for identical tuples (floats by bits, NaN equal to itself)."""
+    return tuple((fid, type(v).__name__, partition_value_key(v)) for fid, v in values.items())
+
+
+def _pivot(values: pa.MapArray) -> list[tuple[int, pa.Array]]:
+    """One column per map key: the value of that key in each row's map (null when absent).
+
+    Writers put the same keys in the same order in every map of a manifest; that layout is
+    read by strided slicing, any other by scattering (the last duplicate key wins, as
+    ``dict`` does).
+    """
+    n = len(values)
+    if n == 0:
+        return []
+    offsets = values.offsets.to_numpy()
+    start, stop = int(offsets[0]), int(offsets[-1])
+    keys = values.keys.slice(start, stop - start).to_numpy(zero_copy_only=False)
+    items = values.items.slice(start, stop - start)
+    if len(keys) == 0:
+        return []
+    lengths = np.diff(offsets)
+    if values.null_count:  # a null map may still span entries; they are not its values
+        lengths = np.where(values.is_valid().to_numpy(zero_copy_only=False), lengths, 0)
+    width = int(lengths[0])
+    if (
+        width > 0
+        and not values.null_count
+        and bool((lengths == width).all())
+        and len(np.unique(keys[:width])) == width
+        and bool((keys.reshape(n, width) == keys[:width]).all())
+    ):
+        by_key = np.arange(n * width, dtype=np.int64).reshape(n, width).T.ravel()
+        grouped = items.take(pa.array(by_key))
+        return [(int(fid), grouped.slice(j * n, n)) for j, fid in enumerate(keys[:width])]
+    parents = np.repeat(np.arange(n), np.diff(offsets))
+    valid = np.repeat(np.asarray(lengths > 0), np.diff(offsets))
+    keys = np.where(valid, keys, np.iinfo(np.int64).min)
+    out: list[tuple[int, pa.Array]] = []
+    for fid in np.unique(keys[valid]):
+        where = np.flatnonzero(keys == fid)
+        positions = np.full(n, -1, dtype=np.int64)
+        positions[parents[where]] = where
+        out.append((int(fid), items.take(pa.array(positions, mask=positions < 0))))
+    return out
+
+
+def _partition_codes(partition: pa.StructArray) -> tuple[np.ndarray, list[int]]:
+    """Per row, the index of its distinct partition tuple; and each tuple's first row."""
+    n = len(partition)
+    if n == 0:
+        return np.zeros(0, dtype=np.int32), []
+    combined = np.zeros(n, dtype=np.int64)
+    for i in range(partition.type.num_fields):
+        child = pc.struct_field(partition, [i])
+        if pa.types.is_floating(child.type):
+            child = _float_bits(child)
+        encoded = pc.dictionary_encode(child, null_encoding="encode")
+        size = max(len(encoded.dictionary), 1)
+        combined = combined * size + encoded.indices.to_numpy(zero_copy_only=False)
+        combined = np.unique(combined, return_inverse=True)[1].astype(np.int64)  # < n
+    _, firsts, codes = np.unique(combined, return_index=True, return_inverse=True)
+    order = np.argsort(firsts, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[codes].astype(np.int32), [int(i) for i in firsts[order]]
+
+
+def _float_bits(values: pa.Array) -> pa.Array:
+    """Floats as their bit patterns, so that -0.0 and 0.0 (and NaN payloads) stay apart."""
+    as_double = values.cast(pa.float64())
+    bits = np.asarray(as_double.fill_null(0.0).to_numpy(), dtype=np.float64).view(np.int64)
+    return pa.array(bits, _I64, mask=as_double.is_null().to_numpy(zero_copy_only=False))
+
+
+__all__ = [
+    "CODE_COLUMN",
+    "PlanningManifest",
+    "build_planning_manifest",
+    "metric_column",
+    "ColumnSource",
+    "TableSource",
+    "planning_manifest_from_source",
+    "presence_column",
+]
