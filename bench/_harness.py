@@ -10,18 +10,20 @@ from pathlib import Path
 from typing import Any
 
 
-def peak_mib() -> float:
-    """This process's peak resident memory in MiB.
+def peak_mib(pid: int | str = "self") -> float:
+    """A process's peak resident memory in MiB (this one by default).
 
     ``VmHWM`` from ``/proc/self/status`` belongs to the current address space, so a child
     started by fork + exec reports its own peak; ``ru_maxrss`` survives ``execve`` on Linux and
     would include the parent's peak at fork time (the fallback where /proc is missing).
     """
-    status = Path("/proc/self/status")
+    status = Path(f"/proc/{pid}/status")
     if status.exists():
         for line in status.read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
+    if pid != "self":
+        return 0.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

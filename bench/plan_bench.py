@@ -17,6 +17,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -79,12 +80,27 @@ def plan_pyiceberg(metadata: str, flt: str) -> tuple[int, float, float]:
 
 
 def child(tool: str, table: str, flt: str) -> None:
-    """One measured run in a fresh process; prints one JSON line."""
+    """One measured run in a fresh process; prints one JSON line.
+
+    Icecore starts with an empty manifest cache of its own (cold means cold), and the peak
+    of its decode workers, if it started any, is reported beside the planner's.
+    """
     metadata = _metadata_file(table)
-    run = plan_icecore if tool == "icecore" else plan_pyiceberg
-    count, cold, warm = run(metadata, flt)
-    peak = peak_mib()
-    print(json.dumps({"files": count, "cold": cold, "warm": warm, "peak_mib": peak}))
+    with tempfile.TemporaryDirectory(prefix="plan-bench-cache-") as cache:
+        os.environ["ICECORE_CACHE_DIR"] = cache
+        run = plan_icecore if tool == "icecore" else plan_pyiceberg
+        count, cold, warm = run(metadata, flt)
+        peak = peak_mib()
+        workers = 0.0
+        if tool == "icecore":
+            from icecore.scan.decode_pool import worker_pids
+
+            workers = max((peak_mib(pid) for pid in worker_pids()), default=0.0)
+    print(
+        json.dumps(
+            {"files": count, "cold": cold, "warm": warm, "peak_mib": peak, "workers_mib": workers}
+        )
+    )
 
 
 def point_day(table: str, flt: str) -> tuple[str, str]:
@@ -121,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         "a fresh process (cold = load + plan; warm = the same scan planned again).",
         "",
         "| filter | files | Icecore cold s | PyIceberg cold s | cold ratio | Icecore warm s | "
-        "PyIceberg warm s | warm ratio | peak MiB Icecore / PyIceberg |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "PyIceberg warm s | warm ratio | peak MiB Icecore / PyIceberg | Icecore decode worker "
+        "peak MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name in args.filters.split(","):
         flt = chosen[name]
@@ -140,13 +157,14 @@ def main(argv: list[str] | None = None) -> int:
             for k in ("cold", "warm")
         }
         peak = {t: max(r["peak_mib"] for r in results[t]) for t in TOOLS}
+        workers = max(r.get("workers_mib", 0.0) for r in results["icecore"])
         files = counts.pop() if len(counts) == 1 else f"DISAGREE {sorted(counts)}"
         lines.append(
             f"| {name} | {files} | {med['icecore', 'cold']:.2f} | {med['pyiceberg', 'cold']:.2f} | "
             f"{med['pyiceberg', 'cold'] / med['icecore', 'cold']:.1f}x | "
             f"{med['icecore', 'warm']:.3f} | {med['pyiceberg', 'warm']:.2f} | "
             f"{med['pyiceberg', 'warm'] / max(med['icecore', 'warm'], 1e-6):.0f}x | "
-            f"{peak['icecore']:.0f} / {peak['pyiceberg']:.0f} |"
+            f"{peak['icecore']:.0f} / {peak['pyiceberg']:.0f} | {workers:.0f} |"
         )
     publish("\n".join(lines) + "\n", args.record)
     return 0

@@ -128,6 +128,11 @@ def _close_workers() -> None:
     _workers.clear()
 
 
+def worker_pids() -> list[int]:
+    """Process ids of the running decode workers (benchmarks read their peak memory)."""
+    return [w.process.pid for w in _workers if w.alive]
+
+
 def _pool(size: int) -> list[_Worker]:
     """The live workers, started or restarted up to ``size`` (call with the lock held)."""
     _workers[:] = [w for w in _workers if w.alive]
@@ -192,4 +197,11 @@ def decode_in_workers(
     return sum(done)
 
 
-__all__ = ["DecodeJob", "decode_in_workers", "pool_size", "receive", "send"]
+__all__ = [
+    "DecodeJob",
+    "decode_in_workers",
+    "pool_size",
+    "receive",
+    "send",
+    "worker_pids",
+]
