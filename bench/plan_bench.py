@@ -85,9 +85,9 @@ def child(tool: str, table: str, flt: str) -> None:
     Icecore starts with an empty manifest cache of its own (cold means cold), and the peak
     of its decode workers, if it started any, is reported beside the planner's.
     """
-    metadata = _metadata_file(table)
     with tempfile.TemporaryDirectory(prefix="plan-bench-cache-") as cache:
-        os.environ["ICECORE_CACHE_DIR"] = cache
+        os.environ["ICECORE_CACHE_DIR"] = cache  # before icecore is imported
+        metadata = _metadata_file(table)
         run = plan_icecore if tool == "icecore" else plan_pyiceberg
         count, cold, warm = run(metadata, flt)
         peak = peak_mib()
@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         child(args.child[0], args.table, args.child[1])
         return 0
     chosen = filters()
+    os.environ["ICECORE_CACHE_DIR"] = "off"  # the parent's own plan must not warm a cache
     if "point" in args.filters:
         day, next_day = point_day(args.table, chosen["sel"])
         chosen["point"] = chosen["point"].format(day=day, next_day=next_day)
