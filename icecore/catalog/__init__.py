@@ -95,4 +95,10 @@ def load_table(spec: str | Path, io: FileIO | None = None) -> Table:
     identifier = TableIdentifier(
         (parts[-2] if len(parts) > 1 and parts[-2] else "default",), parts[-1]
     )
-    return load_table_at(identifier, current_metadata_file(reader, folder), reader)
+    root = "/".join(parts[:-2])
+    # The folder's grandparent, as a filesystem warehouse, holds the table as ns/name: that
+    # catalog can commit to it (it resolves and swaps versions in exactly this folder).
+    catalog = FilesystemCatalog(root, io=reader) if len(parts) > 2 and root else None
+    if catalog is not None and catalog.table_location(identifier) != folder:
+        catalog = None
+    return load_table_at(identifier, current_metadata_file(reader, folder), reader, catalog)

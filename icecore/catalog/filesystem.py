@@ -13,8 +13,17 @@ from __future__ import annotations
 import re
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
-from icecore.errors import InvalidMetadata, NotFound
-from icecore.io import FileInfo, FileIO
+from icecore.errors import (
+    CommitConflict,
+    CommitStateUnknown,
+    IcecoreError,
+    InvalidMetadata,
+    NotFound,
+)
+from icecore.failpoints import failpoint
+from icecore.io import FileInfo, FileIO, normalize_path
+from icecore.metadata import TableMetadata
+from icecore.metadata.builder import is_gzip
 
 _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 HINT_FILE = "version-hint.text"
@@ -56,6 +65,56 @@ def current_metadata_file(io: FileIO, table_location: str) -> str:
     while hint + 1 in versions:
         hint += 1
     return versions[hint]
+
+
+def commit_version(
+    io: FileIO, table_location: str, base_location: str, metadata: TableMetadata, payload: bytes
+) -> str:
+    """Commit ``payload`` as the next version of a Hadoop-layout table; returns its location.
+
+    ``base_location`` is the current ``v<N>.metadata.json``; the new file is ``v<N+1>``.
+
+    Raises:
+        InvalidMetadata: ``base_location`` is not a ``v<N>.metadata.json`` file.
+        CommitConflict: another writer made version N+1 (or later) first, or replaced ours.
+        CommitStateUnknown: the new file could not be read back to confirm it.
+        IcecoreError: the file could not be created (nothing was committed).
+    """
+    metadata_dir = f"{table_location.rstrip('/')}/metadata"
+    match = _VERSION_FILE.match(base_location.rsplit("/", 1)[-1])
+    if match is None:
+        raise InvalidMetadata(
+            f"{base_location} is not named v<N>.metadata.json, so it is not a version of a "
+            "filesystem table and cannot be committed after."
+        )
+    version = int(match.group(1)) + 1
+    current = current_metadata_file(io, table_location)
+    if normalize_path(current) != normalize_path(base_location):
+        raise CommitConflict(f"{current} was committed after {base_location}")
+    names = [f"v{version}.gz.metadata.json", f"v{version}.metadata.json"]
+    if not is_gzip(metadata):
+        names.reverse()
+    target, other = (f"{metadata_dir}/{name}" for name in names)
+    if io.exists(other) or not io.create_exclusive(target, payload):
+        raise CommitConflict(f"another writer created version {version} first")
+    failpoint("fs-after-create")
+    try:
+        failpoint("fs-hint")
+        io.write(f"{metadata_dir}/{HINT_FILE}", str(version).encode())
+    except (IcecoreError, OSError):
+        pass  # readers (Icecore's and Iceberg Java's) move past a stale or missing hint
+    try:
+        failpoint("fs-verify")
+        written = io.read(target)
+    except (IcecoreError, OSError) as e:
+        raise CommitStateUnknown(
+            f"Version {version} of {table_location} was written but could not be read back "
+            f"to confirm it ({e}).",
+            target,
+        ) from e
+    if written != payload:
+        raise CommitConflict(f"another writer replaced {target} right after it was created")
+    return target
 
 
 def _is_table_dir(listing: list[FileInfo]) -> bool:
@@ -122,3 +181,15 @@ class FilesystemCatalog(CatalogBase):
         if not self.io.exists(location):
             raise NotFound(f"Table {identifier} does not exist: no folder {location}.")
         return current_metadata_file(self.io, location)
+
+    def commit_metadata(
+        self,
+        identifier: TableIdentifier,
+        base_location: str,
+        metadata: TableMetadata,
+        payload: bytes,
+    ) -> str:
+        """Commit the next ``v<N>.metadata.json`` (see :func:`commit_version`)."""
+        return commit_version(
+            self.io, self.table_location(identifier), base_location, metadata, payload
+        )
