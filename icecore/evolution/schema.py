@@ -31,7 +31,6 @@ import json
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from icecore.errors import InvalidMetadata, Unsupported, ValidationError
@@ -45,7 +44,7 @@ from icecore.evolution.requirements import (
     Requirement,
 )
 from icecore.evolution.type_text import parse_type
-from icecore.metadata.builder import MAX_FIELD_ID, same_schema
+from icecore.metadata.builder import MAX_FIELD_ID, check_promotion, same_schema
 from icecore.metadata.updates import (
     LAST_ADDED,
     AddSchema,
@@ -57,13 +56,8 @@ from icecore.metadata.updates import (
 from icecore.read import NAME_MAPPING_PROPERTY, MappedField, parse_name_mapping
 from icecore.schema import Schema
 from icecore.types import (
-    DecimalType,
-    DoubleType,
-    FloatType,
     IcebergType,
-    IntegerType,
     ListType,
-    LongType,
     MapType,
     NestedField,
     StringType,
@@ -100,39 +94,6 @@ def _name(path: Path) -> str:
 
 def _parts(path: Path) -> list[str]:
     return path.split(".") if isinstance(path, str) else list(path)
-
-
-def check_promotion(name: str, old: IcebergType, new: IcebergType) -> None:
-    """Spec "Schema Evolution": the type promotions a column may go through.
-
-    Raises:
-        ValidationError: ``old`` cannot become ``new``.
-    """
-    if old == new:
-        return
-    if isinstance(old, IntegerType) and isinstance(new, LongType):
-        return
-    if isinstance(old, FloatType) and isinstance(new, DoubleType):
-        return
-    if isinstance(old, DecimalType) and isinstance(new, DecimalType):
-        if old.scale != new.scale:
-            example = Decimal(1).scaleb(-old.scale) * 125  # 1.25 at scale 2, as stored
-            unscaled = int(example.scaleb(old.scale))
-            raise ValidationError(
-                f"Cannot change column {name!r} from {old} to {new}: a decimal's scale is "
-                f"fixed; files store unscaled values, so {example} (stored as {unscaled}) "
-                f"would read as {Decimal(unscaled).scaleb(-new.scale)}. Only the precision "
-                "can widen."
-            )
-        if new.precision > old.precision:
-            return
-        raise ValidationError(
-            f"Cannot change column {name!r} from {old} to {new}: decimal precision can only widen."
-        )
-    raise ValidationError(
-        f"Cannot change column {name!r} from {old} to {new}: only int to long, float to "
-        "double and wider decimal precision are allowed."
-    )
 
 
 def default_to_json(field_type: IcebergType, value: Any, name: str) -> Any:
@@ -655,7 +616,16 @@ class UpdateSchema(PendingUpdate):
         base, schema = self._base, self._schema
         for pf in base.default_spec().fields:
             used = removed.intersection(pf.all_source_ids)
-            if used and not pf.transform.is_void:
+            if used and pf.transform.is_void:
+                # v1 keeps removed partition fields as void; Iceberg Java 1.10 then fails to
+                # write ("Cannot build accessor for field: null") once their source is gone.
+                raise ValidationError(
+                    f"Cannot drop column {schema.find_column_name(min(used))!r}: the default "
+                    f"partition spec still names it in the void field {pf.name!r} (a v1 table "
+                    "keeps removed partition fields), and Spark could no longer write to the "
+                    "table."
+                )
+            if used:
                 raise ValidationError(
                     f"Cannot drop column {schema.find_column_name(min(used))!r}: the table is "
                     f"partitioned by it (field {pf.name!r}); remove that partition field first."
@@ -807,6 +777,5 @@ def _mapping_json(m: MappedField) -> Mapping[str, Any]:
 __all__ = [
     "COLUMN_PROPERTY_PREFIXES",
     "UpdateSchema",
-    "check_promotion",
     "default_to_json",
 ]

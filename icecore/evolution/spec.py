@@ -94,6 +94,26 @@ def default_partition_name(transform: Transform, source_name: str) -> str:
     return f"{source_name}_{transform}"
 
 
+def _check_not_redundant(
+    added: PartitionField, fields: list[PartitionField], schema: Schema
+) -> None:
+    """Two time transforms of one source (``month`` and ``day``) are redundant."""
+    if not isinstance(added.transform, TimeTransform):
+        return
+    for other in fields:
+        if (
+            other is not added
+            and other.source_id == added.source_id
+            and isinstance(other.transform, TimeTransform)
+        ):
+            source = schema.find_column_name(added.source_id)
+            raise ValidationError(
+                f"Cannot add {added.name!r} ({added.transform} of {source}): {other.name!r} "
+                f"({other.transform}) also partitions {source} by time, and both together are "
+                "redundant; remove one."
+            )
+
+
 class UpdateSpec(PendingUpdate):
     """A change of the default partition spec; see the module docstring for the rules.
 
@@ -176,18 +196,6 @@ class UpdateSpec(PendingUpdate):
         if any((f.source_id, str(f.transform)) == key for f in self._adds):
             raise ValidationError(f"Partition field {parsed}({source}) is already being added.")
         field = self._new_field(source_id, parsed, name)
-        if isinstance(parsed, TimeTransform):
-            for other in (*self._spec.fields, *self._adds):
-                if (
-                    other.source_id == source_id
-                    and isinstance(other.transform, TimeTransform)
-                    and other.field_id not in self._deletes
-                ):
-                    raise ValidationError(
-                        f"Cannot add {field.name!r} ({parsed} of {source}): {other.name!r} "
-                        f"({other.transform}) already partitions {source} by time, and both "
-                        "together are redundant; remove it first."
-                    )
         if self._added_named(field.name) is not None:
             raise ValidationError(f"Partition field name {field.name!r} is already being added.")
         clash = self._by_name.get(field.name)
@@ -259,6 +267,8 @@ class UpdateSpec(PendingUpdate):
             elif self._base.format_version == 1:
                 fields.append(dataclasses.replace(f, name=renamed, transform=VoidTransform()))
         fields.extend(self._adds)
+        for added in self._adds:
+            _check_not_redundant(added, fields, self._schema)
         names: set[str] = set()
         for f in fields:
             if not f.name:

@@ -26,6 +26,7 @@ import gzip
 import json
 import time
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 
 from icecore.errors import InvalidMetadata, Unsupported, ValidationError
 from icecore.metadata.model import MetadataLogEntry, TableMetadata
@@ -47,12 +48,15 @@ from icecore.schema import Schema
 from icecore.sorting import UNSORTED_ORDER_ID, UNSORTED_SORT_ORDER, SortOrder
 from icecore.transforms import UnknownTransform
 from icecore.types import (
+    DecimalType,
     DoubleType,
     FloatType,
     GeographyType,
     GeometryType,
     IcebergType,
+    IntegerType,
     ListType,
+    LongType,
     MapType,
     NestedField,
     StructType,
@@ -113,6 +117,39 @@ def same_schema(a: Schema, b: Schema) -> bool:
     distinct schema gets a unique id, an identical one keeps its id).
     """
     return a.fields == b.fields and sorted(a.identifier_field_ids) == sorted(b.identifier_field_ids)
+
+
+def check_promotion(name: str, old: IcebergType, new: IcebergType) -> None:
+    """Spec "Schema Evolution": the type promotions a column may go through.
+
+    Raises:
+        ValidationError: ``old`` cannot become ``new``.
+    """
+    if old == new:
+        return
+    if isinstance(old, IntegerType) and isinstance(new, LongType):
+        return
+    if isinstance(old, FloatType) and isinstance(new, DoubleType):
+        return
+    if isinstance(old, DecimalType) and isinstance(new, DecimalType):
+        if old.scale != new.scale:
+            example = Decimal(1).scaleb(-old.scale) * 125  # 1.25 at scale 2, as stored
+            unscaled = int(example.scaleb(old.scale))
+            raise ValidationError(
+                f"Cannot change column {name!r} from {old} to {new}: a decimal's scale is "
+                f"fixed; files store unscaled values, so {example} (stored as {unscaled}) "
+                f"would read as {Decimal(unscaled).scaleb(-new.scale)}. Only the precision "
+                "can widen."
+            )
+        if new.precision > old.precision:
+            return
+        raise ValidationError(
+            f"Cannot change column {name!r} from {old} to {new}: decimal precision can only widen."
+        )
+    raise ValidationError(
+        f"Cannot change column {name!r} from {old} to {new}: only int to long, float to "
+        "double and wider decimal precision are allowed."
+    )
 
 
 def check_schema(schema: Schema, format_version: int) -> None:
@@ -438,7 +475,10 @@ class MetadataBuilder:
         metadata's ``last-column-id`` (a new column). This is what stops an update computed
         on a stale base from reusing the id of a column added and dropped meanwhile.
         """
-        current_ids = self.current_schema().field_ids
+        current = self.current_schema()
+        current_ids = current.field_ids
+        for fid in sorted(schema.field_ids & current_ids):
+            self._check_same_column(current, schema, fid)
         if schema.highest_field_id > new_last_column_id:
             raise ValidationError(
                 f"The new schema uses field id {schema.highest_field_id}, above its "
@@ -459,6 +499,26 @@ class MetadataBuilder:
                     f"Cannot add required column {schema.find_column_name(fid)!r} without a "
                     "non-null initial default: existing rows have no value for it."
                 )
+
+    @staticmethod
+    def _check_same_column(current: Schema, schema: Schema, fid: int) -> None:
+        """An id kept from the current schema names the same column ("Schema Evolution").
+
+        Same parent, same kind of type, and a primitive only widened: a field keeps its id.
+        """
+        old, new = current.find_field(fid), schema.find_field(fid)
+        assert old is not None and new is not None
+        name = schema.find_column_name(fid)
+        if current.parent_id(fid) != schema.parent_id(fid) or (
+            type(old.field_type) is not type(new.field_type)
+            and not (old.field_type.is_primitive and new.field_type.is_primitive)
+        ):
+            raise ValidationError(
+                f"Field id {fid} would move from {current.find_column_name(fid)!r} to {name!r}; "
+                "a field keeps its id and its place, and new fields need new ids."
+            )
+        if old.field_type.is_primitive:
+            check_promotion(name or str(fid), old.field_type, new.field_type)
 
     def _set_current_schema(self, schema_id: int) -> None:
         if schema_id == LAST_ADDED:
@@ -652,6 +712,7 @@ __all__ = [
     "apply_updates",
     "check_identifier_field",
     "check_metadata",
+    "check_promotion",
     "check_schema",
     "check_sort_order",
     "check_source",
