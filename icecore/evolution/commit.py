@@ -388,10 +388,11 @@ def commit_updates(
         sleep(policy.wait_ms(attempt) / 1000.0)
 
 
-class _Refused(CommitConflict):
-    """A conflict that retrying cannot fix (a requirement no longer holds)."""
-
-    retryable = False
+def _refused(message: str) -> CommitConflict:
+    """A conflict that retrying the same updates cannot fix (a requirement no longer holds)."""
+    conflict = CommitConflict(message)
+    conflict.retryable = False
+    return conflict
 
 
 def _attempt(
@@ -403,7 +404,7 @@ def _attempt(
     """One try: the committed table, or None when the swap was lost and may be retried."""
     failed = violations(requirements, fresh.metadata, lambda: live_spec_ids(fresh))
     if failed:
-        raise _Refused(
+        raise _refused(
             f"Cannot commit to {base.identifier}: {'; '.join(failed)}. Since this change was "
             f"prepared: {what_changed(base.metadata, fresh.metadata)}. Reload the table and "
             "make the change again."
@@ -416,7 +417,7 @@ def _attempt(
     except ValidationError as e:
         if _same_file(fresh.metadata_location, base.metadata_location):
             raise
-        raise _Refused(
+        raise _refused(
             f"Cannot commit to {base.identifier} after another writer's change "
             f"({what_changed(base.metadata, fresh.metadata)}): {e}"
         ) from e
