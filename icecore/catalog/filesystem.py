@@ -101,6 +101,9 @@ def commit_version(
     try:
         failpoint("fs-hint")
         io.write(f"{metadata_dir}/{HINT_FILE}", str(version).encode())
+        # Hadoop's local file system keeps a checksum beside each file it wrote; a stale
+        # one makes Iceberg Java fail to read the new hint (it then lists the folder).
+        io.delete(f"{metadata_dir}/.{HINT_FILE}.crc")
     except (IcecoreError, OSError):
         pass  # readers (Icecore's and Iceberg Java's) move past a stale or missing hint
     try:

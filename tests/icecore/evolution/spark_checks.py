@@ -99,3 +99,19 @@ def pyiceberg_schema(evo: EvoCatalogs, kind: str, table: Table) -> list[tuple[in
 
 def our_schema(table: Table) -> list[tuple[int, str, str]]:
     return [(f.field_id, f.name, str(f.field_type)) for f in table.metadata.current_schema()]
+
+
+def hadoop_read(spark: Any, path: str) -> str:
+    """A small file as Hadoop's local file system (what Spark's Hadoop catalog uses) reads it.
+
+    Hadoop checks the file against its ``.crc`` sidecar, if there is one.
+    """
+    jvm = spark._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(f"file:{path}")
+    fs = hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration())
+    stream = fs.open(hadoop_path)
+    try:
+        reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream))
+        return str(reader.readLine())
+    finally:
+        stream.close()

@@ -21,6 +21,7 @@ from .conftest import EvoCatalogs
 from .spark_checks import (
     assert_icecore_reads_like_spark,
     assert_spark_sees_schema,
+    hadoop_read,
     our_schema,
     partitioning,
     pyiceberg_schema,
@@ -73,6 +74,10 @@ def test_every_commit_kind_keeps_spark_reading_and_writing(
     table = update.result
     assert table is not None
     assert_spark_sees_schema(spark, full, table.metadata.current_schema())
+    if kind == "fs":
+        # Hadoop reads our version hint (Spark wrote the last one, with a checksum file).
+        hint = str(evo.warehouse / "hadoop" / "db" / name / "metadata" / "version-hint.text")
+        assert hadoop_read(spark, hint) == table.metadata_location.rsplit("/v", 1)[1].split(".")[0]
     extra = ", tier" if version >= 3 else ""
     # attrs whole: Iceberg 1.10.2's Spark reader fails on attrs['m'].u for files written
     # before u was added to the map's value struct (also after Spark's own ALTER TABLE).
