@@ -91,11 +91,17 @@ def commit_version(
     current = current_metadata_file(io, table_location)
     if normalize_path(current) != normalize_path(base_location):
         raise CommitConflict(f"{current} was committed after {base_location}")
-    names = [f"v{version}.gz.metadata.json", f"v{version}.metadata.json"]
-    if not is_gzip(metadata):
-        names.reverse()
-    target, other = (f"{metadata_dir}/{name}" for name in names)
-    if io.exists(other) or not io.create_exclusive(target, payload):
+    target, other = _version_paths(metadata_dir, version, is_gzip(metadata))
+    if io.exists(other) or io.exists(target):
+        raise CommitConflict(f"another writer created version {version} first")
+    if any(io.exists(p) for p in _version_paths(metadata_dir, version + 1, False)):
+        # Filling the gap below a stray later version would make that file current.
+        raise InvalidMetadata(
+            f"{metadata_dir} holds a version {version + 1} file but no version {version}; "
+            f"committing version {version} would make that stray file current. Move it away "
+            "first."
+        )
+    if not io.create_exclusive(target, payload):
         raise CommitConflict(f"another writer created version {version} first")
     failpoint("fs-after-create")
     try:
@@ -118,6 +124,13 @@ def commit_version(
     if written != payload:
         raise CommitConflict(f"another writer replaced {target} right after it was created")
     return target
+
+
+def _version_paths(metadata_dir: str, version: int, gzip: bool) -> tuple[str, str]:
+    """Version ``version``'s file as this commit names it, then its other spelling."""
+    plain = f"{metadata_dir}/v{version}.metadata.json"
+    packed = f"{metadata_dir}/v{version}.gz.metadata.json"
+    return (packed, plain) if gzip else (plain, packed)
 
 
 def _is_table_dir(listing: list[FileInfo]) -> bool:

@@ -41,6 +41,7 @@ from icecore.errors import (
     ValidationError,
 )
 from icecore.evolution.requirements import Requirement, violations
+from icecore.failpoints import failpoint
 from icecore.io import normalize_path
 from icecore.manifest import ManifestContent
 from icecore.metadata import TableMetadata
@@ -443,11 +444,12 @@ def _resolve_unknown(table: Table, error: CommitStateUnknown, tries: int = 3) ->
     location = error.metadata_location
     if location is None:
         raise error
-    last: IcecoreError | None = None
+    last: Exception | None = None
     for attempt in range(tries):
         try:
+            failpoint("resolve-load")
             fresh = table.refresh()
-        except IcecoreError as e:
+        except (IcecoreError, OSError) as e:
             last = e
             time.sleep(0.05 * (attempt + 1))
             continue
