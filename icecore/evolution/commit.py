@@ -223,6 +223,10 @@ def what_changed(before: TableMetadata, after: TableMetadata) -> str:
     if new_snapshots:
         ops = sorted({str(s.operation or "snapshot") for s in new_snapshots})
         parts.append(f"{len(new_snapshots)} new snapshot(s) ({', '.join(ops)})")
+    elif before.current_snapshot_id != after.current_snapshot_id:
+        parts.append(
+            f"current snapshot {before.current_snapshot_id} -> {after.current_snapshot_id}"
+        )
     if (
         before.current_schema_id != after.current_schema_id
         or before.last_column_id != after.last_column_id
