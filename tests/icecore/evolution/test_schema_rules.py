@@ -371,3 +371,51 @@ def test_field_ids_run_out_at_the_reserved_range(tmp_path: Path) -> None:
     path.write_text(json.dumps(raw))
     table = icecore.load_table(str(folder))
     assert_refused(table, lambda t: t.update_schema().add_column("x", "int"), "No field ids")
+
+
+def test_identifier_fields_outside_lists_maps_and_optional_structs(tmp_path: Path) -> None:
+    folder = write_table(tmp_path, 2)
+    path = folder / "metadata" / "v1.metadata.json"
+    raw = json.loads(path.read_text())
+    required_int = {"required": True, "type": "int"}
+    raw["schemas"][0]["fields"] += [
+        {
+            "id": 17,
+            "name": "pt",
+            "required": False,
+            "type": {"type": "struct", "fields": [{"id": 18, "name": "x", **required_int}]},
+        },
+        {
+            "id": 19,
+            "name": "arr",
+            "required": True,
+            "type": {
+                "type": "list",
+                "element-id": 20,
+                "element-required": True,
+                "element": {"type": "struct", "fields": [{"id": 21, "name": "y", **required_int}]},
+            },
+        },
+        {
+            "id": 22,
+            "name": "box",
+            "required": True,
+            "type": {"type": "struct", "fields": [{"id": 23, "name": "z", **required_int}]},
+        },
+    ]
+    raw["last-column-id"] = 23
+    path.write_text(json.dumps(raw))
+    table = icecore.load_table(str(folder))
+    assert_refused(
+        table,
+        lambda t: t.update_schema().set_identifier_fields("pt.x").commit(),
+        "inside the optional struct 'pt'",
+    )
+    assert_refused(
+        table,
+        lambda t: t.update_schema().set_identifier_fields("arr.element.y").commit(),
+        "inside the list or map",
+    )
+    committed = table.update_schema().set_identifier_fields("id", "box.z").commit()
+    assert committed is not None
+    assert written_json(committed)["schemas"][-1]["identifier-field-ids"] == [1, 23]
