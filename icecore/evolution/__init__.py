@@ -9,7 +9,8 @@ validates, writes and swaps, retrying where the requirements still hold.
 
 from __future__ import annotations
 
-from icecore.evolution.commit import Preview, RetryPolicy, commit_updates, live_spec_ids
+from icecore.evolution.commit import RetryPolicy, commit_updates, live_spec_ids
+from icecore.evolution.preview import Preview
 from icecore.evolution.properties import UpdateProperties
 from icecore.evolution.schema import UpdateSchema
 from icecore.evolution.sort import UpdateSortOrder

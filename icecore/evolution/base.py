@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from icecore.evolution.commit import Preview
+from icecore.evolution.preview import Preview
 from icecore.evolution.requirements import Requirement
 from icecore.metadata import TableMetadata
 from icecore.metadata.updates import MetadataUpdate
@@ -48,7 +48,24 @@ class Stage(Protocol):
         ...
 
 
-class PendingUpdate(ABC):
+class CommitsOnExit:
+    """A context manager that commits on a clean exit and does nothing after an error."""
+
+    def commit(self) -> Any:
+        """Commit (or stage) what was built."""
+        raise NotImplementedError
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+
+
+class PendingUpdate(CommitsOnExit, ABC):
     """A change being built; :meth:`commit` stages it (and commits a transaction of one).
 
     Attributes:
@@ -93,14 +110,5 @@ class PendingUpdate(ABC):
     def __enter__(self: _U) -> _U:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
 
-
-__all__ = ["PendingUpdate", "Plan", "Stage"]
+__all__ = ["CommitsOnExit", "PendingUpdate", "Plan", "Stage"]

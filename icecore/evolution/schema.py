@@ -29,13 +29,14 @@ import dataclasses
 import datetime as dt
 import json
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from icecore.errors import InvalidMetadata, Unsupported, ValidationError
 from icecore.evolution.base import PendingUpdate, Plan, Stage
 from icecore.evolution.commit import live_spec_ids
+from icecore.evolution.name_mapping import update_name_mapping
 from icecore.evolution.requirements import (
     AssertCurrentSchemaId,
     AssertLastAssignedFieldId,
@@ -53,7 +54,7 @@ from icecore.metadata.updates import (
     SetCurrentSchema,
     SetProperties,
 )
-from icecore.read import NAME_MAPPING_PROPERTY, MappedField, parse_name_mapping
+from icecore.read import NAME_MAPPING_PROPERTY
 from icecore.schema import Schema
 from icecore.types import (
     IcebergType,
@@ -345,9 +346,7 @@ class UpdateSchema(PendingUpdate):
             )
         if found.field_id in self._updates:
             raise ValidationError(f"Cannot drop column {_name(path)!r}: it is also being changed.")
-        parent = self._schema.parent_id(found.field_id)
-        holder = self._schema.find_field(parent) if parent is not None else None
-        if holder is not None and isinstance(holder.field_type, ListType | MapType):
+        if self._in_list_or_map(found.field_id):
             raise ValidationError(
                 f"Cannot drop {_name(path)!r}: a list's element and a map's key and value "
                 "cannot be dropped, only the list or map."
@@ -368,9 +367,7 @@ class UpdateSchema(PendingUpdate):
             )
         if not new_name:
             raise ValidationError(f"Cannot rename column {_name(path_from)!r} to an empty name.")
-        parent = self._schema.parent_id(found.field_id)
-        holder = self._schema.find_field(parent) if parent is not None else None
-        if holder is not None and isinstance(holder.field_type, ListType | MapType):
+        if self._in_list_or_map(found.field_id):
             raise ValidationError(
                 f"Cannot rename {_name(path_from)!r}: list elements and map keys and values "
                 "have fixed names."
@@ -470,9 +467,18 @@ class UpdateSchema(PendingUpdate):
         self._set(dataclasses.replace(current, write_default=value))
         return self
 
-    def _is_map_key(self, field_id: int) -> bool:
+    def _container(self, field_id: int) -> NestedField | None:
+        """The field whose type directly holds ``field_id`` (None at top level)."""
         parent = self._schema.parent_id(field_id)
-        holder = self._schema.find_field(parent) if parent is not None else None
+        return self._schema.find_field(parent) if parent is not None else None
+
+    def _in_list_or_map(self, field_id: int) -> bool:
+        """Whether ``field_id`` is a list's element or a map's key or value."""
+        holder = self._container(field_id)
+        return holder is not None and isinstance(holder.field_type, ListType | MapType)
+
+    def _is_map_key(self, field_id: int) -> bool:
+        holder = self._container(field_id)
         return (
             holder is not None
             and isinstance(holder.field_type, MapType)
@@ -692,39 +698,20 @@ class UpdateSchema(PendingUpdate):
                 sets[prefix + renamed[column]] = value
         mapping = props.get(NAME_MAPPING_PROPERTY)
         if mapping is not None:
-            sets[NAME_MAPPING_PROPERTY] = self._updated_name_mapping(mapping, new)
+            sets[NAME_MAPPING_PROPERTY] = self._updated_name_mapping(mapping)
         if removals:
             yield RemoveProperties(tuple(removals))
         if sets:
             yield SetProperties(sets)
 
-    def _updated_name_mapping(self, text: str, new: Schema) -> str:
-        """``schema.name-mapping.default`` with renamed fields' new names and new fields.
-
-        As Iceberg Java's ``MappingUtil.update``: old names stay (files written before the
-        rename use them); a name now taken by another field is removed from the old one.
-        """
+    def _updated_name_mapping(self, text: str) -> str:
         renames = {
             fid: f.name
             for fid, f in self._updates.items()
             if f.name != _old_name(self._schema, fid)
         }
-
-        def level(fields: Sequence[MappedField], owner: int) -> list[MappedField]:
-            added = [self._added[i] for i in self._adds.get(owner, ())]
-            taken = {renames[m.field_id]: m.field_id for m in fields if m.field_id in renames}
-            taken.update({f.name: f.field_id for f in added})
-            out: list[MappedField] = []
-            for m in fields:
-                names = [n for n in m.names if taken.get(n, m.field_id) == m.field_id]
-                if m.field_id in renames and renames[m.field_id] not in names:
-                    names.append(renames[m.field_id])
-                children = level(m.fields, m.field_id) if m.field_id is not None else m.fields
-                out.append(MappedField(tuple(names), m.field_id, tuple(children)))
-            out.extend(_mapping_for(f) for f in added)
-            return out
-
-        return json.dumps([_mapping_json(m) for m in level(parse_name_mapping(text), ROOT)])
+        added = {parent: [self._added[i] for i in ids] for parent, ids in self._adds.items()}
+        return update_name_mapping(text, renames, added, ROOT)
 
 
 def _old_name(schema: Schema, field_id: int) -> str | None:
@@ -749,29 +736,6 @@ def _moved(fields: list[NestedField], move: _Move) -> list[NestedField]:
     index = next(i for i, f in enumerate(rest) if f.field_id == move.other)
     at = index if move.kind == "before" else index + 1
     return [*rest[:at], moving, *rest[at:]]
-
-
-def _mapping_for(f: NestedField) -> MappedField:
-    return MappedField((f.name,), f.field_id, _nested_mapping(f.field_type))
-
-
-def _nested_mapping(t: IcebergType) -> tuple[MappedField, ...]:
-    if isinstance(t, StructType):
-        return tuple(_mapping_for(f) for f in t.fields)
-    if isinstance(t, ListType):
-        return (_mapping_for(t.element_field),)
-    if isinstance(t, MapType):
-        return (_mapping_for(t.key_field), _mapping_for(t.value_field))
-    return ()
-
-
-def _mapping_json(m: MappedField) -> Mapping[str, Any]:
-    out: dict[str, Any] = {"names": list(m.names)}
-    if m.field_id is not None:
-        out["field-id"] = m.field_id
-    if m.fields:
-        out["fields"] = [_mapping_json(c) for c in m.fields]
-    return out
 
 
 __all__ = [

@@ -16,12 +16,12 @@ commit (or stage) on a clean exit.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from icecore.errors import ValidationError
-from icecore.evolution.base import Plan
-from icecore.evolution.commit import Preview, commit_updates, preview_updates
+from icecore.evolution.base import CommitsOnExit, Plan
+from icecore.evolution.commit import commit_updates
+from icecore.evolution.preview import Preview, preview_updates
 from icecore.evolution.properties import UpdateProperties
 from icecore.evolution.requirements import Requirement, merge_requirements
 from icecore.evolution.schema import UpdateSchema
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from icecore.table import Table
 
 
-class Transaction:
+class Transaction(CommitsOnExit):
     """Changes staged against one version of a table, committed together.
 
     Args:
@@ -125,15 +125,6 @@ class Transaction:
 
     def __enter__(self) -> Transaction:
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
 
 
 def transaction_of(table: Table) -> Transaction:

@@ -520,11 +520,17 @@ class MetadataBuilder:
         if old.field_type.is_primitive:
             check_promotion(name or str(fid), old.field_type, new.field_type)
 
+    @staticmethod
+    def _resolve(requested: int, last_added: int | None, kind: str) -> int:
+        """``requested``, or for :data:`LAST_ADDED` the id the last ``add-*`` resolved to."""
+        if requested != LAST_ADDED:
+            return requested
+        if last_added is None:
+            raise ValidationError(f"Cannot set the last added {kind}: none was added.")
+        return last_added
+
     def _set_current_schema(self, schema_id: int) -> None:
-        if schema_id == LAST_ADDED:
-            if self._last_added_schema is None:
-                raise ValidationError("Cannot set the last added schema: none was added.")
-            schema_id = self._last_added_schema
+        schema_id = self._resolve(schema_id, self._last_added_schema, "schema")
         if schema_id == self.current_schema_id:
             return
         if not any(s.schema_id == schema_id for s in self.schemas):
@@ -548,10 +554,7 @@ class MetadataBuilder:
         self.changes.append(AddPartitionSpec(spec))
 
     def _set_default_spec(self, spec_id: int) -> None:
-        if spec_id == LAST_ADDED:
-            if self._last_added_spec is None:
-                raise ValidationError("Cannot set the last added partition spec: none was added.")
-            spec_id = self._last_added_spec
+        spec_id = self._resolve(spec_id, self._last_added_spec, "partition spec")
         if spec_id == self.default_spec_id:
             return
         if not any(s.spec_id == spec_id for s in self.specs):
@@ -580,10 +583,7 @@ class MetadataBuilder:
         self.changes.append(AddSortOrder(order))
 
     def _set_default_sort_order(self, order_id: int) -> None:
-        if order_id == LAST_ADDED:
-            if self._last_added_order is None:
-                raise ValidationError("Cannot set the last added sort order: none was added.")
-            order_id = self._last_added_order
+        order_id = self._resolve(order_id, self._last_added_order, "sort order")
         if order_id == self.default_sort_order_id:
             return
         if not any(o.order_id == order_id for o in self.sort_orders):
