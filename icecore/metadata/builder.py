@@ -289,33 +289,23 @@ def check_source(schema: Schema, source_id: int, what: str) -> IcebergType:
     return f.field_type
 
 
-def check_spec(spec: PartitionSpec, schema: Schema, format_version: int) -> None:
+def check_spec(
+    spec: PartitionSpec, schema: Schema, format_version: int, *, new: bool = True
+) -> None:
     """Check a partition spec against a schema ("Partitioning", "Partition Evolution").
 
     Void fields may name dropped columns (v1 keeps removed fields as ``void``); fields with a
-    transform Icecore does not know are left to the engine that wrote them.
+    transform Icecore does not know are left to the engine that wrote them. A spec that is
+    already in the table (``new`` False) is only checked against the schema: the rules for
+    names and v1 ids apply to specs being added.
 
     Raises:
         ValidationError: a source, transform, name or field id breaks a rule.
     """
-    names: set[str] = set()
-    ids: set[int] = set()
-    for position, pf in enumerate(spec.fields):
+    if new:
+        _check_new_spec_fields(spec, format_version)
+    for pf in spec.fields:
         what = f"Partition field {pf.name!r}"
-        if not pf.name:
-            raise ValidationError("Partition field names cannot be empty.")
-        if pf.name in names:
-            raise ValidationError(f"Partition field name {pf.name!r} is used twice in one spec.")
-        names.add(pf.name)
-        if pf.field_id in ids:
-            raise ValidationError(f"Partition field id {pf.field_id} is used twice in one spec.")
-        ids.add(pf.field_id)
-        if format_version == 1 and pf.field_id != PARTITION_DATA_ID_START + position:
-            raise ValidationError(
-                f"{what} has id {pf.field_id}, but v1 specs number fields from "
-                f"{PARTITION_DATA_ID_START} in order (it must be "
-                f"{PARTITION_DATA_ID_START + position})."
-            )
         if pf.transform.is_void or isinstance(pf.transform, UnknownTransform):
             continue
         for source_id in pf.all_source_ids:
@@ -325,6 +315,27 @@ def check_spec(spec: PartitionSpec, schema: Schema, format_version: int) -> None
                     f"{what}: transform {pf.transform} cannot be applied to "
                     f"{schema.find_column_name(source_id)!r} of type {source_type}."
                 )
+
+
+def _check_new_spec_fields(spec: PartitionSpec, format_version: int) -> None:
+    """Names non-empty and unique, ids unique, and in v1 numbered from 1000 in order."""
+    names: set[str] = set()
+    ids: set[int] = set()
+    for position, pf in enumerate(spec.fields):
+        if not pf.name:
+            raise ValidationError("Partition field names cannot be empty.")
+        if pf.name in names:
+            raise ValidationError(f"Partition field name {pf.name!r} is used twice in one spec.")
+        names.add(pf.name)
+        if pf.field_id in ids:
+            raise ValidationError(f"Partition field id {pf.field_id} is used twice in one spec.")
+        ids.add(pf.field_id)
+        expected = PARTITION_DATA_ID_START + position
+        if format_version == 1 and pf.field_id != expected:
+            raise ValidationError(
+                f"Partition field {pf.name!r} has id {pf.field_id}, but v1 specs number fields "
+                f"from {PARTITION_DATA_ID_START} in order (it must be {expected})."
+            )
 
 
 def check_sort_order(order: SortOrder, schema: Schema) -> None:
@@ -350,6 +361,10 @@ def check_sort_order(order: SortOrder, schema: Schema) -> None:
 def check_metadata(md: TableMetadata) -> None:
     """Check built metadata as a whole before it is written.
 
+    Each schema, spec and sort order was checked when it was added; here the ids and
+    high-water marks across them, and that the default spec and sort order still fit the
+    current schema (a schema change must not drop what they use).
+
     Raises:
         ValidationError: ids are duplicated or exceed their high-water marks, or the default
             spec or sort order does not fit the current schema.
@@ -374,8 +389,7 @@ def check_metadata(md: TableMetadata) -> None:
                 f"{md.last_partition_id}."
             )
     schema = md.current_schema()
-    check_schema(schema, md.format_version)
-    check_spec(md.default_spec(), schema, md.format_version)
+    check_spec(md.default_spec(), schema, md.format_version, new=False)
     check_sort_order(md.default_sort_order(), schema)
 
 
