@@ -86,6 +86,8 @@ def load_table(spec: str | Path, io: FileIO | None = None) -> Table:
         return static.load_table(static.identifier)
     reader = io or FileIO()
     folder = text.rstrip("/")
+    if "://" not in folder and not folder.startswith("file:"):
+        folder = str(Path(folder).absolute())  # a relative folder still has a warehouse above
     if not reader.exists(f"{folder}/metadata"):
         raise NotFound(
             f"{text} is not a table: give CATALOG::namespace.table, a table folder with a "

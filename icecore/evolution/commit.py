@@ -136,8 +136,8 @@ def commit_updates(
     """
     if table.catalog is None:
         raise Unsupported(
-            f"Table {table.identifier} was opened from a bare metadata file; open it through "
-            "its catalog (CATALOG::ns.table) or its table folder to commit."
+            f"Table {table.identifier} was opened without a catalog to commit through; open "
+            "it as CATALOG::ns.table or by its table folder to change it."
         )
     policy: RetryPolicy | None = None
     started = time.monotonic()

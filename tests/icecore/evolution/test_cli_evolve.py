@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,45 @@ def test_a_bare_metadata_file_cannot_be_committed(table_dir: Path) -> None:
     )
     assert "bare metadata file" in line
     assert tree_state(table_dir) == before
+
+
+def test_relative_table_folder_commits(tmp_path: Path) -> None:
+    write_table(tmp_path, 2)
+    result = subprocess.run(
+        [sys.executable, "-m", "icecore", "evolve", "db/t", "--set-property", "a=b"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["metadata_location"] == str(
+        tmp_path / "db" / "t" / "metadata" / "v2.metadata.json"
+    )
+
+
+@pytest.mark.spark
+def test_commit_through_the_sql_catalog_is_seen_by_spark(evo: Any) -> None:
+    from .spark_checks import assert_spark_sees_schema
+
+    table = evo.create("sql", "cli_sql", "(id bigint, data string) USING iceberg", "(1, 'a')")
+    result = evolve(
+        evo.table_arg("sql", "cli_sql"),
+        "--schema-change",
+        "add_column note string",
+        "--spec-change",
+        "add_field id bucket[8]",
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["previous_metadata_location"] == table.metadata_location
+    committed = table.refresh()
+    assert committed.metadata_location == out["metadata_location"]
+    assert_spark_sees_schema(
+        evo.spark, evo.spark_name("sql", "cli_sql"), committed.metadata.current_schema()
+    )
+    evo.spark.sql(f"INSERT INTO {evo.spark_name('sql', 'cli_sql')} VALUES (2, 'b', 'n')")
+    files = evo.spark.sql(f"SELECT spec_id FROM {evo.spark_name('sql', 'cli_sql')}.files")
+    assert {r.spec_id for r in files.collect()} == {0, 1}
