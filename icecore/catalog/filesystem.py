@@ -98,7 +98,7 @@ def commit_version(
         # Filling the gap below a stray later version would make that file current.
         raise InvalidMetadata(
             f"{metadata_dir} holds a version {version + 1} file but no version {version}; "
-            f"committing version {version} would make that stray file current. Move it away "
+            f"committing version {version} would make that stray file current; move it away "
             "first."
         )
     if not io.create_exclusive(target, payload):

@@ -184,8 +184,8 @@ def _attempt(
     failed = violations(requirements, fresh.metadata, lambda: live_spec_ids(fresh))
     if failed:
         raise _refused(
-            f"Cannot commit to {base.identifier}: {'; '.join(failed)}. Since this change was "
-            f"prepared: {what_changed(base.metadata, fresh.metadata)}. Reload the table and "
+            f"Cannot commit to {base.identifier}: {'; '.join(failed)}, because another writer "
+            f"committed {what_changed(base.metadata, fresh.metadata)}; reload the table and "
             "make the change again."
         )
     try:

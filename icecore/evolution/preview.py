@@ -133,7 +133,7 @@ def what_changed(before: TableMetadata, after: TableMetadata) -> str:
     """What another writer committed between two versions of a table, in a few words."""
     parts: list[str] = []
     if before.table_uuid != after.table_uuid:
-        return "the table was dropped and re-created"
+        return "a new table under the same name"
     new_snapshots = [s for s in after.snapshots if before.snapshot_by_id(s.snapshot_id) is None]
     if new_snapshots:
         ops = sorted({str(s.operation or "snapshot") for s in new_snapshots})

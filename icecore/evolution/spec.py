@@ -288,7 +288,7 @@ class UpdateSpec(PendingUpdate):
             return
         raise ValidationError(
             f"Partition field name {f.name!r} is also a column's name; only an identity field "
-            "on that very column may share it. Give the partition field another name."
+            "on that very column may share it; give the partition field another name."
         )
 
     def plan(self) -> Plan:

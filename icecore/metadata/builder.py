@@ -138,7 +138,7 @@ def check_promotion(name: str, old: IcebergType, new: IcebergType) -> None:
             raise ValidationError(
                 f"Cannot change column {name!r} from {old} to {new}: a decimal's scale is "
                 f"fixed; files store unscaled values, so {example} (stored as {unscaled}) "
-                f"would read as {Decimal(unscaled).scaleb(-new.scale)}. Only the precision "
+                f"would read as {Decimal(unscaled).scaleb(-new.scale)}; only the precision "
                 "can widen."
             )
         if new.precision > old.precision:
