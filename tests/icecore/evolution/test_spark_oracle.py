@@ -170,11 +170,12 @@ def test_every_commit_kind_keeps_spark_reading_and_writing(
     assert sum(files.values()) >= 4
     assert_icecore_reads_like_spark(evo, kind, name, "id, full_name, qty, amount, ts, loc" + extra)
 
-    # 5. Sort order and 6. properties, in one transaction.
+    # 5. Sort order, 6. properties and 7. id made optional again, in one transaction.
     table = table.refresh()
     with table.transaction() as tx:
         tx.update_sort_order().asc("ts").desc("full_name").commit()
         tx.set_properties({"commit.retry.num-retries": "6", "team": "icecore"})
+        tx.update_schema().set_identifier_fields().make_column_optional("id").commit()
     table = tx.result
     assert table is not None
     props = spark_properties(spark, full)
@@ -183,15 +184,18 @@ def test_every_commit_kind_keeps_spark_reading_and_writing(
     spark.sql(
         f"INSERT INTO {full} (note, id, full_name, qty, amount, ts, loc, tags, attrs{extra}) "
         "VALUES ('n6', 6, 'f', 1, 1.00, timestamp'2024-02-06 10:00:00', "
+        f"named_struct('lat', 0.0, 'alt', 0.0), array(), map(){tier_value}), "
+        "('n7', NULL, 'g', 1, 1.00, timestamp'2024-02-07 10:00:00', "
         f"named_struct('lat', 0.0, 'alt', 0.0), array(), map(){tier_value})"
     )
+    assert "identifier-fields" not in spark_properties(spark, full)
     spark.sql(f"DELETE FROM {full} WHERE id = 1")
     _, ids = spark_rows(spark, f"SELECT id FROM {full}")
-    assert ids == {(2,): 1, (3,): 1, (4,): 1, (5,): 1, (6,): 1}
+    assert ids == {(2,): 1, (3,): 1, (4,): 1, (5,): 1, (6,): 1, (None,): 1}
     assert_icecore_reads_like_spark(evo, kind, name, "id, full_name, qty, amount, ts, loc" + extra)
     same_schema_as_peer(evo, kind, table.refresh())
     if version >= 3:
-        # 7. v3: a new write default; the initial default (what old rows read) stays.
+        # 8. v3: a new write default; the initial default (what old rows read) stays.
         table = table.refresh().update_schema().set_default_value("tier", "silver").commit()
         assert table is not None
         _, tiers = spark_rows(spark, f"SELECT id, tier FROM {full} WHERE id IN (2, 3)")
