@@ -40,19 +40,32 @@ def _versions(listing: list[FileInfo]) -> dict[int, str]:
     return found
 
 
+def _read_hint(io: FileIO, hint_path: str) -> int | None:
+    """The version the hint names, or None.
+
+    None when it is absent (Iceberg Java deletes it for a moment while replacing it) or
+    not a number.
+    """
+    try:
+        text = io.read(hint_path).decode("utf-8", errors="replace").strip()
+    except NotFound:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def current_metadata_file(io: FileIO, table_location: str) -> str:
-    """Resolve a Hadoop-layout table's current metadata.json (see the module docstring)."""
+    """Resolve a Hadoop-layout table's current metadata.json (see the module docstring).
+
+    The hint is read before the folder is listed: a writer creates ``v<N>`` before it
+    writes hint N, so a version the hint names is then always in the listing.
+    """
     metadata_dir = f"{table_location.rstrip('/')}/metadata"
+    hint_path = f"{metadata_dir}/{HINT_FILE}"
+    hint = _read_hint(io, hint_path)
     try:
         versions = _versions(io.ls(metadata_dir))
     except NotFound as e:
         raise NotFound(f"Table directory {table_location} has no metadata folder.") from e
-    hint_path = f"{metadata_dir}/{HINT_FILE}"
-    hint: int | None = None
-    if io.exists(hint_path):
-        text = io.read(hint_path).decode("utf-8", errors="replace").strip()
-        if text.isdigit():
-            hint = int(text)
     if hint is None:
         if not versions:
             raise NotFound(f"Table directory {table_location} has no v<N>.metadata.json file.")
