@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -119,8 +119,6 @@ def commit_updates(
     table: Table,
     updates: Sequence[MetadataUpdate],
     requirements: Sequence[Requirement],
-    *,
-    sleep: Callable[[float], None] = time.sleep,
 ) -> Table:
     """Commit ``updates`` to the table ``table`` was loaded from; returns the new version.
 
@@ -153,7 +151,7 @@ def commit_updates(
                 raise
             result, lost = None, str(e)
         else:
-            lost = "the table changed while committing"
+            lost = "a swap whose outcome was unknown had not happened"
         if result is not None:
             return result
         attempt += 1
@@ -164,7 +162,7 @@ def commit_updates(
                 f"last because {lost}; retries ran out (commit.retry.num-retries="
                 f"{policy.num_retries}); nothing of this change is in the table."
             )
-        sleep(policy.wait_ms(attempt) / 1000.0)
+        time.sleep(policy.wait_ms(attempt) / 1000.0)
 
 
 def _refused(message: str) -> CommitConflict:
