@@ -25,7 +25,7 @@ from icecore.table import Table
 from icecore.transforms import IdentityTransform
 from icecore.types import NestedField, StringType
 
-from .conftest import LAST_COLUMN_ID, write_table
+from .hand_table import LAST_COLUMN_ID, write_table
 from .test_schema_rules import written_json
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import REPO
 
-from .conftest import LAST_COLUMN_ID, tree_state, write_table
+from .hand_table import LAST_COLUMN_ID, tree_state, write_table
 
 
 def evolve(*args: str) -> subprocess.CompletedProcess[str]:

@@ -29,7 +29,8 @@ from icecore.failpoints import CRASH_EXIT_CODE, ENV
 from icecore.table import Table
 from tests.conftest import REPO
 
-from .conftest import EvoCatalogs, tree_state
+from .conftest import EvoCatalogs
+from .hand_table import tree_state
 from .spark_checks import assert_spark_sees_schema
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -19,7 +19,8 @@ import pytest
 from icecore.errors import CommitConflict, ValidationError
 from icecore.evolution.requirements import AssertCurrentSchemaId, violations
 
-from .conftest import EvoCatalogs, tree_state
+from .conftest import EvoCatalogs
+from .hand_table import tree_state
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

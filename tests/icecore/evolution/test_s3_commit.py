@@ -11,7 +11,7 @@ from icecore.catalog import load_catalog
 from icecore.errors import CommitConflict
 from icecore.io import FileIO
 
-from .conftest import table_json
+from .hand_table import table_json
 
 
 def test_commit_on_s3_creates_the_next_version_exclusively(s3_server: Any) -> None:

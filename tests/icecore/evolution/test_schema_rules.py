@@ -14,7 +14,7 @@ from icecore.errors import ValidationError
 from icecore.table import Table
 from icecore.types import ListType, MapType, StructType
 
-from .conftest import LAST_COLUMN_ID, tree_state, write_table
+from .hand_table import LAST_COLUMN_ID, tree_state, write_table
 
 
 def folder_of(table: Table) -> Path:
