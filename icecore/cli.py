@@ -2,9 +2,8 @@
 
 Commands (DESIGN.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE
 KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``changelog TABLE FROM
-[TO]``, ``sql TABLE QUERY``;
-evolve joins with its issue. TABLE is ``CATALOG::ns.table``, a table directory, or a
-metadata.json path.
+[TO]``, ``sql TABLE QUERY``, ``evolve TABLE --schema-change ... | --spec-change ...
+[--dry-run]``. TABLE is ``CATALOG::ns.table``, a table directory, or a metadata.json path.
 """
 
 from __future__ import annotations
@@ -19,7 +18,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from icecore.catalog import load_catalog, load_table
-from icecore.errors import IcecoreError
+from icecore.errors import IcecoreError, ValidationError
+from icecore.evolution.change_text import (
+    apply_schema_change,
+    apply_sort_change,
+    apply_spec_change,
+)
 from icecore.export import write_parquet, write_table
 from icecore.scan.planner import Plan
 from icecore.sql import run_sql
@@ -184,6 +188,66 @@ def cmd_changelog(args: argparse.Namespace) -> Any:
     return [jsonable(row) for row in rows.slice(0, args.limit).to_pylist()]
 
 
+def _property(text: str) -> tuple[str, str]:
+    key, eq, value = text.partition("=")
+    if not eq or not key:
+        raise ValidationError(f"--set-property takes KEY=VALUE, not {text!r}.")
+    return key, value
+
+
+def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
+    """Schema, partition spec, sort order and property changes committed as one version."""
+    if not (
+        args.schema_change
+        or args.spec_change
+        or args.sort_change
+        or args.set_property
+        or args.remove_property
+    ):
+        raise ValidationError(
+            "Nothing to change: give --schema-change, --spec-change, --sort-change, "
+            "--set-property or --remove-property."
+        )
+    table = load_table(args.table)
+    transaction = table.transaction()
+    if args.schema_change:
+        schema = transaction.update_schema()
+        for text in args.schema_change:
+            apply_schema_change(schema, text)
+        schema.commit()
+    if args.spec_change:
+        spec = transaction.update_spec()
+        for text in args.spec_change:
+            apply_spec_change(spec, text)
+        spec.commit()
+    if args.sort_change:
+        order = transaction.update_sort_order()
+        for text in args.sort_change:
+            if text.strip().lower() != "unsorted":
+                apply_sort_change(order, text)
+        order.commit()
+    if args.set_property or args.remove_property:
+        props = transaction.update_properties()
+        props.set_properties(dict(_property(p) for p in args.set_property))
+        props.remove(*args.remove_property)
+        props.commit()
+    preview = transaction.preview()
+    if args.dry_run:
+        return preview.to_dict()
+    committed = transaction.commit()
+    md = committed.metadata
+    return {
+        "committed": not preview.is_noop,
+        "table": str(committed.identifier),
+        "metadata_location": committed.metadata_location,
+        "previous_metadata_location": table.metadata_location,
+        "changes": list(preview.changes),
+        "current_schema_id": md.current_schema_id,
+        "default_spec_id": md.default_spec_id,
+        "default_sort_order_id": md.default_sort_order_id,
+    }
+
+
 def _add_selectors(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--snapshot", type=int, default=None, help="a snapshot id")
@@ -242,6 +306,40 @@ def build_parser() -> argparse.ArgumentParser:
     dif.add_argument("from_point", metavar="FROM", help="snapshot id, ref or ISO-8601 time")
     dif.add_argument("to_point", metavar="TO", help="snapshot id, ref or ISO-8601 time")
     dif.set_defaults(run=cmd_diff)
+    evo = sub.add_parser(
+        "evolve", help="guarded schema, partition spec, sort order and property changes"
+    )
+    evo.add_argument("table", help=table_help)
+    evo.add_argument(
+        "--schema-change",
+        action="append",
+        default=[],
+        metavar="CHANGE",
+        help='e.g. "add_column note string doc=\'free text\'", "rename_column a b", '
+        '"update_column n long", "delete_column c", "move_first c" (repeatable)',
+    )
+    evo.add_argument(
+        "--spec-change",
+        action="append",
+        default=[],
+        metavar="CHANGE",
+        help='e.g. "add_field ts day", "add_field id bucket[16]", "remove_field f", '
+        '"rename_field f g" (repeatable)',
+    )
+    evo.add_argument(
+        "--sort-change",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help='the new sort order, one field each: "asc ts", "desc fare month nulls-first", '
+        'or "unsorted"',
+    )
+    evo.add_argument("--set-property", action="append", default=[], metavar="KEY=VALUE")
+    evo.add_argument("--remove-property", action="append", default=[], metavar="KEY")
+    evo.add_argument(
+        "--dry-run", action="store_true", help="print the new metadata and a diff; write nothing"
+    )
+    evo.set_defaults(run=cmd_evolve)
     return parser
 
 

@@ -44,4 +44,13 @@ class CommitConflict(IcecoreError):
 
 
 class CommitStateUnknown(IcecoreError):
-    """A commit may or may not have been applied; the written metadata file is kept."""
+    """A commit may or may not have been applied; the written metadata file is kept.
+
+    Attributes:
+        metadata_location: the metadata file the commit wrote, when known; loading the table
+            later tells whether it became current (or entered the metadata log).
+    """
+
+    def __init__(self, message: str, metadata_location: str | None = None) -> None:
+        super().__init__(message)
+        self.metadata_location = metadata_location

@@ -1,14 +1,23 @@
 """FileIO: every byte Icecore reads or writes for a table goes through here (over fsspec).
 
 A few verbs, after fsspec's own: ``exists``, ``info``, ``ls``, ``read`` (whole file or a
-byte range). Paths are what Iceberg metadata holds: ``/abs/path``, ``file:/abs/path``,
-``file:///abs/path``, ``s3://bucket/key``, ``memory://...``. This is the only module that
-imports fsspec; filesystems are created once per (protocol, options) and shared.
+byte range), and for commits ``create_exclusive``, ``write`` and ``delete``. Paths are what
+Iceberg metadata holds: ``/abs/path``, ``file:/abs/path``, ``file:///abs/path``,
+``s3://bucket/key``, ``memory://...``. This is the only module that imports fsspec;
+filesystems are created once per (protocol, options) and shared.
+
+Writes never leave a half-written file where a reader looks: a local file is written to a
+unique temporary name in the same folder and then hard-linked (create) or renamed (replace)
+into place, so its whole content appears at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import threading
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +25,11 @@ from typing import Any
 import fsspec
 
 from icecore.errors import IcecoreError, NotFound
+from icecore.failpoints import failpoint
+
+# errno values of a file system that cannot hard-link (FAT, some FUSE and SMB mounts);
+# an exclusive open is the fallback there.
+_NO_LINK = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK})
 
 _S3_OPTION_MAP = {
     "s3.endpoint": "endpoint_url",
@@ -148,3 +162,125 @@ class FileIO:
             raise NotFound(f"{path} is a directory, not a file.") from e
         except OSError as e:
             raise IcecoreError(f"Cannot read {path}: {e}.") from e
+
+    def create_exclusive(self, path: str, data: bytes) -> bool:
+        """Create ``path`` holding ``data`` only if nothing exists there; never replace a file.
+
+        Locally the bytes go to a temporary file in the same folder, are flushed to disk,
+        and are hard-linked to ``path`` (``link`` fails if ``path`` exists, atomically), so a
+        reader sees the whole file or none; where hard links are not supported an exclusive
+        open (``O_EXCL``) is used instead. Elsewhere fsspec's exclusive ``create`` mode is
+        used (a conditional put on S3).
+
+        Returns:
+            True if the file was created, False if ``path`` already existed.
+
+        Raises:
+            IcecoreError: the file could not be written (nothing was created at ``path``).
+        """
+        fs, local = self._resolve(path)
+        if normalize_path(path)[0] == "file":
+            return _create_local(local, data)
+        try:
+            fs.pipe_file(local, data, mode="create")
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if "PreconditionFailed" in str(e) or "412" in str(e):
+                return False
+            raise IcecoreError(f"Cannot write {path}: {e}.") from e
+        return True
+
+    def write(self, path: str, data: bytes) -> None:
+        """Write ``path``, replacing it if present (for files such as a version hint).
+
+        Locally the bytes are written to a temporary name and renamed over ``path``, so a
+        reader sees the old or the new content, never a mix.
+
+        Raises:
+            IcecoreError: the file could not be written.
+        """
+        fs, local = self._resolve(path)
+        try:
+            if normalize_path(path)[0] == "file":
+                temp = _temp_name(local)
+                _write_new(temp, data)
+                try:
+                    os.replace(temp, local)
+                except BaseException:
+                    _unlink_quietly(temp)
+                    raise
+            else:
+                fs.pipe_file(local, data)
+        except OSError as e:
+            raise IcecoreError(f"Cannot write {path}: {e}.") from e
+
+    def delete(self, path: str) -> None:
+        """Delete the file ``path``; a missing file is not an error.
+
+        Raises:
+            IcecoreError: the file exists but could not be deleted.
+        """
+        fs, local = self._resolve(path)
+        try:
+            fs.rm_file(local)
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise IcecoreError(f"Cannot delete {path}: {e}.") from e
+
+
+def _temp_name(local: str) -> str:
+    folder, _, name = local.rpartition("/")
+    return f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
+
+
+def _write_new(local: str, data: bytes) -> None:
+    """Write a new local file and flush it to disk before anyone can link or rename it."""
+    fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(local)
+        raise
+    os.close(fd)
+
+
+def _unlink_quietly(local: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(local)
+
+
+def _create_local(local: str, data: bytes) -> bool:
+    temp = _temp_name(local)
+    try:
+        _write_new(temp, data)
+    except OSError as e:
+        raise IcecoreError(f"Cannot write {local}: {e}.") from e
+    try:
+        failpoint("io-link")
+        os.link(temp, local)
+    except FileExistsError:
+        return False
+    except OSError as e:
+        if e.errno not in _NO_LINK:
+            raise IcecoreError(f"Cannot create {local}: {e}; nothing was written there.") from e
+        return _create_local_without_link(local, data)
+    finally:
+        _unlink_quietly(temp)
+    return True
+
+
+def _create_local_without_link(local: str, data: bytes) -> bool:
+    try:
+        _write_new(local, data)
+    except FileExistsError:
+        return False
+    except OSError as e:
+        raise IcecoreError(f"Cannot create {local}: {e}.") from e
+    return True

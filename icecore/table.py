@@ -2,7 +2,9 @@
 
 ``Table`` is immutable: it is one metadata file (metadata locations never change), so
 anything derived from it can be cached by ``metadata_location``. ``refresh()`` returns a new
-``Table`` for whatever the catalog now says is current.
+``Table`` for whatever the catalog now says is current, and so does every commit
+(``update_schema()``, ``update_spec()``, ``update_sort_order()``, ``set_properties()``,
+``remove_properties()``, ``transaction()``; see :mod:`icecore.evolution`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ from typing import TYPE_CHECKING
 from icecore.changelog import changelog
 from icecore.diff import SnapshotDiff, diff_snapshots
 from icecore.errors import InvalidMetadata, NotFound, Unsupported, ValidationError
+from icecore.evolution import (
+    Transaction,
+    UpdateSchema,
+    UpdateSortOrder,
+    UpdateSpec,
+    transaction_of,
+)
 from icecore.expressions.model import Expression
 from icecore.history import HistoryEntry, history, resolve_snapshot
 from icecore.identifier import TableIdentifier
@@ -246,6 +255,37 @@ class Table:
         if self.catalog is None:
             return self
         return self.catalog.load_table(self.identifier)
+
+    # Evolution (DESIGN.md "Contracts"; spec "Schema Evolution", "Partition Evolution") -----
+
+    def update_schema(self, *, case_sensitive: bool = True) -> UpdateSchema:
+        """A schema change that commits on ``commit()`` or on leaving its ``with`` block.
+
+        ``preview()`` instead returns the new metadata and a readable diff, writing nothing.
+        """
+        return transaction_of(self).update_schema(case_sensitive=case_sensitive)
+
+    def update_spec(self, *, case_sensitive: bool = True) -> UpdateSpec:
+        """A partition spec change (new data only), committed like :meth:`update_schema`."""
+        return transaction_of(self).update_spec(case_sensitive=case_sensitive)
+
+    def update_sort_order(self, *, case_sensitive: bool = True) -> UpdateSortOrder:
+        """A new default sort order, committed like :meth:`update_schema`."""
+        return transaction_of(self).update_sort_order(case_sensitive=case_sensitive)
+
+    def set_properties(self, properties: Mapping[str, str] | None = None, /, **more: str) -> Table:
+        """Set table properties now; returns the committed table."""
+        transaction = transaction_of(self).set_properties(properties, **more)
+        return transaction.result if transaction.result is not None else self
+
+    def remove_properties(self, *keys: str) -> Table:
+        """Remove table properties now; returns the committed table."""
+        transaction = transaction_of(self).remove_properties(*keys)
+        return transaction.result if transaction.result is not None else self
+
+    def transaction(self) -> Transaction:
+        """Several changes committed as one metadata version (``commit()`` or ``with``)."""
+        return Transaction(self)
 
 
 def load_table_at(

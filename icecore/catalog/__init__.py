@@ -86,6 +86,8 @@ def load_table(spec: str | Path, io: FileIO | None = None) -> Table:
         return static.load_table(static.identifier)
     reader = io or FileIO()
     folder = text.rstrip("/")
+    if "://" not in folder and not folder.startswith("file:"):
+        folder = str(Path(folder).absolute())  # a relative folder still has a warehouse above
     if not reader.exists(f"{folder}/metadata"):
         raise NotFound(
             f"{text} is not a table: give CATALOG::namespace.table, a table folder with a "
@@ -95,4 +97,10 @@ def load_table(spec: str | Path, io: FileIO | None = None) -> Table:
     identifier = TableIdentifier(
         (parts[-2] if len(parts) > 1 and parts[-2] else "default",), parts[-1]
     )
-    return load_table_at(identifier, current_metadata_file(reader, folder), reader)
+    root = "/".join(parts[:-2])
+    # The folder's grandparent, as a filesystem warehouse, holds the table as ns/name: that
+    # catalog can commit to it (it resolves and swaps versions in exactly this folder).
+    catalog = FilesystemCatalog(root, io=reader) if len(parts) > 2 and root else None
+    if catalog is not None and catalog.table_location(identifier) != folder:
+        catalog = None
+    return load_table_at(identifier, current_metadata_file(reader, folder), reader, catalog)

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from icecore.errors import Unsupported
 from icecore.identifier import TableIdentifier
 from icecore.io import FileIO
+from icecore.metadata import TableMetadata
 from icecore.table import Table, load_table_at
 
 __all__ = ["Catalog", "CatalogBase", "TableIdentifier"]
 
 
 class Catalog(Protocol):
-    """Read-side view of a catalog (commits are added by the evolution layer)."""
+    """A catalog: names to current metadata files, and the swap that commits a new one."""
 
     @property
     def uri(self) -> str:
@@ -38,6 +40,25 @@ class Catalog(Protocol):
 
     def load_table(self, identifier: str | TableIdentifier) -> Table:
         """The table's current version."""
+        ...
+
+    def commit_metadata(
+        self,
+        identifier: TableIdentifier,
+        base_location: str,
+        metadata: TableMetadata,
+        payload: bytes,
+    ) -> str:
+        """Write ``payload`` as the table's next metadata file and make it current.
+
+        The swap succeeds only if ``base_location`` is still current (spec "Metastore
+        Tables", "File System Tables"). Returns the new file's location.
+
+        Raises:
+            CommitConflict: another writer committed first; nothing of this commit is current.
+            CommitStateUnknown: whether the swap happened cannot be told; the file is kept.
+            Unsupported: the catalog cannot commit.
+        """
         ...
 
 
@@ -62,3 +83,16 @@ class CatalogBase:
         )
         location = self.metadata_location(ident)
         return load_table_at(ident, location, self.io, catalog=self)  # type: ignore[arg-type]
+
+    def commit_metadata(
+        self,
+        identifier: TableIdentifier,
+        base_location: str,
+        metadata: TableMetadata,
+        payload: bytes,
+    ) -> str:
+        """Refused: this catalog has no pointer to swap (see :meth:`Catalog.commit_metadata`)."""
+        raise Unsupported(
+            f"{type(self).__name__} cannot commit: {identifier} is a bare metadata file; open "
+            "the table through its catalog or its table folder to change it."
+        )

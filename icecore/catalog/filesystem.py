@@ -13,8 +13,17 @@ from __future__ import annotations
 import re
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
-from icecore.errors import InvalidMetadata, NotFound
-from icecore.io import FileInfo, FileIO
+from icecore.errors import (
+    CommitConflict,
+    CommitStateUnknown,
+    IcecoreError,
+    InvalidMetadata,
+    NotFound,
+)
+from icecore.failpoints import failpoint
+from icecore.io import FileInfo, FileIO, normalize_path
+from icecore.metadata import TableMetadata
+from icecore.metadata.builder import is_gzip
 
 _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 HINT_FILE = "version-hint.text"
@@ -31,19 +40,32 @@ def _versions(listing: list[FileInfo]) -> dict[int, str]:
     return found
 
 
+def _read_hint(io: FileIO, hint_path: str) -> int | None:
+    """The version the hint names, or None.
+
+    None when it is absent (Iceberg Java deletes it for a moment while replacing it) or
+    not a number.
+    """
+    try:
+        text = io.read(hint_path).decode("utf-8", errors="replace").strip()
+    except NotFound:
+        return None
+    return int(text) if text.isdigit() else None
+
+
 def current_metadata_file(io: FileIO, table_location: str) -> str:
-    """Resolve a Hadoop-layout table's current metadata.json (see the module docstring)."""
+    """Resolve a Hadoop-layout table's current metadata.json (see the module docstring).
+
+    The hint is read before the folder is listed: a writer creates ``v<N>`` before it
+    writes hint N, so a version the hint names is then always in the listing.
+    """
     metadata_dir = f"{table_location.rstrip('/')}/metadata"
+    hint_path = f"{metadata_dir}/{HINT_FILE}"
+    hint = _read_hint(io, hint_path)
     try:
         versions = _versions(io.ls(metadata_dir))
     except NotFound as e:
         raise NotFound(f"Table directory {table_location} has no metadata folder.") from e
-    hint_path = f"{metadata_dir}/{HINT_FILE}"
-    hint: int | None = None
-    if io.exists(hint_path):
-        text = io.read(hint_path).decode("utf-8", errors="replace").strip()
-        if text.isdigit():
-            hint = int(text)
     if hint is None:
         if not versions:
             raise NotFound(f"Table directory {table_location} has no v<N>.metadata.json file.")
@@ -56,6 +78,72 @@ def current_metadata_file(io: FileIO, table_location: str) -> str:
     while hint + 1 in versions:
         hint += 1
     return versions[hint]
+
+
+def commit_version(
+    io: FileIO, table_location: str, base_location: str, metadata: TableMetadata, payload: bytes
+) -> str:
+    """Commit ``payload`` as the next version of a Hadoop-layout table; returns its location.
+
+    ``base_location`` is the current ``v<N>.metadata.json``; the new file is ``v<N+1>``.
+
+    Raises:
+        InvalidMetadata: ``base_location`` is not a ``v<N>.metadata.json`` file.
+        CommitConflict: another writer made version N+1 (or later) first, or replaced ours.
+        CommitStateUnknown: the new file could not be read back to confirm it.
+        IcecoreError: the file could not be created (nothing was committed).
+    """
+    metadata_dir = f"{table_location.rstrip('/')}/metadata"
+    match = _VERSION_FILE.match(base_location.rsplit("/", 1)[-1])
+    if match is None:
+        raise InvalidMetadata(
+            f"{base_location} is not named v<N>.metadata.json, so it is not a version of a "
+            "filesystem table and cannot be committed after."
+        )
+    version = int(match.group(1)) + 1
+    current = current_metadata_file(io, table_location)
+    if normalize_path(current) != normalize_path(base_location):
+        raise CommitConflict(f"{current} was committed after {base_location}")
+    target, other = _version_paths(metadata_dir, version, is_gzip(metadata))
+    if io.exists(other) or io.exists(target):
+        raise CommitConflict(f"another writer created version {version} first")
+    if any(io.exists(p) for p in _version_paths(metadata_dir, version + 1, False)):
+        # Filling the gap below a stray later version would make that file current.
+        raise InvalidMetadata(
+            f"{metadata_dir} holds a version {version + 1} file but no version {version}; "
+            f"committing version {version} would make that stray file current; move it away "
+            "first."
+        )
+    if not io.create_exclusive(target, payload):
+        raise CommitConflict(f"another writer created version {version} first")
+    failpoint("fs-after-create")
+    try:
+        failpoint("fs-hint")
+        io.write(f"{metadata_dir}/{HINT_FILE}", str(version).encode())
+        # Hadoop's local file system keeps a checksum beside each file it wrote; a stale
+        # one makes Iceberg Java fail to read the new hint (it then lists the folder).
+        io.delete(f"{metadata_dir}/.{HINT_FILE}.crc")
+    except (IcecoreError, OSError):
+        pass  # readers (Icecore's and Iceberg Java's) move past a stale or missing hint
+    try:
+        failpoint("fs-verify")
+        written = io.read(target)
+    except (IcecoreError, OSError) as e:
+        raise CommitStateUnknown(
+            f"Version {version} of {table_location} was written but could not be read back "
+            f"to confirm it ({e}).",
+            target,
+        ) from e
+    if written != payload:
+        raise CommitConflict(f"another writer replaced {target} right after it was created")
+    return target
+
+
+def _version_paths(metadata_dir: str, version: int, gzip: bool) -> tuple[str, str]:
+    """Version ``version``'s file as this commit names it, then its other spelling."""
+    plain = f"{metadata_dir}/v{version}.metadata.json"
+    packed = f"{metadata_dir}/v{version}.gz.metadata.json"
+    return (packed, plain) if gzip else (plain, packed)
 
 
 def _is_table_dir(listing: list[FileInfo]) -> bool:
@@ -122,3 +210,15 @@ class FilesystemCatalog(CatalogBase):
         if not self.io.exists(location):
             raise NotFound(f"Table {identifier} does not exist: no folder {location}.")
         return current_metadata_file(self.io, location)
+
+    def commit_metadata(
+        self,
+        identifier: TableIdentifier,
+        base_location: str,
+        metadata: TableMetadata,
+        payload: bytes,
+    ) -> str:
+        """Commit the next ``v<N>.metadata.json`` (see :func:`commit_version`)."""
+        return commit_version(
+            self.io, self.table_location(identifier), base_location, metadata, payload
+        )

@@ -5,20 +5,44 @@ schema: ``iceberg_tables(catalog_name, table_namespace, table_name, metadata_loc
 previous_metadata_location)`` and ``iceberg_namespace_properties``; JdbcCatalog's newer "V1"
 schema adds ``iceberg_type`` (TABLE or VIEW). Namespaces are stored dot-joined. One database
 may hold several catalogs, told apart by ``catalog_name``.
+
+Commits follow the spec's "Metastore Tables": the new metadata file gets a unique name
+(``<N+1>-<uuid>.metadata.json``, as Iceberg Java names it), and the swap is one
+compare-and-swap ``UPDATE ... WHERE metadata_location = <base>`` in one SQLite transaction,
+as JdbcCatalog does, so Spark and Icecore commits exclude each other. SQLite either commits
+a transaction or rolls it back: a busy database ("database is locked") means the swap did
+not happen, and the new file, never current, is deleted.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import uuid
 from contextlib import closing
 from pathlib import Path
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
-from icecore.errors import InvalidMetadata, NotFound, ValidationError
+from icecore.errors import (
+    CommitConflict,
+    CommitStateUnknown,
+    InvalidMetadata,
+    NotFound,
+    ValidationError,
+)
+from icecore.failpoints import failpoint
 from icecore.io import FileIO
+from icecore.metadata import TableMetadata
+from icecore.metadata.builder import metadata_file_suffix
 
 DEFAULT_CATALOG_NAME = "icecore"
 """The name Icecore's pipeline gives its Spark JdbcCatalog (``catalog_name`` in the table)."""
+
+METADATA_PATH = "write.metadata.path"
+"""Table property: where new metadata files go (default ``<location>/metadata``)."""
+
+_VERSION_PREFIX = re.compile(r"^(\d+)-")
+_BUSY = ("locked", "busy")
 
 
 class SqlCatalog(CatalogBase):
@@ -29,12 +53,18 @@ class SqlCatalog(CatalogBase):
         catalog_name: which ``catalog_name`` to use; by default the only one in the file, or
             ``icecore`` when there are several and it is one of them.
         io: the FileIO that reads the tables' files.
+        lock_timeout: seconds a commit waits for another writer's lock on the database.
     """
 
     def __init__(
-        self, path: str | Path, catalog_name: str | None = None, io: FileIO | None = None
+        self,
+        path: str | Path,
+        catalog_name: str | None = None,
+        io: FileIO | None = None,
+        lock_timeout: float = 10.0,
     ) -> None:
         self.io = io or FileIO()
+        self.lock_timeout = lock_timeout
         self.path = Path(path)
         if not self.path.is_file():
             raise NotFound(f"SQL catalog database {self.path} does not exist.")
@@ -122,3 +152,91 @@ class SqlCatalog(CatalogBase):
         if not rows or rows[0][0] is None:
             raise NotFound(f"Table {identifier} does not exist in SQL catalog {self.path}.")
         return str(rows[0][0])
+
+    def _new_location(self, base_location: str, metadata: TableMetadata) -> str:
+        folder = (
+            metadata.properties.get(METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
+        )
+        match = _VERSION_PREFIX.match(base_location.rsplit("/", 1)[-1])
+        version = int(match.group(1)) + 1 if match else 0
+        return f"{folder.rstrip('/')}/{version:05d}-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
+
+    def commit_metadata(
+        self,
+        identifier: TableIdentifier,
+        base_location: str,
+        metadata: TableMetadata,
+        payload: bytes,
+    ) -> str:
+        """Write the next metadata file and swap ``metadata_location`` from ``base_location``.
+
+        Raises:
+            CommitConflict: the table's metadata_location is no longer ``base_location``, or
+                the database stayed locked; the new file is deleted (it never was current).
+            CommitStateUnknown: the database failed mid-swap; the new file is kept.
+        """
+        location = self._new_location(base_location, metadata)
+        if not self.io.create_exclusive(location, payload):
+            raise CommitConflict(f"the new metadata file {location} exists already")
+        failpoint("sql-after-write")
+        try:
+            swapped = self._swap(identifier, base_location, location)
+        except sqlite3.OperationalError as e:
+            if not any(word in str(e).lower() for word in _BUSY):
+                raise CommitStateUnknown(
+                    f"The SQL catalog {self.path} failed while swapping {identifier} to "
+                    f"{location} ({e}).",
+                    location,
+                ) from e
+            self.io.delete(location)
+            raise CommitConflict(
+                f"the SQL catalog {self.path} stayed locked by another writer for "
+                f"{self.lock_timeout:g}s ({e})"
+            ) from e
+        except (sqlite3.DatabaseError, OSError) as e:
+            raise CommitStateUnknown(
+                f"The SQL catalog {self.path} failed while swapping {identifier} to "
+                f"{location} ({e}).",
+                location,
+            ) from e
+        if not swapped:
+            self.io.delete(location)
+            try:
+                now = self.metadata_location(identifier)
+            except NotFound:
+                raise CommitConflict(f"table {identifier} was dropped") from None
+            raise CommitConflict(f"{now} was committed after {base_location}")
+        return location
+
+    def _swap(self, identifier: TableIdentifier, base_location: str, location: str) -> bool:
+        """One compare-and-swap of ``metadata_location``; whether it matched."""
+        with closing(
+            sqlite3.connect(self.path, timeout=self.lock_timeout, isolation_level=None)
+        ) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                cursor = conn.execute(
+                    "UPDATE iceberg_tables SET metadata_location = ?, "
+                    "previous_metadata_location = ? WHERE catalog_name = ? "
+                    "AND table_namespace = ? AND table_name = ? AND metadata_location = ?"
+                    + self._table_filter(),
+                    (
+                        location,
+                        base_location,
+                        self.catalog_name,
+                        ".".join(identifier.namespace),
+                        identifier.name,
+                        base_location,
+                    ),
+                )
+                if cursor.rowcount != 1:
+                    conn.execute("ROLLBACK")
+                    return False
+                failpoint("sql-before-commit")
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError as e:
+                if any(word in str(e).lower() for word in _BUSY) and conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        failpoint("sql-after-commit")
+        return True

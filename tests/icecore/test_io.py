@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,3 +67,67 @@ def test_memory_filesystem() -> None:
         "memory://icecore-test/t/metadata/v1.metadata.json"
     ]
     fs.rm("/icecore-test", recursive=True)
+
+
+def test_create_exclusive_never_replaces(tmp_path: Path) -> None:
+    io = FileIO()
+    path = f"file:{tmp_path}/v1.metadata.json"
+    assert io.create_exclusive(path, b"first") is True
+    assert io.create_exclusive(path, b"second") is False
+    assert (tmp_path / "v1.metadata.json").read_bytes() == b"first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v1.metadata.json"], "no temp left"
+
+
+def test_create_exclusive_race_has_one_winner(tmp_path: Path) -> None:
+    import threading
+
+    io = FileIO()
+    path = str(tmp_path / "v2.metadata.json")
+    barrier = threading.Barrier(8)
+    won: list[bytes] = []
+
+    def writer(i: int) -> None:
+        data = f"writer {i}".encode() * 1000
+        barrier.wait()
+        if io.create_exclusive(path, data):
+            won.append(data)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1
+    assert (tmp_path / "v2.metadata.json").read_bytes() == won[0]
+
+
+def test_write_replaces_and_delete_tolerates_missing(tmp_path: Path) -> None:
+    io = FileIO()
+    hint = str(tmp_path / "version-hint.text")
+    io.write(hint, b"1")
+    io.write(hint, b"2")
+    assert (tmp_path / "version-hint.text").read_bytes() == b"2"
+    io.delete(hint)
+    io.delete(hint)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_memory_create_exclusive() -> None:
+    io = FileIO()
+    path = "memory://icecore-excl/t/v1.metadata.json"
+    assert io.create_exclusive(path, b"a") is True
+    assert io.create_exclusive(path, b"b") is False
+    assert io.read(path) == b"a"
+    io.delete(path)
+    assert not io.exists(path)
+
+
+def test_s3_create_exclusive_is_a_conditional_put(s3_server: Any) -> None:
+    import boto3
+
+    boto3.client("s3", endpoint_url=s3_server.endpoint).create_bucket(Bucket="excl")
+    io = FileIO(s3_server.properties)
+    path = "s3://excl/t/metadata/v1.metadata.json"
+    assert io.create_exclusive(path, b"first") is True
+    assert io.create_exclusive(path, b"second") is False
+    assert io.read(path) == b"first"

@@ -1,0 +1,43 @@
+"""Named fault-injection points on the commit path, off unless ``ICECORE_FAILPOINTS`` is set.
+
+A commit has steps whose failure must leave the table readable and lose nothing: writing
+the new metadata file, swapping the pointer, writing the version hint. Tests prove that by
+making a real step fail in a real process, the way a crash or an IO error would: the
+environment variable ``ICECORE_FAILPOINTS`` holds ``name=action`` pairs separated by commas,
+and the step named ``name`` then either ends the process at once (``crash``, as a power cut
+would: no cleanup, no ``finally``) or raises ``OSError(EIO)`` (``ioerror``). Nothing else
+changes behaviour; with the variable unset every point is a no-op.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+ENV = "ICECORE_FAILPOINTS"
+"""The environment variable naming the armed points, e.g. ``fs-after-link=crash``."""
+
+CRASH_EXIT_CODE = 86
+"""The exit status of a process ended by a ``crash`` point (tests tell it from failures)."""
+
+
+def failpoint(name: str) -> None:
+    """Fail here if the point ``name`` is armed in ``ICECORE_FAILPOINTS``.
+
+    Raises:
+        OSError: the point is armed with ``ioerror``.
+    """
+    armed = os.environ.get(ENV)
+    if not armed:
+        return
+    for item in armed.split(","):
+        point, _, action = item.strip().partition("=")
+        if point != name:
+            continue
+        if action == "crash":
+            os._exit(CRASH_EXIT_CODE)
+        if action == "ioerror":
+            raise OSError(errno.EIO, f"injected IO error at {name}")
+
+
+__all__ = ["CRASH_EXIT_CODE", "ENV", "failpoint"]

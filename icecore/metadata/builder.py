@@ -1,0 +1,738 @@
+"""Apply metadata updates to a base and build the next table metadata, checked by the spec.
+
+:class:`MetadataBuilder` is the one dispatcher that gives :mod:`icecore.metadata.updates`
+their meaning (as Iceberg Java's ``TableMetadata.Builder``): it assigns schema, spec and sort
+order ids (reusing the id of an identical entry, else the highest id + 1), records each
+update that changed something, and builds the next :class:`TableMetadata` with a new
+``last-updated-ms`` and a ``metadata-log`` entry for the replaced file, trimmed to
+``write.metadata.previous-versions-max`` ("Table Metadata Fields"). The deprecated v1
+``schema`` and ``partition-spec`` fields follow the current schema and default spec when
+:mod:`icecore.metadata.serde` writes the result.
+
+Every schema, spec and sort order added is checked against the spec before it is accepted,
+and the built metadata once more as a whole, so nothing that breaks a rule reaches a file:
+field ids unique and at most 2147483447 ("Reserved Field IDs"); defaults only from v3
+("Default values"); v3 types only in v3; identifier fields required, primitive, not
+floating point, not in lists, maps or optional structs ("Identifier Field IDs"); partition
+sources primitive, in structs only, accepted by their transform ("Partitioning"); v1 partition
+field ids sequential from 1000 ("Partition Evolution"); new field ids above
+``last-column-id`` (never reused).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import time
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+
+from icecore.errors import InvalidMetadata, Unsupported, ValidationError
+from icecore.metadata.model import MetadataLogEntry, TableMetadata
+from icecore.metadata.serde import parse_metadata, serialize_metadata
+from icecore.metadata.updates import (
+    LAST_ADDED,
+    AddPartitionSpec,
+    AddSchema,
+    AddSortOrder,
+    MetadataUpdate,
+    RemoveProperties,
+    SetCurrentSchema,
+    SetDefaultSortOrder,
+    SetDefaultSpec,
+    SetProperties,
+)
+from icecore.partitioning import PARTITION_DATA_ID_START, PartitionSpec
+from icecore.schema import Schema
+from icecore.sorting import UNSORTED_ORDER_ID, UNSORTED_SORT_ORDER, SortOrder
+from icecore.transforms import UnknownTransform
+from icecore.types import (
+    DecimalType,
+    DoubleType,
+    FloatType,
+    GeographyType,
+    GeometryType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StructType,
+    TimestampNanoType,
+    TimestamptzNanoType,
+    UnknownType,
+    VariantType,
+)
+from icecore.values import from_json
+
+MAX_FIELD_ID = 2147483447
+"""Spec "Reserved Field IDs": field ids above this are reserved for metadata columns."""
+
+PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+"""Table property bounding the ``metadata-log`` (Iceberg Java's default: 100)."""
+
+PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+
+RESERVED_PROPERTIES = frozenset(
+    {
+        "format-version",
+        "uuid",
+        "snapshot-count",
+        "current-snapshot-id",
+        "current-snapshot-summary",
+        "current-snapshot-timestamp-ms",
+        "current-schema",
+        "default-partition-spec",
+        "default-sort-order",
+    }
+)
+"""Properties Iceberg Java derives from the metadata itself; a commit must not set them."""
+
+COMPRESSION_CODEC = "write.metadata.compression-codec"
+"""Table property: ``gzip`` writes ``.gz.metadata.json`` files (Iceberg Java's names)."""
+
+DEFAULTS_MIN_FORMAT_VERSION = 3
+"""Spec "Default values" (Appendix E, Version 3): field defaults exist from v3 on."""
+
+_V3_TYPES = (
+    UnknownType,
+    TimestampNanoType,
+    TimestamptzNanoType,
+    VariantType,
+    GeometryType,
+    GeographyType,
+)
+_NULL_DEFAULT_TYPES = (UnknownType, VariantType, GeometryType, GeographyType)
+
+
+# Checks against the spec -------------------------------------------------------------------
+
+
+def same_schema(a: Schema, b: Schema) -> bool:
+    """Whether two schemas have the same fields and identifier fields (ids ignored).
+
+    This is when a new schema reuses an existing schema's id ("Schema Evolution": each
+    distinct schema gets a unique id, an identical one keeps its id).
+    """
+    return a.fields == b.fields and sorted(a.identifier_field_ids) == sorted(b.identifier_field_ids)
+
+
+def check_promotion(name: str, old: IcebergType, new: IcebergType) -> None:
+    """Spec "Schema Evolution": the type promotions a column may go through.
+
+    Raises:
+        ValidationError: ``old`` cannot become ``new``.
+    """
+    if old == new:
+        return
+    if isinstance(old, IntegerType) and isinstance(new, LongType):
+        return
+    if isinstance(old, FloatType) and isinstance(new, DoubleType):
+        return
+    if isinstance(old, DecimalType) and isinstance(new, DecimalType):
+        if old.scale != new.scale:
+            example = Decimal(1).scaleb(-old.scale) * 125  # 1.25 at scale 2, as stored
+            unscaled = int(example.scaleb(old.scale))
+            raise ValidationError(
+                f"Cannot change column {name!r} from {old} to {new}: a decimal's scale is "
+                f"fixed; files store unscaled values, so {example} (stored as {unscaled}) "
+                f"would read as {Decimal(unscaled).scaleb(-new.scale)}; only the precision "
+                "can widen."
+            )
+        if new.precision > old.precision:
+            return
+        raise ValidationError(
+            f"Cannot change column {name!r} from {old} to {new}: decimal precision can only widen."
+        )
+    raise ValidationError(
+        f"Cannot change column {name!r} from {old} to {new}: only int to long, float to "
+        "double and wider decimal precision are allowed."
+    )
+
+
+def check_schema(schema: Schema, format_version: int) -> None:
+    """Check one schema against the spec for a table of ``format_version``.
+
+    Raises:
+        ValidationError: one sentence naming the first field that breaks a rule.
+    """
+    for fid in sorted(schema.field_ids):
+        f = schema.find_field(fid)
+        if f is None:  # pragma: no cover - field_ids come from the same index
+            continue
+        name = schema.find_column_name(fid) or f.name
+        if fid > MAX_FIELD_ID or fid < 0:
+            raise ValidationError(
+                f"Field {name!r} has id {fid}; field ids must be between 0 and {MAX_FIELD_ID}."
+            )
+        if isinstance(f.field_type, _V3_TYPES) and format_version < 3:
+            raise ValidationError(
+                f"Column {name!r} has type {f.field_type}, which needs format version 3; "
+                f"this table is version {format_version}."
+            )
+        _check_defaults(name, f, format_version)
+        if isinstance(f.field_type, StructType):
+            _check_unique_names(name, f.field_type.fields)
+    _check_unique_names(None, schema.fields)
+    for fid in schema.identifier_field_ids:
+        check_identifier_field(schema, fid)
+
+
+def _check_unique_names(parent: str | None, fields: Iterable[NestedField]) -> None:
+    seen: dict[str, str] = {}
+    where = f"struct {parent!r}" if parent is not None else "the table schema"
+    for f in fields:
+        key = f.name.lower()
+        if key in seen:
+            raise ValidationError(
+                f"Columns {seen[key]!r} and {f.name!r} in {where} differ only in case or not at "
+                "all; Spark resolves names ignoring case, so column names must differ."
+            )
+        seen[key] = f.name
+
+
+def _check_defaults(name: str, f: NestedField, format_version: int) -> None:
+    for key, value in (("initial-default", f.initial_default), ("write-default", f.write_default)):
+        if value is None:
+            continue
+        if format_version < DEFAULTS_MIN_FORMAT_VERSION:
+            raise ValidationError(
+                f"Column {name!r} has a {key}; default values need format version 3, and "
+                f"this table is version {format_version}."
+            )
+        if isinstance(f.field_type, _NULL_DEFAULT_TYPES):
+            raise ValidationError(
+                f"Column {name!r} of type {f.field_type} must default to null (spec: "
+                "'Default values')."
+            )
+        if isinstance(f.field_type, StructType):
+            if value != {}:
+                raise ValidationError(
+                    f"Struct column {name!r} may only default to null or {{}}; defaults of its "
+                    "fields belong to those fields."
+                )
+            continue
+        if isinstance(f.field_type, ListType | MapType):
+            raise ValidationError(
+                f"Column {name!r} is a {f.field_type}; only primitive and struct columns can "
+                "have a non-null default."
+            )
+        try:
+            from_json(f.field_type, value)
+        except (InvalidMetadata, Unsupported) as e:
+            raise ValidationError(
+                f"Column {name!r} has {key} {value!r}, which is not a {f.field_type} value."
+            ) from e
+
+
+def check_identifier_field(schema: Schema, field_id: int) -> None:
+    """Check an identifier field (spec "Identifier Field IDs").
+
+    It must be required, primitive, not float/double, not in a list or map, and not below
+    an optional struct.
+
+    Raises:
+        ValidationError: the field cannot identify rows.
+    """
+    f = schema.find_field(field_id)
+    if f is None:
+        raise ValidationError(f"Identifier field id {field_id} is not in the schema.")
+    name = schema.find_column_name(field_id) or f.name
+    if not f.field_type.is_primitive:
+        raise ValidationError(f"Identifier field {name!r} must be a primitive, not {f.field_type}.")
+    if isinstance(f.field_type, FloatType | DoubleType):
+        raise ValidationError(f"Identifier field {name!r} cannot be {f.field_type} (spec rule).")
+    if not f.required:
+        raise ValidationError(
+            f"Identifier field {name!r} must be required (rows would have null identifiers)."
+        )
+    parent = schema.parent_id(field_id)
+    while parent is not None:
+        p = schema.find_field(parent)
+        if p is None:  # pragma: no cover - parents come from the same index
+            break
+        if isinstance(p.field_type, ListType | MapType):
+            raise ValidationError(
+                f"Identifier field {name!r} is inside the list or map {p.name!r}; identifier "
+                "fields cannot be."
+            )
+        if not p.required:
+            raise ValidationError(
+                f"Identifier field {name!r} is inside the optional struct {p.name!r}; it could "
+                "be null, so it cannot identify rows."
+            )
+        parent = schema.parent_id(parent)
+
+
+def check_source(schema: Schema, source_id: int, what: str) -> IcebergType:
+    """The type of a partition or sort source column, checked ("Partitioning").
+
+    A source must exist, be primitive and sit in structs only (not in a list or map).
+
+    Raises:
+        ValidationError: it does not.
+    """
+    f = schema.find_field(source_id)
+    if f is None:
+        raise ValidationError(f"{what} uses column id {source_id}, which is not in the schema.")
+    name = schema.find_column_name(source_id) or f.name
+    if not f.field_type.is_primitive:
+        raise ValidationError(f"{what} uses {name!r}, a {f.field_type}; sources must be primitive.")
+    parent = schema.parent_id(source_id)
+    while parent is not None:
+        p = schema.find_field(parent)
+        if p is not None and not isinstance(p.field_type, StructType):
+            raise ValidationError(f"{what} uses {name!r}, which is inside a list or map.")
+        parent = schema.parent_id(parent)
+    return f.field_type
+
+
+def check_spec(
+    spec: PartitionSpec, schema: Schema, format_version: int, *, new: bool = True
+) -> None:
+    """Check a partition spec against a schema ("Partitioning", "Partition Evolution").
+
+    Void fields may name dropped columns (v1 keeps removed fields as ``void``); fields with a
+    transform Icecore does not know are left to the engine that wrote them. A spec that is
+    already in the table (``new`` False) is only checked against the schema: the rules for
+    names and v1 ids apply to specs being added.
+
+    Raises:
+        ValidationError: a source, transform, name or field id breaks a rule.
+    """
+    if new:
+        _check_new_spec_fields(spec, format_version)
+    for pf in spec.fields:
+        what = f"Partition field {pf.name!r}"
+        if pf.transform.is_void or isinstance(pf.transform, UnknownTransform):
+            continue
+        for source_id in pf.all_source_ids:
+            source_type = check_source(schema, source_id, what)
+            if not pf.transform.can_transform(source_type):
+                raise ValidationError(
+                    f"{what}: transform {pf.transform} cannot be applied to "
+                    f"{schema.find_column_name(source_id)!r} of type {source_type}."
+                )
+
+
+def _check_new_spec_fields(spec: PartitionSpec, format_version: int) -> None:
+    """Names non-empty and unique, ids unique, and in v1 numbered from 1000 in order."""
+    names: set[str] = set()
+    ids: set[int] = set()
+    for position, pf in enumerate(spec.fields):
+        if not pf.name:
+            raise ValidationError("Partition field names cannot be empty.")
+        if pf.name in names:
+            raise ValidationError(f"Partition field name {pf.name!r} is used twice in one spec.")
+        names.add(pf.name)
+        if pf.field_id in ids:
+            raise ValidationError(f"Partition field id {pf.field_id} is used twice in one spec.")
+        ids.add(pf.field_id)
+        expected = PARTITION_DATA_ID_START + position
+        if format_version == 1 and pf.field_id != expected:
+            raise ValidationError(
+                f"Partition field {pf.name!r} has id {pf.field_id}, but v1 specs number fields "
+                f"from {PARTITION_DATA_ID_START} in order (it must be {expected})."
+            )
+
+
+def check_sort_order(order: SortOrder, schema: Schema) -> None:
+    """Check a sort order against a schema ("Sorting").
+
+    Raises:
+        ValidationError: a source or transform breaks a rule.
+    """
+    if order.order_id == UNSORTED_ORDER_ID and order.fields:
+        raise ValidationError("Sort order id 0 is reserved for the unsorted order.")
+    for sf in order.fields:
+        if isinstance(sf.transform, UnknownTransform):
+            continue
+        what = f"Sort field {sf}"
+        source_type = check_source(schema, sf.source_id, what)
+        if not sf.transform.can_transform(source_type):
+            raise ValidationError(
+                f"Sort by {sf.transform}({schema.find_column_name(sf.source_id)}) is not possible "
+                f"on type {source_type}."
+            )
+
+
+def check_metadata(md: TableMetadata) -> None:
+    """Check built metadata as a whole before it is written.
+
+    Each schema, spec and sort order was checked when it was added; here the ids and
+    high-water marks across them, and that the default spec and sort order still fit the
+    current schema (a schema change must not drop what they use).
+
+    Raises:
+        ValidationError: ids are duplicated or exceed their high-water marks, or the default
+            spec or sort order does not fit the current schema.
+    """
+    for kind, ids in (
+        ("schema", [s.schema_id for s in md.schemas]),
+        ("partition spec", [s.spec_id for s in md.partition_specs]),
+        ("sort order", [o.order_id for o in md.sort_orders]),
+    ):
+        if len(ids) != len(set(ids)):
+            raise ValidationError(f"Two {kind}s would share an id ({sorted(ids)}).")
+    highest = max((s.highest_field_id for s in md.schemas), default=0)
+    if highest > md.last_column_id:
+        raise ValidationError(
+            f"A schema uses field id {highest}, above last-column-id {md.last_column_id}."
+        )
+    if md.format_version > 1:
+        highest_pf = max((s.last_assigned_field_id for s in md.partition_specs), default=0)
+        if highest_pf > md.last_partition_id:
+            raise ValidationError(
+                f"A partition spec uses field id {highest_pf}, above last-partition-id "
+                f"{md.last_partition_id}."
+            )
+    schema = md.current_schema()
+    check_spec(md.default_spec(), schema, md.format_version, new=False)
+    check_sort_order(md.default_sort_order(), schema)
+
+
+# The builder -------------------------------------------------------------------------------
+
+
+class MetadataBuilder:
+    """Applies updates to a base :class:`TableMetadata`; :meth:`build` makes the result.
+
+    Args:
+        base: the metadata the updates start from (never changed).
+    """
+
+    def __init__(self, base: TableMetadata) -> None:
+        self.base = base
+        self.format_version = base.format_version
+        self.schemas: list[Schema] = list(base.schemas)
+        self.current_schema_id = base.current_schema_id
+        self.last_column_id = base.last_column_id
+        self.specs: list[PartitionSpec] = list(base.partition_specs)
+        self.default_spec_id = base.default_spec_id
+        self.last_partition_id = base.last_partition_id
+        self.sort_orders: list[SortOrder] = list(base.sort_orders)
+        self.default_sort_order_id = base.default_sort_order_id
+        self.properties: dict[str, str] = dict(base.properties)
+        self.changes: list[MetadataUpdate] = []
+        self._last_added_schema: int | None = None
+        self._last_added_spec: int | None = None
+        self._last_added_order: int | None = None
+
+    # The dispatcher ------------------------------------------------------------------------
+
+    def apply(self, update: MetadataUpdate) -> MetadataBuilder:
+        """Apply one update; records it in :attr:`changes` when it changed something.
+
+        Raises:
+            ValidationError: the update breaks a rule of the spec against this metadata.
+        """
+        match update:
+            case AddSchema():
+                self._add_schema(update)
+            case SetCurrentSchema():
+                self._set_current_schema(update.schema_id)
+            case AddPartitionSpec():
+                self._add_spec(update.spec)
+            case SetDefaultSpec():
+                self._set_default_spec(update.spec_id)
+            case AddSortOrder():
+                self._add_sort_order(update.order)
+            case SetDefaultSortOrder():
+                self._set_default_sort_order(update.order_id)
+            case SetProperties():
+                self._set_properties(update.updates)
+            case RemoveProperties():
+                self._remove_properties(update.removals)
+            case _:  # pragma: no cover - the union is closed
+                raise Unsupported(f"Unknown metadata update {update!r}.")
+        return self
+
+    def apply_all(self, updates: Iterable[MetadataUpdate]) -> MetadataBuilder:
+        """Apply updates in order."""
+        for update in updates:
+            self.apply(update)
+        return self
+
+    # Schemas -------------------------------------------------------------------------------
+
+    def current_schema(self) -> Schema:
+        """The schema that is current in the metadata being built."""
+        return next(s for s in self.schemas if s.schema_id == self.current_schema_id)
+
+    def _add_schema(self, update: AddSchema) -> None:
+        schema = update.schema
+        if update.last_column_id < self.last_column_id:
+            raise ValidationError(
+                f"The update would lower last-column-id from {self.last_column_id} to "
+                f"{update.last_column_id}; ids must never be reused."
+            )
+        existing = next((s for s in self.schemas if same_schema(s, schema)), None)
+        if existing is None:
+            self._check_new_field_ids(schema, update.last_column_id)
+            check_schema(schema, self.format_version)
+            new_id = max((s.schema_id for s in self.schemas), default=-1) + 1
+            schema = dataclasses.replace(schema, schema_id=new_id)
+            self.schemas.append(schema)
+        else:
+            schema = existing
+        self._last_added_schema = schema.schema_id
+        if existing is None or update.last_column_id != self.last_column_id:
+            self.last_column_id = update.last_column_id
+            self.changes.append(AddSchema(schema, update.last_column_id))
+
+    def _check_new_field_ids(self, schema: Schema, new_last_column_id: int) -> None:
+        """New fields get ids above last-column-id, never an id a dropped column had.
+
+        A field id must be in the current schema (an existing column) or above this
+        metadata's ``last-column-id`` (a new column). This is what stops an update computed
+        on a stale base from reusing the id of a column added and dropped meanwhile.
+        """
+        current = self.current_schema()
+        current_ids = current.field_ids
+        for fid in sorted(schema.field_ids & current_ids):
+            self._check_same_column(current, schema, fid)
+        if schema.highest_field_id > new_last_column_id:
+            raise ValidationError(
+                f"The new schema uses field id {schema.highest_field_id}, above its "
+                f"last-column-id {new_last_column_id}."
+            )
+        for fid in sorted(schema.field_ids - current_ids):
+            if fid <= self.last_column_id:
+                raise ValidationError(
+                    f"Field {schema.find_column_name(fid)!r} would reuse field id {fid}; the "
+                    f"table has assigned ids up to {self.last_column_id}, so new fields must "
+                    "be numbered above that."
+                )
+            f = schema.find_field(fid)
+            parent = schema.parent_id(fid)
+            added_alone = parent is None or parent in current_ids
+            if f is not None and added_alone and f.required and f.initial_default is None:
+                raise ValidationError(
+                    f"Cannot add required column {schema.find_column_name(fid)!r} without a "
+                    "non-null initial default: existing rows have no value for it."
+                )
+
+    @staticmethod
+    def _check_same_column(current: Schema, schema: Schema, fid: int) -> None:
+        """An id kept from the current schema names the same column ("Schema Evolution").
+
+        Same parent, same kind of type, and a primitive only widened: a field keeps its id.
+        """
+        old, new = current.find_field(fid), schema.find_field(fid)
+        assert old is not None and new is not None
+        name = schema.find_column_name(fid)
+        if current.parent_id(fid) != schema.parent_id(fid) or (
+            type(old.field_type) is not type(new.field_type)
+            and not (old.field_type.is_primitive and new.field_type.is_primitive)
+        ):
+            raise ValidationError(
+                f"Field id {fid} would move from {current.find_column_name(fid)!r} to {name!r}; "
+                "a field keeps its id and its place, and new fields need new ids."
+            )
+        if old.field_type.is_primitive:
+            check_promotion(name or str(fid), old.field_type, new.field_type)
+
+    @staticmethod
+    def _resolve(requested: int, last_added: int | None, kind: str) -> int:
+        """``requested``, or for :data:`LAST_ADDED` the id the last ``add-*`` resolved to."""
+        if requested != LAST_ADDED:
+            return requested
+        if last_added is None:
+            raise ValidationError(f"Cannot set the last added {kind}: none was added.")
+        return last_added
+
+    def _set_current_schema(self, schema_id: int) -> None:
+        schema_id = self._resolve(schema_id, self._last_added_schema, "schema")
+        if schema_id == self.current_schema_id:
+            return
+        if not any(s.schema_id == schema_id for s in self.schemas):
+            raise ValidationError(f"Cannot make schema {schema_id} current: there is no such id.")
+        self.current_schema_id = schema_id
+        self.changes.append(SetCurrentSchema(schema_id))
+
+    # Partition specs -----------------------------------------------------------------------
+
+    def _add_spec(self, spec: PartitionSpec) -> None:
+        existing = next((s for s in self.specs if s.compatible_with(spec)), None)
+        if existing is not None:
+            self._last_added_spec = existing.spec_id
+            return
+        check_spec(spec, self.current_schema(), self.format_version)
+        new_id = max((s.spec_id for s in self.specs), default=-1) + 1
+        spec = dataclasses.replace(spec, spec_id=new_id)
+        self.specs.append(spec)
+        self.last_partition_id = max(self.last_partition_id, spec.last_assigned_field_id)
+        self._last_added_spec = new_id
+        self.changes.append(AddPartitionSpec(spec))
+
+    def _set_default_spec(self, spec_id: int) -> None:
+        spec_id = self._resolve(spec_id, self._last_added_spec, "partition spec")
+        if spec_id == self.default_spec_id:
+            return
+        if not any(s.spec_id == spec_id for s in self.specs):
+            raise ValidationError(f"Cannot make partition spec {spec_id} the default: no such id.")
+        self.default_spec_id = spec_id
+        self.changes.append(SetDefaultSpec(spec_id))
+
+    # Sort orders ---------------------------------------------------------------------------
+
+    def _add_sort_order(self, order: SortOrder) -> None:
+        if order.is_unsorted:
+            if not any(o.order_id == UNSORTED_ORDER_ID for o in self.sort_orders):
+                self.sort_orders.insert(0, UNSORTED_SORT_ORDER)
+                self.changes.append(AddSortOrder(UNSORTED_SORT_ORDER))
+            self._last_added_order = UNSORTED_ORDER_ID
+            return
+        existing = next((o for o in self.sort_orders if o.fields == order.fields), None)
+        if existing is not None:
+            self._last_added_order = existing.order_id
+            return
+        new_id = max((o.order_id for o in self.sort_orders), default=UNSORTED_ORDER_ID) + 1
+        order = dataclasses.replace(order, order_id=max(new_id, UNSORTED_ORDER_ID + 1))
+        check_sort_order(order, self.current_schema())
+        self.sort_orders.append(order)
+        self._last_added_order = order.order_id
+        self.changes.append(AddSortOrder(order))
+
+    def _set_default_sort_order(self, order_id: int) -> None:
+        order_id = self._resolve(order_id, self._last_added_order, "sort order")
+        if order_id == self.default_sort_order_id:
+            return
+        if not any(o.order_id == order_id for o in self.sort_orders):
+            raise ValidationError(f"Cannot make sort order {order_id} the default: no such id.")
+        self.default_sort_order_id = order_id
+        self.changes.append(SetDefaultSortOrder(order_id))
+
+    # Properties ----------------------------------------------------------------------------
+
+    def _set_properties(self, updates: Mapping[str, str]) -> None:
+        reserved = sorted(set(updates) & RESERVED_PROPERTIES)
+        if reserved:
+            raise ValidationError(
+                f"Property {reserved[0]!r} is reserved: Iceberg derives it from the metadata, "
+                "so it cannot be set."
+            )
+        for key, value in updates.items():
+            if not isinstance(key, str) or not isinstance(value, str) or not key:
+                raise ValidationError(f"Property {key!r}={value!r}: keys and values are strings.")
+        changed = {k: v for k, v in updates.items() if self.properties.get(k) != v}
+        if changed:
+            self.properties.update(changed)
+            self.changes.append(SetProperties(changed))
+
+    def _remove_properties(self, removals: Iterable[str]) -> None:
+        reserved = sorted(set(removals) & RESERVED_PROPERTIES)
+        if reserved:
+            raise ValidationError(f"Property {reserved[0]!r} is reserved and cannot be removed.")
+        present = tuple(k for k in removals if k in self.properties)
+        for key in present:
+            del self.properties[key]
+        if present:
+            self.changes.append(RemoveProperties(present))
+
+    # Building ------------------------------------------------------------------------------
+
+    def build(self, previous_location: str | None, now_ms: int | None = None) -> TableMetadata:
+        """The new metadata: the base with every applied update, checked as a whole.
+
+        Args:
+            previous_location: where the base metadata file is; it enters ``metadata-log``
+                with the base's ``last-updated-ms``. None for metadata not yet in a file.
+            now_ms: the new ``last-updated-ms`` (now, by default); never below the base's.
+
+        Raises:
+            ValidationError: the result breaks a rule of the spec.
+        """
+        base = self.base
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        log = list(base.metadata_log)
+        if previous_location is not None:
+            keep = max(1, _int_property(self.properties, PREVIOUS_VERSIONS_MAX))
+            log.append(MetadataLogEntry(base.last_updated_ms, previous_location))
+            log = log[-keep:]
+        built = dataclasses.replace(
+            base,
+            last_updated_ms=max(now, base.last_updated_ms),
+            last_column_id=self.last_column_id,
+            schemas=tuple(self.schemas),
+            current_schema_id=self.current_schema_id,
+            partition_specs=tuple(self.specs),
+            default_spec_id=self.default_spec_id,
+            last_partition_id=self.last_partition_id,
+            sort_orders=tuple(self.sort_orders),
+            default_sort_order_id=self.default_sort_order_id,
+            properties=dict(self.properties),
+            metadata_log=tuple(log),
+        )
+        check_metadata(built)
+        return built
+
+
+def _int_property(properties: Mapping[str, str], key: str) -> int:
+    raw = properties.get(key)
+    if raw is None:
+        return PREVIOUS_VERSIONS_MAX_DEFAULT
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise ValidationError(f"Table property {key}={raw!r} must be an integer.") from e
+
+
+def is_gzip(md: TableMetadata) -> bool:
+    """Whether metadata files of this table are written gzip-compressed."""
+    return md.properties.get(COMPRESSION_CODEC, "none").strip().lower() == "gzip"
+
+
+def metadata_file_suffix(md: TableMetadata) -> str:
+    """``.gz.metadata.json`` or ``.metadata.json``, as Iceberg Java names metadata files."""
+    return ".gz.metadata.json" if is_gzip(md) else ".metadata.json"
+
+
+def encode_metadata(md: TableMetadata) -> bytes:
+    """The bytes of the metadata file for ``md``, re-validated strictly before any write.
+
+    The JSON is parsed back as a reader will parse it; it must give the same JSON again and
+    pass :func:`check_metadata`, or nothing is written.
+
+    Raises:
+        ValidationError: the metadata breaks a rule of the spec.
+        InvalidMetadata: the JSON would not read back as written.
+    """
+    obj = serialize_metadata(md)
+    data = json.dumps(obj, indent=2).encode("utf-8")
+    reparsed = parse_metadata(data, location="<new metadata>")
+    check_metadata(reparsed)
+    if serialize_metadata(reparsed) != obj:
+        raise InvalidMetadata(
+            "The new metadata would not read back as written; nothing was written."
+        )
+    return gzip.compress(data, mtime=0) if is_gzip(md) else data
+
+
+def apply_updates(base: TableMetadata, updates: Iterable[MetadataUpdate]) -> MetadataBuilder:
+    """A builder with ``updates`` applied to ``base`` (see :class:`MetadataBuilder`)."""
+    return MetadataBuilder(base).apply_all(updates)
+
+
+__all__ = [
+    "COMPRESSION_CODEC",
+    "DEFAULTS_MIN_FORMAT_VERSION",
+    "MAX_FIELD_ID",
+    "PREVIOUS_VERSIONS_MAX",
+    "RESERVED_PROPERTIES",
+    "MetadataBuilder",
+    "apply_updates",
+    "check_identifier_field",
+    "check_metadata",
+    "check_promotion",
+    "check_schema",
+    "check_sort_order",
+    "check_source",
+    "check_spec",
+    "encode_metadata",
+    "is_gzip",
+    "metadata_file_suffix",
+    "same_schema",
+]
