@@ -1,0 +1,75 @@
+"""SQL: DuckDB over the table's metadata tables and its scan rows, with downloads.
+
+User SQL is locked down by :func:`icecore.sql.run_sql` (one SELECT, no files, no network).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from icecore.errors import IcecoreError
+from icecore.export import csv_bytes, parquet_bytes
+from icecore.inspect import KINDS
+from icecore.sql import ROWS_TABLE
+from ui import data
+from ui.shell import bootstrap, drive, inert, require_table, show_error, stop
+
+DEFAULT_SQL = f"SELECT * FROM {ROWS_TABLE} LIMIT 100"
+
+context = bootstrap("SQL")
+table, snapshot = require_table(context)
+selection = context.selection
+
+st.title(f"SQL on {inert(table.identifier)}")
+st.caption(
+    f"One SELECT over `{ROWS_TABLE}` (the scan at {inert(selection.describe_time())}"
+    + (f", filter `{inert(selection.filter)}`" if selection.filter else "")
+    + ") and the metadata tables: "
+    + ", ".join(f"`{k}`" for k in KINDS)
+    + ". No files, no network; at most 100,000 rows come back."
+)
+
+linked = st.query_params.get("sql")
+if linked and st.session_state.get("sql_linked") != linked:
+    st.session_state["sql_linked"] = linked
+    drive("sql_text", linked)
+elif "sql_text" not in st.session_state:
+    drive("sql_text", DEFAULT_SQL)
+with st.form("sql_form"):
+    text = st.text_area("SQL", key="sql_text", height=140)
+    st.form_submit_button("Run", type="primary")
+if not text.strip():
+    st.info("Write a SELECT statement.")
+    stop()
+st.query_params["sql"] = text
+
+try:
+    result = data.sql(
+        table.metadata_location,
+        data.selectors_key(context.selectors()),
+        selection.filter,
+        text,
+        table,
+    )
+except IcecoreError as error:
+    show_error(error)
+    stop()
+
+st.caption(f"{result.num_rows:,} rows · {result.num_columns:,} columns")
+st.dataframe(result, hide_index=True, width="stretch")
+cols = st.columns(2)
+name = str(table.identifier).replace(".", "_")
+cols[0].download_button(
+    "Download CSV",
+    data=csv_bytes(result),
+    file_name=f"{name}.csv",
+    mime="text/csv",
+    key="sql_csv",
+)
+cols[1].download_button(
+    "Download Parquet",
+    data=parquet_bytes(result),
+    file_name=f"{name}.parquet",
+    mime="application/vnd.apache.parquet",
+    key="sql_parquet",
+)
