@@ -23,7 +23,7 @@ PAGES = (
 )
 
 context = bootstrap("Tables")
-st.title("🧊 Icecore")
+st.title("Icecore")
 st.caption(
     "Explore Apache Iceberg tables: history, metadata tree, pruned scans, time travel. "
     "Pick a catalog and a table in the sidebar, or open one below."

@@ -9,8 +9,8 @@ from icecore.errors import IcecoreError
 from ui import data, views
 from ui.shell import bootstrap, inert, require_table, show_error, stop
 
+# Live rows after deletes are counted at once up to this many data files, else on demand.
 AUTO_COUNT_FILES = 2_000
-"""Live rows after deletes are counted at once up to this many data files, else on demand."""
 
 context = bootstrap("Overview")
 table, snapshot = require_table(context)
@@ -23,12 +23,14 @@ st.caption(
 )
 cols = st.columns(5)
 cols[0].metric("Format version", metadata.format_version)
-cols[1].metric("Snapshot", str(snapshot.snapshot_id) if snapshot else "none")
+cols[1].metric("Snapshots", f"{len(metadata.snapshots):,}")
 cols[2].metric("Schema id", metadata.current_schema_id)
 cols[3].metric("Partition spec id", metadata.default_spec_id)
-cols[4].metric("Last updated", views.format_ms(metadata.last_updated_ms))
+cols[4].metric("Sort order id", metadata.default_sort_order_id)
 st.dataframe(
     [
+        {"": "snapshot", "value": views.snapshot_text(snapshot)},
+        {"": "last updated", "value": views.format_ms(metadata.last_updated_ms)},
         {"": "location", "value": metadata.location},
         {"": "table uuid", "value": metadata.table_uuid or "(none: a v1 table without one)"},
         {"": "metadata file", "value": table.metadata_location},
@@ -91,10 +93,12 @@ if totals.summary:
         )
 
 st.subheader("Health")
-ICONS = {health.Status.OK: "✅", health.Status.INFO: "ℹ️", health.Status.WARN: "⚠️"}
 for finding in health.findings(metadata, manifests, files, totals):
     with st.container(border=True):
-        st.markdown(f"{ICONS[finding.status]} **{inert(finding.title)}** — {inert(finding.detail)}")
+        st.markdown(
+            f"{views.STATUS_ICONS[finding.status]} **{inert(finding.title)}** — "
+            f"{inert(finding.detail)}"
+        )
         with st.expander("Evidence"):
             st.dataframe(
                 [{"measure": k, "value": str(v)} for k, v in finding.evidence],
@@ -165,7 +169,7 @@ with right:
             {
                 "order": r.spec_id,
                 "default": r.is_default,
-                "source": r.source,
+                "source": r.source or r.name,
                 "transform": r.transform,
                 "direction": r.detail,
             }

@@ -13,6 +13,7 @@ from ui.shell import (
     require_table,
     snapshot_from,
     snapshot_from_chart,
+    stop,
 )
 
 context = bootstrap("History")
@@ -34,6 +35,9 @@ st.plotly_chart(
     width="stretch",
 )
 
+if not tl.points:
+    st.info("The table has no snapshot yet.")
+    stop()
 ids = [p.snapshot_id for p in reversed(tl.points)]
 labels = {
     p.snapshot_id: f"{p.snapshot_id} · {views.format_ms(p.timestamp_ms)} · {p.operation}"
@@ -53,7 +57,6 @@ right.button(
     key="history_use",
     on_click=snapshot_from,
     args=("history_pick",),
-    disabled=not ids,
 )
 
 st.subheader("Snapshots")

@@ -9,6 +9,7 @@ from icecore.errors import FilterError, IcecoreError
 from ui import data, figures
 from ui.shell import (
     bootstrap,
+    code_label,
     drive,
     filter_from,
     inert,
@@ -42,7 +43,7 @@ view = None
 try:
     view = data.plan(location, key, selection.filter, table)
 except FilterError as error:
-    st.error(str(error), icon="⚠️")  # inline, right under the filter box
+    st.error(str(error), icon=":material/error:")  # inline, right under the filter box
 except IcecoreError as error:
     show_error(error)
     stop()
@@ -53,15 +54,15 @@ except IcecoreError:
     examples = []
 if examples:
     st.caption("Examples — click one to use it:")
-    example_cols = st.columns(len(examples))
-    for i, example in enumerate(examples):
-        example_cols[i].button(
-            inert(example),
-            key=f"scan_example_{i}",
-            on_click=set_filter,
-            args=(example,),
-            type="tertiary",
-        )
+    with st.container(horizontal=True):
+        for i, example in enumerate(examples):
+            st.button(
+                code_label(example),
+                key=f"scan_example_{i}",
+                on_click=set_filter,
+                args=(example,),
+                type="tertiary",
+            )
 
 if view is None:
     stop()
@@ -158,7 +159,7 @@ with rows_tab:
     st.page_link(
         "pages/7_SQL.py",
         label="Open in SQL",
-        icon="🦆",
+        icon=":material/terminal:",
         query_params={
             **selection.to_params(),
             "sql": f"SELECT {picked} FROM rows LIMIT {int(limit)}",

@@ -39,23 +39,29 @@ from_default = (
     if snapshot.parent_snapshot_id is not None and str(snapshot.parent_snapshot_id) in labels
     else str(ordered[-1].snapshot_id)
 )
+OTHER = "Another time…"
+choices = [*points, OTHER]
 cols = st.columns(2)
-before = cols[0].selectbox(
-    "From",
-    points,
-    index=points.index(from_default),
-    key="tt_from",
-    format_func=lambda p: labels.get(p, p),
-    accept_new_options=True,
-)
-after = cols[1].selectbox(
-    "To",
-    points,
-    index=points.index(to_default),
-    key="tt_to",
-    format_func=lambda p: labels.get(p, p),
-    accept_new_options=True,
-)
+picked = {}
+for col, side, default in ((cols[0], "From", from_default), (cols[1], "To", to_default)):
+    choice = col.selectbox(
+        side,
+        choices,
+        index=choices.index(default),
+        key=f"tt_{side.lower()}",
+        format_func=lambda p: labels.get(p, p),
+    )
+    if choice == OTHER:
+        choice = col.text_input(
+            f"{side} (ISO-8601 time, UTC unless an offset is given)",
+            key=f"tt_{side.lower()}_time",
+            placeholder="2024-08-09T10:00:00Z",
+        ).strip()
+    picked[side] = choice
+if not picked["From"] or not picked["To"]:
+    st.info("Type a time for the point marked “Another time…”.")
+    stop()
+before, after = picked["From"], picked["To"]
 
 try:
     diff = data.diff(table.metadata_location, before, after, table)

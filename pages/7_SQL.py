@@ -29,19 +29,20 @@ st.caption(
     + ". No files, no network; at most 100,000 rows come back."
 )
 
+# SQL in the link (a shared view, or "Open in SQL") fills the box once; then the box rules.
 linked = st.query_params.get("sql")
-if linked and st.session_state.get("sql_linked") != linked:
+if linked and linked != st.session_state.get("sql_linked"):
     st.session_state["sql_linked"] = linked
     drive("sql_text", linked)
 elif "sql_text" not in st.session_state:
     drive("sql_text", DEFAULT_SQL)
-with st.form("sql_form"):
-    text = st.text_area("SQL", key="sql_text", height=140)
-    st.form_submit_button("Run", type="primary")
+text = st.text_area("SQL (Ctrl+Enter runs it)", key="sql_text", height=140)
+st.button("Run", type="primary", key="sql_run")
 if not text.strip():
     st.info("Write a SELECT statement.")
     stop()
 st.query_params["sql"] = text
+st.session_state["sql_linked"] = text
 
 try:
     result = data.sql(

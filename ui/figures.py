@@ -259,7 +259,14 @@ def tree_figure(
         "parents": [n.parent for n in nodes],
         "values": values,
         "branchvalues": "total",
-        "marker": {"colors": [palette[c] for c in categories]},
+        "marker": {
+            "colors": [palette[c] for c in categories],
+            # Thousands of thin file tiles would be all border: draw borders above files only.
+            "line": {
+                "color": "white",
+                "width": [0 if n.level in ("file", "folded") else 1 for n in nodes],
+            },
+        },
         "hovertext": hover,
         "hoverinfo": "text",
         "customdata": [[c] for c in categories],
@@ -291,7 +298,7 @@ def funnel_stages(
     files = counts["data_files"]
     after_manifests = files - counts["files_pruned_by_manifest"]
     after_partitions = after_manifests - counts["files_pruned_by_partition"]
-    rows = [("in the snapshot", counts["rows"]), ("in planned files", counts["rows_planned"])]
+    rows = [("in snapshot", counts["rows"]), ("in planned files", counts["rows_planned"])]
     if matching_rows is not None:
         rows.append(("returned", matching_rows))
     return {
@@ -300,10 +307,10 @@ def funnel_stages(
             ("kept", counts["data_manifests"] - counts["data_manifests_pruned"]),
         ],
         "Data files": [
-            ("in the snapshot", files),
+            ("in snapshot", files),
             ("after manifests", after_manifests),
             ("after partitions", after_partitions),
-            ("planned (after metrics)", counts["data_files_planned"]),
+            ("after metrics", counts["data_files_planned"]),
         ],
         "Rows": rows,
     }

@@ -225,9 +225,14 @@ def inert(text: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
 
 
+def code_label(text: str) -> str:
+    """Text shown verbatim as inline code in a label (no typography: ``>=`` stays ``>=``)."""
+    return "`" + text.replace("`", "'") + "`"
+
+
 def show_error(error: IcecoreError) -> None:
     """Show an Icecore error as the one sentence it is, never a traceback."""
-    st.error(str(error), icon="⚠️")
+    st.error(str(error), icon=":material/error:")
 
 
 # ---------------------------------------------------------------------------------------
@@ -509,7 +514,7 @@ def bootstrap(title: str) -> PageContext:
     st.set_page_config(page_title=f"{title} · Icecore", page_icon="🧊", layout="wide")
     selection = current_selection()
     set_selection(selection)
-    st.sidebar.title("🧊 Icecore")
+    st.sidebar.title("Icecore")
     _sidebar_catalog(selection)
     context = PageContext(catalog=selection.catalog, read_only=read_only(), selection=selection)
     try:
@@ -540,7 +545,7 @@ def require_table(context: PageContext) -> tuple[Table, Snapshot | None]:
     """The page's table and snapshot, or stop the page with a hint (or the error shown)."""
     if context.table is None or context.failed:
         if not context.failed:
-            st.info("Choose a table in the sidebar.", icon="👈")
+            st.info("Choose a table in the sidebar.", icon=":material/arrow_back:")
         stop()
     assert context.table is not None
     return context.table, context.snapshot

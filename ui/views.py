@@ -21,6 +21,7 @@ from icecore.diff import SnapshotDiff
 from icecore.health import format_bytes
 from icecore.layout import content_name
 from icecore.manifest import DataFile, ManifestContent, ManifestFile
+from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.scan.planner import Plan
 
@@ -29,6 +30,7 @@ MAX_ITEMS = 500
 
 __all__ = [
     "MAX_ITEMS",
+    "STATUS_ICONS",
     "DiffView",
     "PlanView",
     "diff_view",
@@ -37,6 +39,7 @@ __all__ = [
     "format_ms",
     "manifest_rows",
     "plan_view",
+    "snapshot_text",
 ]
 
 
@@ -45,6 +48,23 @@ def format_ms(ms: int | None) -> str:
     if ms is None:
         return ""
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+STATUS_ICONS: Mapping[str, str] = {
+    "ok": ":green[:material/check_circle:]",
+    "info": ":blue[:material/info:]",
+    "warn": ":orange[:material/warning:]",
+}
+"""Markdown icons for health statuses (Material Symbols ship with Streamlit; no emoji font
+needed)."""
+
+
+def snapshot_text(snapshot: Snapshot | None) -> str:
+    """A snapshot in one line: id, time and operation."""
+    if snapshot is None:
+        return "none (the table has no snapshot)"
+    operation = f" · {snapshot.operation}" if snapshot.operation is not None else ""
+    return f"{snapshot.snapshot_id} · {format_ms(snapshot.timestamp_ms)}{operation}"
 
 
 def _file_row(f: DataFile) -> dict[str, Any]:
