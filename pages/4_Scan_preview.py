@@ -112,7 +112,7 @@ st.plotly_chart(
 reasons = view.reasons
 if reasons:
     st.caption(
-        f"Why {view.pruned_total:,} items were pruned"
+        f"Pruned manifests and files: {view.pruned_total:,}, by reason"
         + (
             f" (reasons among the first {len(view.pruned):,})"
             if len(view.pruned) < view.pruned_total
