@@ -155,7 +155,7 @@ def filter_examples(location: str, snapshot_id: int | None, _table: Table) -> li
     return describe.filter_examples(_table, snapshot, _table.read_schema(snapshot))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=32, show_spinner="Planning the scan…")
 def plan(location: str, selectors: Selectors, filter: str | None, _table: Table) -> PlanView:
     """Plan a filtered scan and keep what the page shows (counts, first items)."""
     planned = _table.scan(filter=filter, **_selectors(selectors)).plan()
@@ -163,7 +163,7 @@ def plan(location: str, selectors: Selectors, filter: str | None, _table: Table)
     return plan_view(planned, lambda spec, values: partition_label(metadata, spec, values))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=32, show_spinner="Reading the first rows…")
 def preview(
     location: str,
     selectors: Selectors,
@@ -177,14 +177,14 @@ def preview(
     return planned.to_arrow(columns=list(columns) if columns is not None else None, limit=limit)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=32, show_spinner="Reading the planned files…")
 def matching_rows(location: str, selectors: Selectors, filter: str | None, _table: Table) -> int:
     """How many rows the scan returns: every planned file read, deletes and filter applied."""
     planned = _table.scan(filter=filter, **_selectors(selectors)).plan()
     return sum(b.num_rows for b in planned.to_batches(columns=[], metadata_columns=["_pos"]))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=32, show_spinner="Reading data files with deletes applied…")
 def live_rows(location: str, snapshot_id: int, _table: Table) -> int:
     """Rows a reader sees at the snapshot, deletes applied (reads every data file)."""
     return count_live_rows(_table, snapshot_id=snapshot_id)
@@ -193,14 +193,14 @@ def live_rows(location: str, snapshot_id: int, _table: Table) -> int:
 # --- diff and SQL ----------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=32, show_spinner="Comparing the two points' manifests…")
 def diff(location: str, before: str | None, after: str | None, _table: Table) -> DiffView:
     """What changed between two points of the table."""
     result: SnapshotDiff = _table.diff(before, after)
     return diff_view(result)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_data(max_entries=16, show_spinner="Running the query…")
 def sql(
     location: str, selectors: Selectors, filter: str | None, text: str, _table: Table
 ) -> pa.Table:

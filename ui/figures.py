@@ -213,8 +213,6 @@ def timeline_figure(tl: Timeline, selected: int | None = None) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         legend={"orientation": "h", "y": 1.08, "x": 0},
         hovermode="closest",
-        clickmode="event+select",
-        dragmode="select",
     )
     return fig
 

@@ -171,6 +171,14 @@ def test_an_analyst_walks_from_a_table_to_time_travel(
     _go(page, "History")
     page.get_by_role("heading", name="History of demo.trips").wait_for()
     _shot(page, "2_history")
+    # Clicking a snapshot on the timeline sets the time selector...
+    point = page.locator(".js-plotly-plot path.point").first
+    box = point.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    _settle(page)
+    assert re.search(r"snapshot=\d+", page.url), page.url
+    # ... and so does choosing one in the list: the month_end snapshot.
     _pick(page, page.get_by_test_id("stMain"), "Snapshot", re.compile("month_end"))
     page.get_by_role("button", name="Read the table at this snapshot").click()
     _settle(page)
