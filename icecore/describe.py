@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -198,6 +198,10 @@ def _column_name(metadata: TableMetadata, field_id: int) -> str:
     return f"(dropped column {field_id})"
 
 
+def _sources(metadata: TableMetadata, field_ids: Iterable[int]) -> str:
+    return ", ".join(_column_name(metadata, i) for i in field_ids)
+
+
 def partition_spec_rows(metadata: TableMetadata) -> list[SpecFieldRow]:
     """Every field of every partition spec, oldest spec first (unpartitioned shown as such)."""
     rows = []
@@ -213,7 +217,7 @@ def partition_spec_rows(metadata: TableMetadata) -> list[SpecFieldRow]:
                     i,
                     f.name,
                     str(f.transform),
-                    ", ".join(_column_name(metadata, s) for s in f.all_source_ids),
+                    _sources(metadata, f.all_source_ids),
                     f"field id {f.field_id}",
                 )
             )
@@ -228,9 +232,8 @@ def sort_order_rows(metadata: TableMetadata) -> list[SpecFieldRow]:
         if order.is_unsorted:
             rows.append(SpecFieldRow(order.order_id, default, 0, "(unsorted)", "", "", ""))
         for i, f in enumerate(order.fields):
-            source = ", ".join(
-                _column_name(metadata, s)
-                for s in (f.source_ids if f.source_ids is not None else (f.source_id,))
+            source = _sources(
+                metadata, f.source_ids if f.source_ids is not None else (f.source_id,)
             )
             rows.append(
                 SpecFieldRow(

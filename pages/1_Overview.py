@@ -7,7 +7,7 @@ import streamlit as st
 from icecore import describe, health
 from icecore.errors import IcecoreError
 from ui import data, views
-from ui.shell import bootstrap, inert, require_table, show_error, stop
+from ui.shell import bootstrap, guarded, inert, require_table, show_error
 
 # Live rows after deletes are counted at once up to this many data files, else on demand.
 AUTO_COUNT_FILES = 2_000
@@ -39,12 +39,7 @@ st.dataframe(
     width="stretch",
 )
 
-try:
-    manifests = data.manifest_list(table, snapshot)
-    files = data.files_of(table, snapshot)
-except IcecoreError as error:
-    show_error(error)
-    stop()
+manifests, files = guarded(lambda: data.layout(table, snapshot))
 totals = health.totals(snapshot, manifests, files)
 
 st.subheader("Totals")

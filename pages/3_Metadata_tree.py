@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from icecore.errors import IcecoreError
 from icecore.health import format_bytes
 from icecore.layout import MIN_BUDGET, metadata_tree
 from ui import data, figures, views
-from ui.shell import bootstrap, inert, require_table, show_error, stop
+from ui.shell import bootstrap, guarded, inert, require_table, stop
 
 DEFAULT_BUDGET = 2_000
 MAX_BUDGET = 20_000
@@ -37,12 +36,7 @@ budget = cols[3].number_input(
     help="The most nodes drawn; beyond it the smallest files and manifests fold together.",
 )
 
-try:
-    manifests = data.manifest_list(table, snapshot)
-    files = data.files_of(table, snapshot)
-except IcecoreError as error:
-    show_error(error)
-    stop()
+manifests, files = guarded(lambda: data.layout(table, snapshot))
 tree = metadata_tree(snapshot, manifests, files, budget=int(budget), size_by=str(size_by))
 
 cols = st.columns(4)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from icecore.errors import IcecoreError
 from ui import data, figures, views
-from ui.shell import bootstrap, inert, require_table, set_time, show_error, stop
+from ui.shell import bootstrap, guarded, inert, require_table, set_time, stop
 
 context = bootstrap("Time travel")
 table, snapshot = require_table(context)
@@ -63,11 +62,7 @@ if not picked["From"] or not picked["To"]:
     stop()
 before, after = picked["From"], picked["To"]
 
-try:
-    diff = data.diff(table.metadata_location, before, after, table)
-except IcecoreError as error:
-    show_error(error)
-    stop()
+diff = guarded(lambda: data.diff(table.metadata_location, before, after, table))
 
 st.caption(
     f"From snapshot {diff.from_snapshot_id} to snapshot {diff.to_snapshot_id}. Rows are record "

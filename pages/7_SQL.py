@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from icecore.errors import IcecoreError
 from icecore.export import csv_bytes, parquet_bytes
 from icecore.inspect import KINDS
 from icecore.sql import ROWS_TABLE
 from ui import data
-from ui.shell import bootstrap, drive, inert, require_table, show_error, stop
+from ui.shell import bootstrap, drive, guarded, inert, require_table, stop
 
 DEFAULT_SQL = f"SELECT * FROM {ROWS_TABLE} LIMIT 100"
 
@@ -44,33 +43,23 @@ if not text.strip():
 st.query_params["sql"] = text
 st.session_state["sql_linked"] = text
 
-try:
-    result = data.sql(
-        table.metadata_location,
-        data.selectors_key(context.selectors()),
-        selection.filter,
-        text,
-        table,
-    )
-except IcecoreError as error:
-    show_error(error)
-    stop()
+selectors = data.selectors_key(context.selectors())
+result = guarded(
+    lambda: data.sql(table.metadata_location, selectors, selection.filter, text, table)
+)
 
 st.caption(f"{result.num_rows:,} rows · {result.num_columns:,} columns")
 st.dataframe(result, hide_index=True, width="stretch")
-cols = st.columns(2)
 name = str(table.identifier).replace(".", "_")
-cols[0].download_button(
-    "Download CSV",
-    data=csv_bytes(result),
-    file_name=f"{name}.csv",
-    mime="text/csv",
-    key="sql_csv",
+downloads = (
+    ("CSV", csv_bytes, "csv", "text/csv"),
+    ("Parquet", parquet_bytes, "parquet", "application/vnd.apache.parquet"),
 )
-cols[1].download_button(
-    "Download Parquet",
-    data=parquet_bytes(result),
-    file_name=f"{name}.parquet",
-    mime="application/vnd.apache.parquet",
-    key="sql_parquet",
-)
+for col, (label, encode, suffix, mime) in zip(st.columns(2), downloads, strict=True):
+    col.download_button(
+        f"Download {label}",
+        data=encode(result),
+        file_name=f"{name}.{suffix}",
+        mime=mime,
+        key=f"sql_{suffix}",
+    )

@@ -145,6 +145,11 @@ def files_of(table: Table, snapshot: Snapshot | None, what: str = "Reading manif
         bar.empty()
 
 
+def layout(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
+    """The snapshot's manifest list and its live files (read with a progress bar)."""
+    return manifest_list(table, snapshot), files_of(table, snapshot)
+
+
 # --- scans -----------------------------------------------------------------------------
 
 

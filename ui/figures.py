@@ -174,30 +174,23 @@ def timeline_figure(tl: Timeline, selected: int | None = None) -> go.Figure:
             col=1,
         )
     x = [_time(p.timestamp_ms) for p in tl.points]
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=[p.added_records or 0 for p in tl.points],
-            name="rows added",
-            marker_color="#2e8b57",
-            customdata=[[str(p.snapshot_id)] for p in tl.points],
-            hovertemplate="+%{y:,} rows<extra></extra>",
-        ),
-        row=2,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=[-(p.removed_records or 0) for p in tl.points],
-            name="rows removed",
-            marker_color="#c0392b",
-            customdata=[[str(p.snapshot_id)] for p in tl.points],
-            hovertemplate="%{y:,} rows<extra></extra>",
-        ),
-        row=2,
-        col=1,
-    )
+    ids = [[str(p.snapshot_id)] for p in tl.points]
+    for name, values, color, sign in (
+        ("rows added", [p.added_records or 0 for p in tl.points], "#2e8b57", "+"),
+        ("rows removed", [-(p.removed_records or 0) for p in tl.points], "#c0392b", ""),
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=values,
+                name=name,
+                marker_color=color,
+                customdata=ids,
+                hovertemplate=f"{sign}%{{y:,}} rows<extra></extra>",
+            ),
+            row=2,
+            col=1,
+        )
     lanes = [lane.name for lane in tl.lanes]
     fig.update_yaxes(
         type="category",
@@ -341,53 +334,21 @@ def funnel_figure(stages: Mapping[str, Sequence[tuple[str, int]]]) -> go.Figure:
 def diff_figure(counts: Mapping[str, int]) -> go.Figure:
     """Files and rows added (right) and removed (left), files and rows on their own scales."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Files", "Rows"), horizontal_spacing=0.15)
-    file_kinds = ("data files", "delete files")
-    fig.add_trace(
-        go.Bar(
-            y=list(file_kinds),
-            x=[counts[f"{k} added"] for k in file_kinds],
-            name="added",
-            orientation="h",
-            marker_color="#2e8b57",
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            y=list(file_kinds),
-            x=[-counts[f"{k} removed"] for k in file_kinds],
-            name="removed",
-            orientation="h",
-            marker_color="#c0392b",
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            y=["rows"],
-            x=[counts["rows added"]],
-            name="rows added",
-            orientation="h",
-            marker_color="#2e8b57",
-            showlegend=False,
-        ),
-        row=1,
-        col=2,
-    )
-    fig.add_trace(
-        go.Bar(
-            y=["rows"],
-            x=[-counts["rows removed"]],
-            name="rows removed",
-            orientation="h",
-            marker_color="#c0392b",
-            showlegend=False,
-        ),
-        row=1,
-        col=2,
-    )
+    groups = ((1, ("data files", "delete files"), ""), (2, ("rows",), "rows "))
+    for col, kinds, prefix in groups:
+        for change, sign, color in (("added", 1, "#2e8b57"), ("removed", -1, "#c0392b")):
+            fig.add_trace(
+                go.Bar(
+                    y=list(kinds),
+                    x=[sign * counts[f"{k} {change}"] for k in kinds],
+                    name=f"{prefix}{change}",
+                    orientation="h",
+                    marker_color=color,
+                    showlegend=col == 1,
+                ),
+                row=1,
+                col=col,
+            )
     fig.update_layout(
         barmode="relative",
         height=220,

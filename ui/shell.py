@@ -18,10 +18,10 @@ import datetime as dt
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
 
@@ -37,6 +37,8 @@ DEMO_FILESYSTEM_SUBDIR = "hadoop"
 CONFIG_ENV = "ICECORE_CONFIG"
 DEFAULT_CONFIG = "icecore.toml"
 """The app's config file (``read_only = true``); ``ICECORE_CONFIG`` names another."""
+
+T = TypeVar("T")
 
 SELECTION_KEY = "selection"
 KNOWN_CATALOGS_KEY = "known_catalogs"
@@ -233,6 +235,15 @@ def code_label(text: str) -> str:
 def show_error(error: IcecoreError) -> None:
     """Show an Icecore error as the one sentence it is, never a traceback."""
     st.error(str(error), icon=":material/error:")
+
+
+def guarded(call: Callable[[], T]) -> T:
+    """The result of ``call``, or its Icecore error shown as one sentence and the page stopped."""
+    try:
+        return call()
+    except IcecoreError as error:
+        show_error(error)
+        stop()
 
 
 # ---------------------------------------------------------------------------------------

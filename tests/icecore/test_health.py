@@ -17,24 +17,18 @@ import pytest
 import icecore
 from icecore import health
 from icecore.health import Status, Totals
-from icecore.layout import FILES_SCHEMA, snapshot_files
-from icecore.manifest import ManifestContent, ManifestFile
+from icecore.layout import snapshot_files
+from icecore.manifest import ManifestFile
 from icecore.metadata import SnapshotRef, SnapshotRefType, TableMetadata, parse_metadata
+from tests.icecore.fakes import DEMO_TABLES, manifest_file
+from tests.icecore.fakes import files as fake_files
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data/metadata/spark/trips-00024.metadata.json"
 DAY_MS = 24 * 3600 * 1000
 
-TABLES = [
-    ("icecore.demo.trips", "{w}::demo.trips"),
-    ("icecore.demo.events_v3", "{w}::demo.events_v3"),
-    ("icecore.demo.accounts", "{w}::demo.accounts"),
-    ("icecore.demo.zones", "{w}::demo.zones"),
-    ("hadoop.demo.customers_v1", "{w}/hadoop::demo.customers_v1"),
-]
-
 
 @pytest.mark.spark
-@pytest.mark.parametrize(("spark_name", "spec"), TABLES)
+@pytest.mark.parametrize(("spark_name", "spec"), DEMO_TABLES)
 def test_totals_and_live_rows_match_spark(
     spark: Any, demo_warehouse: Path, spark_name: str, spec: str
 ) -> None:
@@ -78,20 +72,7 @@ def _metadata(**changes: Any) -> TableMetadata:
 
 
 def _files(sizes: list[int], partitions: list[str] | None = None) -> pa.Table:
-    rows = [
-        {
-            "manifest_path": "m",
-            "content": 0,
-            "file_path": f"f{i}",
-            "file_format": "PARQUET",
-            "spec_id": 0,
-            "partition": partitions[i] if partitions else "p=0",
-            "record_count": 1,
-            "file_size_in_bytes": size,
-        }
-        for i, size in enumerate(sizes)
-    ]
-    return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
+    return fake_files([(size, 1) for size in sizes], partitions=partitions or ["p=0"] * len(sizes))
 
 
 def test_small_files_warn_from_five_files_under_three_quarters_of_the_target() -> None:
@@ -128,21 +109,7 @@ def test_deletes_warn_at_the_rewrite_ratio() -> None:
 
 
 def _manifest(length: int) -> ManifestFile:
-    return ManifestFile(
-        manifest_path="m",
-        manifest_length=length,
-        partition_spec_id=0,
-        content=ManifestContent.DATA,
-        sequence_number=1,
-        min_sequence_number=1,
-        added_snapshot_id=1,
-        added_files_count=None,
-        existing_files_count=None,
-        deleted_files_count=None,
-        added_rows_count=None,
-        existing_rows_count=None,
-        deleted_rows_count=None,
-    )
+    return manifest_file(length=length)
 
 
 def test_manifests_warn_when_many_or_tiny() -> None:

@@ -25,16 +25,12 @@ from icecore.layout import (
     metadata_tree,
     snapshot_files,
 )
-from icecore.manifest import ManifestContent, ManifestFile
+from icecore.manifest import ManifestContent
 from icecore.metadata import Snapshot
+from tests.icecore.fakes import DEMO_TABLES, manifest_file
+from tests.icecore.fakes import files as fake_files
 
-TABLES = [
-    ("icecore.demo.trips", "{w}::demo.trips"),
-    ("icecore.demo.events_v3", "{w}::demo.events_v3"),
-    ("icecore.demo.accounts", "{w}::demo.accounts"),
-    ("icecore.demo.zones", "{w}::demo.zones"),
-    ("hadoop.demo.customers_v1", "{w}/hadoop::demo.customers_v1"),
-]
+TABLES = DEMO_TABLES
 
 
 @pytest.mark.spark
@@ -97,42 +93,9 @@ def test_content_names_tell_deletion_vectors_apart() -> None:
 # --- the tree, on hand-made files ------------------------------------------------------
 
 
-def _manifest(path: str, content: ManifestContent = ManifestContent.DATA) -> ManifestFile:
-    return ManifestFile(
-        manifest_path=path,
-        manifest_length=100,
-        partition_spec_id=0,
-        content=content,
-        sequence_number=1,
-        min_sequence_number=1,
-        added_snapshot_id=1,
-        added_files_count=None,
-        existing_files_count=None,
-        deleted_files_count=None,
-        added_rows_count=None,
-        existing_rows_count=None,
-        deleted_rows_count=None,
-    )
-
-
 def _files(layout: dict[str, list[tuple[int, int]]]) -> pa.Table:
     """Files per manifest as (bytes, rows); file paths name their manifest and rank."""
-    rows = []
-    for manifest, sizes in layout.items():
-        for i, (size, records) in enumerate(sizes):
-            rows.append(
-                {
-                    "manifest_path": manifest,
-                    "content": 0,
-                    "file_path": f"{manifest}/f{i}",
-                    "file_format": "PARQUET",
-                    "spec_id": 0,
-                    "partition": f"p={i % 2}",
-                    "record_count": records,
-                    "file_size_in_bytes": size,
-                }
-            )
-    return pa.Table.from_pylist(rows, schema=FILES_SCHEMA)
+    return pa.concat_tables([fake_files(sizes, manifest) for manifest, sizes in layout.items()])
 
 
 SNAPSHOT = Snapshot(snapshot_id=7, timestamp_ms=0, manifest_list="s3://t/metadata/snap-7.avro")
@@ -140,7 +103,7 @@ SNAPSHOT = Snapshot(snapshot_id=7, timestamp_ms=0, manifest_list="s3://t/metadat
 
 def test_a_small_tree_shows_every_file() -> None:
     files = _files({"m1": [(10, 1), (30, 3)], "m2": [(5, 2)]})
-    tree = metadata_tree(SNAPSHOT, [_manifest("m1"), _manifest("m2")], files, budget=100)
+    tree = metadata_tree(SNAPSHOT, [manifest_file("m1"), manifest_file("m2")], files, budget=100)
     assert not tree.folded
     assert [n.level for n in tree.nodes].count("file") == 3
     by_id = {n.id: n for n in tree.nodes}
@@ -154,7 +117,7 @@ def test_a_big_manifest_folds_its_smallest_files_within_the_budget() -> None:
     # 2 + 1 + 20 files = 23 nodes > 10: the manifest keeps 10 - 3 = 7 slots, 6 biggest
     # files and one "14 more files" node holding the other 14 (sizes 1..20 by hand).
     files = _files({"m1": [(size, 1) for size in range(1, 21)]})
-    tree = metadata_tree(SNAPSHOT, [_manifest("m1")], files, budget=10)
+    tree = metadata_tree(SNAPSHOT, [manifest_file("m1")], files, budget=10)
     assert len(tree.nodes) <= 10
     shown = [n for n in tree.nodes if n.level == "file"]
     assert sorted(n.bytes for n in shown) == [15, 16, 17, 18, 19, 20]
@@ -169,7 +132,7 @@ def test_many_manifests_fold_into_one_node_and_totals_stay_exact() -> None:
     # (40 - 3) // (5 + 2) = 5 manifests are shown; the other 25 fold into one node.
     layout = {f"m{i:02d}": [(100 * i + j, 1) for j in range(5)] for i in range(30)}
     files = _files(layout)
-    manifests = [_manifest(m) for m in layout]
+    manifests = [manifest_file(m) for m in layout]
     tree = metadata_tree(SNAPSHOT, manifests, files, budget=40)
     assert len(tree.nodes) <= 40
     assert tree.shown_manifests == 5
@@ -186,7 +149,7 @@ def test_many_manifests_fold_into_one_node_and_totals_stay_exact() -> None:
 def test_sizing_by_rows_picks_the_files_with_most_rows() -> None:
     # 2 + 1 + 6 nodes > 8: four files keep their node, two fold (by rows: f0 and f5).
     files = _files({"m1": [(1000, 1), (1, 500), (2, 400), (3, 300), (4, 200), (5, 100)]})
-    tree = metadata_tree(SNAPSHOT, [_manifest("m1")], files, budget=MIN_BUDGET, size_by="rows")
+    tree = metadata_tree(SNAPSHOT, [manifest_file("m1")], files, budget=MIN_BUDGET, size_by="rows")
     shown = {n.id for n in tree.nodes if n.level == "file"}
     assert "m1/f0" not in shown  # biggest in bytes, fewest rows
     assert shown == {"m1/f1", "m1/f2", "m1/f3", "m1/f4"}
@@ -195,7 +158,7 @@ def test_sizing_by_rows_picks_the_files_with_most_rows() -> None:
 def test_delete_manifests_are_labelled() -> None:
     files = _files({"d1": [(10, 3)]})
     tree = metadata_tree(
-        SNAPSHOT, [_manifest("d1", ManifestContent.DELETES)], files, budget=MIN_BUDGET
+        SNAPSHOT, [manifest_file("d1", content=ManifestContent.DELETES)], files, budget=MIN_BUDGET
     )
     assert next(n for n in tree.nodes if n.id == "d1").content == "delete manifest"
 

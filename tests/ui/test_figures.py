@@ -5,12 +5,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pyarrow as pa
-
-from icecore.layout import FILES_SCHEMA, metadata_tree
-from icecore.manifest import ManifestContent, ManifestFile
+from icecore.layout import metadata_tree
 from icecore.metadata import Snapshot, parse_metadata
 from icecore.timeline import timeline
+from tests.icecore.fakes import files as fake_files
+from tests.icecore.fakes import manifest_file
 from ui import figures
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data/metadata/spark/trips-00024.metadata.json"
@@ -41,29 +40,12 @@ def test_timeline_draws_each_snapshot_once_on_its_lane_with_its_rows() -> None:
     assert len(ring.x) == 2  # the current snapshot and the selected one
 
 
-def _manifest(path: str) -> ManifestFile:
-    return ManifestFile(path, 10, 0, ManifestContent.DATA, 1, 1, 1, 1, 0, 0, 1, 0, 0)
-
-
 def test_tree_figure_values_are_the_nodes_bytes_or_rows() -> None:
-    files = pa.Table.from_pylist(
-        [
-            {
-                "manifest_path": "m",
-                "content": c,
-                "file_path": f"f{i}",
-                "file_format": "PARQUET",
-                "spec_id": 0,
-                "partition": f"p={i}",
-                "record_count": 10 * (i + 1),
-                "file_size_in_bytes": 100 * (i + 1),
-            }
-            for i, c in enumerate([0, 0, 1])
-        ],
-        schema=FILES_SCHEMA,
+    layout = fake_files(
+        [(100, 10), (200, 20), (300, 30)], contents=[0, 0, 1], partitions=["a", "b", "c"]
     )
     snapshot = Snapshot(snapshot_id=1, timestamp_ms=0, manifest_list="list")
-    tree = metadata_tree(snapshot, [_manifest("m")], files)
+    tree = metadata_tree(snapshot, [manifest_file()], layout)
     by_bytes = figures.tree_figure(tree, kind="icicle", size_by="bytes", color_by="content")
     (trace,) = by_bytes.data
     assert trace.type == "icicle"
@@ -71,13 +53,13 @@ def test_tree_figure_values_are_the_nodes_bytes_or_rows() -> None:
     assert list(trace.ids) == [n.id for n in tree.nodes]
     assert list(trace.parents) == [n.parent for n in tree.nodes]
     colors = dict(zip(trace.ids, trace.marker.colors, strict=True))
-    assert colors["f0"] == colors["f1"] == figures.CONTENT_COLORS["data"]
-    assert colors["f2"] == figures.CONTENT_COLORS["position deletes"]
+    assert colors["m/f0"] == colors["m/f1"] == figures.CONTENT_COLORS["data"]
+    assert colors["m/f2"] == figures.CONTENT_COLORS["position deletes"]
     (trace,) = figures.tree_figure(tree, kind="treemap", size_by="rows", color_by="partition").data
     assert trace.type == "treemap"
     assert list(trace.values) == [n.rows for n in tree.nodes]
     partition_colors = dict(zip(trace.ids, trace.marker.colors, strict=True))
-    assert len({partition_colors[f] for f in ("f0", "f1", "f2")}) == 3
+    assert len({partition_colors[f] for f in ("m/f0", "m/f1", "m/f2")}) == 3
 
 
 COUNTS = {
