@@ -218,6 +218,15 @@ def _category(level: str, content: str, spec: str, partition: str, color_by: str
     return partition or ("mixed" if level != "manifest" else content)
 
 
+TEXT_BUDGET = 300
+"""Above this many nodes, file tiles carry no printed label (hover still names them): laying
+out thousands of labels is most of a big tree's drawing time in the browser."""
+
+
+def _tile_text(level: str, label: str, nodes: int) -> str:
+    return "" if nodes > TEXT_BUDGET and level == "file" else label
+
+
 def tree_figure(
     tree: MetadataTree, kind: str = "icicle", size_by: str = "bytes", color_by: str = "content"
 ) -> go.Figure:
@@ -237,17 +246,19 @@ def tree_figure(
         if name not in palette:
             palette[name] = PALETTE[(len(palette) - 1) % len(PALETTE)]
     hover = [
-        f"<b>{n.label}</b><br>{n.level} · {n.content}"
+        f"{n.level} · {n.content}"
         + (f" · spec {n.spec}" if n.spec else "")
         + (f"<br>{n.partition}" if n.partition else "")
         + f"<br>{n.files:,} files · {n.rows:,} rows · {format_bytes(n.bytes)}"
-        + (f"<br>{n.path}" if n.path else "")
         for n in nodes
     ]
+    # Short ids keep the figure small (paths are long and every file repeats its parent's);
+    # the label and the hover say which file or manifest a tile is.
+    short = {n.id: f"n{i}" for i, n in enumerate(nodes)}
     common = {
-        "ids": [n.id for n in nodes],
+        "ids": [short[n.id] for n in nodes],
         "labels": [n.label for n in nodes],
-        "parents": [n.parent for n in nodes],
+        "parents": [short.get(n.parent, "") for n in nodes],
         "values": values,
         "branchvalues": "total",
         "marker": {
@@ -258,9 +269,11 @@ def tree_figure(
                 "width": [0 if n.level in ("file", "folded") else 1 for n in nodes],
             },
         },
-        "hovertext": hover,
-        "hoverinfo": "text",
-        "customdata": [[c] for c in categories],
+        "customdata": [
+            [h, _tile_text(n.level, n.label, len(nodes))] for h, n in zip(hover, nodes, strict=True)
+        ],
+        "hovertemplate": "<b>%{label}</b><br>%{customdata[0]}<extra></extra>",
+        "texttemplate": "%{customdata[1]}",
         "maxdepth": 4,
     }
     trace = (

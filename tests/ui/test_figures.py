@@ -50,15 +50,19 @@ def test_tree_figure_values_are_the_nodes_bytes_or_rows() -> None:
     (trace,) = by_bytes.data
     assert trace.type == "icicle"
     assert list(trace.values) == [n.bytes for n in tree.nodes]
-    assert list(trace.ids) == [n.id for n in tree.nodes]
-    assert list(trace.parents) == [n.parent for n in tree.nodes]
-    colors = dict(zip(trace.ids, trace.marker.colors, strict=True))
+    # The figure's ids are short; each tile's parent is the tile of its node's parent.
+    position = {n.id: i for i, n in enumerate(tree.nodes)}
+    assert list(trace.parents) == [
+        trace.ids[position[n.parent]] if n.parent else "" for n in tree.nodes
+    ]
+    assert list(trace.labels) == [n.label for n in tree.nodes]
+    colors = dict(zip((n.id for n in tree.nodes), trace.marker.colors, strict=True))
     assert colors["m/f0"] == colors["m/f1"] == figures.CONTENT_COLORS["data"]
     assert colors["m/f2"] == figures.CONTENT_COLORS["position deletes"]
     (trace,) = figures.tree_figure(tree, kind="treemap", size_by="rows", color_by="partition").data
     assert trace.type == "treemap"
     assert list(trace.values) == [n.rows for n in tree.nodes]
-    partition_colors = dict(zip(trace.ids, trace.marker.colors, strict=True))
+    partition_colors = dict(zip((n.id for n in tree.nodes), trace.marker.colors, strict=True))
     assert len({partition_colors[f] for f in ("m/f0", "m/f1", "m/f2")}) == 3
 
 
