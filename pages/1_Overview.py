@@ -105,6 +105,7 @@ st.subheader("Schema")
 schema = metadata.current_schema()
 identifiers = ", ".join(schema.identifier_field_names()) or "none"
 st.caption(f"Schema {schema.schema_id} · identifier fields: {inert(identifiers)}")
+schema_rows = describe.schema_rows(schema)
 st.dataframe(
     [
         {
@@ -117,10 +118,11 @@ st.dataframe(
             "write default": row.write_default,
             "identifier": row.identifier,
         }
-        for row in describe.schema_rows(schema)
+        for row in schema_rows
     ],
     hide_index=True,
     width="stretch",
+    height=views.fit_height(len(schema_rows)),
 )
 with st.expander("Schema history"):
     st.dataframe(

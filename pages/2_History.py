@@ -24,7 +24,8 @@ selected = context.snapshot_id if context.selection.time_kind != TIME_CURRENT el
 
 st.title(f"History of {inert(table.identifier)}")
 st.caption(
-    f"{len(tl.points):,} snapshots on {len(tl.lanes)} lanes · marker size grows with rows "
+    f"{len(tl.points):,} snapshots on {len(tl.lanes)} lane{'s' if len(tl.lanes) != 1 else ''} · "
+    "marker size grows with rows "
     "added · click a snapshot to read the table there (it sets the time selector)."
 )
 st.plotly_chart(

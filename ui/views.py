@@ -35,12 +35,23 @@ __all__ = [
     "PlanView",
     "diff_view",
     "files_in_manifest",
+    "fit_height",
     "format_bytes",
     "format_ms",
     "manifest_rows",
     "plan_view",
     "snapshot_text",
 ]
+
+
+ROW_PX = 35
+HEADER_PX = 38
+MAX_TABLE_PX = 720
+
+
+def fit_height(rows: int) -> int:
+    """A dataframe height that shows ``rows`` rows without scrolling, up to a screenful."""
+    return min(HEADER_PX + ROW_PX * max(rows, 1) + 2, MAX_TABLE_PX)
 
 
 def format_ms(ms: int | None) -> str:
