@@ -1,53 +1,61 @@
-"""Icecore's landing page: the tables of the selected catalog.
+"""Icecore's landing page: the tables of the selected catalog, and a tour of the pages.
 
 Thin by design: every fact shown comes from ``icecore``; ``ui`` holds the Streamlit helpers.
 """
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import streamlit as st
 
-from icecore.catalog import load_catalog
 from icecore.errors import IcecoreError
-from ui.shell import bootstrap, companion_catalogs, set_catalog, show_error
+from ui import data
+from ui.shell import bootstrap, companion_catalogs, show_error, stop
 
-
-@st.cache_data(ttl=10, max_entries=32, show_spinner=False)
-def list_tables(catalog: str) -> list[dict[str, str]]:
-    """Rows of (catalog, table, metadata location) for one catalog; cached for a few seconds."""
-    opened = load_catalog(catalog)
-    return [
-        {
-            "catalog": catalog,
-            "table": str(ident),
-            "metadata location": opened.metadata_location(ident),
-        }
-        for ident in opened.list_tables()
-    ]
-
+PAGES = (
+    ("pages/1_Overview.py", "Overview", "format, schema tree, specs, totals and health findings"),
+    ("pages/2_History.py", "History", "snapshots on branch and tag lanes, the metadata log"),
+    ("pages/3_Metadata_tree.py", "Metadata tree", "snapshot → manifests → files, to scale"),
+    ("pages/4_Scan_preview.py", "Scan preview", "a filter, what it prunes and why, the rows"),
+    ("pages/5_Time_travel.py", "Time travel", "two points in time and what changed between"),
+    ("pages/7_SQL.py", "SQL", "DuckDB over metadata tables and scan rows, downloads"),
+)
 
 context = bootstrap("Tables")
 st.title("Icecore")
-st.caption("Explore Apache Iceberg tables: history, metadata tree, pruned scans, time travel.")
-
-chosen = st.text_input(
-    "Catalog",
-    value=context.catalog,
-    help="A warehouse folder, sqlite:///catalog.db, or the path of a metadata.json.",
-    key="catalog_input",
+st.caption(
+    "Explore Apache Iceberg tables: history, metadata tree, pruned scans, time travel. "
+    "Pick a catalog and a table in the sidebar, or open one below."
 )
-if chosen != context.catalog:
-    set_catalog(chosen)
+if context.failed:
+    stop()
 
 rows: list[dict[str, str]] = []
-for catalog in [chosen, *companion_catalogs(chosen)]:
+for catalog in [context.catalog, *companion_catalogs(context.catalog)]:
     try:
-        rows.extend(list_tables(catalog))
+        found = data.table_rows(catalog)
     except IcecoreError as error:
         show_error(error)
+        continue
+    for row in found:
+        link = "Overview?" + urlencode({"catalog": catalog, "table": row["table"]})
+        rows.append({**row, "open": link})
 
 if rows:
     st.subheader(f"{len(rows)} tables")
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.dataframe(
+        rows,
+        hide_index=True,
+        width="stretch",
+        column_order=("table", "open", "catalog", "metadata location"),
+        column_config={
+            "open": st.column_config.LinkColumn("open", display_text="Overview →"),
+        },
+    )
 else:
     st.info("No tables found in this catalog.")
+
+st.subheader("Pages")
+for path, label, what in PAGES:
+    st.page_link(path, label=f"**{label}** — {what}", query_params=context.selection.to_params())

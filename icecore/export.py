@@ -1,11 +1,14 @@
-"""Writing scan results to files a user asked for (the CLI's ``scan --output``)."""
+"""Writing scan results to files a user asked for (the CLI's ``scan --output``, downloads)."""
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from icecore.errors import IcecoreError
@@ -50,3 +53,47 @@ def _write(batches: Iterable[pa.RecordBatch], schema: pa.Schema, output: str | P
         partial.unlink(missing_ok=True)
         raise
     return rows
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """An Arrow table as the bytes of one Parquet file (for a download)."""
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def csv_bytes(table: pa.Table) -> bytes:
+    """An Arrow table as UTF-8 CSV with a header (for a download).
+
+    CSV holds flat values only: struct, list and map columns are written as their JSON-like
+    text, binary values as hex.
+    """
+    columns = []
+    for column in table.columns:
+        t = column.type
+        if pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
+            column = pa.array([_text(v) for v in column.to_pylist()], pa.string())
+        columns.append(column)
+    flat = pa.Table.from_arrays(columns, names=table.column_names)
+    buffer = io.BytesIO()
+    pcsv.write_csv(flat, buffer)
+    return buffer.getvalue()
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex()
+    return json.dumps(_jsonable(value), ensure_ascii=False, default=str)
+
+
+def _jsonable(value: object) -> object:
+    """Nested Arrow values as JSON values (bytes as hex, map entries as [key, value])."""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,31 +1,167 @@
-"""Start every page the same way: page config, the selected catalog, and error display.
+"""Start every page the same way: page config, the shared selection, the sidebar, errors.
 
 Streamlit runs a deep-linked page alone (app.py is skipped), so every page calls
-:func:`bootstrap` first. The selection lives in session state and in the URL query
-parameters (``?catalog=...&table=...``), so any view can be shared as a link.
+:func:`bootstrap` first. The selection (catalog, table, one time selector, filter) lives in
+session state and in the URL query parameters (``?catalog=...&table=...&snapshot=...`` or
+``&ref=``/``&as_of=``, and ``&filter=``), so any view can be shared as a link: a link's
+parameters win over what the session remembers, and every change is written back to both.
+
+Widgets are driven by key: before each sidebar widget is drawn its session-state value is
+set from the selection, and its ``on_change`` callback writes the user's choice back into
+the selection. A page never reads a widget to learn the selection; it reads
+:class:`PageContext`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
-from dataclasses import dataclass
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
 
-from icecore.errors import IcecoreError
+from icecore.catalog import FilesystemCatalog
+from icecore.errors import IcecoreError, NotFound
+from icecore.metadata import Snapshot
+from icecore.table import Table
+from ui import data
 
 DEFAULT_WAREHOUSE = "warehouse"
 DEMO_FILESYSTEM_SUBDIR = "hadoop"
 """The demo keeps its filesystem-catalog tables in this folder of the warehouse."""
+CONFIG_ENV = "ICECORE_CONFIG"
+DEFAULT_CONFIG = "icecore.toml"
+"""The app's config file (``read_only = true``); ``ICECORE_CONFIG`` names another."""
+
+T = TypeVar("T")
+
+SELECTION_KEY = "selection"
+KNOWN_CATALOGS_KEY = "known_catalogs"
+PENDING_KIND_KEY = "sb_pending_kind"
+"""The time-selector kind the user chose before giving it a value (a time not yet typed)."""
+PARAMS = ("catalog", "table", "snapshot", "ref", "as_of", "filter")
+"""The query parameters of a shared link (DESIGN.md "Contracts", App)."""
+
+TIME_CURRENT = "Current"
+TIME_SNAPSHOT = "Snapshot"
+TIME_REF = "Branch or tag"
+TIME_AS_OF = "Time"
+TIME_KINDS = (TIME_CURRENT, TIME_SNAPSHOT, TIME_REF, TIME_AS_OF)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What the user is looking at: a catalog, a table, one point in time, a filter.
+
+    At most one of ``snapshot``, ``ref`` and ``as_of`` is set; all are the text of the link.
+    """
+
+    catalog: str
+    table: str | None = None
+    snapshot: str | None = None
+    ref: str | None = None
+    as_of: str | None = None
+    filter: str | None = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str], catalog: str) -> Selection:
+        """The selection a link names (``catalog`` when the link has none)."""
+
+        def get(name: str) -> str | None:
+            value = params.get(name)
+            return value if value else None
+
+        return cls(
+            catalog=get("catalog") or catalog,
+            table=get("table"),
+            snapshot=get("snapshot"),
+            ref=get("ref") if not get("snapshot") else None,
+            as_of=get("as_of") if not (get("snapshot") or get("ref")) else None,
+            filter=get("filter"),
+        )
+
+    def to_params(self) -> dict[str, str]:
+        """The query parameters of this selection (unset values left out)."""
+        values = {name: getattr(self, name) for name in PARAMS}
+        return {k: v for k, v in values.items() if v}
+
+    @property
+    def time_kind(self) -> str:
+        """Which time selector is set (one of :data:`TIME_KINDS`)."""
+        if self.snapshot is not None:
+            return TIME_SNAPSHOT
+        if self.ref is not None:
+            return TIME_REF
+        if self.as_of is not None:
+            return TIME_AS_OF
+        return TIME_CURRENT
+
+    def at(
+        self, snapshot: str | None = None, ref: str | None = None, as_of: str | None = None
+    ) -> Selection:
+        """This selection at another point in time (the selectors not given are cleared)."""
+        return replace(self, snapshot=snapshot, ref=ref, as_of=as_of)
+
+    def selectors(self) -> dict[str, Any]:
+        """Keyword arguments for ``Table.snapshot``/``scan``/``inspect``.
+
+        Raises:
+            NotFound: the snapshot id in the link is not a number.
+        """
+        snapshot_id = None
+        if self.snapshot is not None:
+            try:
+                snapshot_id = int(self.snapshot)
+            except ValueError as e:
+                raise NotFound(
+                    f"Snapshot {self.snapshot!r} is not a snapshot id; ids are whole numbers."
+                ) from e
+        return {"snapshot_id": snapshot_id, "ref": self.ref, "as_of": self.as_of}
+
+    def describe_time(self) -> str:
+        """The point in time in words, for captions."""
+        if self.snapshot is not None:
+            return f"snapshot {self.snapshot}"
+        if self.ref is not None:
+            return f"ref {self.ref}"
+        if self.as_of is not None:
+            return f"as of {self.as_of}"
+        return "the current snapshot"
 
 
 @dataclass(frozen=True, slots=True)
 class PageContext:
-    """What a page needs to know about the user's selection."""
+    """What a page needs: the selection, and the table and snapshot it resolves to.
+
+    Attributes:
+        catalog: the selected catalog.
+        read_only: whether commit controls are hidden.
+        selection: the full selection.
+        table: the selected table, or None (none chosen, or it failed to load).
+        snapshot: the selected snapshot (None for an empty table, or on an error).
+        failed: whether an error was already shown on the page.
+    """
 
     catalog: str
     read_only: bool
+    selection: Selection
+    table: Table | None = None
+    snapshot: Snapshot | None = None
+    failed: bool = False
+
+    def selectors(self) -> dict[str, Any]:
+        """The time selector as keyword arguments (already validated by :func:`bootstrap`)."""
+        return self.selection.selectors()
+
+    @property
+    def snapshot_id(self) -> int | None:
+        """The resolved snapshot's id (None for an empty table)."""
+        return self.snapshot.snapshot_id if self.snapshot is not None else None
 
 
 def default_catalog() -> str:
@@ -42,26 +178,391 @@ def companion_catalogs(catalog: str) -> list[str]:
     return []
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
 def read_only() -> bool:
-    """Whether commit and maintenance controls are hidden (``ICECORE_READ_ONLY=1``)."""
-    return os.environ.get("ICECORE_READ_ONLY", "").strip().lower() in ("1", "true", "yes")
+    """Whether commit and maintenance controls are hidden.
+
+    ``ICECORE_READ_ONLY`` decides when set (``1``/``true``/``yes`` or ``0``/``false``/``no``);
+    otherwise ``read_only = true`` in the config file (``ICECORE_CONFIG``, default
+    ``./icecore.toml``); otherwise False.
+    """
+    env = os.environ.get("ICECORE_READ_ONLY", "").strip().lower()
+    if env in _TRUE:
+        return True
+    if env in _FALSE:
+        return False
+    path = Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return config.get("read_only") is True
 
 
-def bootstrap(title: str) -> PageContext:
-    """Configure the page and return the current selection (from the URL or the defaults)."""
-    st.set_page_config(page_title=f"{title} · Icecore", page_icon="🧊", layout="wide")
-    params = st.query_params
-    catalog = params.get("catalog") or st.session_state.get("catalog") or default_catalog()
-    st.session_state["catalog"] = catalog
-    return PageContext(catalog=catalog, read_only=read_only())
+def filesystem_warning(table: Table) -> str | None:
+    """The spec's caution for commits to a file-system table, or None for other catalogs.
+
+    Spec "File System Tables": commits rename ``v<V+1>.metadata.json`` into place, which is
+    atomic only on file systems that support atomic rename (HDFS, most local file
+    systems); object stores do not, so two writers can both believe they committed.
+    """
+    if not isinstance(table.catalog, FilesystemCatalog):
+        return None
+    return (
+        f"{table.identifier} is a file-system table: a commit renames the next "
+        "v<N>.metadata.json into place, which the Iceberg spec calls safe only where renames "
+        "are atomic (HDFS, most local file systems) — not on object stores. Make sure no "
+        "other writer commits to it at the same time."
+    )
 
 
-def set_catalog(catalog: str) -> None:
-    """Remember a newly chosen catalog in session state and in the URL."""
-    st.session_state["catalog"] = catalog
-    st.query_params["catalog"] = catalog
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+
+
+def inert(text: object) -> str:
+    """Text from a table (names, properties) made safe to embed in Streamlit markdown."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def code_label(text: str) -> str:
+    """Text shown verbatim as inline code in a label (no typography: ``>=`` stays ``>=``)."""
+    return "`" + text.replace("`", "'") + "`"
 
 
 def show_error(error: IcecoreError) -> None:
     """Show an Icecore error as the one sentence it is, never a traceback."""
-    st.error(str(error), icon="⚠️")
+    st.error(str(error), icon=":material/error:")
+
+
+def guarded(call: Callable[[], T]) -> T:
+    """The result of ``call``, or its Icecore error shown as one sentence and the page stopped."""
+    try:
+        return call()
+    except IcecoreError as error:
+        show_error(error)
+        stop()
+
+
+# ---------------------------------------------------------------------------------------
+# The selection: from the link, in the session, back to the link
+
+
+def current_selection() -> Selection:
+    """The selection of this run: the link's when it names one, else the session's."""
+    params = {name: st.query_params.get(name) or "" for name in PARAMS}
+    remembered = st.session_state.get(SELECTION_KEY)
+    if any(params.values()) or not isinstance(remembered, Selection):
+        fallback = remembered.catalog if isinstance(remembered, Selection) else default_catalog()
+        return Selection.from_params(params, fallback)
+    return remembered
+
+
+def set_selection(selection: Selection) -> None:
+    """Remember ``selection`` in session state and write it to the URL."""
+    st.session_state[SELECTION_KEY] = selection
+    wanted = selection.to_params()
+    current = {name: st.query_params.get(name) for name in PARAMS if st.query_params.get(name)}
+    if current != wanted:
+        for name in PARAMS:
+            if name in st.query_params and name not in wanted:
+                del st.query_params[name]
+        st.query_params.update(wanted)
+
+
+def set_catalog(catalog: str) -> None:
+    """Choose another catalog (the table and time are cleared)."""
+    st.session_state.pop(PENDING_KIND_KEY, None)
+    catalog = catalog.strip()
+    known = st.session_state.setdefault(KNOWN_CATALOGS_KEY, [])
+    if catalog and catalog not in known:
+        known.append(catalog)
+    set_selection(Selection(catalog=catalog))
+
+
+def set_time(snapshot: str | None = None, ref: str | None = None, as_of: str | None = None) -> None:
+    """Point the shared time selector somewhere else (at most one of the three)."""
+    set_selection(current_selection().at(snapshot=snapshot, ref=ref, as_of=as_of))
+
+
+def set_filter(text: str | None) -> None:
+    """Remember the scan filter in the selection (and so in the link)."""
+    set_selection(replace(current_selection(), filter=(text or "").strip() or None))
+
+
+def filter_from(key: str) -> None:
+    """``on_change`` of a filter box: the box's text becomes the selection's filter."""
+    set_filter(st.session_state.get(key))
+
+
+def snapshot_from(key: str) -> None:
+    """``on_click``/``on_change``: the snapshot id held by widget ``key`` becomes the time."""
+    value = st.session_state.get(key)
+    if value is not None and str(value).strip():
+        set_time(snapshot=str(value).strip())
+
+
+def snapshot_from_chart(key: str) -> None:
+    """``on_select`` of a chart whose points carry a snapshot id as ``customdata[0]``."""
+    state = st.session_state.get(key) or {}
+    points = (state.get("selection") or {}).get("points") or []
+    for point in points:
+        custom = point.get("customdata")
+        if custom:
+            set_time(snapshot=str(custom[0]))
+            return
+
+
+# ---------------------------------------------------------------------------------------
+# The sidebar
+
+
+def _known_catalogs(selection: Selection) -> list[str]:
+    base = default_catalog()
+    known: list[str] = [base, *companion_catalogs(base)]
+    for extra in [*st.session_state.get(KNOWN_CATALOGS_KEY, []), selection.catalog]:
+        if extra not in known:
+            known.append(extra)
+    return known
+
+
+def _on_catalog() -> None:
+    set_catalog(st.session_state["sb_catalog"])
+
+
+def _on_other_catalog() -> None:
+    text = (st.session_state.get("sb_catalog_other") or "").strip()
+    st.session_state["sb_catalog_other"] = ""
+    if text:
+        set_catalog(text)
+
+
+def _on_namespace() -> None:
+    selection = current_selection()
+    set_selection(Selection(catalog=selection.catalog))
+    st.session_state["sb_pending_namespace"] = st.session_state["sb_namespace"]
+
+
+def _on_table() -> None:
+    chosen = st.session_state.get("sb_table")
+    st.session_state.pop(PENDING_KIND_KEY, None)
+    selection = current_selection()
+    set_selection(Selection(catalog=selection.catalog, table=chosen or None))
+
+
+def _on_time_kind() -> None:
+    """Switch the kind of time selector, choosing a sensible value at once.
+
+    Snapshot starts at the current snapshot and branch or tag at ``main``, so the page
+    and the link agree with the sidebar immediately; a time waits to be typed (the page
+    reads the current snapshot meanwhile).
+    """
+    kind = st.session_state["sb_time_kind"]
+    st.session_state[PENDING_KIND_KEY] = kind
+    selection = current_selection()
+    if kind in (TIME_CURRENT, TIME_AS_OF) or selection.table is None:
+        set_time()
+        return
+    try:
+        table = data.open_table(selection.catalog, selection.table)
+    except IcecoreError:
+        set_time()
+        return
+    if kind == TIME_SNAPSHOT:
+        current = table.metadata.current_snapshot_id
+        set_time(snapshot=str(current) if current is not None else None)
+    else:
+        names = sorted(table.refs(), key=lambda n: (n != "main", n))
+        set_time(ref=names[0] if names else None)
+
+
+def _on_snapshot() -> None:
+    value = st.session_state.get("sb_snapshot")
+    if value is not None:
+        set_time(snapshot=str(value))
+
+
+def _on_ref() -> None:
+    value = st.session_state.get("sb_ref")
+    if value:
+        set_time(ref=value)
+
+
+def _on_as_of() -> None:
+    value = (st.session_state.get("sb_as_of") or "").strip()
+    set_time(as_of=value or None)
+
+
+def drive(key: str, value: Any) -> None:
+    """Set a widget's value before it is drawn, so the selection drives it (not a default)."""
+    if st.session_state.get(key) != value:
+        st.session_state[key] = value
+
+
+def _sidebar_catalog(selection: Selection) -> None:
+    known = _known_catalogs(selection)
+    drive("sb_catalog", selection.catalog)
+    st.sidebar.selectbox(
+        "Catalog",
+        known,
+        key="sb_catalog",
+        on_change=_on_catalog,
+        help="A warehouse folder, a sqlite:/// or postgresql:// URI, or a metadata.json path.",
+    )
+    st.sidebar.text_input(
+        "Open another catalog",
+        key="sb_catalog_other",
+        on_change=_on_other_catalog,
+        placeholder="folder, sqlite:///…, postgresql://…, or …metadata.json",
+    )
+
+
+def _sidebar_table(selection: Selection, tables: list[str]) -> None:
+    namespaces = sorted({t.rsplit(".", 1)[0] for t in tables})
+    if not namespaces:
+        st.sidebar.caption("This catalog has no tables.")
+        return
+    pending = st.session_state.pop("sb_pending_namespace", None)
+    if selection.table is not None and "." in selection.table:
+        namespace = selection.table.rsplit(".", 1)[0]
+    elif pending in namespaces:
+        namespace = pending
+    else:
+        namespace = namespaces[0]
+    if namespace not in namespaces:
+        namespaces.append(namespace)
+    drive("sb_namespace", namespace)
+    st.sidebar.selectbox("Namespace", namespaces, key="sb_namespace", on_change=_on_namespace)
+    in_namespace = [t for t in tables if t.rsplit(".", 1)[0] == namespace]
+    if selection.table is not None and selection.table not in in_namespace:
+        in_namespace.append(selection.table)
+    drive("sb_table", selection.table)
+    st.sidebar.selectbox(
+        "Table",
+        in_namespace,
+        key="sb_table",
+        index=None,
+        placeholder="Choose a table",
+        format_func=lambda t: t.rsplit(".", 1)[-1],
+        on_change=_on_table,
+    )
+
+
+def _snapshot_label(table: Table) -> dict[int, str]:
+    labels = {}
+    current = table.metadata.current_snapshot_id
+    for s in sorted(table.snapshots(), key=lambda s: s.timestamp_ms, reverse=True):
+        when = dt.datetime.fromtimestamp(s.timestamp_ms / 1000, tz=dt.UTC)
+        mark = " (current)" if s.snapshot_id == current else ""
+        op = f" · {s.operation}" if s.operation is not None else ""
+        labels[s.snapshot_id] = f"{s.snapshot_id} · {when:%Y-%m-%d %H:%M:%S}{op}{mark}"
+    return labels
+
+
+def _sidebar_time(selection: Selection, table: Table) -> None:
+    st.sidebar.markdown("**Point in time**")
+    kind = selection.time_kind
+    if kind == TIME_CURRENT and st.session_state.get(PENDING_KIND_KEY) == TIME_AS_OF:
+        kind = TIME_AS_OF
+    drive("sb_time_kind", kind)
+    st.sidebar.radio(
+        "Read the table at",
+        TIME_KINDS,
+        key="sb_time_kind",
+        on_change=_on_time_kind,
+        label_visibility="collapsed",
+    )
+    if kind == TIME_SNAPSHOT:
+        labels = _snapshot_label(table)
+        chosen: int | None = None
+        if selection.snapshot is not None and selection.snapshot.lstrip("-").isdigit():
+            chosen = int(selection.snapshot)
+        drive("sb_snapshot", chosen if chosen in labels else None)
+        st.sidebar.selectbox(
+            "Snapshot",
+            list(labels),
+            key="sb_snapshot",
+            index=None,
+            placeholder="Choose a snapshot",
+            format_func=lambda i: labels.get(i, str(i)),
+            on_change=_on_snapshot,
+        )
+    elif kind == TIME_REF:
+        refs = table.refs()
+        names = sorted(refs, key=lambda n: (n != "main", n))
+        drive("sb_ref", selection.ref if selection.ref in refs else None)
+        st.sidebar.selectbox(
+            "Branch or tag",
+            names,
+            key="sb_ref",
+            index=None,
+            placeholder="Choose a branch or tag",
+            format_func=lambda n: f"{n} ({'branch' if refs[n].is_branch else 'tag'})",
+            on_change=_on_ref,
+        )
+    elif kind == TIME_AS_OF:
+        drive("sb_as_of", selection.as_of or "")
+        st.sidebar.text_input(
+            "As of (ISO-8601, UTC unless an offset is given)",
+            key="sb_as_of",
+            placeholder="2024-08-09T10:00:00Z",
+            on_change=_on_as_of,
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Bootstrap
+
+
+def bootstrap(title: str) -> PageContext:
+    """Configure the page, draw the sidebar, and resolve the selection to a table.
+
+    An error (unknown catalog, table, snapshot or ref) is shown once, as one sentence, on
+    the page; the context then has no table and ``failed`` set.
+    """
+    st.set_page_config(page_title=f"{title} · Icecore", page_icon="🧊", layout="wide")
+    selection = current_selection()
+    set_selection(selection)
+    st.sidebar.title("Icecore")
+    _sidebar_catalog(selection)
+    context = PageContext(catalog=selection.catalog, read_only=read_only(), selection=selection)
+    try:
+        tables = data.table_names(selection.catalog)
+    except IcecoreError as error:
+        show_error(error)
+        return replace(context, failed=True)
+    _sidebar_table(selection, tables)
+    if selection.table is None:
+        return context
+    try:
+        table = data.open_table(selection.catalog, selection.table)
+    except IcecoreError as error:
+        show_error(error)
+        return replace(context, failed=True)
+    _sidebar_time(selection, table)
+    try:
+        snapshot = table.snapshot(**selection.selectors())
+    except IcecoreError as error:
+        show_error(error)
+        return replace(context, table=table, failed=True)
+    if context.read_only:
+        st.sidebar.caption("Read-only mode: commit controls are hidden.")
+    return replace(context, table=table, snapshot=snapshot)
+
+
+def require_table(context: PageContext) -> tuple[Table, Snapshot | None]:
+    """The page's table and snapshot, or stop the page with a hint (or the error shown)."""
+    if context.table is None or context.failed:
+        if not context.failed:
+            st.info("Choose a table in the sidebar.", icon=":material/arrow_back:")
+        stop()
+    assert context.table is not None
+    return context.table, context.snapshot
+
+
+def stop() -> NoReturn:
+    """End this run of the page (typed for mypy: ``st.stop`` never returns)."""
+    st.stop()
+    raise AssertionError("st.stop() returned")  # pragma: no cover

@@ -1,0 +1,506 @@
+"""A table's totals and health findings, each with the evidence behind it.
+
+Totals come from the live files of a snapshot (:func:`icecore.layout.snapshot_files`), not
+from the snapshot summary: the summary's ``total-*`` values are what the writer claimed and
+are kept apart (:attr:`Totals.summary`). Rows here are record counts, before deletes; live
+rows after deletes need a read (:func:`count_live_rows`).
+
+Each check compares what the metadata shows with the threshold Iceberg's own maintenance
+uses by default (read from the table properties when set), so a finding says what Spark's
+``rewrite_data_files``, ``rewrite_manifests`` or ``expire_snapshots`` would act on:
+
+* small files: data files under 75% of ``write.target-file-size-bytes``, Iceberg's
+  ``min-file-size-bytes`` default for ``rewrite_data_files``;
+* deletes: delete records against rows, warned at 30%, ``rewrite_data_files``'
+  ``delete-ratio-threshold`` default;
+* manifests: as many data manifests as ``commit.manifest.min-count-to-merge`` (100), or
+  manifests averaging under a tenth of ``commit.manifest.target-size-bytes``;
+* partition skew: the biggest partition against the median one;
+* snapshots to expire: what ``expire_snapshots`` with the table's retention properties
+  would remove now (Iceberg Java's ``RemoveSnapshots``: each branch keeps its
+  ``min-snapshots-to-keep`` newest ancestors and those younger than
+  ``max-snapshot-age-ms``; tags keep their snapshot; unreferenced snapshots are kept while
+  young; expired refs stop protecting anything).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icecore.layout import DELETION_VECTOR, content_name
+from icecore.manifest import ManifestContent, ManifestFile
+from icecore.metadata import MAIN_BRANCH, Snapshot, TableMetadata
+
+if TYPE_CHECKING:
+    from icecore.table import Table
+
+MiB = 1024 * 1024
+
+TARGET_FILE_SIZE = ("write.target-file-size-bytes", 512 * MiB)
+MANIFEST_TARGET_SIZE = ("commit.manifest.target-size-bytes", 8 * MiB)
+MANIFEST_MIN_COUNT_TO_MERGE = ("commit.manifest.min-count-to-merge", 100)
+MAX_SNAPSHOT_AGE_MS = ("history.expire.max-snapshot-age-ms", 5 * 24 * 3600 * 1000)
+MIN_SNAPSHOTS_TO_KEEP = ("history.expire.min-snapshots-to-keep", 1)
+MAX_REF_AGE_MS = ("history.expire.max-ref-age-ms", None)
+"""Table properties the checks read, with Iceberg's defaults (TableProperties.java)."""
+
+SMALL_FILE_RATIO = 0.75
+"""``rewrite_data_files``' default min-file-size-bytes, as a share of the target size."""
+MIN_INPUT_FILES = 5
+"""``rewrite_data_files``' default min-input-files: fewer small files are not worth a job."""
+DELETE_RATIO_THRESHOLD = 0.3
+"""``rewrite_data_files``' default delete-ratio-threshold."""
+SMALL_MANIFEST_RATIO = 0.1
+"""Manifests averaging under this share of the target size are worth rewriting."""
+MIN_MANIFESTS_FOR_SIZE_CHECK = 10
+"""Fewer manifests than this are cheap to read however small they are."""
+SKEW_RATIO = 4.0
+"""A partition this many times bigger than the median one is skewed."""
+MIN_PARTITIONS_FOR_SKEW = 4
+"""Skew needs a few partitions to mean anything."""
+
+
+class Status(StrEnum):
+    """How a check came out."""
+
+    OK = "ok"
+    INFO = "info"
+    WARN = "warn"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One health check's result.
+
+    Attributes:
+        check: a stable key (``small_files``, ``deletes``, ``manifests``,
+            ``partition_skew``, ``snapshots_to_expire``) that recommendations build on.
+        status: ok, info or warn.
+        title: a few words.
+        detail: one sentence saying what was found and why it matters.
+        evidence: the numbers behind it, as (label, value) pairs in display order.
+    """
+
+    check: str
+    status: Status
+    title: str
+    detail: str
+    evidence: tuple[tuple[str, str | int | float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """What a snapshot holds, counted from its live files.
+
+    Attributes:
+        snapshot_id: the snapshot (None for a table without one).
+        data_files, data_bytes, rows: live data files, their bytes and record counts
+            (rows before deletes).
+        position_delete_files, deletion_vectors, equality_delete_files: live delete files
+            by kind.
+        delete_bytes, delete_records: their bytes and record counts (positions, keys,
+            deletion vector cardinalities).
+        data_manifests, delete_manifests, manifest_bytes: the manifest list.
+        summary: the snapshot summary's ``total-*`` values, as the writer recorded them.
+    """
+
+    snapshot_id: int | None
+    data_files: int
+    data_bytes: int
+    rows: int
+    position_delete_files: int
+    deletion_vectors: int
+    equality_delete_files: int
+    delete_bytes: int
+    delete_records: int
+    data_manifests: int
+    delete_manifests: int
+    manifest_bytes: int
+    summary: Mapping[str, str]
+
+    @property
+    def delete_files(self) -> int:
+        """Every live delete file, of any kind."""
+        return self.position_delete_files + self.deletion_vectors + self.equality_delete_files
+
+
+def _kinds(files: pa.Table) -> list[str]:
+    return [
+        content_name(c, f)
+        for c, f in zip(
+            files.column("content").to_pylist(),
+            files.column("file_format").to_pylist(),
+            strict=True,
+        )
+    ]
+
+
+def totals(snapshot: Snapshot | None, manifests: Sequence[ManifestFile], files: pa.Table) -> Totals:
+    """Count a snapshot's live files (``files`` as :func:`icecore.layout.snapshot_files`)."""
+    content = files.column("content")
+    is_data = pc.equal(content, pa.scalar(0, pa.int8()))
+    data = files.filter(is_data)
+    deletes = files.filter(pc.invert(is_data))
+    kinds = _kinds(deletes)
+    summary = snapshot.summary.properties if snapshot and snapshot.summary else {}
+    return Totals(
+        snapshot_id=snapshot.snapshot_id if snapshot else None,
+        data_files=data.num_rows,
+        data_bytes=_sum(data, "file_size_in_bytes"),
+        rows=_sum(data, "record_count"),
+        position_delete_files=kinds.count("position deletes"),
+        deletion_vectors=kinds.count(DELETION_VECTOR),
+        equality_delete_files=kinds.count("equality deletes"),
+        delete_bytes=_sum(deletes, "file_size_in_bytes"),
+        delete_records=_sum(deletes, "record_count"),
+        data_manifests=sum(1 for m in manifests if m.content is ManifestContent.DATA),
+        delete_manifests=sum(1 for m in manifests if m.content is ManifestContent.DELETES),
+        manifest_bytes=sum(m.manifest_length for m in manifests),
+        summary={k: v for k, v in summary.items() if k.startswith("total-")},
+    )
+
+
+def _sum(table: pa.Table, column: str) -> int:
+    value = pc.sum(table.column(column)).as_py()
+    return int(value) if value is not None else 0
+
+
+def count_live_rows(
+    table: Table,
+    *,
+    snapshot_id: int | None = None,
+    ref: str | None = None,
+    as_of: str | int | dt.datetime | None = None,
+) -> int:
+    """Rows a reader sees at a point: every planned file read, deletes applied.
+
+    Reads only row positions (and the key columns equality deletes need), so it costs one
+    pass over the data files, no column decoding beyond that.
+    """
+    plan = table.scan(snapshot_id=snapshot_id, ref=ref, as_of=as_of).plan()
+    return sum(batch.num_rows for batch in plan.to_batches(columns=[], metadata_columns=["_pos"]))
+
+
+def _property(metadata: TableMetadata, key_default: tuple[str, int | None]) -> int | None:
+    key, default = key_default
+    raw = metadata.properties.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        return default
+
+
+def format_bytes(n: float) -> str:
+    """A byte count for people: ``512 B``, ``1.5 MiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"  # pragma: no cover - the loop always returns
+
+
+def _iso(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="seconds")
+
+
+def small_files(metadata: TableMetadata, files: pa.Table) -> Finding:
+    """Data files under 75% of the target file size (what compaction would rewrite)."""
+    target = _property(metadata, TARGET_FILE_SIZE) or TARGET_FILE_SIZE[1]
+    assert target is not None
+    threshold = int(target * SMALL_FILE_RATIO)
+    sizes = files.filter(pc.equal(files.column("content"), pa.scalar(0, pa.int8()))).column(
+        "file_size_in_bytes"
+    )
+    count = len(sizes)
+    small = _sum_bool(pc.less(sizes, pa.scalar(threshold, pa.int64()))) if count else 0
+    median = statistics.median(sizes.to_pylist()) if count else 0
+    evidence: tuple[tuple[str, str | int | float], ...] = (
+        ("data files", count),
+        (f"smaller than {format_bytes(threshold)}", small),
+        ("share of data files", round(small / count, 3) if count else 0.0),
+        ("median data file", format_bytes(median)),
+        ("target file size", format_bytes(target)),
+    )
+    if small >= MIN_INPUT_FILES:
+        return Finding(
+            "small_files",
+            Status.WARN,
+            "Small files",
+            f"{small:,} of {count:,} data files are under {format_bytes(threshold)} (75% of the "
+            f"{format_bytes(target)} target); each costs an open and a footer read per scan, so "
+            "compacting them (rewrite_data_files) speeds up reads.",
+            evidence,
+        )
+    return Finding(
+        "small_files",
+        Status.OK,
+        "File sizes",
+        f"{small:,} data files are under {format_bytes(threshold)}; fewer than {MIN_INPUT_FILES}, "
+        "not worth a compaction.",
+        evidence,
+    )
+
+
+def _sum_bool(values: pa.Array | pa.ChunkedArray) -> int:
+    return _sum(pa.table({"v": pc.cast(values, pa.int64())}), "v")
+
+
+def deletes(t: Totals) -> Finding:
+    """Delete files and records against the data they hide (merge-on-read debt)."""
+    ratio = t.delete_records / t.rows if t.rows else 0.0
+    evidence: tuple[tuple[str, str | int | float], ...] = (
+        ("delete files", t.delete_files),
+        ("position delete files", t.position_delete_files),
+        ("deletion vectors", t.deletion_vectors),
+        ("equality delete files", t.equality_delete_files),
+        ("delete records", t.delete_records),
+        ("rows in data files", t.rows),
+        ("delete records per row", round(ratio, 3)),
+        (
+            "delete files per data file",
+            round(t.delete_files / t.data_files, 3) if t.data_files else 0.0,
+        ),
+    )
+    if t.delete_files == 0:
+        return Finding(
+            "deletes",
+            Status.OK,
+            "No delete files",
+            "No delete files are live: every read sees data files alone.",
+            evidence,
+        )
+    if ratio >= DELETE_RATIO_THRESHOLD:
+        return Finding(
+            "deletes",
+            Status.WARN,
+            "Many deletes",
+            f"{t.delete_records:,} delete records against {t.rows:,} rows ({ratio:.0%}, at or "
+            f"above the {DELETE_RATIO_THRESHOLD:.0%} rewrite threshold): every read applies "
+            "them, so rewriting the affected data files pays off.",
+            evidence,
+        )
+    return Finding(
+        "deletes",
+        Status.INFO,
+        "Delete files",
+        f"{t.delete_files:,} delete files ({t.delete_records:,} delete records, {ratio:.1%} of "
+        "rows) are applied at every read; below the rewrite threshold.",
+        evidence,
+    )
+
+
+def manifests(metadata: TableMetadata, manifest_list: Sequence[ManifestFile]) -> Finding:
+    """Manifest count and size: many or tiny manifests slow down every planning."""
+    target = _property(metadata, MANIFEST_TARGET_SIZE) or MANIFEST_TARGET_SIZE[1]
+    min_count = _property(metadata, MANIFEST_MIN_COUNT_TO_MERGE) or MANIFEST_MIN_COUNT_TO_MERGE[1]
+    assert target is not None and min_count is not None
+    count = len(manifest_list)
+    data_count = sum(1 for m in manifest_list if m.content is ManifestContent.DATA)
+    total = sum(m.manifest_length for m in manifest_list)
+    average = total / count if count else 0.0
+    evidence: tuple[tuple[str, str | int | float], ...] = (
+        ("manifests", count),
+        ("data manifests", data_count),
+        ("total manifest size", format_bytes(total)),
+        ("average manifest size", format_bytes(average)),
+        ("target manifest size", format_bytes(target)),
+        ("min count to merge", min_count),
+    )
+    if data_count >= min_count:
+        return Finding(
+            "manifests",
+            Status.WARN,
+            "Many manifests",
+            f"{data_count:,} data manifests (merging starts at {min_count:,}); planning reads "
+            "each one, so rewrite_manifests would make every scan cheaper.",
+            evidence,
+        )
+    if count >= MIN_MANIFESTS_FOR_SIZE_CHECK and average < target * SMALL_MANIFEST_RATIO:
+        return Finding(
+            "manifests",
+            Status.WARN,
+            "Small manifests",
+            f"{count:,} manifests average {format_bytes(average)}, under a tenth of the "
+            f"{format_bytes(target)} target; rewrite_manifests would pack them.",
+            evidence,
+        )
+    return Finding(
+        "manifests",
+        Status.OK,
+        "Manifests",
+        f"{count:,} manifests of {format_bytes(average)} on average: cheap to plan.",
+        evidence,
+    )
+
+
+def partition_skew(files: pa.Table) -> Finding:
+    """The biggest partition against the median one, by bytes of live data files."""
+    data = files.filter(pc.equal(files.column("content"), pa.scalar(0, pa.int8())))
+    grouped = data.group_by(["spec_id", "partition"]).aggregate(
+        [("file_size_in_bytes", "sum"), ("record_count", "sum"), ("file_path", "count")]
+    )
+    n = grouped.num_rows
+    sizes = grouped.column("file_size_in_bytes_sum").to_pylist()
+    partitions = grouped.column("partition").to_pylist()
+    specs = grouped.column("spec_id").to_pylist()
+    if n == 0:
+        return Finding(
+            "partition_skew", Status.OK, "Partitions", "No data files.", (("partitions", 0),)
+        )
+    biggest = max(range(n), key=lambda i: (sizes[i], partitions[i]))
+    median = statistics.median(sizes)
+    ratio = sizes[biggest] / median if median else 0.0
+    evidence: tuple[tuple[str, str | int | float], ...] = (
+        ("partitions", n),
+        ("largest partition", f"spec {specs[biggest]}: {partitions[biggest]}"),
+        ("largest partition size", format_bytes(sizes[biggest])),
+        ("median partition size", format_bytes(median)),
+        ("largest / median", round(ratio, 2)),
+    )
+    if n >= MIN_PARTITIONS_FOR_SKEW and ratio >= SKEW_RATIO:
+        return Finding(
+            "partition_skew",
+            Status.WARN,
+            "Partition skew",
+            f"The largest partition ({partitions[biggest]}) holds {ratio:.1f}x the median "
+            "partition's bytes; scans of it do most of the work while others idle.",
+            evidence,
+        )
+    return Finding(
+        "partition_skew",
+        Status.OK,
+        "Partition balance",
+        f"{n:,} partitions; the largest holds {ratio:.1f}x the median.",
+        evidence,
+    )
+
+
+def snapshots_to_expire(metadata: TableMetadata, now_ms: int) -> tuple[int, ...]:
+    """Snapshot ids ``expire_snapshots`` with the table's retention would remove at ``now_ms``.
+
+    Iceberg Java ``RemoveSnapshots`` with no arguments: refs past their max ref age are
+    dropped (never ``main``); each remaining branch retains the newest ancestors up to its
+    min-snapshots-to-keep and every ancestor younger than its max snapshot age; a tag
+    retains its snapshot; a snapshot no ref reaches is retained while younger than the
+    table's max snapshot age.
+    """
+    default_age = _property(metadata, MAX_SNAPSHOT_AGE_MS)
+    default_keep = _property(metadata, MIN_SNAPSHOTS_TO_KEEP)
+    default_ref_age = _property(metadata, MAX_REF_AGE_MS)
+    assert default_age is not None and default_keep is not None
+    retained: set[int] = set()
+    referenced: set[int] = set()
+    for name, ref in metadata.refs.items():
+        head = metadata.snapshot_by_id(ref.snapshot_id)
+        if head is None:
+            continue
+        ref_age = ref.max_ref_age_ms if ref.max_ref_age_ms is not None else default_ref_age
+        if name != MAIN_BRANCH and ref_age is not None and now_ms - head.timestamp_ms > ref_age:
+            continue
+        ancestors = metadata.ancestors_of(ref.snapshot_id) if ref.is_branch else (head,)
+        referenced.update(s.snapshot_id for s in ancestors)
+        if not ref.is_branch:
+            retained.add(head.snapshot_id)
+            continue
+        age = ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else default_age
+        keep = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else default_keep
+        for position, snapshot in enumerate(ancestors):
+            if position < keep or now_ms - snapshot.timestamp_ms <= age:
+                retained.add(snapshot.snapshot_id)
+            else:
+                break
+    for snapshot in metadata.snapshots:
+        if snapshot.snapshot_id not in referenced and now_ms - snapshot.timestamp_ms <= default_age:
+            retained.add(snapshot.snapshot_id)
+    return tuple(s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in retained)
+
+
+def expiry(metadata: TableMetadata, now_ms: int) -> Finding:
+    """Snapshots that expire_snapshots would remove now, with the retention it applies."""
+    expirable = snapshots_to_expire(metadata, now_ms)
+    age = _property(metadata, MAX_SNAPSHOT_AGE_MS)
+    keep = _property(metadata, MIN_SNAPSHOTS_TO_KEEP)
+    times = [
+        s.timestamp_ms
+        for i in expirable
+        if (s := metadata.snapshot_by_id(i)) is not None  # always found: ids come from it
+    ]
+    evidence: tuple[tuple[str, str | int | float], ...] = (
+        ("snapshots", len(metadata.snapshots)),
+        ("expirable now", len(expirable)),
+        ("oldest expirable", _iso(min(times)) if times else "none"),
+        ("max snapshot age", f"{(age or 0) / 3_600_000:g} h"),
+        ("min snapshots to keep", keep if keep is not None else 1),
+        ("as of", _iso(now_ms)),
+    )
+    if expirable:
+        return Finding(
+            "snapshots_to_expire",
+            Status.WARN,
+            "Snapshots to expire",
+            f"{len(expirable):,} of {len(metadata.snapshots):,} snapshots are past the table's "
+            "retention; expire_snapshots would remove them and the files only they reference.",
+            evidence,
+        )
+    return Finding(
+        "snapshots_to_expire",
+        Status.OK,
+        "Snapshot retention",
+        f"All {len(metadata.snapshots):,} snapshots are within the table's retention.",
+        evidence,
+    )
+
+
+def findings(
+    metadata: TableMetadata,
+    manifest_list: Sequence[ManifestFile],
+    files: pa.Table,
+    t: Totals,
+    now_ms: int | None = None,
+) -> list[Finding]:
+    """Every health check for one snapshot, in a fixed order.
+
+    Args:
+        metadata: the table metadata (properties, snapshots, refs).
+        manifest_list: the snapshot's manifests.
+        files: the snapshot's live files (:func:`icecore.layout.snapshot_files`).
+        t: :func:`totals` of the same snapshot.
+        now_ms: the time expiry is judged at (default: now).
+    """
+    when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    return [
+        small_files(metadata, files),
+        deletes(t),
+        manifests(metadata, manifest_list),
+        partition_skew(files),
+        expiry(metadata, when),
+    ]
+
+
+__all__ = [
+    "DELETE_RATIO_THRESHOLD",
+    "Finding",
+    "Status",
+    "Totals",
+    "count_live_rows",
+    "deletes",
+    "expiry",
+    "findings",
+    "format_bytes",
+    "manifests",
+    "partition_skew",
+    "small_files",
+    "snapshots_to_expire",
+    "totals",
+]

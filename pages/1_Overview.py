@@ -1,0 +1,184 @@
+"""Overview: what the table is, what it holds at the selected point, and how healthy it is."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from icecore import describe, health
+from icecore.errors import IcecoreError
+from ui import data, views
+from ui.shell import bootstrap, guarded, inert, require_table, show_error
+
+# Live rows after deletes are counted at once up to this many data files, else on demand.
+AUTO_COUNT_FILES = 2_000
+
+context = bootstrap("Overview")
+table, snapshot = require_table(context)
+metadata = table.metadata
+
+st.title(f"{inert(table.identifier)}")
+st.caption(
+    f"{inert(context.catalog)} · at {inert(context.selection.describe_time())} · "
+    f"metadata file {inert(table.metadata_location)}"
+)
+cols = st.columns(5)
+cols[0].metric("Format version", metadata.format_version)
+cols[1].metric("Snapshots", f"{len(metadata.snapshots):,}")
+cols[2].metric("Schema id", metadata.current_schema_id)
+cols[3].metric("Partition spec id", metadata.default_spec_id)
+cols[4].metric("Sort order id", metadata.default_sort_order_id)
+st.dataframe(
+    [
+        {"": "snapshot", "value": views.snapshot_text(snapshot)},
+        {"": "last updated", "value": views.format_ms(metadata.last_updated_ms)},
+        {"": "location", "value": metadata.location},
+        {"": "table uuid", "value": metadata.table_uuid or "(none: a v1 table without one)"},
+        {"": "metadata file", "value": table.metadata_location},
+    ],
+    hide_index=True,
+    width="stretch",
+)
+
+manifests, files = guarded(lambda: data.layout(table, snapshot))
+totals = health.totals(snapshot, manifests, files)
+
+st.subheader("Totals")
+st.caption(
+    "Counted from the live files of the snapshot's manifests. Rows in data files are record "
+    "counts before deletes; live rows have every delete applied."
+)
+cols = st.columns(5)
+cols[0].metric("Data files", f"{totals.data_files:,}")
+cols[1].metric("Delete files", f"{totals.delete_files:,}")
+cols[2].metric("Rows in data files", f"{totals.rows:,}")
+cols[3].metric("Data size", health.format_bytes(totals.data_bytes))
+cols[4].metric("Delete size", health.format_bytes(totals.delete_bytes))
+cols = st.columns(5)
+cols[0].metric("Position delete files", f"{totals.position_delete_files:,}")
+cols[1].metric("Deletion vectors", f"{totals.deletion_vectors:,}")
+cols[2].metric("Equality delete files", f"{totals.equality_delete_files:,}")
+cols[3].metric("Delete records", f"{totals.delete_records:,}")
+with cols[4]:
+    if snapshot is None:
+        st.metric("Live rows (deletes applied)", "0")
+    elif totals.delete_files == 0:
+        st.metric(
+            "Live rows (deletes applied)",
+            f"{totals.rows:,}",
+            help="No delete files are live, so every row of the data files is live.",
+        )
+    elif totals.data_files <= AUTO_COUNT_FILES or st.button(
+        f"Count live rows (reads {totals.data_files:,} data files)", key="overview_count"
+    ):
+        try:
+            live = data.live_rows(table.metadata_location, snapshot.snapshot_id, table)
+            st.metric("Live rows (deletes applied)", f"{live:,}", help="Read with deletes applied.")
+        except IcecoreError as error:
+            show_error(error)
+
+if totals.summary:
+    with st.expander("Snapshot summary totals (as the writer recorded them)"):
+        st.caption(
+            "The writer's own running totals from the snapshot summary; kept apart from the "
+            "counts above, which come from the manifests."
+        )
+        st.dataframe(
+            [{"summary key": k, "value": v} for k, v in sorted(totals.summary.items())],
+            hide_index=True,
+        )
+
+st.subheader("Health")
+for finding in health.findings(metadata, manifests, files, totals):
+    with st.container(border=True):
+        st.markdown(
+            f"{views.STATUS_ICONS[finding.status]} **{inert(finding.title)}** — "
+            f"{inert(finding.detail)}"
+        )
+        with st.expander("Evidence"):
+            st.dataframe(
+                [{"measure": k, "value": str(v)} for k, v in finding.evidence],
+                hide_index=True,
+                width="stretch",
+            )
+
+st.subheader("Schema")
+schema = metadata.current_schema()
+identifiers = ", ".join(schema.identifier_field_names()) or "none"
+st.caption(f"Schema {schema.schema_id} · identifier fields: {inert(identifiers)}")
+schema_rows = describe.schema_rows(schema)
+st.dataframe(
+    [
+        {
+            "field": "\u2003" * row.depth + row.name,
+            "id": row.field_id,
+            "type": row.type,
+            "required": row.required,
+            "doc": row.doc,
+            "initial default": row.initial_default,
+            "write default": row.write_default,
+            "identifier": row.identifier,
+        }
+        for row in schema_rows
+    ],
+    hide_index=True,
+    width="stretch",
+    height=views.fit_height(len(schema_rows)),
+)
+with st.expander("Schema history"):
+    st.dataframe(
+        [
+            {
+                "schema id": v.schema_id,
+                "current": v.is_current,
+                "fields": v.fields,
+                "first used by snapshot": str(v.first_snapshot_id or ""),
+                "first used at": views.format_ms(v.first_used_ms),
+                "changes from the previous schema": "; ".join(v.changes),
+            }
+            for v in describe.schema_history(metadata)
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Partition specs")
+    st.dataframe(
+        [
+            {
+                "spec": r.spec_id,
+                "default": r.is_default,
+                "field": r.name,
+                "transform": r.transform,
+                "source": r.source,
+                "": r.detail,
+            }
+            for r in describe.partition_spec_rows(metadata)
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+with right:
+    st.subheader("Sort orders")
+    st.dataframe(
+        [
+            {
+                "order": r.spec_id,
+                "default": r.is_default,
+                "source": r.source or r.name,
+                "transform": r.transform,
+                "direction": r.detail,
+            }
+            for r in describe.sort_order_rows(metadata)
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+
+st.subheader("Properties")
+st.dataframe(
+    [{"property": k, "value": v} for k, v in sorted(metadata.properties.items())],
+    hide_index=True,
+    width="stretch",
+)

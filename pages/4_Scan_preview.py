@@ -1,0 +1,167 @@
+"""Scan preview: a filter, what planning prunes (and why), what is left, and the rows."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from icecore.describe import quote_name
+from icecore.errors import FilterError, IcecoreError
+from ui import data, figures
+from ui.shell import (
+    bootstrap,
+    code_label,
+    drive,
+    filter_from,
+    inert,
+    require_table,
+    set_filter,
+    show_error,
+    stop,
+)
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 100_000
+
+context = bootstrap("Scan preview")
+table, snapshot = require_table(context)
+selection = context.selection
+location = table.metadata_location
+key = data.selectors_key(context.selectors())
+
+st.title(f"Scan preview of {inert(table.identifier)}")
+st.caption(f"At {inert(selection.describe_time())}.")
+
+drive("scan_filter", selection.filter or "")
+st.text_input(
+    "Filter (a SQL boolean expression)",
+    key="scan_filter",
+    on_change=filter_from,
+    args=("scan_filter",),
+    placeholder="pickup_ts >= '2024-08-09' AND fare > 20",
+)
+view = None
+try:
+    view = data.plan(location, key, selection.filter, table)
+except FilterError as error:
+    st.error(str(error), icon=":material/error:")  # inline, right under the filter box
+except IcecoreError as error:
+    show_error(error)
+    stop()
+
+try:
+    examples = data.filter_examples(location, snapshot.snapshot_id if snapshot else None, table)
+except IcecoreError:
+    examples = []
+if examples:
+    st.caption("Examples — click one to use it:")
+    with st.container(horizontal=True):
+        for i, example in enumerate(examples):
+            st.button(
+                code_label(example),
+                key=f"scan_example_{i}",
+                on_click=set_filter,
+                args=(example,),
+                type="tertiary",
+            )
+
+if view is None:
+    stop()
+
+cols = st.columns([3, 1])
+columns = cols[0].multiselect(
+    "Columns", view.columns, default=view.columns, key="scan_columns", placeholder="All columns"
+)
+limit = cols[1].number_input(
+    "Row limit", min_value=1, max_value=MAX_LIMIT, value=DEFAULT_LIMIT, key="scan_limit"
+)
+
+counts = view.counts
+st.subheader("What planning keeps")
+st.caption(f"Bound filter: `{view.filter}`")
+cols = st.columns(4)
+cols[0].metric(
+    "Data manifests kept",
+    f"{view.data_manifests_kept:,} of {counts['data_manifests']:,}",
+)
+cols[1].metric(
+    "Data files planned", f"{counts['data_files_planned']:,} of {counts['data_files']:,}"
+)
+cols[2].metric("Rows in planned files", f"{counts['rows_planned']:,} of {counts['rows']:,}")
+cols[3].metric(
+    "Delete files applied", f"{counts['delete_files_applied']:,} of {counts['delete_files']:,}"
+)
+
+counted = st.session_state.get("scan_counted") == (location, key, selection.filter)
+if st.button("Count rows returned (reads the planned files)", key="scan_count") or counted:
+    st.session_state["scan_counted"] = (location, key, selection.filter)
+    try:
+        matching = data.matching_rows(location, key, selection.filter, table)
+    except IcecoreError as error:
+        show_error(error)
+        matching = None
+else:
+    matching = None
+if matching is not None:
+    st.metric("Rows returned (deletes and filter applied)", f"{matching:,}")
+st.plotly_chart(
+    figures.funnel_figure(figures.funnel_stages(counts, matching)),
+    key="scan_funnel",
+    width="stretch",
+)
+
+reasons = view.reasons
+if reasons:
+    st.caption(
+        f"Pruned manifests and files: {view.pruned_total:,}, by reason"
+        + (
+            f" (reasons among the first {len(view.pruned):,})"
+            if len(view.pruned) < view.pruned_total
+            else ""
+        )
+    )
+    st.dataframe(reasons, hide_index=True, width="stretch")
+
+kept_tab, pruned_tab, deletes_tab, rows_tab = st.tabs(
+    [
+        f"Planned files ({view.kept_total:,})",
+        f"Pruned ({view.pruned_total:,})",
+        f"Delete files applied ({counts['delete_files_applied']:,})",
+        "Preview rows",
+    ]
+)
+with kept_tab:
+    if view.kept_total > len(view.kept):
+        st.caption(f"The first {len(view.kept):,} of {view.kept_total:,} planned files.")
+    st.dataframe(view.kept, hide_index=True, width="stretch")
+with pruned_tab:
+    if view.pruned_total > len(view.pruned):
+        st.caption(f"The first {len(view.pruned):,} of {view.pruned_total:,} pruned items.")
+    st.dataframe(view.pruned, hide_index=True, width="stretch")
+with deletes_tab:
+    if view.kept_total > len(view.kept):
+        st.caption(f"Delete files of the first {len(view.kept):,} planned files.")
+    st.dataframe(view.deletes, hide_index=True, width="stretch")
+with rows_tab:
+    try:
+        rows = data.preview(
+            location, key, selection.filter, tuple(columns) or None, int(limit), table
+        )
+    except IcecoreError as error:
+        show_error(error)
+    else:
+        st.caption(f"{rows.num_rows:,} rows (limit {int(limit):,}; deletes and filter applied).")
+        st.dataframe(rows, hide_index=True, width="stretch")
+    picked = (
+        ", ".join(quote_name(c) for c in columns)
+        if columns and len(columns) < len(view.columns)
+        else "*"
+    )
+    st.page_link(
+        "pages/7_SQL.py",
+        label="Open in SQL",
+        icon=":material/terminal:",
+        query_params={
+            **selection.to_params(),
+            "sql": f"SELECT {picked} FROM rows LIMIT {int(limit)}",
+        },
+    )

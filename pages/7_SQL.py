@@ -1,0 +1,65 @@
+"""SQL: DuckDB over the table's metadata tables and its scan rows, with downloads.
+
+User SQL is locked down by :func:`icecore.sql.run_sql` (one SELECT, no files, no network).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from icecore.export import csv_bytes, parquet_bytes
+from icecore.inspect import KINDS
+from icecore.sql import ROWS_TABLE
+from ui import data
+from ui.shell import bootstrap, drive, guarded, inert, require_table, stop
+
+DEFAULT_SQL = f"SELECT * FROM {ROWS_TABLE} LIMIT 100"
+
+context = bootstrap("SQL")
+table, snapshot = require_table(context)
+selection = context.selection
+
+st.title(f"SQL on {inert(table.identifier)}")
+st.caption(
+    f"One SELECT over `{ROWS_TABLE}` (the scan at {inert(selection.describe_time())}"
+    + (f", filter `{inert(selection.filter)}`" if selection.filter else "")
+    + ") and the metadata tables: "
+    + ", ".join(f"`{k}`" for k in KINDS)
+    + ". No files, no network; at most 100,000 rows come back."
+)
+
+# SQL in the link (a shared view, or "Open in SQL") fills the box once; then the box rules.
+linked = st.query_params.get("sql")
+if linked and linked != st.session_state.get("sql_linked"):
+    st.session_state["sql_linked"] = linked
+    drive("sql_text", linked)
+elif "sql_text" not in st.session_state:
+    drive("sql_text", DEFAULT_SQL)
+text = st.text_area("SQL (Ctrl+Enter runs it)", key="sql_text", height=140)
+st.button("Run", type="primary", key="sql_run")
+if not text.strip():
+    st.info("Write a SELECT statement.")
+    stop()
+st.query_params["sql"] = text
+st.session_state["sql_linked"] = text
+
+selectors = data.selectors_key(context.selectors())
+result = guarded(
+    lambda: data.sql(table.metadata_location, selectors, selection.filter, text, table)
+)
+
+st.caption(f"{result.num_rows:,} rows · {result.num_columns:,} columns")
+st.dataframe(result, hide_index=True, width="stretch")
+name = str(table.identifier).replace(".", "_")
+downloads = (
+    ("CSV", csv_bytes, "csv", "text/csv"),
+    ("Parquet", parquet_bytes, "parquet", "application/vnd.apache.parquet"),
+)
+for col, (label, encode, suffix, mime) in zip(st.columns(2), downloads, strict=True):
+    col.download_button(
+        f"Download {label}",
+        data=encode(result),
+        file_name=f"{name}.{suffix}",
+        mime=mime,
+        key=f"sql_{suffix}",
+    )

@@ -1,0 +1,53 @@
+"""Helpers for the app's AppTest and browser tests (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 180
+
+OpenPage = Callable[..., AppTest]
+
+
+def open_app(page: str | None = None, **params: str) -> AppTest:
+    """Run app.py, then ``page`` (``pages/...``), with ``params`` as the URL's query."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    if page is not None:
+        at.switch_page(page)
+        at.run()
+    return at
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    """The page's metrics by label."""
+    return {m.label: m.value for m in at.metric}
+
+
+def number(text: str) -> int:
+    """``2,395`` -> 2395; ``160 of 558`` -> 160."""
+    return int(text.split(" of ")[0].replace(",", ""))
+
+
+def figures(at: AppTest) -> list[dict[str, Any]]:
+    """The plotly figures on the page, as the JSON the browser receives."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def no_problems(at: AppTest) -> None:
+    """No exception and no error box on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def spark_count(spark: Any, sql: str) -> int:
+    """The one number a Spark query returns."""
+    return int(spark.sql(sql).collect()[0][0] or 0)

@@ -1,0 +1,234 @@
+"""End to end in a real browser: ``streamlit run app.py`` driven through Debian's chromium.
+
+The walk an analyst takes: open the app, pick a table in the sidebar, read its history and
+set the shared time selector from it, preview a filtered scan at that point, and compare two
+points in time. Numbers on the pages are checked against Spark; a screenshot of every page
+is saved under ``test-artifacts/screenshots/`` (the README's tour is made from them).
+
+The browser is ``/usr/bin/chromium`` (Debian's package, which ``.ci/run`` installs), launched
+by Playwright with ``executable_path``; no browser is ever downloaded.
+
+TODO(issue 5): once the commit API lands, add the evolution step here: on a copy of a table,
+a schema-evolution dry-run on the Evolution page, its explicit confirmation and commit, and
+Spark reading the evolved table afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ui.helpers import REPO, spark_count
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
+SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
+FILTER = "fare > 30"
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(demo_warehouse: Path) -> Iterator[str]:
+    """``streamlit run app.py`` on 127.0.0.1 and a free port, on the fixture warehouse."""
+    port = _free_port()
+    env = {**os.environ, "ICECORE_CATALOG": str(demo_warehouse)}
+    env.pop("ICECORE_READ_ONLY", None)
+    log = (REPO / "test-artifacts").resolve()
+    log.mkdir(parents=True, exist_ok=True)
+    with (log / "streamlit.log").open("w") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.address=127.0.0.1",
+                f"--server.port={port}",
+                "--server.headless=true",
+                "--browser.gatherUsageStats=false",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                assert process.poll() is None, "streamlit exited; see test-artifacts/streamlit.log"
+                assert time.monotonic() < deadline, "streamlit did not start within 60 s"
+                time.sleep(0.5)
+            yield base
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium through Playwright (never a downloaded browser)."""
+    assert CHROMIUM.exists(), "install Debian's chromium (apt-get install chromium); .ci/run does"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def _settle(page: Any) -> None:
+    """Wait until the app has finished its current run."""
+    time.sleep(0.4)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=120_000
+    )
+    time.sleep(0.3)
+
+
+def _shot(page: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def _go(page: Any, name: str) -> None:
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=name, exact=True).click()
+    _settle(page)
+
+
+def _pick(page: Any, where: Any, label: str, option: str | re.Pattern[str]) -> None:
+    where.get_by_test_id("stSelectbox").filter(has_text=label).first.click()
+    page.get_by_role("option", name=option).first.click()
+    _settle(page)
+
+
+def _metric(page: Any, label: str) -> str:
+    text = page.get_by_test_id("stMetric").filter(has_text=label).first.inner_text()
+    return text.splitlines()[-1].strip()
+
+
+def test_an_analyst_walks_from_a_table_to_time_travel(
+    spark: Any, server: str, browser: Any
+) -> None:
+    refs = {
+        r.name: r.snapshot_id
+        for r in spark.sql("SELECT name, snapshot_id FROM icecore.demo.trips.refs").collect()
+    }
+    tag = refs["month_end"]
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(server)
+    _settle(page)
+    _shot(page, "0_tables")
+
+    # Pick the table in the sidebar: the URL follows.
+    sidebar = page.get_by_test_id("stSidebar")
+    _pick(page, sidebar, "Table", re.compile(r"^trips$"))
+    assert "table=demo.trips" in page.url
+    _go(page, "Overview")
+    assert _metric(page, "Data files").replace(",", "") == str(
+        spark_count(spark, "SELECT count(*) FROM icecore.demo.trips.data_files")
+    )
+    _shot(page, "1_overview")
+
+    # History: choose the month_end snapshot and read the table there.
+    _go(page, "History")
+    page.get_by_role("heading", name="History of demo.trips").wait_for()
+    _shot(page, "2_history")
+    # Clicking a snapshot on the timeline sets the time selector...
+    point = page.locator(".js-plotly-plot path.point").first
+    box = point.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    _settle(page)
+    assert re.search(r"snapshot=\d+", page.url), page.url
+    # ... and so does choosing one in the list: the month_end snapshot.
+    _pick(page, page.get_by_test_id("stMain"), "Snapshot", re.compile("month_end"))
+    page.get_by_role("button", name="Read the table at this snapshot").click()
+    _settle(page)
+    assert f"snapshot={tag}" in page.url
+
+    _go(page, "Metadata tree")
+    assert _metric(page, "Live files").replace(",", "") == str(
+        spark_count(spark, f"SELECT count(*) FROM icecore.demo.trips.files VERSION AS OF {tag}")
+    )
+    _shot(page, "3_metadata_tree")
+
+    # A filtered scan preview at that snapshot (the time selector followed us here).
+    _go(page, "Scan preview")
+    assert f"snapshot={tag}" in page.url
+    box = page.get_by_label("Filter (a SQL boolean expression)")
+    box.fill(FILTER)
+    box.press("Enter")
+    _settle(page)
+    assert "filter=fare+%3E+30" in page.url
+    page.get_by_role("button", name="Count rows returned (reads the planned files)").click()
+    _settle(page)
+    expected = spark_count(
+        spark, f"SELECT count(*) FROM icecore.demo.trips VERSION AS OF {tag} WHERE {FILTER}"
+    )
+    assert _metric(page, "Rows returned").replace(",", "") == str(expected)
+    _shot(page, "4_scan_preview")
+
+    # Time travel: from the tag to main.
+    _go(page, "Time travel")
+    main = page.get_by_test_id("stMain")
+    _pick(page, main, "From", re.compile(r"^month_end"))
+    _pick(page, main, "To", re.compile(r"^main"))
+    before = {
+        r.file_path: r.record_count
+        for r in spark.sql(
+            f"SELECT file_path, record_count FROM icecore.demo.trips.data_files VERSION AS OF {tag}"
+        ).collect()
+    }
+    after = {
+        r.file_path: r.record_count
+        for r in spark.sql(
+            "SELECT file_path, record_count FROM icecore.demo.trips.data_files "
+            f"VERSION AS OF {refs['main']}"
+        ).collect()
+    }
+    rows_added = sum(after[p] for p in after.keys() - before.keys())
+    assert _metric(page, "Rows added").replace(",", "") == str(rows_added)
+    _shot(page, "5_time_travel")
+
+    _go(page, "SQL")
+    page.get_by_test_id("stDataFrame").first.wait_for()
+    _shot(page, "7_sql")
+    page.close()

@@ -1,0 +1,102 @@
+"""The History page: snapshots, refs and metadata log as Spark lists them.
+
+Picking a snapshot sets the shared time selector (session state and URL).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ui.helpers import OpenPage, figures, metrics, no_problems, number, spark_count
+
+PAGE = "pages/2_History.py"
+
+pytestmark = pytest.mark.spark
+
+
+def test_snapshots_refs_and_log_are_sparks(spark: Any, open_page: OpenPage) -> None:
+    at = open_page(PAGE, table="demo.trips")
+    no_problems(at)
+    snapshots = next(df.value for df in at.dataframe if "lane" in df.value.columns)
+    theirs = {
+        str(r.snapshot_id): r.operation
+        for r in spark.sql(
+            "SELECT snapshot_id, operation FROM icecore.demo.trips.snapshots"
+        ).collect()
+    }
+    assert dict(zip(snapshots["snapshot"], snapshots["operation"], strict=True)) == theirs
+    refs = next(df.value for df in at.dataframe if "kind" in df.value.columns)
+    spark_refs = {
+        r.name: (r.type.lower(), str(r.snapshot_id))
+        for r in spark.sql("SELECT name, type, snapshot_id FROM icecore.demo.trips.refs").collect()
+    }
+    shown = {
+        n: (k, s) for n, k, s in zip(refs["name"], refs["kind"], refs["snapshot"], strict=True)
+    }
+    assert shown == spark_refs
+    log = next(df.value for df in at.dataframe if "metadata file" in df.value.columns)
+    # Spark's metadata_log_entries also lists the current file; the page lists it apart.
+    assert (
+        len(log)
+        == spark_count(spark, "SELECT count(*) FROM icecore.demo.trips.metadata_log_entries") - 1
+    )
+
+
+def test_the_timeline_draws_every_snapshot_with_its_rows(spark: Any, open_page: OpenPage) -> None:
+    at = open_page(PAGE, table="demo.trips")
+    (figure,) = figures(at)
+    points = [
+        (c[0], lane)
+        for trace in figure["data"]
+        if trace["type"] == "scatter" and trace.get("customdata") and trace.get("name") != "tag"
+        for c, lane in zip(trace.get("customdata", []), trace["y"], strict=True)
+    ]
+    ids = {
+        str(r.snapshot_id)
+        for r in spark.sql("SELECT snapshot_id FROM icecore.demo.trips.snapshots").collect()
+    }
+    assert {p for p, _ in points} == ids
+    audit = spark.sql(
+        "SELECT snapshot_id FROM icecore.demo.trips.refs WHERE name = 'audit'"
+    ).collect()[0][0]
+    assert (str(audit), "audit") in points
+    added = next(t for t in figure["data"] if t.get("name") == "rows added")
+    summary = {
+        str(r.snapshot_id): int(r.summary.get("added-records", 0))
+        for r in spark.sql(
+            "SELECT snapshot_id, summary FROM icecore.demo.trips.snapshots"
+        ).collect()
+    }
+    by_id = {c[0]: y for c, y in zip(added["customdata"], added["y"], strict=True)}
+    assert by_id == summary
+
+
+def test_picking_a_snapshot_sets_the_time_selector(spark: Any, open_page: OpenPage) -> None:
+    at = open_page(PAGE, table="demo.trips")
+    tag = spark.sql(
+        "SELECT snapshot_id FROM icecore.demo.trips.refs WHERE name = 'month_end'"
+    ).collect()[0][0]
+    at.selectbox(key="history_pick").set_value(tag).run()
+    at.button(key="history_use").click().run()
+    no_problems(at)
+    assert at.query_params["snapshot"] in (str(tag), [str(tag)])
+    assert at.sidebar.radio(key="sb_time_kind").value == "Snapshot"
+    assert at.sidebar.selectbox(key="sb_snapshot").value == tag
+    at.switch_page("pages/1_Overview.py").run()
+    no_problems(at)
+    assert number(metrics(at)["Data files"]) == spark_count(
+        spark, f"SELECT count(*) FROM icecore.demo.trips.data_files VERSION AS OF {tag}"
+    )
+
+
+def test_an_unknown_snapshot_in_a_link_is_one_sentence(
+    demo_warehouse: Path, open_page: OpenPage
+) -> None:
+    at = open_page(PAGE, table="demo.trips", snapshot="123")
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "Snapshot 123 does not exist in the table (never, or expired)."
+    ]

@@ -1,0 +1,103 @@
+"""The Overview page: totals against Spark's metadata tables, findings and schema as icecore's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import icecore
+from icecore import describe, health
+from icecore.layout import snapshot_files
+from tests.ui.helpers import OpenPage, metrics, no_problems, number, spark_count
+
+PAGE = "pages/1_Overview.py"
+TABLES = [
+    ("icecore.demo.trips", "", "demo.trips"),
+    ("icecore.demo.events_v3", "", "demo.events_v3"),
+    ("icecore.demo.accounts", "", "demo.accounts"),
+    ("hadoop.demo.customers_v1", "/hadoop", "demo.customers_v1"),
+]
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.mark.parametrize(("spark_name", "sub", "name"), TABLES)
+def test_totals_are_spark_counts(
+    spark: Any, demo_warehouse: Path, open_page: OpenPage, spark_name: str, sub: str, name: str
+) -> None:
+    at = open_page(PAGE, catalog=f"{demo_warehouse}{sub}", table=name)
+    no_problems(at)
+    shown = metrics(at)
+    assert number(shown["Data files"]) == spark_count(
+        spark, f"SELECT count(*) FROM {spark_name}.data_files"
+    )
+    assert number(shown["Delete files"]) == spark_count(
+        spark, f"SELECT count(*) FROM {spark_name}.delete_files"
+    )
+    assert number(shown["Rows in data files"]) == spark_count(
+        spark, f"SELECT sum(record_count) FROM {spark_name}.data_files"
+    )
+    assert number(shown["Delete records"]) == spark_count(
+        spark, f"SELECT sum(record_count) FROM {spark_name}.delete_files"
+    )
+    assert number(shown["Live rows (deletes applied)"]) == spark_count(
+        spark, f"SELECT count(*) FROM {spark_name}"
+    )
+    assert number(shown["Snapshots"]) == spark_count(
+        spark, f"SELECT count(*) FROM {spark_name}.snapshots"
+    )
+
+
+def test_findings_schema_and_properties_are_icecores(
+    spark: Any, demo_warehouse: Path, open_page: OpenPage
+) -> None:
+    at = open_page(PAGE, table="demo.trips")
+    no_problems(at)
+    table = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    snapshot = table.snapshot()
+    manifests = table.manifests(snapshot) if snapshot else []
+    files = snapshot_files(table, snapshot)
+    expected = health.findings(
+        table.metadata, manifests, files, health.totals(snapshot, manifests, files)
+    )
+    texts = [m.value for m in at.markdown]
+    for finding in expected:
+        assert any(finding.title in text for text in texts), finding.title
+    tables = [df.value for df in at.dataframe]
+    evidence = [t for t in tables if list(t.columns) == ["measure", "value"]]
+    assert len(evidence) == len(expected)
+    for shown, finding in zip(evidence, expected, strict=True):
+        if finding.check != "snapshots_to_expire":  # its "as of" moves with the clock
+            assert list(shown["value"]) == [str(v) for _, v in finding.evidence]
+    schema_table = next(t for t in tables if "identifier" in t.columns)
+    rows = describe.schema_rows(table.metadata.current_schema())
+    assert list(schema_table["id"]) == [r.field_id for r in rows]
+    top_level = [r.name for r in rows if r.depth == 0]
+    assert top_level == spark.table("icecore.demo.trips").columns
+    properties = next(t for t in tables if "property" in t.columns)
+    theirs = {r.key: r.value for r in spark.sql("SHOW TBLPROPERTIES icecore.demo.trips").collect()}
+    ours = dict(zip(properties["property"], properties["value"], strict=True))
+    # Spark moves its reserved properties (TableCatalog.RESERVED_PROPERTIES: comment, owner,
+    # location, provider, ...) out of SHOW TBLPROPERTIES; DESCRIBE shows comment and owner.
+    reserved = {"comment", "owner", "location", "provider", "external", "is_managed_location"}
+    assert ours and {k: v for k, v in ours.items() if theirs.get(k) != v} == {
+        k: v for k, v in ours.items() if k in reserved
+    }
+
+
+def test_the_overview_follows_the_time_selector(
+    spark: Any, demo_warehouse: Path, open_page: OpenPage
+) -> None:
+    tag = spark.sql(
+        "SELECT snapshot_id FROM icecore.demo.trips.refs WHERE name = 'month_end'"
+    ).collect()[0][0]
+    at = open_page(PAGE, table="demo.trips", ref="month_end")
+    no_problems(at)
+    assert number(metrics(at)["Data files"]) == spark_count(
+        spark, f"SELECT count(*) FROM icecore.demo.trips.data_files VERSION AS OF {tag}"
+    )
+    assert number(metrics(at)["Live rows (deletes applied)"]) == spark_count(
+        spark, f"SELECT count(*) FROM icecore.demo.trips VERSION AS OF {tag}"
+    )

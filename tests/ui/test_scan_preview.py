@@ -1,0 +1,85 @@
+"""The Scan preview page: planning counts are icecore's report, rows are Spark's.
+
+Bad filters show one inline sentence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import icecore
+from tests.ui.helpers import OpenPage, figures, metrics, no_problems, number, spark_count
+
+PAGE = "pages/4_Scan_preview.py"
+FILTER = "fare > 30 AND pickup_ts >= '2024-08-05'"
+
+pytestmark = pytest.mark.spark
+
+
+def test_a_filtered_scan_shows_the_report_and_sparks_rows(
+    spark: Any, demo_warehouse: Path, open_page: OpenPage
+) -> None:
+    at = open_page(PAGE, table="demo.trips", filter=FILTER)
+    no_problems(at)
+    report = icecore.load_table(f"{demo_warehouse}::demo.trips").scan(filter=FILTER).plan().report
+    shown = metrics(at)
+    assert shown["Data files planned"] == f"{report.data_files_planned:,} of {report.data_files:,}"
+    assert shown["Rows in planned files"] == f"{report.rows_planned:,} of {report.rows:,}"
+    assert shown["Delete files applied"] == (
+        f"{report.delete_files_applied:,} of {report.delete_files:,}"
+    )
+    (funnel,) = figures(at)
+    files = next(t for t in funnel["data"] if t["name"] == "Data files")
+    assert files["x"] == [
+        report.data_files,
+        report.data_files - report.files_pruned_by_manifest,
+        report.data_files - report.files_pruned_by_manifest - report.files_pruned_by_partition,
+        report.data_files_planned,
+    ]
+    pruned = next(
+        df.value for df in at.dataframe if list(df.value.columns) == ["level", "path", "reason"]
+    )
+    assert len(pruned) == min(500, len(report.pruned))
+    expected = spark_count(spark, f"SELECT count(*) FROM icecore.demo.trips WHERE {FILTER}")
+    preview = at.dataframe[-1].value
+    assert len(preview) == min(100, expected)
+
+    at.button(key="scan_count").click().run()
+    no_problems(at)
+    assert number(metrics(at)["Rows returned (deletes and filter applied)"]) == expected
+    (funnel,) = figures(at)
+    rows = next(t for t in funnel["data"] if t["name"] == "Rows")
+    assert rows["x"] == [report.rows, report.rows_planned, expected]
+
+
+def test_columns_limit_examples_and_open_in_sql(open_page: OpenPage) -> None:
+    at = open_page(PAGE, table="demo.trips")
+    at.multiselect(key="scan_columns").set_value(["trip_id", "fare"]).run()
+    at.number_input(key="scan_limit").set_value(7).run()
+    no_problems(at)
+    preview = at.dataframe[-1].value
+    assert list(preview.columns) == ["trip_id", "fare"] and len(preview) == 7
+    (link,) = at.get("page_link")
+    assert link.proto.page == "SQL"
+    assert "sql=SELECT+trip_id%2C+fare+FROM+rows+LIMIT+7" in link.proto.query_string
+    example = at.button(key="scan_example_0")
+    text = example.label.strip("`")
+    example.click().run()
+    no_problems(at)
+    assert at.query_params["filter"] in (text, [text])
+    assert at.text_input(key="scan_filter").value == text
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [("fare >>> 3", "not valid SQL"), ("nope = 1", "nope"), ("fare = 'x' AND", "")],
+)
+def test_a_bad_filter_is_one_inline_sentence(open_page: OpenPage, bad: str, says: str) -> None:
+    at = open_page(PAGE, table="demo.trips")
+    at.text_input(key="scan_filter").input(bad).run()
+    assert not at.exception
+    assert len(at.error) == 1 and says in at.error[0].value
+    assert "Traceback" not in at.error[0].value

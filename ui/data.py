@@ -1,0 +1,213 @@
+"""Cached calls into icecore: what the pages show, computed once per immutable key.
+
+A metadata location never changes once written, and neither does a manifest, so results
+are cached by them (STYLE.md): ``cache_resource`` for the catalog and the immutable
+:class:`~icecore.table.Table` (thread-safe, never mutated), ``cache_data`` with bounded
+``max_entries`` for everything else. Unhashable arguments carry a leading underscore and
+are never part of the key; the key names the same thing by its location. Which table a
+name points at is asked of the catalog on every run (cheap), so a commit shows at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import streamlit as st
+
+from icecore import describe
+from icecore.catalog import Catalog, TableIdentifier, load_catalog
+from icecore.catalog.base import CatalogBase
+from icecore.diff import SnapshotDiff
+from icecore.health import count_live_rows
+from icecore.layout import manifest_files, partition_label, snapshot_files
+from icecore.manifest import ManifestFile
+from icecore.metadata import Snapshot
+from icecore.sql import run_sql
+from icecore.table import Table, load_table_at
+from ui.views import DiffView, PlanView, diff_view, plan_view
+
+Selectors = tuple[int | None, str | None, str | None]
+"""``(snapshot_id, ref, as_of)``: a time selector as a hashable cache key."""
+
+
+def selectors_key(selectors: dict[str, Any]) -> Selectors:
+    """The hashable form of ``Selection.selectors()``."""
+    return (selectors.get("snapshot_id"), selectors.get("ref"), selectors.get("as_of"))
+
+
+def _selectors(key: Selectors) -> dict[str, Any]:
+    return {"snapshot_id": key[0], "ref": key[1], "as_of": key[2]}
+
+
+# --- catalogs and tables -------------------------------------------------------------
+
+
+@st.cache_resource(ttl=300, max_entries=8, show_spinner=False)
+def open_catalog(uri: str) -> Catalog:
+    """The catalog ``uri`` names (read-only and thread-safe: shared across sessions)."""
+    return load_catalog(uri)
+
+
+@st.cache_data(ttl=10, max_entries=32, show_spinner=False)
+def table_rows(catalog: str) -> list[dict[str, str]]:
+    """Rows of (catalog, table, metadata location); cached for a few seconds."""
+    opened = open_catalog(catalog)
+    return [
+        {
+            "catalog": catalog,
+            "table": str(ident),
+            "metadata location": opened.metadata_location(ident),
+        }
+        for ident in opened.list_tables()
+    ]
+
+
+def table_names(catalog: str) -> list[str]:
+    """The tables of a catalog as ``namespace.table``."""
+    return [row["table"] for row in table_rows(catalog)]
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _table_at(catalog: str, name: str, metadata_location: str) -> Table:
+    opened = open_catalog(catalog)
+    identifier = TableIdentifier.parse(name)
+    if isinstance(opened, CatalogBase):
+        return load_table_at(identifier, metadata_location, opened.io, opened)
+    return opened.load_table(identifier)  # pragma: no cover - every catalog is a CatalogBase
+
+
+def open_table(catalog: str, name: str) -> Table:
+    """The table's current version: its location asked of the catalog, its metadata cached."""
+    opened = open_catalog(catalog)
+    location = opened.metadata_location(TableIdentifier.parse(name))
+    return _table_at(catalog, name, location)
+
+
+# --- files, manifests ------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _manifest_list(location: str, snapshot_id: int, _table: Table) -> list[ManifestFile]:
+    snapshot = _table.metadata.snapshot_by_id(snapshot_id)
+    return _table.manifests(snapshot) if snapshot is not None else []
+
+
+def manifest_list(table: Table, snapshot: Snapshot | None) -> list[ManifestFile]:
+    """The snapshot's manifest list (none for an empty table)."""
+    if snapshot is None:
+        return []
+    return _manifest_list(table.metadata_location, snapshot.snapshot_id, table)
+
+
+@st.cache_data(max_entries=4096, show_spinner=False)
+def _manifest_files(
+    table_key: str,
+    path: str,
+    length: int,
+    spec_id: int,
+    schema_id: int,
+    _table: Table,
+    _manifest: ManifestFile,
+) -> pa.Table:
+    """One manifest's live files; a manifest never changes, so any version may reuse it."""
+    return manifest_files(_table, _manifest)
+
+
+def files_of(table: Table, snapshot: Snapshot | None, what: str = "Reading manifests") -> pa.Table:
+    """Every live file of the snapshot, with a progress bar while manifests are read."""
+    if snapshot is None:
+        return snapshot_files(table, None)
+    manifests = manifest_list(table, snapshot)
+    metadata = table.metadata
+    key = metadata.table_uuid or metadata.location
+
+    def read(manifest: ManifestFile) -> pa.Table:
+        return _manifest_files(
+            key,
+            manifest.manifest_path,
+            manifest.manifest_length,
+            manifest.partition_spec_id,
+            metadata.current_schema_id,
+            table,
+            manifest,
+        )
+
+    bar = st.progress(0.0, text=f"{what}: 0 of {len(manifests):,}")
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 10 == 0:
+            bar.progress(done / total, text=f"{what}: {done:,} of {total:,}")
+
+    try:
+        return snapshot_files(table, snapshot, progress=progress, read=read)
+    finally:
+        bar.empty()
+
+
+def layout(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
+    """The snapshot's manifest list and its live files (read with a progress bar)."""
+    return manifest_list(table, snapshot), files_of(table, snapshot)
+
+
+# --- scans -----------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def filter_examples(location: str, snapshot_id: int | None, _table: Table) -> list[str]:
+    """Filters that fit the table, with values from one of its data files."""
+    snapshot = _table.metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
+    return describe.filter_examples(_table, snapshot, _table.read_schema(snapshot))
+
+
+@st.cache_data(max_entries=32, show_spinner="Planning the scan…")
+def plan(location: str, selectors: Selectors, filter: str | None, _table: Table) -> PlanView:
+    """Plan a filtered scan and keep what the page shows (counts, first items)."""
+    planned = _table.scan(filter=filter, **_selectors(selectors)).plan()
+    metadata = _table.metadata
+    return plan_view(planned, lambda spec, values: partition_label(metadata, spec, values))
+
+
+@st.cache_data(max_entries=32, show_spinner="Reading the first rows…")
+def preview(
+    location: str,
+    selectors: Selectors,
+    filter: str | None,
+    columns: tuple[str, ...] | None,
+    limit: int,
+    _table: Table,
+) -> pa.Table:
+    """The first ``limit`` rows of the scan (deletes and filter applied)."""
+    planned = _table.scan(filter=filter, **_selectors(selectors)).plan()
+    return planned.to_arrow(columns=list(columns) if columns is not None else None, limit=limit)
+
+
+@st.cache_data(max_entries=32, show_spinner="Reading the planned files…")
+def matching_rows(location: str, selectors: Selectors, filter: str | None, _table: Table) -> int:
+    """How many rows the scan returns: every planned file read, deletes and filter applied."""
+    planned = _table.scan(filter=filter, **_selectors(selectors)).plan()
+    return sum(b.num_rows for b in planned.to_batches(columns=[], metadata_columns=["_pos"]))
+
+
+@st.cache_data(max_entries=32, show_spinner="Reading data files with deletes applied…")
+def live_rows(location: str, snapshot_id: int, _table: Table) -> int:
+    """Rows a reader sees at the snapshot, deletes applied (reads every data file)."""
+    return count_live_rows(_table, snapshot_id=snapshot_id)
+
+
+# --- diff and SQL ----------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=32, show_spinner="Comparing the two points' manifests…")
+def diff(location: str, before: str | None, after: str | None, _table: Table) -> DiffView:
+    """What changed between two points of the table."""
+    result: SnapshotDiff = _table.diff(before, after)
+    return diff_view(result)
+
+
+@st.cache_data(max_entries=16, show_spinner="Running the query…")
+def sql(
+    location: str, selectors: Selectors, filter: str | None, text: str, _table: Table
+) -> pa.Table:
+    """User SQL over the metadata tables and the scan's rows (locked down DuckDB)."""
+    return run_sql(_table, text, filter=filter, **_selectors(selectors))

@@ -1,0 +1,371 @@
+"""Plotly figures as pure functions: icecore data in, a figure out, nothing read or cached.
+
+Each builder copies the numbers it is given into the figure (tests check that the figure's
+data equals its input). Snapshot ids travel as strings in ``customdata``: they are 64-bit
+and JavaScript numbers would round them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from icecore.health import format_bytes
+from icecore.layout import MetadataTree
+from icecore.timeline import Timeline, TimelinePoint
+
+OPERATION_COLORS: Mapping[str, str] = {
+    "append": "#2e8b57",
+    "overwrite": "#e07b00",
+    "delete": "#c0392b",
+    "replace": "#7d3c98",
+}
+OTHER_COLOR = "#7f8c8d"
+CONTENT_COLORS: Mapping[str, str] = {
+    "data": "#1f77b4",
+    "position deletes": "#d62728",
+    "deletion vector": "#ff7f0e",
+    "equality deletes": "#9467bd",
+    "data manifest": "#aec7e8",
+    "delete manifest": "#f7b6d2",
+    "mixed": "#c7c7c7",
+}
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+    "#7f7f7f",
+)
+NEUTRAL = "#dfe6ec"
+
+
+def _time(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _hover(p: TimelinePoint) -> str:
+    refs = f"<br>refs: {', '.join(p.refs)}" if p.refs else ""
+    current = " (current)" if p.is_current else ""
+    return (
+        f"<b>{p.snapshot_id}</b>{current}<br>{p.operation or 'no operation'} · "
+        f"{_time(p.timestamp_ms):%Y-%m-%d %H:%M:%S} UTC<br>"
+        f"data files +{_count(p.added_data_files)} −{_count(p.removed_data_files)}<br>"
+        f"delete files +{_count(p.added_delete_files)} −{_count(p.removed_delete_files)}<br>"
+        f"rows +{_count(p.added_records)} −{_count(p.removed_records)}{refs}"
+    )
+
+
+def marker_size(added_records: int | None) -> float:
+    """Marker diameter in px: grows with the square root of the rows a snapshot added."""
+    return 9.0 + min(17.0, math.sqrt(max(added_records or 0, 0)) / 4.0)
+
+
+def timeline_figure(tl: Timeline, selected: int | None = None) -> go.Figure:
+    """Snapshots on branch and tag lanes over time, with rows added and removed beneath.
+
+    Args:
+        tl: :func:`icecore.timeline.timeline` of the table.
+        selected: a snapshot id to ring (the time selector's), if any.
+    """
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        row_heights=[0.68, 0.32],
+        vertical_spacing=0.06,
+    )
+    where = {p.snapshot_id: (_time(p.timestamp_ms), p.lane) for p in tl.points}
+    edge_x: list[dt.datetime | None] = []
+    edge_y: list[str | None] = []
+    for p in tl.points:
+        if p.parent_id is not None and p.parent_id in where:
+            px, py = where[p.parent_id]
+            edge_x += [px, _time(p.timestamp_ms), None]
+            edge_y += [py, p.lane, None]
+    for m in tl.markers:
+        tx, ty = where[m.snapshot_id]
+        edge_x += [tx, _time(m.timestamp_ms), None]
+        edge_y += [ty, m.lane, None]
+    fig.add_trace(
+        go.Scatter(
+            x=edge_x,
+            y=edge_y,
+            mode="lines",
+            line={"color": "#b0bec5", "width": 1.5},
+            hoverinfo="skip",
+            showlegend=False,
+            name="parent",
+        ),
+        row=1,
+        col=1,
+    )
+    operations = sorted(
+        {p.operation for p in tl.points}, key=lambda o: (o not in OPERATION_COLORS, o)
+    )
+    for op in operations:
+        points = [p for p in tl.points if p.operation == op]
+        fig.add_trace(
+            go.Scatter(
+                x=[_time(p.timestamp_ms) for p in points],
+                y=[p.lane for p in points],
+                mode="markers",
+                name=op or "no operation",
+                marker={
+                    "size": [marker_size(p.added_records) for p in points],
+                    "color": OPERATION_COLORS.get(op, OTHER_COLOR),
+                    "line": {"color": "white", "width": 1},
+                },
+                customdata=[[str(p.snapshot_id)] for p in points],
+                hovertext=[_hover(p) for p in points],
+                hoverinfo="text",
+            ),
+            row=1,
+            col=1,
+        )
+    if tl.markers:
+        fig.add_trace(
+            go.Scatter(
+                x=[_time(m.timestamp_ms) for m in tl.markers],
+                y=[m.lane for m in tl.markers],
+                mode="markers+text",
+                name="tag",
+                marker={"symbol": "diamond", "size": 13, "color": "#34495e"},
+                text=[m.lane for m in tl.markers],
+                textposition="middle right",
+                customdata=[[str(m.snapshot_id)] for m in tl.markers],
+                hovertext=[_hover(m) for m in tl.markers],
+                hoverinfo="text",
+            ),
+            row=1,
+            col=1,
+        )
+    rings = [p for p in tl.points if p.is_current or p.snapshot_id == selected]
+    if rings:
+        fig.add_trace(
+            go.Scatter(
+                x=[_time(p.timestamp_ms) for p in rings],
+                y=[p.lane for p in rings],
+                mode="markers",
+                name="selected" if selected is not None else "current",
+                marker={
+                    "symbol": "circle-open",
+                    "size": [marker_size(p.added_records) + 10 for p in rings],
+                    "color": ["#0b6fa4" if p.snapshot_id == selected else "#17212b" for p in rings],
+                    "line": {"width": 2.5},
+                },
+                hoverinfo="skip",
+                showlegend=False,
+            ),
+            row=1,
+            col=1,
+        )
+    x = [_time(p.timestamp_ms) for p in tl.points]
+    ids = [[str(p.snapshot_id)] for p in tl.points]
+    for name, values, color, sign in (
+        ("rows added", [p.added_records or 0 for p in tl.points], "#2e8b57", "+"),
+        ("rows removed", [-(p.removed_records or 0) for p in tl.points], "#c0392b", ""),
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=values,
+                name=name,
+                marker_color=color,
+                customdata=ids,
+                hovertemplate=f"{sign}%{{y:,}} rows<extra></extra>",
+            ),
+            row=2,
+            col=1,
+        )
+    lanes = [lane.name for lane in tl.lanes]
+    fig.update_yaxes(
+        type="category",
+        categoryorder="array",
+        categoryarray=list(reversed(lanes)),
+        row=1,
+        col=1,
+    )
+    fig.update_yaxes(title_text="rows", row=2, col=1, zeroline=True, zerolinecolor="#90a4ae")
+    fig.update_layout(
+        barmode="relative",
+        height=260 + 38 * len(lanes),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        legend={"orientation": "h", "y": 1.08, "x": 0},
+        hovermode="closest",
+    )
+    return fig
+
+
+def _category(level: str, content: str, spec: str, partition: str, color_by: str) -> str:
+    if color_by == "content" or level in ("snapshot", "manifest list"):
+        return content
+    if color_by == "spec":
+        return f"spec {spec}" if spec else "mixed"
+    return partition or ("mixed" if level != "manifest" else content)
+
+
+TEXT_BUDGET = 300
+"""Above this many nodes, file tiles carry no printed label (hover still names them): laying
+out thousands of labels is most of a big tree's drawing time in the browser."""
+
+
+def _tile_text(level: str, label: str, nodes: int) -> str:
+    return "" if nodes > TEXT_BUDGET and level == "file" else label
+
+
+def tree_figure(
+    tree: MetadataTree, kind: str = "icicle", size_by: str = "bytes", color_by: str = "content"
+) -> go.Figure:
+    """The metadata tree as an icicle or treemap.
+
+    Args:
+        tree: :func:`icecore.layout.metadata_tree`.
+        kind: ``icicle`` or ``treemap``.
+        size_by: ``bytes`` or ``rows`` (record counts; delete records for delete files).
+        color_by: ``content``, ``spec`` or ``partition``.
+    """
+    nodes = tree.nodes
+    values = [n.bytes if size_by == "bytes" else n.rows for n in nodes]
+    categories = [_category(n.level, n.content, n.spec, n.partition, color_by) for n in nodes]
+    palette: dict[str, str] = dict(CONTENT_COLORS) if color_by == "content" else {"mixed": NEUTRAL}
+    for name in categories:
+        if name not in palette:
+            palette[name] = PALETTE[(len(palette) - 1) % len(PALETTE)]
+    hover = [
+        f"{n.level} · {n.content}"
+        + (f" · spec {n.spec}" if n.spec else "")
+        + (f"<br>{n.partition}" if n.partition else "")
+        + f"<br>{n.files:,} files · {n.rows:,} rows · {format_bytes(n.bytes)}"
+        for n in nodes
+    ]
+    # Short ids keep the figure small (paths are long and every file repeats its parent's);
+    # the label and the hover say which file or manifest a tile is.
+    short = {n.id: f"n{i}" for i, n in enumerate(nodes)}
+    common = {
+        "ids": [short[n.id] for n in nodes],
+        "labels": [n.label for n in nodes],
+        "parents": [short.get(n.parent, "") for n in nodes],
+        "values": values,
+        "branchvalues": "total",
+        "marker": {
+            "colors": [palette[c] for c in categories],
+            # Thousands of thin file tiles would be all border: draw borders above files only.
+            "line": {
+                "color": "white",
+                "width": [0 if n.level in ("file", "folded") else 1 for n in nodes],
+            },
+        },
+        "customdata": [
+            [h, _tile_text(n.level, n.label, len(nodes))] for h, n in zip(hover, nodes, strict=True)
+        ],
+        "hovertemplate": "<b>%{label}</b><br>%{customdata[0]}<extra></extra>",
+        "texttemplate": "%{customdata[1]}",
+        "maxdepth": 4,
+    }
+    trace = (
+        go.Icicle(**common, tiling={"orientation": "h"})
+        if kind == "icicle"
+        else go.Treemap(**common)
+    )
+    fig = go.Figure(trace)
+    fig.update_layout(height=620, margin={"l": 0, "r": 0, "t": 10, "b": 0})
+    return fig
+
+
+FUNNEL_GROUPS = ("Manifests", "Data files", "Rows")
+
+
+def funnel_stages(
+    counts: Mapping[str, int], matching_rows: int | None = None
+) -> dict[str, list[tuple[str, int]]]:
+    """The stages of each funnel, from the planner's report counts.
+
+    Manifests: in the snapshot, then kept by partition summaries. Data files: in the
+    snapshot, after manifest pruning, after partition values, after column metrics
+    (planned). Rows: in the snapshot's data files, in planned files, and (when counted)
+    returned after deletes and the residual filter.
+    """
+    files = counts["data_files"]
+    after_manifests = files - counts["files_pruned_by_manifest"]
+    after_partitions = after_manifests - counts["files_pruned_by_partition"]
+    rows = [("in snapshot", counts["rows"]), ("in planned files", counts["rows_planned"])]
+    if matching_rows is not None:
+        rows.append(("returned", matching_rows))
+    return {
+        "Manifests": [
+            ("data manifests", counts["data_manifests"]),
+            ("kept", counts["data_manifests"] - counts["data_manifests_pruned"]),
+        ],
+        "Data files": [
+            ("in snapshot", files),
+            ("after manifests", after_manifests),
+            ("after partitions", after_partitions),
+            ("after metrics", counts["data_files_planned"]),
+        ],
+        "Rows": rows,
+    }
+
+
+def funnel_figure(stages: Mapping[str, Sequence[tuple[str, int]]]) -> go.Figure:
+    """Three funnels side by side (each on its own scale): manifests, files, rows."""
+    groups = [g for g in FUNNEL_GROUPS if g in stages]
+    fig = make_subplots(rows=1, cols=len(groups), subplot_titles=groups, horizontal_spacing=0.12)
+    colors = {"Manifests": "#5b8db8", "Data files": "#0b6fa4", "Rows": "#2e8b57"}
+    for i, group in enumerate(groups, start=1):
+        names = [name for name, _ in stages[group]]
+        values = [value for _, value in stages[group]]
+        fig.add_trace(
+            go.Funnel(
+                y=names,
+                x=values,
+                name=group,
+                textinfo="value+percent initial",
+                marker={"color": colors[group]},
+                connector={"line": {"color": "#cfd8dc"}},
+            ),
+            row=1,
+            col=i,
+        )
+    fig.update_layout(height=300, showlegend=False, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    return fig
+
+
+def diff_figure(counts: Mapping[str, int]) -> go.Figure:
+    """Files and rows added (right) and removed (left), files and rows on their own scales."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Files", "Rows"), horizontal_spacing=0.15)
+    groups = ((1, ("data files", "delete files"), ""), (2, ("rows",), "rows "))
+    for col, kinds, prefix in groups:
+        for change, sign, color in (("added", 1, "#2e8b57"), ("removed", -1, "#c0392b")):
+            fig.add_trace(
+                go.Bar(
+                    y=list(kinds),
+                    x=[sign * counts[f"{k} {change}"] for k in kinds],
+                    name=f"{prefix}{change}",
+                    orientation="h",
+                    marker_color=color,
+                    showlegend=col == 1,
+                ),
+                row=1,
+                col=col,
+            )
+    fig.update_layout(
+        barmode="relative",
+        height=220,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig

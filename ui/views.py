@@ -1,0 +1,299 @@
+"""Icecore results reshaped for display: plain rows and counts, picklable, no Streamlit.
+
+Pages cache these (``st.cache_data`` pickles what it keeps) and draw them. Every number is
+copied from an icecore object, never recomputed: counts come from the planner's report,
+and long lists are cut to their first :data:`MAX_ITEMS` items (a plan of a million files
+keeps its tasks and pruned items lazy; only the slice shown is built).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icecore.diff import SnapshotDiff
+from icecore.health import format_bytes
+from icecore.layout import content_name
+from icecore.manifest import DataFile, ManifestContent, ManifestFile
+from icecore.metadata import Snapshot
+from icecore.partitioning import PartitionSpec
+from icecore.scan.planner import Plan
+
+MAX_ITEMS = 500
+"""The most rows a file or pruned-item table shows."""
+
+__all__ = [
+    "MAX_ITEMS",
+    "STATUS_ICONS",
+    "DiffView",
+    "PlanView",
+    "diff_view",
+    "files_in_manifest",
+    "fit_height",
+    "format_bytes",
+    "format_ms",
+    "manifest_rows",
+    "plan_view",
+    "snapshot_text",
+]
+
+
+ROW_PX = 35
+HEADER_PX = 38
+MAX_TABLE_PX = 720
+
+
+def fit_height(rows: int) -> int:
+    """A dataframe height that shows ``rows`` rows without scrolling, up to a screenful."""
+    return min(HEADER_PX + ROW_PX * max(rows, 1) + 2, MAX_TABLE_PX)
+
+
+def format_ms(ms: int | None) -> str:
+    """Milliseconds from the epoch as a UTC time people read."""
+    if ms is None:
+        return ""
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+STATUS_ICONS: Mapping[str, str] = {
+    "ok": ":green[:material/check_circle:]",
+    "info": ":blue[:material/info:]",
+    "warn": ":orange[:material/warning:]",
+}
+"""Markdown icons for health statuses (Material Symbols ship with Streamlit; no emoji font
+needed)."""
+
+
+def snapshot_text(snapshot: Snapshot | None) -> str:
+    """A snapshot in one line: id, time and operation."""
+    if snapshot is None:
+        return "none (the table has no snapshot)"
+    operation = f" · {snapshot.operation}" if snapshot.operation is not None else ""
+    return f"{snapshot.snapshot_id} · {format_ms(snapshot.timestamp_ms)}{operation}"
+
+
+def _file_row(f: DataFile) -> dict[str, Any]:
+    return {
+        "file": f.file_path,
+        "content": content_name(int(f.content), f.file_format),
+        "spec": f.spec_id,
+        "records": f.record_count,
+        "bytes": f.file_size_in_bytes,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class PlanView:
+    """A planned scan as the Scan preview page shows it.
+
+    Attributes:
+        snapshot_id: the planned snapshot.
+        filter: the filter as bound to the schema.
+        counts: the report's counts by name (``data_files``, ``files_pruned_by_metrics``...).
+        pruned: the first pruned items (level, path, reason).
+        pruned_total: how many items were pruned in all.
+        kept: the first planned files (path, partition, records, bytes, deletes, residual).
+        kept_total: how many files were planned in all.
+        deletes: distinct delete files applied to the shown planned files.
+        columns: the top-level columns the scan can return, in schema order.
+    """
+
+    snapshot_id: int | None
+    filter: str
+    counts: dict[str, int]
+    pruned: list[dict[str, str]]
+    pruned_total: int
+    kept: list[dict[str, Any]]
+    kept_total: int
+    deletes: list[dict[str, Any]]
+    columns: list[str] = field(default_factory=list)
+
+    @property
+    def data_manifests_kept(self) -> int:
+        """Data manifests left after pruning by partition summaries."""
+        return self.counts["data_manifests"] - self.counts["data_manifests_pruned"]
+
+    @property
+    def reasons(self) -> list[dict[str, Any]]:
+        """How often each reason occurs among the pruned items shown, most frequent first."""
+        counter = Counter((p["level"], p["reason"]) for p in self.pruned)
+        return [
+            {"level": level, "reason": reason, "items": n}
+            for (level, reason), n in counter.most_common()
+        ]
+
+
+COUNT_NAMES = (
+    "data_manifests",
+    "data_manifests_pruned",
+    "delete_manifests",
+    "delete_manifests_pruned",
+    "data_files",
+    "files_pruned_by_manifest",
+    "files_pruned_by_partition",
+    "files_pruned_by_metrics",
+    "data_files_planned",
+    "rows",
+    "rows_planned",
+    "delete_files",
+    "delete_files_applied",
+)
+"""The :class:`~icecore.scan.report.PlanReport` counts a page shows."""
+
+
+PartitionLabel = Callable[[PartitionSpec, Mapping[int, Any]], str]
+
+
+def plan_view(plan: Plan, partition_of: PartitionLabel | None = None) -> PlanView:
+    """Copy what the page shows out of a plan (slices only; never the whole task list).
+
+    Args:
+        plan: the plan.
+        partition_of: ``(spec, partition) -> label`` for the kept-files table, or None.
+    """
+    report = plan.report
+    tasks = plan.tasks[:MAX_ITEMS]
+    kept = []
+    deletes: dict[str, dict[str, Any]] = {}
+    for task in tasks:
+        f = task.data_file
+        kept.append(
+            {
+                "file": f.file_path,
+                "partition": partition_of(task.spec, f.partition) if partition_of else "",
+                "records": f.record_count,
+                "bytes": f.file_size_in_bytes,
+                "delete files": len(task.delete_files),
+                "residual filter": str(task.residual),
+            }
+        )
+        for d in task.delete_files:
+            deletes.setdefault(d.file_path, _file_row(d))
+    pruned = [
+        {"level": str(p.level), "path": p.path, "reason": p.reason}
+        for p in report.pruned[:MAX_ITEMS]
+    ]
+    return PlanView(
+        snapshot_id=report.snapshot_id,
+        filter=report.filter,
+        counts={name: int(getattr(report, name)) for name in COUNT_NAMES},
+        pruned=pruned,
+        pruned_total=len(report.pruned),
+        kept=kept,
+        kept_total=len(plan.tasks),
+        deletes=list(deletes.values()),
+        columns=[f.name for f in plan.schema.fields],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DiffView:
+    """A snapshot diff as the Time travel page shows it.
+
+    Attributes:
+        from_snapshot_id, to_snapshot_id: the two points.
+        counts: files and rows added and removed, by name.
+        added, removed: the first data and delete files that appeared / disappeared.
+        partitions: the first partitions touched; ``partitions_total`` counts all.
+        schema_changes: one row per field difference.
+        specs: one row per partition spec live on either side.
+    """
+
+    from_snapshot_id: int | None
+    to_snapshot_id: int
+    counts: dict[str, int]
+    added: list[dict[str, Any]]
+    removed: list[dict[str, Any]]
+    partitions: list[str]
+    partitions_total: int
+    schema_changes: list[dict[str, Any]]
+    specs: list[dict[str, Any]]
+
+
+def diff_view(d: SnapshotDiff) -> DiffView:
+    """Copy what the page shows out of a :class:`~icecore.diff.SnapshotDiff`."""
+    counts = {
+        "data files added": len(d.data_files_added),
+        "data files removed": len(d.data_files_removed),
+        "delete files added": len(d.delete_files_added),
+        "delete files removed": len(d.delete_files_removed),
+        "rows added": d.rows_added,
+        "rows removed": d.rows_removed,
+        "delete records added": d.delete_records_added,
+        "files added": len(d.data_files_added) + len(d.delete_files_added),
+        "files removed": len(d.data_files_removed) + len(d.delete_files_removed),
+    }
+    added = [_file_row(f) for f in (*d.data_files_added, *d.delete_files_added)[:MAX_ITEMS]]
+    removed = [_file_row(f) for f in (*d.data_files_removed, *d.delete_files_removed)[:MAX_ITEMS]]
+    specs = [
+        {
+            "spec": spec_id,
+            "fields": d.spec_fields.get(spec_id, ""),
+            "before": spec_id in d.specs_before,
+            "after": spec_id in d.specs_after,
+        }
+        for spec_id in sorted({*d.specs_before, *d.specs_after})
+    ]
+    return DiffView(
+        from_snapshot_id=d.from_snapshot_id,
+        to_snapshot_id=d.to_snapshot_id,
+        counts=counts,
+        added=added,
+        removed=removed,
+        partitions=list(d.partitions_touched[:MAX_ITEMS]),
+        partitions_total=len(d.partitions_touched),
+        schema_changes=[
+            {
+                "change": c.kind,
+                "field id": c.field_id,
+                "field": c.name,
+                "before": c.before,
+                "after": c.after,
+            }
+            for c in d.schema_changes
+        ],
+        specs=specs,
+    )
+
+
+def manifest_rows(manifests: Sequence[ManifestFile]) -> list[dict[str, Any]]:
+    """The manifest list as table rows (counts as the manifest list records them)."""
+    return [
+        {
+            "manifest": m.manifest_path,
+            "content": "deletes" if m.content is ManifestContent.DELETES else "data",
+            "spec": m.partition_spec_id,
+            "added files": m.added_files_count,
+            "existing files": m.existing_files_count,
+            "deleted files": m.deleted_files_count,
+            "added rows": m.added_rows_count,
+            "existing rows": m.existing_rows_count,
+            "bytes": m.manifest_length,
+            "added by snapshot": str(m.added_snapshot_id),
+            "sequence number": m.sequence_number,
+        }
+        for m in manifests
+    ]
+
+
+def files_in_manifest(
+    files: pa.Table, manifest_path: str, limit: int = MAX_ITEMS
+) -> list[dict[str, Any]]:
+    """The first ``limit`` live files of one manifest, as table rows."""
+    chosen = files.filter(pc.equal(files.column("manifest_path"), manifest_path)).slice(0, limit)
+    return [
+        {
+            "file": r["file_path"],
+            "content": content_name(r["content"], r["file_format"]),
+            "partition": r["partition"],
+            "records": r["record_count"],
+            "bytes": r["file_size_in_bytes"],
+        }
+        for r in chosen.to_pylist()
+    ]
