@@ -368,6 +368,14 @@ def _with_types(raw: pa.Table, picks: list[tuple[int, str]]) -> pa.Table:
     return taken.set_column(idx, taken.schema.field(idx), types)
 
 
+def _groups(keys: Sequence[tuple[Any, ...]]) -> list[list[int]]:
+    """Row numbers grouped by key, groups in order of first appearance."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
 def _remove_carryovers(raw: pa.Table, names: Sequence[str]) -> pa.Table:
     """Spark's ``RemoveCarryoverIterator``: cancel DELETE/INSERT pairs of identical rows.
 
@@ -376,11 +384,8 @@ def _remove_carryovers(raw: pa.Table, names: Sequence[str]) -> pa.Table:
     """
     keys = _row_keys(raw, [*names, CHANGE_ORDINAL])
     types = raw.column(CHANGE_TYPE).to_pylist()
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, key in enumerate(keys):
-        groups.setdefault(key, []).append(i)
     picks: list[tuple[int, str]] = []
-    for rows in groups.values():
+    for rows in _groups(keys):
         deletes = [i for i in rows if types[i] == ChangeType.DELETE]
         inserts = [i for i in rows if types[i] == ChangeType.INSERT]
         surplus = (
@@ -401,11 +406,8 @@ def _remove_net_carryovers(raw: pa.Table, names: Sequence[str]) -> pa.Table:
     keys = _row_keys(raw, names)
     types = raw.column(CHANGE_TYPE).to_pylist()
     ordinals = raw.column(CHANGE_ORDINAL).to_pylist()
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, key in enumerate(keys):
-        groups.setdefault(key, []).append(i)
     picks: list[tuple[int, str]] = []
-    for rows in groups.values():
+    for rows in _groups(keys):
         rows.sort(key=lambda i: (ordinals[i], types[i]))
         first = rows[0]
         count = 0
@@ -430,11 +432,8 @@ def _compute_updates(raw: pa.Table, names: Sequence[str], identifiers: Sequence[
     kept = _remove_carryovers(raw, names)
     keys = _row_keys(kept, [*identifiers, CHANGE_ORDINAL])
     types = kept.column(CHANGE_TYPE).to_pylist()
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, key in enumerate(keys):
-        groups.setdefault(key, []).append(i)
     picks: list[tuple[int, str]] = []
-    for rows in groups.values():
+    for rows in _groups(keys):
         deletes = [i for i in rows if types[i] == ChangeType.DELETE]
         inserts = [i for i in rows if types[i] == ChangeType.INSERT]
         if len(deletes) > 1 or (deletes and not inserts and len(rows) > 1):

@@ -526,7 +526,7 @@ class _PartitionReader:
     def __init__(self, avro: AvroFile, df: _Fields, schema: Schema, spec: PartitionSpec) -> None:
         self._path = avro.path
         avro_fields, by_id = partition_record_fields(df.types, spec, avro.path)
-        struct = _partition_type(avro, schema, spec)
+        struct = partition_type_for(avro.metadata.get("schema"), schema, spec)
         plan: list[tuple[int, str, IcebergType]] = []
         for i, (pf, nested) in enumerate(zip(spec.fields, struct.fields, strict=True)):
             name = by_id.get(pf.field_id) if by_id else avro_fields[i]["name"]
@@ -542,16 +542,21 @@ class _PartitionReader:
         return {fid: _partition_value(record.get(name), t) for fid, name, t in self._plan}
 
 
-def _partition_type(avro: AvroFile, schema: Schema, spec: PartitionSpec) -> StructType:
-    """The spec's partition type; for sources the table schema lacks, the manifest's schema."""
+def partition_type_for(
+    header_schema: str | None, schema: Schema, spec: PartitionSpec
+) -> StructType:
+    """The spec's partition type; for sources the table schema lacks, the manifest's schema.
+
+    ``header_schema`` is the manifest's ``schema`` header (the table schema it was written
+    with), which still has a column dropped from the table since.
+    """
     struct = spec.partition_type(schema)
-    if not any(isinstance(f.field_type, UnknownType) for f in struct.fields):
-        return struct
-    raw = avro.metadata.get("schema")
-    if raw is None:
+    if header_schema is None or not any(
+        isinstance(f.field_type, UnknownType) for f in struct.fields
+    ):
         return struct
     try:
-        written = schema_from_json(json.loads(raw))
+        written = schema_from_json(json.loads(header_schema))
     except (json.JSONDecodeError, InvalidMetadata):
         return struct
     fallback = spec.partition_type(written)

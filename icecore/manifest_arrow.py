@@ -49,14 +49,13 @@ from icecore.manifest import (
     ManifestFile,
     non_null_branch,
     partition_record_fields,
+    partition_type_for,
 )
 from icecore.partitioning import PartitionSpec
-from icecore.schema import Schema, schema_from_json
+from icecore.schema import Schema
 from icecore.types import (
     FixedType,
     IcebergType,
-    StructType,
-    UnknownType,
 )
 
 # Field ids of "Manifest Entry Fields" and the data_file struct.
@@ -146,26 +145,6 @@ def _header(table: pa.Table, key: str) -> str | None:
     metadata = table.schema.metadata or {}
     raw = metadata.get(HEADER_METADATA_PREFIX + key.encode())
     return raw.decode() if raw is not None else None
-
-
-def _partition_type(header_schema: str | None, schema: Schema, spec: PartitionSpec) -> StructType:
-    """The spec's partition type; for sources the table schema lacks, the manifest's schema."""
-    struct = spec.partition_type(schema)
-    if header_schema is None or not any(
-        isinstance(f.field_type, UnknownType) for f in struct.fields
-    ):
-        return struct
-    try:
-        written = schema_from_json(json.loads(header_schema))
-    except (json.JSONDecodeError, InvalidMetadata):
-        return struct
-    fallback = spec.partition_type(written)
-    return StructType(
-        tuple(
-            b if isinstance(a.field_type, UnknownType) else a
-            for a, b in zip(struct.fields, fallback.fields, strict=True)
-        )
-    )
 
 
 def _child(struct: pa.Array, name: str) -> pa.Array:
@@ -423,7 +402,7 @@ def _partition(
     them (very old writers) they are matched to the spec by position.
     """
     avro_fields, by_id = partition_record_fields(df_types, spec, path)
-    struct = _partition_type(header_schema, schema, spec)
+    struct = partition_type_for(header_schema, schema, spec)
     n = len(source)
     fields: list[pa.Field] = []
     children: list[pa.Array] = []

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io as _stdio
+import itertools
 import json
 import uuid
 from bisect import bisect_left
@@ -995,22 +996,28 @@ def read_tasks(
         Unsupported: an ORC file, a file without field ids and no name mapping, a type
             Icecore cannot read.
     """
-    task_list = list(tasks)
     if limit is not None and limit <= 0:
         return
-    if not task_list and projection is None:
+    # Tasks are read as they come (a plan's tasks are made on demand); only the first is
+    # looked at ahead, and all of them only when the caller gives no partition type.
+    task_iter = iter(tasks)
+    first = next(task_iter, None)
+    if partition_type is None:
+        rest = list(task_iter)
+        task_iter = iter(rest)
+        specs = {t.spec.spec_id: t.spec for t in ([first] if first is not None else []) + rest}
+    if first is None and projection is None:
         return
     if isinstance(projection, Schema):
         base = projection
-    elif task_list:
-        base = task_list[0].schema
+    elif first is not None:
+        base = first.schema
     else:
         return
     if projection is not None and not isinstance(projection, Schema):
         base = project_schema(base, field_ids=list(projection))
     projected = project_schema(base, columns, case_sensitive=case_sensitive)
     if partition_type is None:
-        specs = {t.spec.spec_id: t.spec for t in task_list}
         partition_type = unified_partition_type(specs.values(), base)
     for name in metadata_columns:
         if name not in METADATA_COLUMN_IDS:
@@ -1020,7 +1027,7 @@ def read_tasks(
         [arrow_field(f) for f in projected.fields]
         + [_metadata_field(name, partition_type) for name in metadata_columns]
     )
-    loader_schema = task_list[0].schema if task_list else base
+    loader_schema = first.schema if first is not None else base
     ctx = _ReadContext(
         io=io,
         projection=projected,
@@ -1032,7 +1039,7 @@ def read_tasks(
         output_schema=output_schema,
     )
     remaining = limit
-    for task in task_list:
+    for task in itertools.chain([first] if first is not None else [], task_iter):
         for batch in _read_one(ctx, task):
             if remaining is not None:
                 if batch.num_rows >= remaining:

@@ -199,7 +199,7 @@ def _decoder(t: IcebergType, *, lower: bool) -> Callable[[pa.Array], tuple[pa.Ar
     return _binary_keys
 
 
-def _float_key(value: float, width: int) -> int:
+def _float_key(value: float) -> int:
     if math.isnan(value):
         return _NAN_KEY
     (bits,) = struct.unpack("<q", struct.pack("<d", value))
@@ -214,7 +214,7 @@ def literal_key(t: IcebergType, value: Any) -> pa.Scalar | None:
     if isinstance(t, (*_INT4, *_INT8)):
         return pa.scalar(int(value), _I64)
     if isinstance(t, FloatType | DoubleType):
-        return pa.scalar(_float_key(float(value), 4 if isinstance(t, FloatType) else 8), _I64)
+        return pa.scalar(_float_key(float(value)), _I64)
     if isinstance(t, StringType):
         try:
             return pa.scalar(value.encode("utf-8"), pa.binary())
@@ -391,13 +391,8 @@ class ArrowMetricsFilter:
         """
         counts = cols.record_counts()
         verdict = self.node(cols)
-        if isinstance(verdict, pa.Scalar):
-            verdict = pc.if_else(pc.is_valid(counts), verdict, verdict)
         verdict = pc.if_else(pc.less(counts, 0), _TRUE, verdict)
-        out = pc.if_else(pc.equal(counts, 0), _FALSE, verdict)
-        if isinstance(out, pa.Array):
-            return pa.chunked_array([out])
-        return out
+        return pc.if_else(pc.equal(counts, 0), _FALSE, verdict)
 
 
 METRIC_KINDS = (

@@ -58,13 +58,16 @@ class DecodeJob:
     spec_id: int
 
 
+def env_count(name: str, default: int) -> int:
+    """A count from the environment variable ``name`` (``default`` unless it is digits)."""
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw.isdigit() else default
+
+
 def pool_size() -> int:
     """Workers to use (0: decode in the planning process)."""
-    raw = os.environ.get("ICECORE_PLAN_PROCESSES")
-    if raw is not None and raw.strip().isdigit():
-        return int(raw)
     cpus = os.cpu_count() or 1
-    return 0 if cpus < 2 else min(cpus, 4)
+    return env_count("ICECORE_PLAN_PROCESSES", 0 if cpus < 2 else min(cpus, 4))
 
 
 _LENGTH = struct.Struct("<Q")
@@ -205,6 +208,7 @@ def decode_in_workers(
 __all__ = [
     "DecodeJob",
     "decode_in_workers",
+    "env_count",
     "pool_size",
     "receive",
     "send",

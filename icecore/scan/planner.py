@@ -62,7 +62,7 @@ from icecore.manifest_arrow import read_manifest_arrow
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.read import NAME_MAPPING_PROPERTY, arrow_schema_for, read_tasks, unified_partition_type
-from icecore.scan.decode_pool import DecodeJob, decode_in_workers
+from icecore.scan.decode_pool import DecodeJob, decode_in_workers, env_count
 from icecore.scan.delete_index import DeleteIndex
 from icecore.scan.lazy import LazySequence, Producer
 from icecore.scan.manifest_cache import MANIFESTS, ManifestKey
@@ -85,10 +85,8 @@ LIVE = (ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING)
 
 def _plan_threads() -> int:
     """Threads decoding manifests (``ICECORE_PLAN_THREADS``; default: the CPU count, max 4)."""
-    raw = os.environ.get("ICECORE_PLAN_THREADS")
-    if raw and raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return max(1, min(4, os.cpu_count() or 1))
+    default = max(1, min(4, os.cpu_count() or 1))
+    return env_count("ICECORE_PLAN_THREADS", default) or default
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +130,7 @@ class Plan:
         name_mapping: the table's ``schema.name-mapping.default``, for files without ids.
         partition_type: the ``_partition`` struct over all the table's specs (as Spark's).
         applied_deletes: paths of the distinct delete files the tasks apply, in first-use
-            order (None: collect them from the tasks).
+            order.
     """
 
     tasks: Sequence[FileScanTask]
@@ -141,7 +139,7 @@ class Plan:
     io: FileIO
     name_mapping: str | None = None
     partition_type: StructType | None = None
-    applied_deletes: tuple[str, ...] | None = None
+    applied_deletes: tuple[str, ...] = ()
 
     @property
     def data_files(self) -> list[str]:
@@ -153,13 +151,7 @@ class Plan:
     @property
     def delete_files(self) -> list[str]:
         """Paths of the distinct delete files the tasks apply, in first-use order."""
-        if self.applied_deletes is not None:
-            return list(self.applied_deletes)
-        seen: dict[str, None] = {}
-        for task in self.tasks:
-            for delete in task.delete_files:
-                seen.setdefault(delete.file_path, None)
-        return list(seen)
+        return list(self.applied_deletes)
 
     def to_batches(
         self,

@@ -73,6 +73,10 @@ class ColumnSource(Protocol):
         """The named columns (all rows)."""
         ...
 
+    def take(self, rows: pa.Array) -> pa.Table:
+        """Every column of the given rows."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class TableSource:
@@ -98,6 +102,10 @@ class TableSource:
     def read(self, names: Sequence[str]) -> pa.Table:
         """The named columns, without copying."""
         return self.table.select(list(names))
+
+    def take(self, rows: pa.Array) -> pa.Table:
+        """Every column of the given rows."""
+        return self.table.take(rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +201,7 @@ class PlanningManifest:
     def entries(self, rows: Sequence[int] | np.ndarray) -> list[ManifestEntry]:
         """The :class:`ManifestEntry` objects of the given rows, maps rebuilt from pivots."""
         indices = pa.array(np.asarray(rows, dtype=np.int64), _I64)
-        taken = self.source.read(self.source.schema.names).take(indices)
+        taken = self.source.take(indices)
         maps: dict[str, list[dict[int, Any] | None]] = {}
         for kind in MAP_COLUMNS:
             present = taken.column(presence_column(kind)).to_pylist()
