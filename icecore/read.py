@@ -943,7 +943,7 @@ def _read_one(ctx: _ReadContext, task: FileScanTask) -> Iterator[pa.RecordBatch]
             if positions is None:
                 positions = pa.array(range(start, start + n), pa.int64())
             arrays.extend(_metadata_arrays(ctx, task, positions))
-        out = pa.RecordBatch.from_arrays(arrays, schema=ctx.output_schema)
+        out = _record_batch(arrays, ctx.output_schema, n)
         start += n
         if keep is not None:
             out = out.filter(keep)
@@ -953,6 +953,13 @@ def _read_one(ctx: _ReadContext, task: FileScanTask) -> Iterator[pa.RecordBatch]
         raise InvalidMetadata(
             f"Data file {data_file.file_path} gave {start} of its {source.num_rows} rows."
         )
+
+
+def _record_batch(arrays: list[pa.Array], schema: pa.Schema, num_rows: int) -> pa.RecordBatch:
+    """A batch of ``num_rows`` rows; with no columns asked for (a count), still that many rows."""
+    if arrays:
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return pa.record_batch([pa.nulls(num_rows)], names=["_"]).select([])
 
 
 def read_tasks(

@@ -86,6 +86,30 @@ def test_rows_match_spark(
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize(("name", "spark_name", "ref"), TABLES)
+@pytest.mark.parametrize("filtered", [False, True])
+def test_counting_without_columns_matches_spark(
+    spark: Any,
+    demo_warehouse: Path,
+    name: str,
+    spark_name: str,
+    ref: str | None,
+    filtered: bool,
+) -> None:
+    """No columns asked for (a count): every live row still comes back, deletes applied."""
+    table = load(demo_warehouse, name)
+    first = table.schema_for(ref=ref).fields[0].name  # each table's id column
+    where = f"{first} < 10 OR {first} > 40" if filtered else None
+    plan = table.scan(filter=where, ref=ref).plan()
+    counted = plan.to_arrow(columns=[])
+    clause = f" WHERE {where}" if where else ""
+    expected = spark.sql(f"SELECT count(*) FROM {spark_source(spark_name, ref)}{clause}")
+    assert counted.num_columns == 0
+    assert counted.num_rows == expected.collect()[0][0]
+    assert plan.to_arrow(columns=[], limit=2).num_rows == min(2, counted.num_rows)
+
+
+@pytest.mark.spark
 def test_deletes_change_what_is_read(spark: Any, demo_warehouse: Path) -> None:
     """The Spark comparison above must not pass by accident: deletes really remove rows."""
     for name in ("demo.trips", "demo.events_v3", "demo.accounts"):
