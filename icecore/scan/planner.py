@@ -391,7 +391,8 @@ class TableScan:
             return MANIFESTS.get_or_load(job.key, decode)
 
         threads = _plan_threads()
-        if threads > 1 and len(jobs) > 1:
+        misses = sum(1 for job in jobs if not MANIFESTS.contains(job.key))
+        if threads > 1 and misses > 1:  # cached manifests load faster than a pool starts
             with ThreadPoolExecutor(min(threads, len(jobs))) as pool:
                 return list(pool.map(one, jobs))
         return [one(job) for job in jobs]
