@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -137,11 +137,18 @@ class Table:
                 _MANIFEST_LISTS.popitem(last=False)
         return files
 
-    def live_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
-        """Every live (ADDED or EXISTING) data and delete file entry of ``snapshot``."""
+    def live_entries(
+        self, snapshot: Snapshot, manifests: Iterable[ManifestFile] | None = None
+    ) -> list[ManifestEntry]:
+        """Every live (ADDED or EXISTING) data and delete file entry of ``snapshot``.
+
+        Args:
+            snapshot: the snapshot (its schema decodes partition values).
+            manifests: only these of its manifests (default: all of them).
+        """
         schema = self.read_schema(snapshot)
         entries: list[ManifestEntry] = []
-        for manifest in self.manifests(snapshot):
+        for manifest in self.manifests(snapshot) if manifests is None else manifests:
             spec = self.metadata.spec_by_id(manifest.partition_spec_id)
             if spec is None:
                 raise InvalidMetadata(
