@@ -490,7 +490,7 @@ def _sort_order(table: Table, cols: Sequence[Column]) -> Form:
     )
     terms: list[SortTerm] = []
     for path in chosen:
-        _, transform, direction, nulls = current.get(path, (path, "identity", "asc", ""))
+        _, transform, was, nulls = current.get(path, (path, "identity", "asc", ""))
         name, t, d, n = st.columns([2, 2, 2, 2], vertical_alignment="center")
         name.markdown(f"`{path.replace('`', '')}`")
         transform = t.text_input(
@@ -499,16 +499,18 @@ def _sort_order(table: Table, cols: Sequence[Column]) -> Form:
         direction = d.radio(
             "Direction",
             ["asc", "desc"],
-            index=0 if direction == "asc" else 1,
+            index=0 if was == "asc" else 1,
             key=f"{FORM_PREFIX}sort_dir_{path}",
             horizontal=True,
         )
-        default_nulls = nulls or ("nulls-first" if direction == "asc" else "nulls-last")
+        # Nulls follow the direction (first when ascending, as Spark) until the user picks.
+        if not nulls or direction != was:
+            nulls = "nulls-first" if direction == "asc" else "nulls-last"
         nulls = n.radio(
             "Nulls",
             ["nulls-first", "nulls-last"],
-            index=0 if default_nulls == "nulls-first" else 1,
-            key=f"{FORM_PREFIX}sort_nulls_{path}",
+            index=0 if nulls == "nulls-first" else 1,
+            key=f"{FORM_PREFIX}sort_nulls_{path}_{direction}",
             horizontal=True,
         )
         terms.append((path, transform.strip(), direction, nulls))
