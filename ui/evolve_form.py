@@ -91,6 +91,25 @@ def _forget(prefix: str) -> None:
         del st.session_state[key]
 
 
+def _field(name: str, default: object, options: Sequence[object] | None = None) -> str:
+    """A form field's key; its value starts at ``default`` (computed from the table now).
+
+    The value is set through session state, never by a widget's ``value=``: a key set that
+    way is sent to the browser, so a form cleared by dropping its keys shows empty there too
+    (a widget keeps what the browser last showed unless its value is set this way). With
+    ``options``, a value the table no longer offers (a column since dropped) is dropped.
+    """
+    key = FORM_PREFIX + name
+    value = st.session_state.get(key, default)
+    if options is not None and isinstance(value, list):
+        value = [v for v in value if v in options]
+    elif options is not None and value is not None and value not in options:
+        value = default
+    if key not in st.session_state or value != st.session_state[key]:
+        st.session_state[key] = list(value) if isinstance(value, list) else value
+    return key
+
+
 def start(context: PageContext, table: Table) -> str:
     """This table's key; the form, staged changes and confirmation of another are dropped."""
     key = f"{context.catalog}::{table.identifier}"
@@ -169,12 +188,12 @@ def change_form(table: Table) -> Form:
     return _properties(table)
 
 
-def _pick(label: str, key: str, choices: Sequence[Column]) -> Column | None:
+def _pick(label: str, name: str, choices: Sequence[Column]) -> Column | None:
     by_path = {c.path: c for c in choices}
     path = st.selectbox(
         label,
         list(by_path),
-        key=key,
+        key=_field(name, None, list(by_path)),
         index=None,
         placeholder="Choose a column",
         format_func=lambda p: f"{p} · {by_path[p].field_type}" if p in by_path else p,
@@ -202,25 +221,23 @@ def _add_column(table: Table, cols: Sequence[Column]) -> Form:
     parent = left.selectbox(
         "Inside",
         [TOP_LEVEL, *parents],
-        key=f"{FORM_PREFIX}add_parent",
+        key=_field("add_parent", TOP_LEVEL, [TOP_LEVEL, *parents]),
         help="Top level, or a struct column (for a list of structs: its element).",
     )
-    name = right.text_input("Column name", key=f"{FORM_PREFIX}add_name", placeholder="note")
-    field_type = left.text_input(
-        "Type", value="string", key=f"{FORM_PREFIX}add_type", help=TYPES_HELP
-    )
-    doc = right.text_input("Doc (optional)", key=f"{FORM_PREFIX}add_doc")
+    name = right.text_input("Column name", key=_field("add_name", ""), placeholder="note")
+    field_type = left.text_input("Type", key=_field("add_type", "string"), help=TYPES_HELP)
+    doc = right.text_input("Doc (optional)", key=_field("add_doc", ""))
     options: list[tuple[str, object]] = []
     version = table.metadata.format_version
     if version >= 3:
         required = left.checkbox(
             "Required (needs a default)",
-            key=f"{FORM_PREFIX}add_required",
+            key=_field("add_required", False),
             help="Rows written before the column existed read the default.",
         )
         default = right.text_input(
             "Default for existing and new rows (optional)",
-            key=f"{FORM_PREFIX}add_default",
+            key=_field("add_default", ""),
             help="A value of the column's type as text: 0, 2.5, true, 2024-01-01, basic.",
         )
         if required:
@@ -241,10 +258,10 @@ def _add_column(table: Table, cols: Sequence[Column]) -> Form:
 
 
 def _rename_column(table: Table, cols: Sequence[Column]) -> Form:
-    column = _pick("Column", f"{FORM_PREFIX}rename_column", _named(cols))
+    column = _pick("Column", "rename_column", _named(cols))
     new_name = st.text_input(
         "New name",
-        key=f"{FORM_PREFIX}rename_to",
+        key=_field("rename_to", ""),
         help="The column keeps its id, so data files written before still read as this column.",
     )
     if column is None:
@@ -255,11 +272,11 @@ def _rename_column(table: Table, cols: Sequence[Column]) -> Form:
 
 
 def _drop_column(table: Table, cols: Sequence[Column]) -> Form:
-    column = _pick("Column", f"{FORM_PREFIX}drop_column", _named(cols))
+    column = _pick("Column", "drop_column", _named(cols))
     allow = st.checkbox(
         "Drop it even though live files were partitioned by it under an older partition spec "
         "(readers of those files lose that partition value)",
-        key=f"{FORM_PREFIX}drop_allow",
+        key=_field("drop_allow", False),
     )
     st.caption(
         "Data files keep the values; readers stop seeing the column, and its id is never "
@@ -279,13 +296,13 @@ def _widen_column(table: Table, cols: Sequence[Column]) -> Form:
             "No column of this table has a wider type to take (int → long, float → double, "
             "a decimal's precision)."
         )
-    column = _pick("Column", f"{FORM_PREFIX}widen_column", choices)
+    column = _pick("Column", "widen_column", choices)
     if column is None:
         return "Choose the column to widen."
     to = st.selectbox(
         f"New type (now {column.field_type})",
         wider[column.path],
-        key=f"{FORM_PREFIX}widen_to_{column.field_id}",
+        key=_field(f"widen_to_{column.field_id}", wider[column.path][0]),
     )
     return [Change(SCHEMA, "update_column", (_path(column),), (("field_type", to),))]
 
@@ -295,14 +312,13 @@ REQUIRED = "required (no nulls)"
 
 
 def _nullability(table: Table, cols: Sequence[Column]) -> Form:
-    column = _pick("Column", f"{FORM_PREFIX}null_column", _named(cols))
+    column = _pick("Column", "null_column", _named(cols))
     if column is None:
         return "Choose the column."
     choice = st.radio(
         f"Values (now {'required' if column.required else 'optional'})",
         [OPTIONAL, REQUIRED],
-        index=0 if column.required else 1,
-        key=f"{FORM_PREFIX}null_{column.field_id}",
+        key=_field(f"null_{column.field_id}", OPTIONAL if column.required else REQUIRED),
         horizontal=True,
     )
     verb = "make_column_optional" if choice == OPTIONAL else "make_column_required"
@@ -311,28 +327,26 @@ def _nullability(table: Table, cols: Sequence[Column]) -> Form:
 
 def _move_column(table: Table, cols: Sequence[Column]) -> Form:
     movable = _named(cols)
-    column = _pick("Column", f"{FORM_PREFIX}move_column", movable)
+    column = _pick("Column", "move_column", movable)
     where = st.radio(
-        "Move it", ["first", "before", "after"], key=f"{FORM_PREFIX}move_where", horizontal=True
+        "Move it", ["first", "before", "after"], key=_field("move_where", "first"), horizontal=True
     )
     if column is None:
         return "Choose the column to move."
     if where == "first":
         return [Change(SCHEMA, "move_first", (_path(column),))]
     siblings = [c for c in movable if c.parent == column.parent and c.path != column.path]
-    other = _pick(f"{where.capitalize()} column", f"{FORM_PREFIX}move_other", siblings)
+    other = _pick(f"{where.capitalize()} column", "move_other", siblings)
     if other is None:
         return f"Choose the column to move it {where}."
     return [Change(SCHEMA, f"move_{where}", (_path(column), _path(other)))]
 
 
 def _column_doc(table: Table, cols: Sequence[Column]) -> Form:
-    column = _pick("Column", f"{FORM_PREFIX}doc_column", _named(cols))
+    column = _pick("Column", "doc_column", _named(cols))
     if column is None:
         return "Choose the column to document."
-    doc = st.text_input(
-        "Doc (empty removes it)", value=column.doc, key=f"{FORM_PREFIX}doc_{column.field_id}"
-    )
+    doc = st.text_input("Doc (empty removes it)", key=_field(f"doc_{column.field_id}", column.doc))
     return [Change(SCHEMA, "update_column_doc", (_path(column), doc or None))]
 
 
@@ -340,15 +354,14 @@ def _write_default(table: Table, cols: Sequence[Column]) -> Form:
     version = table.metadata.format_version
     if version < 3:
         return f"Default values need format version 3; this table is v{version}."
-    column = _pick("Column", f"{FORM_PREFIX}default_column", _named(cols))
+    column = _pick("Column", "default_column", _named(cols))
     if column is None:
         return "Choose the column."
     current = column.field.write_default
     text = current if isinstance(current, str) or current is None else json.dumps(current)
     value = st.text_input(
         "Write default (what writers store when they leave the column out; empty: none)",
-        value=text or "",
-        key=f"{FORM_PREFIX}default_{column.field_id}",
+        key=_field(f"default_{column.field_id}", text or ""),
     )
     return [Change(SCHEMA, "set_default_value", (_path(column), value or None))]
 
@@ -359,8 +372,7 @@ def _identifier_fields(table: Table, cols: Sequence[Column]) -> Form:
     chosen = st.multiselect(
         "Identifier fields (the columns that identify a row; required, not floating point)",
         choices,
-        default=[p for p in current if p in choices],
-        key=f"{FORM_PREFIX}identifier",
+        key=_field("identifier", [p for p in current if p in choices], choices),
     )
     return [Change(SCHEMA, "set_identifier_fields", tuple(chosen))]
 
@@ -378,32 +390,32 @@ SCHEMA_FORMS: dict[str, Callable[[Table, Sequence[Column]], Form]] = {
 }
 
 
-def _transform(key: str, label: str = "Transform") -> str:
+def _transform(name: str, label: str = "Transform") -> str:
     """A transform picker; bucket and truncate ask for their parameter."""
     picked = st.selectbox(
         label,
         TRANSFORMS,
-        key=f"{key}_transform",
+        key=_field(f"{name}_transform", "identity"),
         help="identity: the value itself; bucket[N]: a hash of it into N buckets; "
         "truncate[W]: strings and binary cut to W, numbers rounded down to a multiple of W; "
         "year, month, day, hour: of a date or timestamp; void: always null.",
     )
     if picked == "bucket[N]":
-        n = st.number_input("Buckets (N)", min_value=1, value=16, step=1, key=f"{key}_n")
+        n = st.number_input("Buckets (N)", min_value=1, step=1, key=_field(f"{name}_n", 16))
         return f"bucket[{int(n)}]"
     if picked == "truncate[W]":
-        w = st.number_input("Width (W)", min_value=1, value=4, step=1, key=f"{key}_w")
+        w = st.number_input("Width (W)", min_value=1, step=1, key=_field(f"{name}_w", 4))
         return f"truncate[{int(w)}]"
     return str(picked)
 
 
 def _add_partition_field(table: Table, cols: Sequence[Column]) -> Form:
-    source = _pick("Source column", f"{FORM_PREFIX}part_source", _sources(cols))
-    transform = _transform(f"{FORM_PREFIX}part")
+    source = _pick("Source column", "part_source", _sources(cols))
+    transform = _transform("part")
     generated = partition_name(source.path, transform) if source is not None else None
     name = st.text_input(
         "Partition field name (optional)",
-        key=f"{FORM_PREFIX}part_name",
+        key=_field("part_name", ""),
         placeholder=f"generated: {generated}" if generated else "generated from the column",
     )
     st.caption(
@@ -434,7 +446,7 @@ def _remove_partition_field(table: Table, cols: Sequence[Column]) -> Form:
     name = st.selectbox(
         "Partition field",
         list(fields),
-        key=f"{FORM_PREFIX}part_remove",
+        key=_field("part_remove", None, list(fields)),
         index=None,
         placeholder="Choose a partition field",
         format_func=lambda n: fields.get(n, n),
@@ -453,12 +465,12 @@ def _rename_partition_field(table: Table, cols: Sequence[Column]) -> Form:
     name = st.selectbox(
         "Partition field",
         list(fields),
-        key=f"{FORM_PREFIX}part_rename",
+        key=_field("part_rename", None, list(fields)),
         index=None,
         placeholder="Choose a partition field",
         format_func=lambda n: fields.get(n, n),
     )
-    new_name = st.text_input("New name", key=f"{FORM_PREFIX}part_rename_to")
+    new_name = st.text_input("New name", key=_field("part_rename_to", ""))
     if name is None:
         return "Choose the partition field to rename."
     if not new_name:
@@ -485,22 +497,18 @@ def _sort_order(table: Table, cols: Sequence[Column]) -> Form:
     chosen = st.multiselect(
         "Sort by (most significant first; none: unsorted)",
         choices,
-        default=[p for p in current if p in choices],
-        key=f"{FORM_PREFIX}sort_columns",
+        key=_field("sort_columns", [p for p in current if p in choices], choices),
     )
     terms: list[SortTerm] = []
     for path in chosen:
         _, transform, was, nulls = current.get(path, (path, "identity", "asc", ""))
         name, t, d, n = st.columns([2, 2, 2, 2], vertical_alignment="center")
         name.markdown(f"`{path.replace('`', '')}`")
-        transform = t.text_input(
-            "Transform", value=transform, key=f"{FORM_PREFIX}sort_transform_{path}"
-        )
+        transform = t.text_input("Transform", key=_field(f"sort_transform_{path}", transform))
         direction = d.radio(
             "Direction",
             ["asc", "desc"],
-            index=0 if was == "asc" else 1,
-            key=f"{FORM_PREFIX}sort_dir_{path}",
+            key=_field(f"sort_dir_{path}", was),
             horizontal=True,
         )
         # Nulls follow the direction (first when ascending, as Spark) until the user picks.
@@ -509,8 +517,7 @@ def _sort_order(table: Table, cols: Sequence[Column]) -> Form:
         nulls = n.radio(
             "Nulls",
             ["nulls-first", "nulls-last"],
-            index=0 if nulls == "nulls-first" else 1,
-            key=f"{FORM_PREFIX}sort_nulls_{path}_{direction}",
+            key=_field(f"sort_nulls_{path}_{direction}", nulls),
             horizontal=True,
         )
         terms.append((path, transform.strip(), direction, nulls))
@@ -524,16 +531,15 @@ def _properties(table: Table) -> Form:
     properties = table.metadata.properties
     left, right = st.columns(2)
     key = left.text_input(
-        "Set property", key=f"{FORM_PREFIX}prop_key", placeholder="write.target-file-size-bytes"
+        "Set property", key=_field("prop_key", ""), placeholder="write.target-file-size-bytes"
     ).strip()
     value = right.text_input(
         "to value",
-        key=f"{FORM_PREFIX}prop_value",
+        key=_field("prop_value", ""),
         placeholder=f"now {properties[key]}" if key in properties else "",
     )
-    removed = st.multiselect(
-        "Remove properties", sorted(properties), key=f"{FORM_PREFIX}prop_remove"
-    )
+    names = sorted(properties)
+    removed = st.multiselect("Remove properties", names, key=_field("prop_remove", [], names))
     changes = []
     if key:
         changes.append(Change(PROPERTIES, "set", (key, value)))
