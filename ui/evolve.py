@@ -36,6 +36,7 @@ from icecore.types import (
     NestedField,
     StructType,
 )
+from ui.views import field_row
 
 SCHEMA = "schema"
 SPEC = "spec"
@@ -255,21 +256,11 @@ def schema_rows(before: Schema, after: Schema) -> list[dict[str, Any]]:
     notes: dict[int, list[str]] = {}
     for change in schema_changes(before, after):
         notes.setdefault(change.field_id, []).append(_change_text(change))
-    kept = [(row, "\u2003" * row.depth + row.name) for row in describe.schema_rows(after)]
+    kept = [(row, None) for row in describe.schema_rows(after)]
     gone = [row for row in describe.schema_rows(before) if row.field_id not in after.field_ids]
     dropped = [(row, row.path) for row in gone]
     return [
-        {
-            "change": "; ".join(notes.get(row.field_id, ())),
-            "field": label,
-            "id": row.field_id,
-            "type": row.type,
-            "required": row.required,
-            "doc": row.doc,
-            "initial default": row.initial_default,
-            "write default": row.write_default,
-            "identifier": row.identifier,
-        }
+        {"change": "; ".join(notes.get(row.field_id, ())), **field_row(row, label)}
         for row, label in (*kept, *dropped)
     ]
 

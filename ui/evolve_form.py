@@ -439,18 +439,22 @@ def _spec_fields(table: Table) -> dict[str, str]:
     return out
 
 
-def _remove_partition_field(table: Table, cols: Sequence[Column]) -> Form:
-    fields = _spec_fields(table)
-    if not fields:
-        return "The table is unpartitioned: there is no partition field to remove."
-    name = st.selectbox(
+def _pick_partition_field(fields: dict[str, str], name: str) -> str | None:
+    return st.selectbox(
         "Partition field",
         list(fields),
-        key=_field("part_remove", None, list(fields)),
+        key=_field(name, None, list(fields)),
         index=None,
         placeholder="Choose a partition field",
         format_func=lambda n: fields.get(n, n),
     )
+
+
+def _remove_partition_field(table: Table, cols: Sequence[Column]) -> Form:
+    fields = _spec_fields(table)
+    if not fields:
+        return "The table is unpartitioned: there is no partition field to remove."
+    name = _pick_partition_field(fields, "part_remove")
     if table.metadata.format_version == 1:
         st.caption("In a v1 table a removed field stays in the spec with the void transform.")
     if name is None:
@@ -462,14 +466,7 @@ def _rename_partition_field(table: Table, cols: Sequence[Column]) -> Form:
     fields = _spec_fields(table)
     if not fields:
         return "The table is unpartitioned: there is no partition field to rename."
-    name = st.selectbox(
-        "Partition field",
-        list(fields),
-        key=_field("part_rename", None, list(fields)),
-        index=None,
-        placeholder="Choose a partition field",
-        format_func=lambda n: fields.get(n, n),
-    )
+    name = _pick_partition_field(fields, "part_rename")
     new_name = st.text_input("New name", key=_field("part_rename_to", ""))
     if name is None:
         return "Choose the partition field to rename."
@@ -652,7 +649,9 @@ def _highlighted(rows: list[dict[str, object]]) -> Styler:
         style = f"background-color: {background}" if background else ""
         return [style] * len(row)
 
-    return pd.DataFrame(rows, columns=list(SCHEMA_COLUMNS)).style.apply(colour, axis=1)
+    # Defaults exist only in v3 tables: their columns are left out when no field has one.
+    shown = [c for c in SCHEMA_COLUMNS if not c.endswith(" default") or any(row[c] for row in rows)]
+    return pd.DataFrame(rows, columns=shown).style.apply(colour, axis=1)
 
 
 def stage_button(current: Form) -> None:

@@ -163,15 +163,20 @@ def test_partition_sort_and_property_changes_commit_as_one_and_spark_writes_with
     assert written > 0
 
 
-def test_a_concurrent_commit_is_a_conflict_sentence_with_a_reload(
-    spark: Any, evo: EvoCatalogs, demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    copy = copy_sql_table(evo, demo_warehouse, "zones")
-    at = drive(
+def _note_confirmed(copy: Copy, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    """The page with a new column ``note`` typed and its dry run confirmed."""
+    return drive(
         _open(copy, monkeypatch),
         ("text_input", "evo_f_add_name", "note"),
         ("checkbox", "evo_confirm", True),
     )
+
+
+def test_a_concurrent_commit_is_a_conflict_sentence_with_a_reload(
+    spark: Any, evo: EvoCatalogs, demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = copy_sql_table(evo, demo_warehouse, "zones")
+    at = _note_confirmed(copy, monkeypatch)
     # Another writer changes the schema between the dry run and the commit.
     spark.sql(f"ALTER TABLE {copy.spark_name} ADD COLUMN other int")
     theirs = copy.location()
@@ -197,11 +202,7 @@ def test_a_concurrent_append_does_not_stop_a_schema_change(
     spark: Any, evo: EvoCatalogs, demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     copy = copy_sql_table(evo, demo_warehouse, "zones")
-    at = drive(
-        _open(copy, monkeypatch),
-        ("text_input", "evo_f_add_name", "note"),
-        ("checkbox", "evo_confirm", True),
-    )
+    at = _note_confirmed(copy, monkeypatch)
     rows = spark_count(spark, f"SELECT count(*) FROM {copy.spark_name}")
     spark.sql(f"INSERT INTO {copy.spark_name} VALUES (999, 'Nowhere', 'Test', 'None')")
     _commit(at)
