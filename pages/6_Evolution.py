@@ -31,7 +31,7 @@ if context.selection.time_kind != TIME_CURRENT:
         f"Changes apply to the table's current metadata, not to "
         f"{inert(context.selection.describe_time())} chosen in the sidebar."
     )
-form.show_committed(context, key)
+form.show_committed(context, key, table)
 
 current = form.change_form(table)
 staged = form.staged_changes()
@@ -59,4 +59,4 @@ if refusal is not None:
     st.info(inert(refusal), icon=":material/lock:")
     stop()
 if not dry.is_noop:
-    form.commit_controls(context, key, dry, changes)
+    form.commit_controls(context, table, dry, changes)

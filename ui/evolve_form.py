@@ -68,9 +68,15 @@ Form = list[Change] | str
 class Pin:
     """A confirmed dry run: the table, the metadata file it was computed on, the changes."""
 
-    table_key: str
+    catalog: str
+    table: str
     location: str
     changes: tuple[Change, ...]
+
+    @property
+    def table_key(self) -> str:
+        """The key :func:`start` gives the table."""
+        return table_key(self.catalog, self.table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +116,14 @@ def _field(name: str, default: object, options: Sequence[object] | None = None) 
     return key
 
 
+def table_key(catalog: str, table: str) -> str:
+    """What the form's state belongs to: one table of one catalog."""
+    return f"{catalog}::{table}"
+
+
 def start(context: PageContext, table: Table) -> str:
     """This table's key; the form, staged changes and confirmation of another are dropped."""
-    key = f"{context.catalog}::{table.identifier}"
+    key = table_key(context.catalog, str(table.identifier))
     if st.session_state.get(TABLE_KEY) != key:
         _forget(KEY_PREFIX)
         st.session_state[TABLE_KEY] = key
@@ -146,11 +157,10 @@ def _on_confirm(pin: Pin) -> None:
         _unconfirm()
 
 
-def _on_commit(catalog: str, pin: Pin) -> None:
+def _on_commit(pin: Pin) -> None:
     """Commit the pinned dry run's changes from the version it was computed on."""
-    name = pin.table_key.rsplit("::", 1)[-1]
     try:
-        base = data.table_at(catalog, name, pin.location)
+        base = data.table_at(pin.catalog, pin.table, pin.location)
         committed = evolve.commit(base, pin.changes)
     except IcecoreError as error:
         outcome = Outcome(
@@ -666,13 +676,14 @@ def stage_button(current: Form) -> None:
         )
 
 
-def commit_controls(context: PageContext, key: str, dry: DryRun, changes: Sequence[Change]) -> None:
+def commit_controls(
+    context: PageContext, table: Table, dry: DryRun, changes: Sequence[Change]
+) -> None:
     """Confirm the dry run, commit it, and show what stopped a commit."""
     st.subheader("Commit")
-    identifier = key.rsplit("::", 1)[-1]
-    pin = Pin(key, dry.base_location, tuple(changes))
+    pin = Pin(context.catalog, str(table.identifier), dry.base_location, tuple(changes))
     confirmed = st.checkbox(
-        f"I have read the dry run above and want to commit it to {inert(identifier)}",
+        f"I have read the dry run above and want to commit it to {inert(table.identifier)}",
         key=CONFIRM_KEY,
         on_change=_on_confirm,
         kwargs={"pin": pin},
@@ -683,10 +694,10 @@ def commit_controls(context: PageContext, key: str, dry: DryRun, changes: Sequen
         key="evo_commit",
         disabled=not confirmed or dry.is_noop,
         on_click=_on_commit,
-        kwargs={"catalog": context.catalog, "pin": pin},
+        kwargs={"pin": pin},
     )
     outcome = st.session_state.get(OUTCOME_KEY)
-    if isinstance(outcome, Outcome) and outcome.table_key == key and outcome.error:
+    if isinstance(outcome, Outcome) and outcome.table_key == pin.table_key and outcome.error:
         st.error(outcome.error, icon=":material/error:")
         if outcome.conflict:
             st.button(
@@ -698,13 +709,13 @@ def commit_controls(context: PageContext, key: str, dry: DryRun, changes: Sequen
             )
 
 
-def show_committed(context: PageContext, key: str) -> None:
-    """The last commit's result: the new metadata file and the ids now current."""
+def show_committed(context: PageContext, key: str, table: Table) -> None:
+    """The last commit's result (while it is the table's current version)."""
     outcome = st.session_state.get(OUTCOME_KEY)
     if not isinstance(outcome, Outcome) or outcome.table_key != key:
         return
     done = outcome.committed
-    if done is None:
+    if done is None or done.metadata_location != table.metadata_location:
         return
     with st.container(border=True):
         st.success(
