@@ -19,13 +19,15 @@ PAGES = (
     ("pages/3_Metadata_tree.py", "Metadata tree", "snapshot → manifests → files, to scale"),
     ("pages/4_Scan_preview.py", "Scan preview", "a filter, what it prunes and why, the rows"),
     ("pages/5_Time_travel.py", "Time travel", "two points in time and what changed between"),
+    ("pages/6_Evolution.py", "Evolution", "schema, partition and sort changes: dry run, commit"),
     ("pages/7_SQL.py", "SQL", "DuckDB over metadata tables and scan rows, downloads"),
 )
 
 context = bootstrap("Tables")
 st.title("Icecore")
 st.caption(
-    "Explore Apache Iceberg tables: history, metadata tree, pruned scans, time travel. "
+    "Explore Apache Iceberg tables: history, metadata tree, pruned scans, time travel, "
+    "guarded evolution. "
     "Pick a catalog and a table in the sidebar, or open one below."
 )
 if context.failed:

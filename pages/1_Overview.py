@@ -107,19 +107,7 @@ identifiers = ", ".join(schema.identifier_field_names()) or "none"
 st.caption(f"Schema {schema.schema_id} · identifier fields: {inert(identifiers)}")
 schema_rows = describe.schema_rows(schema)
 st.dataframe(
-    [
-        {
-            "field": "\u2003" * row.depth + row.name,
-            "id": row.field_id,
-            "type": row.type,
-            "required": row.required,
-            "doc": row.doc,
-            "initial default": row.initial_default,
-            "write default": row.write_default,
-            "identifier": row.identifier,
-        }
-        for row in schema_rows
-    ],
+    [views.field_row(row) for row in schema_rows],
     hide_index=True,
     width="stretch",
     height=views.fit_height(len(schema_rows)),

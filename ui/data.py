@@ -25,6 +25,7 @@ from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
 from icecore.sql import run_sql
 from icecore.table import Table, load_table_at
+from ui.evolve import Change, DryRun, dry_run
 from ui.views import DiffView, PlanView, diff_view, plan_view
 
 Selectors = tuple[int | None, str | None, str | None]
@@ -69,7 +70,8 @@ def table_names(catalog: str) -> list[str]:
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _table_at(catalog: str, name: str, metadata_location: str) -> Table:
+def table_at(catalog: str, name: str, metadata_location: str) -> Table:
+    """The table as one metadata file has it (a version that never changes)."""
     opened = open_catalog(catalog)
     identifier = TableIdentifier.parse(name)
     if isinstance(opened, CatalogBase):
@@ -81,7 +83,12 @@ def open_table(catalog: str, name: str) -> Table:
     """The table's current version: its location asked of the catalog, its metadata cached."""
     opened = open_catalog(catalog)
     location = opened.metadata_location(TableIdentifier.parse(name))
-    return _table_at(catalog, name, location)
+    return table_at(catalog, name, location)
+
+
+def forget_table_lists() -> None:
+    """After a commit: every page asks the catalog for the tables' metadata files again."""
+    table_rows.clear()
 
 
 # --- files, manifests ------------------------------------------------------------------
@@ -211,3 +218,12 @@ def sql(
 ) -> pa.Table:
     """User SQL over the metadata tables and the scan's rows (locked down DuckDB)."""
     return run_sql(_table, text, filter=filter, **_selectors(selectors))
+
+
+# --- evolution -------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=32, show_spinner="Checking the change…")
+def evolution_dry_run(location: str, changes: tuple[Change, ...], _table: Table) -> DryRun:
+    """The dry run of ``changes`` against the table at ``location`` (errors are not cached)."""
+    return dry_run(_table, changes)

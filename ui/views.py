@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icecore.describe import FieldRow
 from icecore.diff import SnapshotDiff
 from icecore.health import format_bytes
 from icecore.layout import content_name
@@ -34,6 +35,7 @@ __all__ = [
     "DiffView",
     "PlanView",
     "diff_view",
+    "field_row",
     "files_in_manifest",
     "fit_height",
     "format_bytes",
@@ -68,6 +70,20 @@ STATUS_ICONS: Mapping[str, str] = {
 }
 """Markdown icons for health statuses (Material Symbols ship with Streamlit; no emoji font
 needed)."""
+
+
+def field_row(row: FieldRow, label: str | None = None) -> dict[str, Any]:
+    """One schema field as a table row; ``label`` defaults to its name indented by depth."""
+    return {
+        "field": label if label is not None else "\u2003" * row.depth + row.name,
+        "id": row.field_id,
+        "type": row.type,
+        "required": row.required,
+        "doc": row.doc,
+        "initial default": row.initial_default,
+        "write default": row.write_default,
+        "identifier": row.identifier,
+    }
 
 
 def snapshot_text(snapshot: Snapshot | None) -> str:

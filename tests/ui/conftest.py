@@ -9,10 +9,12 @@ from what the page printed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.icecore.evolution.conftest import EvoCatalogs, register_catalogs
 from tests.ui.helpers import OpenPage, open_app
 
 
@@ -27,3 +29,9 @@ def open_page(demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> OpenPage
         return open_app(page, **params)
 
     return opener
+
+
+@pytest.fixture(scope="module")
+def evo(spark: Any, demo_warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> EvoCatalogs:
+    """Private Spark catalogs (SQL and Hadoop) on a temporary warehouse, for table copies."""
+    return register_catalogs(spark, tmp_path_factory.mktemp("ui-evolution"))

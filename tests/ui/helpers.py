@@ -51,3 +51,34 @@ def no_problems(at: AppTest) -> None:
 def spark_count(spark: Any, sql: str) -> int:
     """The one number a Spark query returns."""
     return int(spark.sql(sql).collect()[0][0] or 0)
+
+
+Step = tuple[str, str, Any]
+"""One widget action by key: ``("text_input", key, text)``, ``("selectbox", key, value)``,
+``("checkbox", key, True)``, ``("button", key, None)``..."""
+
+
+def drive(at: AppTest, *steps: Step) -> AppTest:
+    """Apply each step and rerun the page after it, as a user's input does."""
+    for kind, key, value in steps:
+        widget = getattr(at, kind)(key=key)
+        if kind == "text_input":
+            widget.input(value)
+        elif kind == "checkbox":
+            widget.set_value(bool(value))
+        elif kind == "button":
+            widget.click()
+        else:
+            widget.set_value(value)
+        at.run()
+    return at
+
+
+def code_blocks(at: AppTest) -> list[str]:
+    """The page's code blocks (dry-run lines, staged changes, the JSON diff)."""
+    return [c.value for c in at.code]
+
+
+def keys(widgets: Any) -> set[str]:
+    """The keys of the widgets drawn (``keys(at.button)``)."""
+    return {w.key for w in widgets if w.key}

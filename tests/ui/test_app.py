@@ -23,6 +23,7 @@ PAGES = [
     "pages/3_Metadata_tree.py",
     "pages/4_Scan_preview.py",
     "pages/5_Time_travel.py",
+    "pages/6_Evolution.py",
     "pages/7_SQL.py",
 ]
 

@@ -2,15 +2,15 @@
 
 The walk an analyst takes: open the app, pick a table in the sidebar, read its history and
 set the shared time selector from it, preview a filtered scan at that point, and compare two
-points in time. Numbers on the pages are checked against Spark; a screenshot of every page
-is saved under ``test-artifacts/screenshots/`` (the README's tour is made from them).
+points in time. Then a data owner's: on a copy of a table (served by a second app whose
+catalog is a temporary warehouse, so the fixture warehouse is never changed), a schema
+change's dry run on the Evolution page, its explicit confirmation and commit, and Spark
+reading the evolved table afterwards. Numbers on the pages are checked against Spark; a
+screenshot of every page is saved under ``test-artifacts/screenshots/`` (the README's tour
+is made from them).
 
 The browser is ``/usr/bin/chromium`` (Debian's package, which ``.ci/run`` installs), launched
 by Playwright with ``executable_path``; no browser is ever downloaded.
-
-TODO(issue 5): once the commit API lands, add the evolution step here: on a copy of a table,
-a schema-evolution dry-run on the Evolution page, its explicit confirmation and commit, and
-Spark reading the evolved table afterwards.
 """
 
 from __future__ import annotations
@@ -23,11 +23,15 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.icecore.evolution.conftest import EvoCatalogs
+from tests.icecore.evolution.spark_checks import describe
+from tests.ui.copies import copy_sql_table
 from tests.ui.helpers import REPO, spark_count
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -51,15 +55,15 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(demo_warehouse: Path) -> Iterator[str]:
-    """``streamlit run app.py`` on 127.0.0.1 and a free port, on the fixture warehouse."""
+@contextmanager
+def _streamlit(catalog: str, log_name: str) -> Iterator[str]:
+    """``streamlit run app.py`` on 127.0.0.1 and a free port, with ``catalog`` as default."""
     port = _free_port()
-    env = {**os.environ, "ICECORE_CATALOG": str(demo_warehouse)}
+    env = {**os.environ, "ICECORE_CATALOG": catalog}
     env.pop("ICECORE_READ_ONLY", None)
     log = (REPO / "test-artifacts").resolve()
     log.mkdir(parents=True, exist_ok=True)
-    with (log / "streamlit.log").open("w") as out:
+    with (log / log_name).open("w") as out:
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -87,7 +91,7 @@ def server(demo_warehouse: Path) -> Iterator[str]:
                             break
                 except OSError:
                     pass
-                assert process.poll() is None, "streamlit exited; see test-artifacts/streamlit.log"
+                assert process.poll() is None, f"streamlit exited; see test-artifacts/{log_name}"
                 assert time.monotonic() < deadline, "streamlit did not start within 60 s"
                 time.sleep(0.5)
             yield base
@@ -98,6 +102,13 @@ def server(demo_warehouse: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(demo_warehouse: Path) -> Iterator[str]:
+    """The app on the fixture warehouse."""
+    with _streamlit(str(demo_warehouse), "streamlit.log") as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -232,3 +243,50 @@ def test_an_analyst_walks_from_a_table_to_time_travel(
     page.get_by_test_id("stDataFrame").first.wait_for()
     _shot(page, "7_sql")
     page.close()
+
+
+def test_a_data_owner_evolves_a_copy_of_a_table(
+    spark: Any, evo: EvoCatalogs, demo_warehouse: Path, browser: Any
+) -> None:
+    copy = copy_sql_table(evo, demo_warehouse, "trips")
+    with _streamlit(copy.catalog, "streamlit-evolution.log") as base:
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.goto(base)
+        _settle(page)
+        sidebar = page.get_by_test_id("stSidebar")
+        _pick(page, sidebar, "Table", re.compile(f"^{copy.table.split('.')[-1]}$"))
+        assert "table=" + copy.table in page.url
+        _go(page, "Evolution")
+
+        # The form: a new column with a doc. Each entry reruns the dry run.
+        for label, value in (("Column name", "note"), ("Doc (optional)", "Said in the browser")):
+            box = page.get_by_label(label, exact=True)
+            box.fill(value)
+            box.press("Enter")
+            _settle(page)
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("added note (id", exact=False).wait_for()
+        commit = page.get_by_role("button", name="Commit", exact=True)
+        assert commit.is_disabled(), "no commit before the dry run is confirmed"
+        before = copy.location()
+        _shot(page, "6_evolution")
+        assert copy.location() == before, "the dry run wrote nothing"
+        assert "note" not in [c[0] for c in describe(spark, copy.spark_name)]
+
+        # Explicit confirmation, then the commit and its result.
+        page.get_by_test_id("stCheckbox").filter(has_text="I have read the dry run").click()
+        _settle(page)
+        commit.click()
+        _settle(page)
+        success = page.get_by_test_id("stAlertContentSuccess")
+        success.wait_for()
+        after = copy.location()
+        assert after != before and after in success.inner_text()
+        _shot(page, "6_evolution_committed")
+        page.close()
+
+    # Spark, through its own catalog, reads the evolved table.
+    assert ("note", "string") in describe(spark, copy.spark_name)
+    rows = spark_count(spark, "SELECT count(*) FROM icecore.demo.trips")
+    counted = spark.sql(f"SELECT count(*), count(note) FROM {copy.spark_name}").collect()[0]
+    assert tuple(counted) == (rows, 0)

@@ -1,0 +1,62 @@
+"""Evolution: guided schema, partition spec, sort order and property changes, dry run first.
+
+Every change is checked by icecore's evolution builders on each rerun and shown as a dry run
+(the lines, the new schema, the metadata diff); a commit needs an explicit confirmation, and
+read-only mode hides every commit control.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import evolve_form as form
+from ui.evolve import commit_refusal
+from ui.shell import TIME_CURRENT, bootstrap, filesystem_warning, inert, require_table, stop
+
+context = bootstrap("Evolution")
+table, _ = require_table(context)
+key = form.start(context, table)
+
+st.title(f"Evolve {inert(table.identifier)}")
+st.caption(
+    "Change the schema, the partition spec, the sort order or the properties. Icecore checks "
+    "each change against the Iceberg spec as you type and shows a dry run; nothing is written "
+    "until you confirm it and commit. Spark and other engines keep reading the table after."
+)
+warning = filesystem_warning(table)
+if warning is not None:
+    st.warning(inert(warning), icon=":material/warning:")
+if context.selection.time_kind != TIME_CURRENT:
+    st.caption(
+        f"Changes apply to the table's current metadata, not to "
+        f"{inert(context.selection.describe_time())} chosen in the sidebar."
+    )
+form.show_committed(context, key, table)
+
+current = form.change_form(table)
+staged = form.staged_changes()
+form.show_staged(staged)
+changes = [*staged, *(current if isinstance(current, list) else [])]
+if isinstance(current, str):
+    st.info(current, icon=":material/edit:")
+if not changes:
+    stop()
+
+base = form.base_table(context, table, key, changes)
+dry = form.checked(base, changes)
+form.show_dry_run(dry, table, base)
+form.stage_button(current)
+
+if context.read_only:
+    st.info(
+        "Read-only mode (ICECORE_READ_ONLY or read_only in icecore.toml): this page shows "
+        "dry runs only; commit controls are hidden.",
+        icon=":material/lock:",
+    )
+    stop()
+refusal = commit_refusal(table)
+if refusal is not None:
+    st.info(inert(refusal), icon=":material/lock:")
+    stop()
+if not dry.is_noop:
+    form.commit_controls(context, table, dry, changes)
