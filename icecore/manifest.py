@@ -193,6 +193,23 @@ _ML_PARTITIONS, _ML_ADDED_ROWS, _ML_EXISTING_ROWS, _ML_DELETED_ROWS = 507, 512, 
 _ML_SEQ, _ML_MIN_SEQ, _ML_CONTENT, _ML_KEY_METADATA, _ML_FIRST_ROW_ID = 515, 516, 517, 519, 520
 _FS_CONTAINS_NULL, _FS_LOWER, _FS_UPPER, _FS_CONTAINS_NAN = 509, 510, 511, 518
 
+
+class ListField(IntEnum):
+    """Field ids of the manifest list that columnar planning reads (spec "Manifest Lists")."""
+
+    PARTITION_SPEC_ID = _ML_SPEC_ID
+    PARTITIONS = _ML_PARTITIONS
+    CONTENT = _ML_CONTENT
+    ADDED_FILES = _ML_ADDED_FILES
+    EXISTING_FILES = _ML_EXISTING_FILES
+    ADDED_ROWS = _ML_ADDED_ROWS
+    EXISTING_ROWS = _ML_EXISTING_ROWS
+    CONTAINS_NULL = _FS_CONTAINS_NULL
+    CONTAINS_NAN = _FS_CONTAINS_NAN
+    LOWER_BOUND = _FS_LOWER
+    UPPER_BOUND = _FS_UPPER
+
+
 _ME_STATUS, _ME_SNAPSHOT_ID, _ME_DATA_FILE, _ME_SEQ, _ME_FILE_SEQ = 0, 1, 2, 3, 4
 _DF_CONTENT, _DF_PATH, _DF_FORMAT, _DF_PARTITION = 134, 100, 101, 102
 _DF_RECORD_COUNT, _DF_SIZE, _DF_COLUMN_SIZES, _DF_VALUE_COUNTS = 103, 104, 108, 109
@@ -273,6 +290,55 @@ def read_manifest_list(
         NotFound: the file does not exist.
         InvalidMetadata: the file is corrupt, truncated or misses a required field.
     """
+    records = read_manifest_list_records(file_io, path, format_version)
+    return [records.manifest_file(i) for i in range(len(records))]
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestListRecords:
+    """A manifest list decoded to records, read by field id; ``manifest_file(i)`` on demand.
+
+    Planning over thousands of manifests reads a few columns of every record and builds
+    :class:`ManifestFile` objects only for the manifests it keeps
+    (:mod:`icecore.manifest_list_columns`); everything else reads them all.
+    """
+
+    path: str
+    format_version: int
+    records: list[dict[str, Any]]
+    fields: _Fields
+    summary_fields: _Fields | None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def column(self, field_id: int) -> list[Any]:
+        """One manifest_file field of every record, by field id (None where absent)."""
+        name = self.fields.names.get(field_id)
+        if name is None:
+            return [None] * len(self.records)
+        return [r.get(name) for r in self.records]
+
+    def summary_column(self, field_id: int, position: int) -> list[Any]:
+        """One field_summary field at partition ``position`` per record (None where absent)."""
+        sf = self.summary_fields
+        partitions = self.column(_ML_PARTITIONS)
+        name = sf.names.get(field_id) if sf is not None else None
+        if name is None:
+            return [None] * len(self.records)
+        return [p[position].get(name) if p and position < len(p) else None for p in partitions]
+
+    def manifest_file(self, index: int) -> ManifestFile:
+        """The ``index``-th entry as a :class:`ManifestFile` (required fields checked)."""
+        return _manifest_file(
+            self.records[index], self.fields, self.summary_fields, self.format_version
+        )
+
+
+def read_manifest_list_records(
+    file_io: FileIO, path: str, format_version: int | None = None
+) -> ManifestListRecords:
+    """Decode a manifest list without building objects (see :func:`read_manifest_list`)."""
     avro = read_avro(file_io.read(path), path)
     version = format_version if format_version is not None else _header_version(avro)
     fields = _Fields(avro.schema, path, "The manifest list schema")
@@ -281,7 +347,7 @@ def read_manifest_list(
         array = non_null_branch(fields.types[_ML_PARTITIONS])
         if isinstance(array, dict) and array.get("type") == "array":
             summary_fields = _Fields(array["items"], path, "The field_summary schema")
-    return [_manifest_file(r, fields, summary_fields, version) for r in avro.records]
+    return ManifestListRecords(path, version, avro.records, fields, summary_fields)
 
 
 def _header_version(avro: AvroFile) -> int:

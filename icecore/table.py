@@ -35,8 +35,8 @@ from icecore.manifest import (
     ManifestEntryStatus,
     ManifestFile,
     read_manifest,
-    read_manifest_list,
 )
+from icecore.manifest_list_columns import ManifestListColumns, read_manifest_list_columns
 from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
 from icecore.scan.planner import TableScan
 from icecore.schema import Schema
@@ -57,7 +57,7 @@ MANIFEST_LISTS_CACHED = 256
 "Manifest Lists"), so planning or inspecting a snapshot again does not decode it again
 (2,000 entries: ~60 ms). Keyed by table uuid, list path and format version."""
 
-_MANIFEST_LISTS: OrderedDict[tuple[str, str, int], tuple[ManifestFile, ...]] = OrderedDict()
+_MANIFEST_LISTS: OrderedDict[tuple[str, str, int], ManifestListColumns] = OrderedDict()
 _MANIFEST_LISTS_LOCK = threading.Lock()
 
 
@@ -113,6 +113,10 @@ class Table:
 
     def manifests(self, snapshot: Snapshot) -> list[ManifestFile]:
         """The manifest list of ``snapshot`` (v1 inline ``manifests`` are not supported yet)."""
+        return self.manifest_list(snapshot).manifests()
+
+    def manifest_list(self, snapshot: Snapshot) -> ManifestListColumns:
+        """The manifest list of ``snapshot`` as columns, decoded once per process."""
         if snapshot.manifest_list is None:
             raise Unsupported(
                 f"Snapshot {snapshot.snapshot_id} lists its manifests inline (a v1 layout "
@@ -127,15 +131,15 @@ class Table:
             found = _MANIFEST_LISTS.get(key)
             if found is not None:
                 _MANIFEST_LISTS.move_to_end(key)
-                return list(found)
-        files = read_manifest_list(
+                return found
+        columns = read_manifest_list_columns(
             self.io, snapshot.manifest_list, format_version=self.metadata.format_version
         )
         with _MANIFEST_LISTS_LOCK:
-            _MANIFEST_LISTS[key] = tuple(files)
+            _MANIFEST_LISTS[key] = columns
             while len(_MANIFEST_LISTS) > MANIFEST_LISTS_CACHED:
                 _MANIFEST_LISTS.popitem(last=False)
-        return files
+        return columns
 
     def live_entries(
         self, snapshot: Snapshot, manifests: Iterable[ManifestFile] | None = None

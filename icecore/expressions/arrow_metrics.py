@@ -102,7 +102,7 @@ _INT8 = (
 
 
 @dataclass(frozen=True, slots=True)
-class _Keys:
+class BoundKeys:
     """Bounds decoded for comparison.
 
     Attributes:
@@ -118,19 +118,30 @@ class _Keys:
 _VECTORIZED = (*_INT4, *_INT8, FloatType, DoubleType, StringType, BinaryType, FixedType)
 
 
-def _vectorizable(t: IcebergType) -> bool:
+def vectorizable(t: IcebergType) -> bool:
+    """Whether bounds of type ``t`` have a key form here (else the row evaluator judges)."""
     return isinstance(t, _VECTORIZED)
 
 
-def _chunks(raw: pa.ChunkedArray, fn: Callable[[pa.Array], tuple[pa.Array, pa.Array]]) -> _Keys:
+def bound_keys(raw: pa.ChunkedArray | pa.Array, t: IcebergType, *, lower: bool) -> BoundKeys:
+    """Appendix D bounds of type ``t`` as sortable keys (``t`` must be vectorizable).
+
+    Lower bounds read NaN as absent (Java's metrics rule); upper bounds keep it on top.
+    """
+    if isinstance(raw, pa.Array):
+        raw = pa.chunked_array([raw])
+    return _chunks(raw, _decoder(t, lower=lower))
+
+
+def _chunks(raw: pa.ChunkedArray, fn: Callable[[pa.Array], tuple[pa.Array, pa.Array]]) -> BoundKeys:
     keys, unknown = [], []
     for chunk in raw.chunks:
         k, u = fn(chunk)
         keys.append(k)
         unknown.append(u)
     if not keys:
-        return _Keys(pa.chunked_array([], _I64), pa.chunked_array([], pa.bool_()))
-    return _Keys(pa.chunked_array(keys), pa.chunked_array(unknown))
+        return BoundKeys(pa.chunked_array([], _I64), pa.chunked_array([], pa.bool_()))
+    return BoundKeys(pa.chunked_array(keys), pa.chunked_array(unknown))
 
 
 def _fixed_width(chunk: pa.Array, width: int) -> tuple[pa.Array, pa.Array]:
@@ -277,7 +288,7 @@ class _Leaf:
             return _not(nans_only)
         if op in (_O.NOT_EQ, _O.NOT_IN):
             return _TRUE
-        if op is _O.NOT_STARTS_WITH or not _vectorizable(t):
+        if op is _O.NOT_STARTS_WITH or not vectorizable(t):
             return _UNKNOWN
         if op is _O.STARTS_WITH:
             return self._starts_with(cols, nulls_only)
@@ -291,11 +302,11 @@ class _Leaf:
             return _and(not_empty, self._in(cols, lits))
         return _and(not_empty, self._comparison(cols, op, lits[0]))
 
-    def _bounds(self, cols: MetricsColumns, kind: str, *, lower: bool) -> _Keys | None:
+    def _bounds(self, cols: MetricsColumns, kind: str, *, lower: bool) -> BoundKeys | None:
         raw = cols.metric(kind, self.pred.term.field_id)
         if raw is None:
             return None
-        return _chunks(raw, _decoder(self.pred.term.type, lower=lower))
+        return bound_keys(raw, self.pred.term.type, lower=lower)
 
     def _comparison(self, cols: MetricsColumns, op: Operation, lit: pa.Scalar) -> Verdict:
         verdict: Verdict = _TRUE
@@ -339,7 +350,7 @@ class _Leaf:
             return _not(nulls_only)
         upper = self._bounds(cols, "upper_bounds", lower=False)
 
-        def judged(bounds: _Keys, cmp: Callable[..., Any]) -> tuple[Verdict, Verdict]:
+        def judged(bounds: BoundKeys, cmp: Callable[..., Any]) -> tuple[Verdict, Verdict]:
             cut = pc.binary_slice(bounds.keys, 0, size)
             excluded = pc.fill_null(cmp(cut, wanted), False)
             wide = pc.match_substring_regex(bounds.keys.cast(pa.string()), _SUPPLEMENTARY)
@@ -421,6 +432,9 @@ def arrow_metrics_filter(expr: Expression) -> ArrowMetricsFilter:
 
 __all__ = [
     "METRIC_KINDS",
+    "BoundKeys",
+    "bound_keys",
+    "vectorizable",
     "ArrowMetricsFilter",
     "MetricsColumns",
     "arrow_metrics_filter",

@@ -29,6 +29,7 @@ cannot use and where it is.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -113,8 +114,12 @@ _STRING_TYPES = frozenset(
 _ISO_DATE = re.compile(r"[+-]?\d{4,}-\d{2}-\d{2}")
 
 
+@functools.lru_cache(maxsize=512)
 def parse_filter(text: str) -> Expression:
     """Parse a SQL boolean expression into an unbound filter expression.
+
+    Results are cached per text (expressions are immutable): a page that plans the same
+    filter again, or against another snapshot, does not parse it again (~1.3 ms each).
 
     Args:
         text: the filter, e.g. ``ts >= '2024-08-09' AND city IN ('Milan', 'Paris')``; empty

@@ -40,6 +40,7 @@ from icecore.expressions.arrow_metrics import (
     arrow_metrics_filter,
     referenced_field_ids,
 )
+from icecore.expressions.arrow_summaries import ArrowSummaryFilter, arrow_summary_filter
 from icecore.expressions.bind import bind
 from icecore.expressions.evaluator import row_evaluator
 from icecore.expressions.manifest_eval import manifest_evaluator
@@ -59,6 +60,7 @@ from icecore.manifest import (
     ManifestFile,
 )
 from icecore.manifest_arrow import read_manifest_arrow
+from icecore.manifest_list_columns import ManifestListColumns, SpecManifests
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.read import NAME_MAPPING_PROPERTY, arrow_schema_for, read_tasks, unified_partition_type
@@ -99,6 +101,7 @@ class _SpecEvaluators:
     partition_matches: Callable[[dict[int, Any]], bool]
     partition_expr: Expression
     residual: Callable[[dict[int, Any]], Expression]
+    summary_filter: ArrowSummaryFilter
 
 
 class TaskList(LazySequence[FileScanTask]):
@@ -277,7 +280,7 @@ class TableScan:
         if self.snapshot is None:
             return self._plan(TaskList([], list), report, ())
         expr = rewrite_not(self.filter)
-        manifests = self.table.manifests(self.snapshot)
+        manifest_list = self.table.manifest_list(self.snapshot)
         evaluators: dict[int, _SpecEvaluators] = {}
 
         def for_spec(spec_id: int) -> _SpecEvaluators:
@@ -287,9 +290,14 @@ class TableScan:
                 evaluators[spec_id] = found
             return found
 
-        blocks = self._data_blocks(manifests, for_spec, expr, report)
+        blocks = self._data_blocks(manifest_list, for_spec, expr, report)
         delete_might_match = metrics_evaluator(self.schema, expr, evaluate_delete_files=True)
-        delete_entries = self._delete_entries(manifests, for_spec, delete_might_match, report)
+        delete_manifests = manifest_list.manifests(
+            np.flatnonzero(manifest_list.content == int(ManifestContent.DELETES))
+        )
+        delete_entries = self._delete_entries(
+            delete_manifests, for_spec, delete_might_match, report
+        )
         index = DeleteIndex(delete_entries, self.table.metadata.specs_by_id(), self.schema)
         counts = report.counts
         counts["data_files_planned"] = sum(len(b.rows) for b in blocks)
@@ -346,6 +354,7 @@ class TableScan:
             partition_matches=row_evaluator(projected),
             partition_expr=projected,
             residual=residual_evaluator(spec, self.schema, expr, self.case_sensitive),
+            summary_filter=arrow_summary_filter(spec, self.schema, projected),
         )
 
     # -- loading ---------------------------------------------------------------------
@@ -401,28 +410,32 @@ class TableScan:
 
     def _data_blocks(
         self,
-        manifests: list[ManifestFile],
+        manifest_list: ManifestListColumns,
         for_spec: Callable[[int], _SpecEvaluators],
         expr: Expression,
         report: ReportBuilder,
     ) -> list[_Block]:
         counts = report.counts
-        kept: list[tuple[ManifestFile, _SpecEvaluators]] = []
-        for manifest in manifests:
-            if manifest.content is not ManifestContent.DATA:
-                continue
-            counts["data_manifests"] += 1
-            evaluator = for_spec(manifest.partition_spec_id)
-            if evaluator.manifest_might_match(manifest):
-                kept.append((manifest, evaluator))
-                continue
-            live = (manifest.added_files_count or 0) + (manifest.existing_files_count or 0)
-            rows = (manifest.added_rows_count or 0) + (manifest.existing_rows_count or 0)
-            counts["data_manifests_pruned"] += 1
-            counts["data_files"] += live
-            counts["files_pruned_by_manifest"] += live
-            counts["rows"] += rows
-            report.prune_many(1, partial(_pruned_manifest, manifest, evaluator))
+        is_data = manifest_list.content == int(ManifestContent.DATA)
+        keep = np.zeros(len(manifest_list), dtype=bool)
+        for spec_id in np.unique(manifest_list.spec_ids[is_data]).tolist():
+            group = manifest_list.spec_manifests(ManifestContent.DATA, spec_id)
+            keep[group.rows] = _manifest_verdicts(manifest_list, group, for_spec(spec_id))
+        pruned = np.flatnonzero(is_data & ~keep)
+        live = int(manifest_list.live_files[pruned].sum())
+        counts["data_manifests"] += int(is_data.sum())
+        counts["data_manifests_pruned"] += len(pruned)
+        counts["data_files"] += live
+        counts["files_pruned_by_manifest"] += live
+        counts["rows"] += int(manifest_list.live_rows[pruned].sum())
+        if len(pruned):
+            report.prune_many(
+                len(pruned), partial(_pruned_manifests, manifest_list, pruned, for_spec)
+            )
+        kept = [
+            (manifest_list.manifest(i), for_spec(int(manifest_list.spec_ids[i])))
+            for i in np.flatnonzero(keep).tolist()
+        ]
         loaded = self._load([m for m, _ in kept])
         if not loaded:
             return []
@@ -569,13 +582,37 @@ class TableScan:
         return kept
 
 
-def _pruned_manifest(
-    manifest: ManifestFile, evaluator: _SpecEvaluators, lo: int, hi: int
+def _manifest_verdicts(
+    manifest_list: ManifestListColumns, group: SpecManifests, evaluator: _SpecEvaluators
+) -> np.ndarray:
+    """Per manifest of one spec, whether its summaries might match (Java's verdict).
+
+    The summaries are judged all at once over columns; the few the columns cannot judge
+    exactly go to the row evaluator.
+    """
+    if isinstance(evaluator.partition_expr, AlwaysTrue):
+        return np.ones(group.num_rows, dtype=bool)
+    might, decided = _verdicts(evaluator.summary_filter(group))
+    for j in np.flatnonzero(~decided).tolist():
+        manifest = manifest_list.manifest(int(group.rows[j]))
+        might[j] = evaluator.manifest_might_match(manifest)
+    return might
+
+
+def _pruned_manifests(
+    manifest_list: ManifestListColumns,
+    rows: np.ndarray,
+    for_spec: Callable[[int], _SpecEvaluators],
+    lo: int,
+    hi: int,
 ) -> list[PrunedItem]:
-    item = PrunedItem(
-        PruneLevel.MANIFEST, manifest.manifest_path, evaluator.manifest_reason(manifest)
-    )
-    return [item][lo:hi]
+    """Pruned manifests ``lo:hi``, reasons worked out now."""
+    items: list[PrunedItem] = []
+    for i in rows[lo:hi].tolist():
+        manifest = manifest_list.manifest(i)
+        reason = for_spec(manifest.partition_spec_id).manifest_reason(manifest)
+        items.append(PrunedItem(PruneLevel.MANIFEST, manifest.manifest_path, reason))
+    return items
 
 
 def _pruned_files(

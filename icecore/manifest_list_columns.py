@@ -1,0 +1,192 @@
+"""A snapshot's manifest list as columns: planning judges thousands of manifests at once.
+
+Spec "Manifest Lists": a plan reads every entry's content, partition spec id, live counts
+and partition field summaries, but needs a :class:`~icecore.manifest.ManifestFile` only for
+the manifests it keeps. Building one object per entry cost ~24 µs (47 ms for a 2,000-entry
+list, more than decoding it), and judging summaries one manifest at a time in Python another
+~10 ms per plan (PERFORMANCE.md: per-entry Python objects). Here the records are read once
+into arrays, summaries per (spec, position) into Arrow columns for
+:mod:`icecore.expressions.arrow_summaries`, and ``ManifestFile`` objects are made (and kept)
+on first use. A :class:`ManifestListColumns` is immutable in what it answers and safe to
+share between threads: memoized values are pure functions of the file.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from icecore.errors import InvalidMetadata
+from icecore.io import FileIO
+from icecore.manifest import (
+    ListField,
+    ManifestContent,
+    ManifestFile,
+    ManifestListRecords,
+    read_manifest_list_records,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSummaries:
+    """One partition position's ``field_summary`` over a set of manifests (one row each).
+
+    Attributes:
+        present: whether the manifest has a summary at this position (a manifest without
+            summaries, or with fewer than the spec has fields, might match anything).
+        contains_null: the summary's ``contains_null`` (null where not present).
+        contains_nan: ``contains_nan`` (null where not present or not written).
+        lower: ``lower_bound`` as Appendix D bytes (null where absent).
+        upper: ``upper_bound`` as Appendix D bytes (null where absent).
+    """
+
+    present: pa.BooleanArray
+    contains_null: pa.BooleanArray
+    contains_nan: pa.BooleanArray
+    lower: pa.BinaryArray
+    upper: pa.BinaryArray
+
+
+@dataclass(slots=True)
+class SpecManifests:
+    """The manifests of one partition spec in a list: their rows and summaries by position."""
+
+    rows: np.ndarray
+    records: ManifestListRecords
+    _positions: dict[int, FieldSummaries] = field(default_factory=dict)
+    _memo: dict[object, object] = field(default_factory=dict)
+
+    @property
+    def num_rows(self) -> int:
+        """Manifests of this spec."""
+        return len(self.rows)
+
+    def summaries(self, position: int) -> FieldSummaries:
+        """The summaries at partition ``position`` (decoded once, then shared)."""
+        found = self._positions.get(position)
+        if found is None:
+            found = self._decode(position)
+            self._positions[position] = found
+        return found
+
+    def memo(self, key: object, make: Callable[[], T]) -> T:
+        """A value derived from these summaries alone (such as decoded bound keys), kept."""
+        found = self._memo.get(key)
+        if found is None:
+            found = make()
+            self._memo[key] = found
+        return found  # type: ignore[return-value]
+
+    def _decode(self, position: int) -> FieldSummaries:
+        rows = self.rows.tolist()
+
+        def take(field_id: ListField, t: pa.DataType) -> pa.Array:
+            values = self.records.summary_column(field_id, position)
+            return pa.array([values[r] for r in rows], t)
+
+        partitions = self.records.column(ListField.PARTITIONS)
+        present = [bool(partitions[r]) and position < len(partitions[r]) for r in rows]
+        return FieldSummaries(
+            present=pa.array(present, pa.bool_()),
+            contains_null=take(ListField.CONTAINS_NULL, pa.bool_()),
+            contains_nan=take(ListField.CONTAINS_NAN, pa.bool_()),
+            lower=take(ListField.LOWER_BOUND, pa.binary()),
+            upper=take(ListField.UPPER_BOUND, pa.binary()),
+        )
+
+
+def _ints(values: list[object], path: str, what: str, default: int | None = None) -> np.ndarray:
+    """An int64 array; a missing required value is corrupt metadata, named."""
+    if default is not None:
+        return np.fromiter(
+            (default if v is None else v for v in values), dtype=np.int64, count=len(values)
+        )
+    if any(v is None for v in values):
+        raise InvalidMetadata(f"{path} has an entry without required {what}.")
+    return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
+class ManifestListColumns:
+    """A decoded manifest list: per-entry arrays, per-spec summaries, objects on demand.
+
+    Attributes:
+        records: the decoded records.
+        content: ``ManifestContent`` per entry (DATA for v1 lists, as the spec says).
+        spec_ids: ``partition_spec_id`` per entry.
+        live_files: ``added_files_count + existing_files_count`` (nulls count as 0).
+        live_rows: ``added_rows_count + existing_rows_count`` (nulls count as 0).
+    """
+
+    def __init__(self, records: ManifestListRecords) -> None:
+        path = records.path
+        self.records = records
+        if records.format_version >= 2:
+            self.content = _ints(records.column(ListField.CONTENT), path, "content")
+        else:
+            self.content = np.full(len(records), int(ManifestContent.DATA), dtype=np.int64)
+        self.spec_ids = _ints(
+            records.column(ListField.PARTITION_SPEC_ID), path, "partition_spec_id"
+        )
+        self.live_files = _ints(records.column(ListField.ADDED_FILES), path, "", 0) + _ints(
+            records.column(ListField.EXISTING_FILES), path, "", 0
+        )
+        self.live_rows = _ints(records.column(ListField.ADDED_ROWS), path, "", 0) + _ints(
+            records.column(ListField.EXISTING_ROWS), path, "", 0
+        )
+        self._manifests: list[ManifestFile | None] = [None] * len(records)
+        self._specs: dict[tuple[int, int], SpecManifests] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def manifest(self, index: int) -> ManifestFile:
+        """Entry ``index`` as a :class:`ManifestFile`, made once."""
+        found = self._manifests[index]
+        if found is None:
+            found = self.records.manifest_file(index)
+            self._manifests[index] = found
+        return found
+
+    def manifests(self, rows: np.ndarray | None = None) -> list[ManifestFile]:
+        """The entries at ``rows`` (default: all), in list order."""
+        indices = range(len(self)) if rows is None else rows.tolist()
+        return [self.manifest(i) for i in indices]
+
+    def spec_manifests(self, content: ManifestContent, spec_id: int) -> SpecManifests:
+        """The entries of one content and spec, with their summaries (built once)."""
+        key = (int(content), spec_id)
+        with self._lock:
+            found = self._specs.get(key)
+            if found is None:
+                rows = np.flatnonzero((self.content == int(content)) & (self.spec_ids == spec_id))
+                found = SpecManifests(rows, self.records)
+                self._specs[key] = found
+            return found
+
+
+def read_manifest_list_columns(
+    file_io: FileIO, path: str, format_version: int | None = None
+) -> ManifestListColumns:
+    """Read a snapshot's manifest list for planning ("Manifest Lists").
+
+    Raises:
+        NotFound: the file does not exist.
+        InvalidMetadata: the file is corrupt, truncated or misses a required field.
+    """
+    return ManifestListColumns(read_manifest_list_records(file_io, path, format_version))
+
+
+__all__ = [
+    "FieldSummaries",
+    "ManifestListColumns",
+    "SpecManifests",
+    "read_manifest_list_columns",
+]
