@@ -79,6 +79,16 @@ def plan_pyiceberg(metadata: str, flt: str) -> tuple[int, float, float]:
     return count, cold, warm
 
 
+def _import(tool: str) -> float:
+    """Seconds to import the tool's planning modules in this fresh process (not in cold)."""
+    start = time.perf_counter()
+    if tool == "icecore":
+        import icecore  # noqa: F401
+    else:
+        import pyiceberg.table  # noqa: F401
+    return time.perf_counter() - start
+
+
 def child(tool: str, table: str, flt: str) -> None:
     """One measured run in a fresh process; prints one JSON line.
 
@@ -87,6 +97,7 @@ def child(tool: str, table: str, flt: str) -> None:
     """
     with tempfile.TemporaryDirectory(prefix="plan-bench-cache-") as cache:
         os.environ["ICECORE_CACHE_DIR"] = cache  # before icecore is imported
+        import_seconds = _import(tool)
         metadata = _metadata_file(table)
         run = plan_icecore if tool == "icecore" else plan_pyiceberg
         count, cold, warm = run(metadata, flt)
@@ -98,7 +109,14 @@ def child(tool: str, table: str, flt: str) -> None:
             workers = max((peak_mib(pid) for pid in worker_pids()), default=0.0)
     print(
         json.dumps(
-            {"files": count, "cold": cold, "warm": warm, "peak_mib": peak, "workers_mib": workers}
+            {
+                "files": count,
+                "import": import_seconds,
+                "cold": cold,
+                "warm": warm,
+                "peak_mib": peak,
+                "workers_mib": workers,
+            }
         )
     )
 
@@ -135,12 +153,13 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python "
         f"{platform.python_version()}; {args.runs} runs per tool and filter, alternating, each "
-        "a fresh process (cold = load + plan; warm = the same scan planned again).",
+        "a fresh process (cold = load + plan; warm = the same scan planned again; import = "
+        "importing the tool first, which cold leaves out for both).",
         "",
         "| filter | files | Icecore cold s | PyIceberg cold s | cold ratio | Icecore warm s | "
         "PyIceberg warm s | warm ratio | peak MiB Icecore / PyIceberg | Icecore decode worker "
-        "peak MiB |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "peak MiB | import s Icecore / PyIceberg |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name in args.filters.split(","):
         flt = chosen[name]
@@ -155,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         med = {
             (t, k): statistics.median(r[k] for r in results[t])
             for t in TOOLS
-            for k in ("cold", "warm")
+            for k in ("cold", "warm", "import")
         }
         peak = {t: max(r["peak_mib"] for r in results[t]) for t in TOOLS}
         workers = max(r.get("workers_mib", 0.0) for r in results["icecore"])
@@ -165,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{med['pyiceberg', 'cold'] / med['icecore', 'cold']:.1f}x | "
             f"{med['icecore', 'warm']:.3f} | {med['pyiceberg', 'warm']:.2f} | "
             f"{med['pyiceberg', 'warm'] / max(med['icecore', 'warm'], 1e-6):.0f}x | "
-            f"{peak['icecore']:.0f} / {peak['pyiceberg']:.0f} | {workers:.0f} |"
+            f"{peak['icecore']:.0f} / {peak['pyiceberg']:.0f} | {workers:.0f} | "
+            f"{med['icecore', 'import']:.2f} / {med['pyiceberg', 'import']:.2f} |"
         )
     publish("\n".join(lines) + "\n", args.record)
     return 0

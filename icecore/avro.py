@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import fastavro
+import polars as pl  # imported with icecore: ~0.1 s, which a first plan would otherwise pay
 import pyarrow as pa
 
 from icecore.errors import InvalidMetadata
@@ -320,8 +321,6 @@ def read_avro_polars_arrow(data: bytes, path: str) -> pa.Table:
         InvalidMetadata: the bytes are not one complete, well-formed container file.
     """
     _, metadata, _ = _open(data, path)
-    import polars as pl  # ~30 MiB resident: only processes that decode manifests load it
-
     try:
         table = pl.read_avro(io.BytesIO(data)).to_arrow()
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icecore.errors import InvalidMetadata
 from icecore.io import FileIO
@@ -85,32 +86,55 @@ class SpecManifests:
         return found  # type: ignore[return-value]
 
     def _decode(self, position: int) -> FieldSummaries:
-        rows = self.rows.tolist()
-
-        def take(field_id: ListField, t: pa.DataType) -> pa.Array:
-            values = self.records.summary_column(field_id, position)
-            return pa.array([values[r] for r in rows], t)
-
+        n = len(self.rows)
         partitions = self.records.column(ListField.PARTITIONS)
-        present = [bool(partitions[r]) and position < len(partitions[r]) for r in rows]
+        if partitions is None or n == 0:
+            return _absent(n)
+        lists = partitions.take(pa.array(self.rows, pa.int64()))
+        lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
+        present = lengths > position
+        starts = lists.offsets.to_numpy()[:-1] + position
+        index = pa.array(np.where(present, starts, 0), pa.int64(), mask=~present)
+        items = lists.values.take(index)
+
+        def child(field_id: ListField, t: pa.DataType) -> pa.Array:
+            name = self.records.summary_name(field_id)
+            if name is None or items.type.get_field_index(name) < 0:
+                return pa.nulls(n, t)
+            values = pc.struct_field(items, name)
+            return values if values.type == t else values.cast(t)
+
         return FieldSummaries(
             present=pa.array(present, pa.bool_()),
-            contains_null=take(ListField.CONTAINS_NULL, pa.bool_()),
-            contains_nan=take(ListField.CONTAINS_NAN, pa.bool_()),
-            lower=take(ListField.LOWER_BOUND, pa.binary()),
-            upper=take(ListField.UPPER_BOUND, pa.binary()),
+            contains_null=child(ListField.CONTAINS_NULL, pa.bool_()),
+            contains_nan=child(ListField.CONTAINS_NAN, pa.bool_()),
+            lower=child(ListField.LOWER_BOUND, pa.binary()),
+            upper=child(ListField.UPPER_BOUND, pa.binary()),
         )
 
 
-def _ints(values: list[object], path: str, what: str, default: int | None = None) -> np.ndarray:
-    """An int64 array; a missing required value is corrupt metadata, named."""
-    if default is not None:
-        return np.fromiter(
-            (default if v is None else v for v in values), dtype=np.int64, count=len(values)
-        )
-    if any(v is None for v in values):
+def _absent(n: int) -> FieldSummaries:
+    return FieldSummaries(
+        present=pa.array(np.zeros(n, dtype=bool), pa.bool_()),
+        contains_null=pa.nulls(n, pa.bool_()),
+        contains_nan=pa.nulls(n, pa.bool_()),
+        lower=pa.nulls(n, pa.binary()),
+        upper=pa.nulls(n, pa.binary()),
+    )
+
+
+def _ints(values: pa.Array | None, n: int, path: str, what: str | None) -> np.ndarray:
+    """A required field as int64 (missing: corrupt metadata), or a count with nulls as 0.
+
+    ``what`` names the required field; None marks a count.
+    """
+    if values is None or (what is not None and values.null_count):
+        if what is None:
+            return np.zeros(n, dtype=np.int64)
         raise InvalidMetadata(f"{path} has an entry without required {what}.")
-    return np.fromiter(values, dtype=np.int64, count=len(values))
+    if what is None:
+        values = pc.fill_null(values, 0)
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 class ManifestListColumns:
@@ -125,21 +149,21 @@ class ManifestListColumns:
     """
 
     def __init__(self, records: ManifestListRecords) -> None:
-        path = records.path
-        self.records = records
+        path, n = records.path, len(records)
         if records.format_version >= 2:
-            self.content = _ints(records.column(ListField.CONTENT), path, "content")
+            self.content = _ints(records.column(ListField.CONTENT), n, path, "content")
         else:
-            self.content = np.full(len(records), int(ManifestContent.DATA), dtype=np.int64)
+            self.content = np.full(n, int(ManifestContent.DATA), dtype=np.int64)
         self.spec_ids = _ints(
-            records.column(ListField.PARTITION_SPEC_ID), path, "partition_spec_id"
+            records.column(ListField.PARTITION_SPEC_ID), n, path, "partition_spec_id"
         )
-        self.live_files = _ints(records.column(ListField.ADDED_FILES), path, "", 0) + _ints(
-            records.column(ListField.EXISTING_FILES), path, "", 0
+        self.live_files = _ints(records.column(ListField.ADDED_FILES), n, path, None) + _ints(
+            records.column(ListField.EXISTING_FILES), n, path, None
         )
-        self.live_rows = _ints(records.column(ListField.ADDED_ROWS), path, "", 0) + _ints(
-            records.column(ListField.EXISTING_ROWS), path, "", 0
+        self.live_rows = _ints(records.column(ListField.ADDED_ROWS), n, path, None) + _ints(
+            records.column(ListField.EXISTING_ROWS), n, path, None
         )
+        self.records = records
         self._manifests: list[ManifestFile | None] = [None] * len(records)
         self._specs: dict[tuple[int, int], SpecManifests] = {}
         self._lock = threading.Lock()
@@ -157,8 +181,11 @@ class ManifestListColumns:
 
     def manifests(self, rows: np.ndarray | None = None) -> list[ManifestFile]:
         """The entries at ``rows`` (default: all), in list order."""
-        indices = range(len(self)) if rows is None else rows.tolist()
-        return [self.manifest(i) for i in indices]
+        if rows is None:
+            if any(m is None for m in self._manifests):
+                self._manifests = list(self.records.manifest_files())
+            return list(self._manifests)  # type: ignore[arg-type]
+        return [self.manifest(i) for i in rows.tolist()]
 
     def spec_manifests(self, content: ManifestContent, spec_id: int) -> SpecManifests:
         """The entries of one content and spec, with their summaries (built once)."""
