@@ -130,6 +130,8 @@ def bound_keys(raw: pa.ChunkedArray | pa.Array, t: IcebergType, *, lower: bool) 
     """
     if isinstance(raw, pa.Array):
         raw = pa.chunked_array([raw])
+    elif raw.num_chunks > 1:  # one manifest per chunk: decode them in one pass, not one each
+        raw = pa.chunked_array([raw.combine_chunks()])
     return _chunks(raw, _decoder(t, lower=lower))
 
 

@@ -83,6 +83,8 @@ if TYPE_CHECKING:
 
 
 LIVE = (ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING)
+METRICS_BATCH_ROWS = 65_536
+"""Files judged by metrics in one pass (bounds the temporaries of the Arrow kernels)."""
 
 
 def _plan_threads() -> int:
@@ -492,9 +494,22 @@ class TableScan:
             for fid in sorted(referenced_field_ids(expr))
             for kind in METRIC_KINDS
         ]
-        for pm in loaded:
+        metrics_filter = arrow_metrics_filter(expr)
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        batch: list[PlanningManifest] = []
+        rows = 0
+        for pm in loaded:  # in batches: the kernels' temporaries stay small at 1M files
             pm.prefetch(names)
-        return _verdicts(arrow_metrics_filter(expr)(_Columns(loaded)))
+            batch.append(pm)
+            rows += pm.num_rows
+            if rows >= METRICS_BATCH_ROWS:
+                parts.append(_verdicts(metrics_filter(_Columns(batch))))
+                batch, rows = [], 0
+        if batch or not parts:
+            parts.append(_verdicts(metrics_filter(_Columns(batch))))
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate([m for m, _ in parts]), np.concatenate([d for _, d in parts])
 
     @staticmethod
     def _partition_verdicts(

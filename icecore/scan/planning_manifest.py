@@ -64,6 +64,10 @@ class ColumnSource(Protocol):
         """Live entries."""
         ...
 
+    def has(self, name: str) -> bool:
+        """Whether the source has a column of that name."""
+        ...
+
     @property
     def nbytes(self) -> int:
         """Bytes held in memory by the source itself."""
@@ -98,6 +102,10 @@ class TableSource:
     def nbytes(self) -> int:
         """Bytes of the table."""
         return int(self.table.nbytes)
+
+    def has(self, name: str) -> bool:
+        """Whether the table has a column of that name."""
+        return self.table.schema.get_field_index(name) >= 0
 
     def read(self, names: Sequence[str]) -> pa.Table:
         """The named columns, without copying."""
@@ -170,8 +178,8 @@ class PlanningManifest:
 
     def prefetch(self, names: Sequence[str]) -> None:
         """Read the named columns the manifest has (and not yet read) in one go."""
-        present = set(self.source.schema.names)
-        wanted = [n for n in dict.fromkeys(names) if n in present and n not in self._columns]
+        has = self.source.has
+        wanted = [n for n in dict.fromkeys(names) if n not in self._columns and has(n)]
         if not wanted:
             return
         table = self.source.read(wanted)
