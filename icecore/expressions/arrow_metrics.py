@@ -22,7 +22,7 @@ import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -376,18 +376,31 @@ class _Leaf:
 _Node = Callable[[MetricsColumns], Verdict]
 
 
-def _compile(expr: Expression) -> _Node:
+S = TypeVar("S")
+
+
+def kleene_tree(
+    expr: Expression, leaf: Callable[[BoundPredicate], Callable[[S], Verdict]]
+) -> Callable[[S], Verdict]:
+    """A bound, NOT-free expression as one function over columns, combined in Kleene logic.
+
+    An unknown leaf (ask the row evaluator) stays unknown only where it could change the answer.
+    """
     if isinstance(expr, AlwaysTrue):
         return lambda cols: _TRUE
     if isinstance(expr, AlwaysFalse):
         return lambda cols: _FALSE
     if isinstance(expr, BoundPredicate):
-        return _Leaf(expr)
+        return leaf(expr)
     if isinstance(expr, And | Or):
-        left, right = _compile(expr.left), _compile(expr.right)
+        left, right = kleene_tree(expr.left, leaf), kleene_tree(expr.right, leaf)
         combine = _and if isinstance(expr, And) else _or
         return lambda cols: combine(left(cols), right(cols))
     reject_node(expr)
+
+
+def _compile(expr: Expression) -> _Node:
+    return kleene_tree(expr, _Leaf)
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,6 +449,7 @@ __all__ = [
     "METRIC_KINDS",
     "BoundKeys",
     "bound_keys",
+    "kleene_tree",
     "vectorizable",
     "ArrowMetricsFilter",
     "MetricsColumns",

@@ -30,19 +30,15 @@ from icecore.expressions.arrow_metrics import (
     BoundKeys,
     Verdict,
     bound_keys,
+    kleene_tree,
     literal_key,
     vectorizable,
 )
 from icecore.expressions.metrics_eval import IN_PREDICATE_LIMIT
 from icecore.expressions.model import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
     BoundPredicate,
     Expression,
     Operation,
-    Or,
-    reject_node,
 )
 from icecore.partitioning import PartitionSpec
 from icecore.schema import Schema
@@ -206,20 +202,13 @@ _Node = Callable[[SummarySource], Verdict]
 
 
 def _compile(expr: Expression, fields: dict[int, _Field]) -> _Node:
-    if isinstance(expr, AlwaysTrue):
-        return lambda src: _TRUE
-    if isinstance(expr, AlwaysFalse):
-        return lambda src: _FALSE
-    if isinstance(expr, BoundPredicate):
-        found = fields.get(expr.term.field_id)
+    def leaf(pred: BoundPredicate) -> _Node:
+        found = fields.get(pred.term.field_id)
         if found is None:
-            raise TypeError(f"{expr} is not bound to a partition field of the manifest's spec")
-        return _Leaf(expr, found)
-    if isinstance(expr, And | Or):
-        left, right = _compile(expr.left, fields), _compile(expr.right, fields)
-        combine = pc.and_kleene if isinstance(expr, And) else pc.or_kleene
-        return lambda src: combine(left(src), right(src))
-    reject_node(expr)
+            raise TypeError(f"{pred} is not bound to a partition field of the manifest's spec")
+        return _Leaf(pred, found)
+
+    return kleene_tree(expr, leaf)
 
 
 @dataclass(frozen=True, slots=True)
