@@ -90,12 +90,12 @@ class SpecManifests:
         partitions = self.records.column(ListField.PARTITIONS)
         if partitions is None or n == 0:
             return _absent(n)
-        lists = partitions.take(pa.array(self.rows, pa.int64()))
-        lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
-        present = lengths > position
-        starts = lists.offsets.to_numpy()[:-1] + position
+        # Index the flattened summaries directly: taking the nested list column is slower.
+        lengths = pc.fill_null(pc.list_value_length(partitions), 0).to_numpy(zero_copy_only=False)
+        present = lengths[self.rows] > position
+        starts = partitions.offsets.to_numpy()[:-1][self.rows] + position
         index = pa.array(np.where(present, starts, 0), pa.int64(), mask=~present)
-        items = lists.values.take(index)
+        items = partitions.values.take(index)
 
         def child(field_id: ListField, t: pa.DataType) -> pa.Array:
             name = self.records.summary_name(field_id)
