@@ -13,6 +13,9 @@ Spec "Scan Planning", in the order Iceberg Java's ``ManifestGroup`` applies it:
 
 Every skipped manifest and file is recorded with its reason (:mod:`icecore.scan.report`).
 
+The manifest list is read in columns (:mod:`icecore.manifest_list_columns`) and its
+partition summaries judged all at once (:mod:`icecore.expressions.arrow_summaries`; the
+manifests it cannot judge exactly go to :mod:`icecore.expressions.manifest_eval`).
 Data manifests are read in columns (:mod:`icecore.scan.planning_manifest`, cached by
 :mod:`icecore.scan.manifest_cache`) and pruned a manifest at a time by partition (once per
 distinct partition tuple) and all at once by metrics (:mod:`icecore.expressions.arrow_metrics`;
