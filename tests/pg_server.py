@@ -110,3 +110,22 @@ class PgServer:
         with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def with_catalog_tables(uri: str) -> str:
+    """Create the JdbcCatalog tables (schema V0, as PyIceberg's SqlCatalog creates them)."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE iceberg_tables (catalog_name varchar(255) NOT NULL, "
+            "table_namespace varchar(255) NOT NULL, table_name varchar(255) NOT NULL, "
+            "metadata_location varchar(1000), previous_metadata_location varchar(1000), "
+            "PRIMARY KEY (catalog_name, table_namespace, table_name))"
+        )
+        conn.execute(
+            "CREATE TABLE iceberg_namespace_properties (catalog_name varchar(255) NOT NULL, "
+            "namespace varchar(255) NOT NULL, property_key varchar(255) NOT NULL, "
+            "property_value varchar(1000), PRIMARY KEY (catalog_name, namespace, property_key))"
+        )
+    return uri

@@ -35,6 +35,9 @@ SCHEMES = ("postgresql", "postgresql+psycopg", "postgres")
 
 CONNECT_TIMEOUT_S = 10
 
+_REMEMBERED: dict[tuple[str, int, str, str], str] = {}
+"""Passwords given by :func:`hide_password`, per (host, port, database, user), this process only."""
+
 
 def is_postgres_uri(text: str) -> bool:
     """Whether ``text`` is a PostgreSQL catalog URI."""
@@ -106,6 +109,11 @@ class PostgresTarget:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"jdbc:postgresql://{host}:{self.port}/{quote(self.database)}"
 
+    @property
+    def key(self) -> tuple[str, int, str, str]:
+        """What a password belongs to: host, port, database and user."""
+        return (self.host, self.port, self.database, self.user)
+
     def resolve_password(self) -> str | None:
         r"""The password libpq would use: the URI's, ``PGPASSWORD``, or the password file.
 
@@ -114,6 +122,8 @@ class PostgresTarget:
         """
         if self.password is not None:
             return self.password
+        if self.key in _REMEMBERED:
+            return _REMEMBERED[self.key]
         if "PGPASSWORD" in os.environ:
             return os.environ["PGPASSWORD"]
         path = Path(os.environ.get("PGPASSFILE") or Path.home() / ".pgpass")
@@ -147,6 +157,26 @@ def _pgpass_fields(line: str) -> list[str]:
         else:
             current += char
     return [*fields, current]
+
+
+def hide_password(catalog: str) -> str:
+    """``catalog`` without its password, which this process remembers for later connections.
+
+    What the app does with a catalog string a user typed or linked: the string without the
+    password is what reaches the URL, the page, the logs and the cache keys, and it still
+    connects (the password is looked up by host, port, database and user). Other catalog
+    strings are returned unchanged.
+    """
+    if not is_postgres_uri(catalog):
+        return catalog
+    try:
+        target = PostgresTarget.parse(catalog)
+    except IcecoreError:
+        return redact(catalog)
+    if target.password is None:
+        return catalog
+    _REMEMBERED[target.key] = target.password
+    return target.uri
 
 
 def redact(uri: str) -> str:
@@ -205,8 +235,9 @@ class PostgresCatalog(SqlCatalog):
         """Connect in autocommit mode; libpq finds the password when the URI has none."""
         t = self.target
         kwargs: dict[str, Any] = dict(t.options)
-        if t.password is not None:
-            kwargs["password"] = t.password
+        password = t.password if t.password is not None else _REMEMBERED.get(t.key)
+        if password is not None:  # else libpq reads PGPASSWORD or the password file
+            kwargs["password"] = password
         try:
             return psycopg.connect(
                 host=t.host,

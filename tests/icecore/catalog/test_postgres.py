@@ -15,35 +15,17 @@ import pytest
 from icecore.catalog import PostgresCatalog, load_catalog
 from icecore.catalog.postgres import PostgresTarget
 from icecore.errors import CatalogUnavailable, InvalidMetadata, NotFound
-from tests.pg_server import PgServer
+from tests.pg_server import PgServer, with_catalog_tables
 
 
 def fresh_database(pg_server: PgServer) -> str:
     return pg_server.create_database(f"t_{uuid.uuid4().hex[:8]}")
 
 
-def with_catalog_tables(uri: str) -> str:
-    """Create the JdbcCatalog V0 tables as PyIceberg's SqlCatalog does (``CREATE TABLE``)."""
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE iceberg_tables (catalog_name varchar(255) NOT NULL, "
-            "table_namespace varchar(255) NOT NULL, table_name varchar(255) NOT NULL, "
-            "metadata_location varchar(1000), previous_metadata_location varchar(1000), "
-            "PRIMARY KEY (catalog_name, table_namespace, table_name))"
-        )
-        conn.execute(
-            "CREATE TABLE iceberg_namespace_properties (catalog_name varchar(255) NOT NULL, "
-            "namespace varchar(255) NOT NULL, property_key varchar(255) NOT NULL, "
-            "property_value varchar(1000), PRIMARY KEY (catalog_name, namespace, property_key))"
-        )
-        conn.execute(
-            "INSERT INTO iceberg_namespace_properties VALUES ('c', 'a.b', 'exists', 'true')"
-        )
-    return uri
-
-
 def test_uri_forms_and_no_password_anywhere(pg_server: PgServer) -> None:
     uri = with_catalog_tables(fresh_database(pg_server))
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("INSERT INTO iceberg_namespace_properties VALUES ('c', 'a.b', 'x', 'y')")
     database = uri.rsplit("/", 1)[1]
     for form in (uri, uri.replace("postgresql://", "postgresql+psycopg://")):
         catalog = load_catalog(form)
@@ -62,6 +44,8 @@ def test_password_from_environment_and_pgpass(
     pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     uri = with_catalog_tables(fresh_database(pg_server))
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("INSERT INTO iceberg_namespace_properties VALUES ('c', 'a.b', 'x', 'y')")
     bare = uri.replace(f":{pg_server.password}@", "@")
     database = uri.rsplit("/", 1)[1]
     monkeypatch.setenv("PGPASSWORD", pg_server.password)
