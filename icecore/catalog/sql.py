@@ -52,6 +52,12 @@ _VERSION_PREFIX = re.compile(r"^(\d+)-")
 _BUSY = ("locked", "busy")
 
 
+def first_line(error: BaseException) -> str:
+    """A driver error's first line: messages stay one sentence (PostgreSQL adds a LINE/caret)."""
+    lines = str(error).strip().splitlines()
+    return lines[0].strip().rstrip(".") if lines else type(error).__name__
+
+
 class SqlCatalog(CatalogBase):
     """A JdbcCatalog/SqlCatalog-compatible catalog in a SQLite file.
 
@@ -128,7 +134,7 @@ class SqlCatalog(CatalogBase):
             with closing(self._connect()) as conn:
                 return list(conn.execute(sql.replace("?", self.placeholder), params).fetchall())
         except self._driver_errors() as e:
-            raise InvalidMetadata(f"Cannot read SQL catalog {self.where}: {e}.") from e
+            raise InvalidMetadata(f"Cannot read SQL catalog {self.where}: {first_line(e)}.") from e
 
     def _columns(self, table: str) -> set[str]:
         columns = self._column_names(table)
@@ -232,13 +238,13 @@ class SqlCatalog(CatalogBase):
                 if not self._is_busy(e):
                     raise CommitStateUnknown(
                         f"The SQL catalog {self.where} failed while swapping {identifier} to "
-                        f"{location} ({e}).",
+                        f"{location} ({first_line(e)}).",
                         location,
                     ) from e
                 self.io.delete(location)
                 raise CommitConflict(
                     f"the SQL catalog {self.where} stayed locked by another writer for "
-                    f"{self.lock_timeout:g}s ({e})"
+                    f"{self.lock_timeout:g}s ({first_line(e)})"
                 ) from e
         if not swapped:
             self.io.delete(location)

@@ -56,7 +56,7 @@ def test_the_password_stays_out_of_links_and_pages(
     monkeypatch.delenv("ICECORE_CATALOG")
     linked = open_app("pages/1_Overview.py", catalog=pg_catalog, table="db.hand")
     no_problems(linked)
-    assert at.query_params.get("catalog") in (None, bare, [bare])
+    assert linked.query_params.get("catalog") in (None, bare, [bare])
     assert pg_server.password not in everything_shown(linked)
 
 

@@ -12,9 +12,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from icecore.catalog import PostgresCatalog, load_catalog
+from icecore.catalog import PostgresCatalog, TableIdentifier, load_catalog
 from icecore.catalog.postgres import PostgresTarget
-from icecore.errors import CatalogUnavailable, InvalidMetadata, NotFound
+from icecore.errors import CatalogUnavailable, CommitConflict, InvalidMetadata, NotFound
+from icecore.metadata.builder import encode_metadata
+from tests.icecore.evolution.hand_table import write_table
 from tests.pg_server import PgServer, with_catalog_tables
 
 
@@ -88,3 +90,81 @@ def test_missing_database_and_missing_tables(pg_server: PgServer) -> None:
             "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
         ).fetchone()
     assert tables == (0,)
+
+
+IDENT = TableIdentifier(("db",), "t")
+
+
+def pg_catalog(pg_server: PgServer, tmp_path: Path, lock_timeout: float = 10.0) -> PostgresCatalog:
+    """A PostgreSQL catalog holding the hand-written table ``db.t`` (as test_commit's SQLite)."""
+    uri = with_catalog_tables(fresh_database(pg_server))
+    folder = write_table(tmp_path, 2)
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO iceberg_tables VALUES ('icecore', 'db', 't', %s, NULL)",
+            (str(folder / "metadata" / "v1.metadata.json"),),
+        )
+    return PostgresCatalog(uri, lock_timeout=lock_timeout)
+
+
+def pg_row(catalog: PostgresCatalog, uri: str) -> tuple[str, str | None]:
+    with psycopg.connect(uri) as conn:
+        found = conn.execute(
+            "SELECT metadata_location, previous_metadata_location FROM iceberg_tables"
+        ).fetchone()
+    assert found is not None
+    return found[0], found[1]
+
+
+def test_pg_swap_is_a_compare_and_swap(pg_server: PgServer, tmp_path: Path) -> None:
+    catalog = pg_catalog(pg_server, tmp_path)
+    uri = pg_server.uri(catalog.target.database)
+    table = catalog.load_table(IDENT)
+    payload = encode_metadata(table.metadata)
+    first = catalog.commit_metadata(IDENT, table.metadata_location, table.metadata, payload)
+    assert Path(first).name.startswith("00000-") and Path(first).read_bytes() == payload
+    assert pg_row(catalog, uri) == (first, table.metadata_location)
+    folder = tmp_path / "db" / "t" / "metadata"
+    files = sorted(p.name for p in folder.iterdir())
+    with pytest.raises(CommitConflict, match="was committed after"):
+        catalog.commit_metadata(IDENT, table.metadata_location, table.metadata, payload)
+    assert sorted(p.name for p in folder.iterdir()) == files, "the losing file is removed"
+    assert pg_row(catalog, uri) == (first, table.metadata_location)
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("DELETE FROM iceberg_tables")
+    with pytest.raises(CommitConflict, match="was dropped"):
+        catalog.commit_metadata(IDENT, first, table.metadata, payload)
+
+
+def test_pg_row_locked_too_long_is_a_conflict_and_writes_nothing(
+    pg_server: PgServer, tmp_path: Path
+) -> None:
+    catalog = pg_catalog(pg_server, tmp_path, lock_timeout=0.3)
+    uri = pg_server.uri(catalog.target.database)
+    table = catalog.load_table(IDENT)
+    folder = tmp_path / "db" / "t" / "metadata"
+    files = sorted(p.name for p in folder.iterdir())
+    with psycopg.connect(uri) as holder:  # another writer's open transaction on the row
+        holder.execute("SELECT 1 FROM iceberg_tables FOR UPDATE")
+        payload = encode_metadata(table.metadata)
+        with pytest.raises(CommitConflict, match="stayed locked by another writer"):
+            catalog.commit_metadata(IDENT, table.metadata_location, table.metadata, payload)
+        holder.rollback()
+    assert sorted(p.name for p in folder.iterdir()) == files
+    assert pg_row(catalog, uri) == (table.metadata_location, None)
+    committed = table.set_properties(a="b")  # the lock is gone: the commit goes through
+    assert committed.metadata.properties["a"] == "b"
+    assert pg_row(catalog, uri) == (committed.metadata_location, table.metadata_location)
+
+
+def test_pg_catalog_table_dropped_before_a_commit(pg_server: PgServer, tmp_path: Path) -> None:
+    catalog = pg_catalog(pg_server, tmp_path)
+    uri = pg_server.uri(catalog.target.database)
+    table = catalog.load_table(IDENT)
+    files = sorted(p.name for p in (tmp_path / "db" / "t" / "metadata").iterdir())
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("DROP TABLE iceberg_tables")
+    with pytest.raises(InvalidMetadata, match="Cannot read SQL catalog") as caught:
+        table.set_properties(a="b")
+    assert "\n" not in str(caught.value) and pg_server.password not in str(caught.value)
+    assert sorted(p.name for p in (tmp_path / "db" / "t" / "metadata").iterdir()) == files

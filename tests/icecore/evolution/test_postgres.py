@@ -9,6 +9,7 @@ stopped in the middle of a swap).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -210,9 +211,10 @@ class RowLock:
         raise AssertionError("no swap waited on the lock")
 
     def release(self) -> None:
-        if not self.conn.closed:
+        """Roll back and close (the server may have ended the session already)."""
+        with contextlib.suppress(psycopg.OperationalError):
             self.conn.rollback()
-            self.conn.close()
+        self.conn.close()
 
 
 def commit_in_thread(table: Table, column: str) -> tuple[threading.Thread, dict[str, Any]]:
