@@ -215,7 +215,6 @@ class PostgresCatalog(SqlCatalog):
         lock_timeout: float = 10.0,
     ) -> None:
         self.target = target if isinstance(target, PostgresTarget) else PostgresTarget.parse(target)
-        self.path = Path(self.target.database)
         self._open(catalog_name or self.target.catalog_name, io, lock_timeout)
 
     def __repr__(self) -> str:

@@ -262,6 +262,24 @@ def test_dropped_connection_mid_swap_is_resolved_and_retried(evo_pg: EvoCatalogs
     assert_icecore_reads_like_spark(evo_pg, "pg", "dropped", "id, data, cat, z")
 
 
+def spark_after_restart(spark: Any, sql: str, tries: int = 4) -> None:
+    """Run ``sql`` on Spark once its JdbcCatalog has replaced connections the restart ended.
+
+    Iceberg's JdbcClientPool reconnects only for SQLSTATE 08xxx (and 40001); a pooled
+    connection the server ended at shutdown fails once with 57P01 ("terminating connection
+    due to administrator command") and then, closed, with 08003, after which it is replaced.
+    """
+    for attempt in range(tries):
+        try:
+            spark.sql(sql).collect()
+            return
+        except Exception as e:  # Py4J wraps the JDBC driver's PSQLException
+            text = str(e)
+            retry = "terminating connection" in text or "has been closed" in text
+            if not retry or attempt == tries - 1:
+                raise
+
+
 def test_server_stopped_mid_swap(evo_pg: EvoCatalogs, pg_server: PgServer) -> None:
     before = evo_pg.create("pg", "stopped", FAULT_DDL, "(1, 'a', 'p')")
     lock = RowLock(str(evo_pg.pg_uri), "stopped")
@@ -286,5 +304,5 @@ def test_server_stopped_mid_swap(evo_pg: EvoCatalogs, pg_server: PgServer) -> No
     committed = table.update_schema().add_column("z", "string").commit()
     assert committed is not None
     full = evo_pg.spark_name("pg", "stopped")
-    evo_pg.spark.sql(f"INSERT INTO {full} VALUES (2, 'b', 'q', 'zz')")
+    spark_after_restart(evo_pg.spark, f"INSERT INTO {full} VALUES (2, 'b', 'q', 'zz')")
     assert_icecore_reads_like_spark(evo_pg, "pg", "stopped", "id, data, cat, z")
