@@ -35,6 +35,9 @@ SCHEMES = ("postgresql", "postgresql+psycopg", "postgres")
 
 CONNECT_TIMEOUT_S = 10
 
+_NAMED = frozenset({"catalog", "host", "port", "user", "dbname", "password"})
+"""Query keys that name the target rather than pass through to libpq."""
+
 _REMEMBERED: dict[tuple[str, int, str, str], str] = {}
 """Passwords given by :func:`hide_password`, per (host, port, database, user), this process only."""
 
@@ -71,20 +74,30 @@ class PostgresTarget:
         if parts.scheme.lower() not in SCHEMES:
             raise NotFound(f"{redact(uri)} is not a postgresql:// catalog URI.")
         query = parse_qsl(parts.query)
-        catalog = next((v for k, v in query if k == "catalog"), None)
-        user = unquote(parts.username or "") or os.environ.get("PGUSER") or getpass.getuser()
+        given = dict(query)  # libpq lets the query name these too (a socket folder as host)
+        user = (
+            given.get("user")
+            or unquote(parts.username or "")
+            or os.environ.get("PGUSER")
+            or getpass.getuser()
+        )
         try:
-            port = parts.port or int(os.environ.get("PGPORT", "5432"))
+            port = int(given.get("port") or parts.port or os.environ.get("PGPORT", "5432"))
         except ValueError as e:
             raise NotFound(f"{redact(uri)} has an invalid port.") from e
         return cls(
-            host=unquote(parts.hostname or "") or os.environ.get("PGHOST", "localhost"),
+            host=given.get("host")
+            or unquote(parts.hostname or "")
+            or os.environ.get("PGHOST", "localhost"),
             port=port,
-            database=unquote(parts.path.lstrip("/")) or os.environ.get("PGDATABASE", user),
+            database=given.get("dbname")
+            or unquote(parts.path.lstrip("/"))
+            or os.environ.get("PGDATABASE", user),
             user=user,
-            catalog_name=catalog or None,
-            options=tuple((k, v) for k, v in query if k != "catalog"),
-            password=unquote(parts.password) if parts.password is not None else None,
+            catalog_name=given.get("catalog") or None,
+            options=tuple((k, v) for k, v in query if k not in _NAMED),
+            password=given.get("password")
+            or (unquote(parts.password) if parts.password is not None else None),
         )
 
     @property
@@ -92,6 +105,8 @@ class PostgresTarget:
         """The URI without the password: safe in a link, on a page, in a log, as a cache key."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         query = list(self.options)
+        if host.startswith("/"):  # a unix socket folder goes in the query, as libpq allows
+            host, query = "", [("host", self.host), *query]
         if self.catalog_name:
             query.append(("catalog", self.catalog_name))
         tail = f"?{urlencode(query)}" if query else ""
@@ -182,11 +197,12 @@ def hide_password(catalog: str) -> str:
 def redact(uri: str) -> str:
     """``uri`` with any password removed (for messages about URIs that did not parse)."""
     parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    user = parts.username or ""
-    return parts._replace(netloc=f"{user}@{netloc}" if user else netloc).geturl()
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "password"]
+    netloc = parts.netloc
+    if "@" in netloc:
+        login, host = netloc.rsplit("@", 1)
+        netloc = f"{login.split(':', 1)[0]}@{host}"
+    return parts._replace(netloc=netloc, query=urlencode(query)).geturl()
 
 
 class PostgresCatalog(SqlCatalog):

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from icecore.catalog import PostgresCatalog, TableIdentifier, load_catalog
-from icecore.catalog.postgres import PostgresTarget
+from icecore.catalog.postgres import PostgresTarget, hide_password, redact
 from icecore.errors import CatalogUnavailable, CommitConflict, InvalidMetadata, NotFound
 from icecore.metadata.builder import encode_metadata
 from tests.icecore.evolution.hand_table import write_table
@@ -168,3 +168,28 @@ def test_pg_catalog_table_dropped_before_a_commit(pg_server: PgServer, tmp_path:
         table.set_properties(a="b")
     assert "\n" not in str(caught.value) and pg_server.password not in str(caught.value)
     assert sorted(p.name for p in (tmp_path / "db" / "t" / "metadata").iterdir()) == files
+
+
+@pytest.mark.parametrize(
+    ("given", "shown", "password"),
+    [
+        (
+            "postgresql://a:pw9@h:1/d?catalog=x&sslmode=require",
+            "postgresql://a@h:1/d?sslmode=require&catalog=x",
+            "pw9",
+        ),
+        ("postgresql+psycopg://u:p%40ss@[::1]:5/d", "postgresql://u@[::1]:5/d", "p@ss"),
+        (
+            "postgresql:///db?host=/run/pg&user=me&password=s3",
+            "postgresql://me@:5432/db?host=%2Frun%2Fpg",
+            "s3",
+        ),
+    ],
+)
+def test_uri_parts_and_the_password_kept_apart(given: str, shown: str, password: str) -> None:
+    target = PostgresTarget.parse(given)
+    assert target.uri == shown and target.password == password
+    assert PostgresTarget.parse(shown).uri == shown
+    assert password not in redact(given) and password not in repr(target)
+    assert hide_password(given) == shown
+    assert PostgresTarget.parse(shown).resolve_password() == password  # remembered
