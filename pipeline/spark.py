@@ -157,6 +157,11 @@ def jdbc_catalog_conf(name: str, catalog: str, warehouse: str | os.PathLike[str]
     }
     if is_postgres_uri(catalog):
         target = PostgresTarget.parse(catalog)
+        if target.host.startswith("/"):
+            raise PipelineError(
+                f"Spark's PostgreSQL JDBC driver cannot use the unix socket {target.host}; give "
+                "the catalog as postgresql://user@host:port/database."
+            )
         conf[f"{prefix}.uri"] = target.jdbc_url
         conf[f"{prefix}.jdbc.user"] = target.user
         password = target.resolve_password()

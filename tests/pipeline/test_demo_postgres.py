@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import icecore
+from pipeline.spark import PipelineError, jdbc_catalog_conf
 from tests.pg_server import PgServer
 
 from .test_demo_cli import one_sentence, run_demo
@@ -58,3 +59,19 @@ def test_demo_builds_into_a_postgresql_catalog(pg_server: PgServer, tmp_path: Pa
         table = catalog.load_table(name)
         assert table.metadata.location.removeprefix("file:").startswith(str(warehouse))
         assert peer.load_table(name).metadata_location == table.metadata_location
+
+
+def test_spark_catalog_settings_take_the_password_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGPASSWORD", "s3cret")
+    conf = jdbc_catalog_conf("pg", "postgresql://ann@db.example:6543/lake", tmp_path)
+    assert conf["spark.sql.catalog.pg.type"] == "jdbc"
+    assert conf["spark.sql.catalog.pg.uri"] == "jdbc:postgresql://db.example:6543/lake"
+    assert conf["spark.sql.catalog.pg.jdbc.user"] == "ann"
+    assert conf["spark.sql.catalog.pg.jdbc.password"] == "s3cret"
+    assert conf["spark.sql.catalog.pg.warehouse"] == str(tmp_path.resolve())
+    # Only the password key holds the secret: Spark's redaction regex hides keys named so.
+    assert [k for k, v in conf.items() if "s3cret" in v] == ["spark.sql.catalog.pg.jdbc.password"]
+    with pytest.raises(PipelineError, match="unix socket"):
+        jdbc_catalog_conf("pg", "postgresql:///lake?host=/run/pg", tmp_path)
