@@ -3,7 +3,7 @@
 FROM python:3.11-slim
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless libxerial-sqlite-jdbc-java procps \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless libxerial-sqlite-jdbc-java libpostgresql-jdbc-java procps \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

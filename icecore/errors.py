@@ -54,3 +54,7 @@ class CommitStateUnknown(IcecoreError):
     def __init__(self, message: str, metadata_location: str | None = None) -> None:
         super().__init__(message)
         self.metadata_location = metadata_location
+
+
+class CatalogUnavailable(IcecoreError):
+    """A catalog server cannot be reached, or it refuses the connection (credentials, rights)."""

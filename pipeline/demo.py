@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from icecore.catalog.postgres import PostgresTarget, is_postgres_uri
 from pipeline.spark import HADOOP_CATALOG, HADOOP_SUBDIR, SQL_CATALOG, PipelineError
 
 if TYPE_CHECKING:
@@ -717,6 +718,19 @@ def _all_or_nothing(warehouse: Path, force: bool) -> Iterator[None]:
         shutil.rmtree(backup, ignore_errors=True)
 
 
+def _forget_demo_tables(spark: SparkSession) -> None:
+    """Unregister a previous build's tables from a shared catalog (their files went with it).
+
+    A folder warehouse forgets its tables with its ``catalog.db``; a PostgreSQL catalog
+    outlives the folder, so ``--force`` drops the rows (not the files: the old folder is
+    already set aside) before the story creates the tables again.
+    """
+    if not spark.sql(f"SHOW NAMESPACES IN {SQL_CATALOG} LIKE '{NAMESPACE}'").collect():
+        return
+    for row in spark.sql(f"SHOW TABLES IN {SQL_CATALOG}.{NAMESPACE}").collect():
+        spark.sql(f"DROP TABLE {SQL_CATALOG}.{NAMESPACE}.{row.tableName}")
+
+
 def build_demo(
     warehouse: str | Path,
     *,
@@ -725,6 +739,7 @@ def build_demo(
     master: str | None = None,
     spark: SparkSession | None = None,
     progress: Progress = _stderr_progress,
+    catalog: str | None = None,
 ) -> DemoResult | None:
     """Build the demo warehouse, or keep an existing one (returns ``None`` then).
 
@@ -736,6 +751,8 @@ def build_demo(
         spark: reuse an open session (it must have been built for this warehouse with the
             hadoop catalog); otherwise one is started and stopped here.
         progress: receives one line per step.
+        catalog: a ``postgresql://`` URI: keep the SQL catalog in that database (shared with
+            other users and Spark jobs) instead of ``<warehouse>/catalog.db``.
 
     Raises:
         PipelineError: a prerequisite is missing or the warehouse can't be written; nothing is
@@ -749,14 +766,20 @@ def build_demo(
     if is_built(root) and not force:
         progress(f"Demo warehouse already built at {root}; keeping it (use --force to rebuild).")
         return None
+    if catalog is not None and not is_postgres_uri(catalog):
+        raise PipelineError(
+            f"--catalog takes a postgresql://user@host:port/database URI, not {catalog!r}."
+        )
     check_prerequisites()
     started = time.monotonic()
     with _all_or_nothing(root, force):
         own_session = spark is None
         session = spark or build_session(
-            root, master=master, hadoop_catalog=True, app_name="icecore-demo"
+            root, master=master, hadoop_catalog=True, app_name="icecore-demo", catalog=catalog
         )
         try:
+            if catalog is not None and force:
+                _forget_demo_tables(session)
             tables = write_story(session, SCALES[scale], progress)
         except Exception as e:  # Spark/Py4J errors: one sentence, then undo the build
             raise PipelineError(
@@ -769,7 +792,7 @@ def build_demo(
             warehouse=str(root),
             scale=scale,
             seconds=round(time.monotonic() - started, 1),
-            sql_catalog=str(root),
+            sql_catalog=PostgresTarget.parse(catalog).uri if catalog else str(root),
             hadoop_warehouse=str(root / HADOOP_SUBDIR),
             tables=tables,
         )
@@ -786,9 +809,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="rebuild an existing warehouse")
     parser.add_argument("--scale", choices=sorted(SCALES), default="full")
     parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--catalog",
+        default=None,
+        help="postgresql://user@host:port/db to keep the SQL catalog there "
+        "(password from PGPASSWORD or ~/.pgpass)",
+    )
     args = parser.parse_args(argv)
     try:
-        result = build_demo(args.warehouse, scale=args.scale, force=args.force, master=args.master)
+        result = build_demo(
+            args.warehouse,
+            scale=args.scale,
+            force=args.force,
+            master=args.master,
+            catalog=args.catalog,
+        )
     except PipelineError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

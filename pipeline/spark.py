@@ -7,7 +7,9 @@ Debian's SQLite JDBC driver, and registers:
 
 * ``icecore``: Iceberg's JdbcCatalog on ``<warehouse>/catalog.db`` (SQLite), the embedded
   default catalog of DESIGN.md; its ``iceberg_tables`` schema is the one PyIceberg's
-  SqlCatalog shares.
+  SqlCatalog shares. Given a ``postgresql://`` catalog URI instead, the same JdbcCatalog runs
+  on that PostgreSQL database through Debian's JDBC driver (``libpostgresql-jdbc-java``), the
+  multi-user catalog Icecore and PyIceberg share (:func:`jdbc_catalog_conf`).
 * ``hadoop`` (on request): Iceberg's filesystem catalog (``metadata/vN.metadata.json`` plus
   ``version-hint.text``) on ``<warehouse>/hadoop``.
 
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from icecore.catalog.postgres import PostgresTarget, is_postgres_uri
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -38,6 +42,7 @@ HADOOP_SUBDIR = "hadoop"
 """Folder, inside the warehouse, holding the filesystem catalog's tables."""
 
 SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
+POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
 ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 ICEBERG_PACKAGE = "snowpark_connect_deps_iceberg"
 INSTALL_HINT = "apt-get install openjdk-17-jre-headless libxerial-sqlite-jdbc-java"
@@ -119,6 +124,58 @@ def find_sqlite_jar() -> str:
     return jar
 
 
+def find_postgres_jar(required: bool = False) -> str | None:
+    """Locate the PostgreSQL JDBC driver (``ICECORE_POSTGRES_JDBC_JAR`` or Debian's package).
+
+    Returns ``None`` when it is absent and not ``required``: sessions always put it on the
+    classpath when it is there, so a PostgreSQL catalog can be registered at runtime.
+    """
+    jar = os.environ.get("ICECORE_POSTGRES_JDBC_JAR", POSTGRES_JDBC_JAR)
+    if Path(jar).is_file():
+        return jar
+    if required:
+        raise PipelineError(
+            f"The PostgreSQL JDBC driver {jar} is missing; a postgresql:// catalog needs it "
+            "(install it with: apt-get install libpostgresql-jdbc-java)."
+        )
+    return None
+
+
+def jdbc_catalog_conf(name: str, catalog: str, warehouse: str | os.PathLike[str]) -> dict[str, str]:
+    """Spark settings registering Iceberg's JdbcCatalog ``name`` on a catalog URI.
+
+    ``catalog`` is a ``postgresql://`` URI (credentials from it, ``PGPASSWORD`` or
+    ``~/.pgpass``; the password goes into ``jdbc.password``, a key Spark's default
+    ``spark.redaction.regex`` hides from its UI and logs) or a SQLite database file. The
+    catalog's ``catalog_name`` in ``iceberg_tables`` is ``name``.
+    """
+    prefix = f"spark.sql.catalog.{name}"
+    conf = {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": "jdbc",
+        f"{prefix}.warehouse": str(Path(warehouse).resolve()),
+    }
+    if is_postgres_uri(catalog):
+        target = PostgresTarget.parse(catalog)
+        if target.host.startswith("/"):
+            raise PipelineError(
+                f"Spark's PostgreSQL JDBC driver cannot use the unix socket {target.host}; give "
+                "the catalog as postgresql://user@host:port/database."
+            )
+        conf[f"{prefix}.uri"] = target.jdbc_url
+        conf[f"{prefix}.jdbc.user"] = target.user
+        password = target.resolve_password()
+        if password is not None:
+            conf[f"{prefix}.jdbc.password"] = password
+        return conf
+    conf[f"{prefix}.uri"] = f"jdbc:sqlite:{Path(catalog).resolve()}"
+    # SQLite allows one writer at a time: wait for the lock instead of failing at once
+    # (Iceberg's maintenance actions open a second catalog connection while committing).
+    conf[f"{prefix}.jdbc.busy_timeout"] = "10000"
+    conf[f"{prefix}.jdbc.journal_mode"] = "WAL"
+    return conf
+
+
 def check_prerequisites() -> SparkSetup:
     """Resolve Java and both jars, raising one clear :class:`PipelineError` for the first gap."""
     return SparkSetup(
@@ -138,6 +195,7 @@ def build_session(
     hadoop_catalog: bool = False,
     app_name: str = "icecore",
     extra_conf: dict[str, str] | None = None,
+    catalog: str | None = None,
 ) -> SparkSession:
     """Start (or reuse) a SparkSession with Iceberg and Icecore's catalogs.
 
@@ -148,14 +206,17 @@ def build_session(
         hadoop_catalog: also register the filesystem catalog on ``<warehouse>/hadoop``.
         app_name: the Spark application name shown in logs and the Spark UI.
         extra_conf: further Spark settings, applied last.
+        catalog: a ``postgresql://`` URI to keep the SQL catalog in that database instead of
+            ``<warehouse>/catalog.db`` (table files stay under ``warehouse``).
 
     Returns:
         The session; its catalogs are named :data:`SQL_CATALOG` and :data:`HADOOP_CATALOG`.
 
     Raises:
-        PipelineError: Java, the Iceberg jar or the SQLite JDBC driver is missing.
+        PipelineError: Java, the Iceberg jar or a JDBC driver is missing.
     """
     setup = check_prerequisites()
+    postgres_jar = find_postgres_jar(required=catalog is not None and is_postgres_uri(catalog))
     root = Path(warehouse).resolve()
     root.mkdir(parents=True, exist_ok=True)
     # Spark's launcher honours JAVA_HOME; make it match the java we checked.
@@ -166,18 +227,13 @@ def build_session(
     from pyspark.sql import SparkSession
 
     conf: dict[str, str] = {
-        "spark.jars": f"{setup.iceberg_jar},{setup.sqlite_jar}",
+        "spark.jars": ",".join(
+            j for j in (setup.iceberg_jar, setup.sqlite_jar, postgres_jar) if j is not None
+        ),
         "spark.sql.extensions": (
             "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
         ),
-        f"spark.sql.catalog.{SQL_CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
-        f"spark.sql.catalog.{SQL_CATALOG}.type": "jdbc",
-        f"spark.sql.catalog.{SQL_CATALOG}.uri": f"jdbc:sqlite:{root / 'catalog.db'}",
-        f"spark.sql.catalog.{SQL_CATALOG}.warehouse": str(root),
-        # SQLite allows one writer at a time: wait for the lock instead of failing at once
-        # (Iceberg's maintenance actions open a second catalog connection while committing).
-        f"spark.sql.catalog.{SQL_CATALOG}.jdbc.busy_timeout": "10000",
-        f"spark.sql.catalog.{SQL_CATALOG}.jdbc.journal_mode": "WAL",
+        **jdbc_catalog_conf(SQL_CATALOG, catalog or str(root / "catalog.db"), root),
         "spark.sql.defaultCatalog": SQL_CATALOG,
         # Local-mode friendly settings: few shuffle partitions, no UI, small driver overhead.
         "spark.sql.shuffle.partitions": "4",

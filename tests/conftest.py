@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pg_server import PgServer
+
 REPO = Path(__file__).resolve().parent.parent
 
 # Decoded manifests are cached on disk; tests keep theirs apart from the user's cache.
@@ -107,3 +109,15 @@ _AWS_ENV = {
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A real PostgreSQL server on 127.0.0.1, started for the run and removed at its end."""
+    server = PgServer(port=_free_port())
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        server.remove()

@@ -45,7 +45,11 @@ def test_same_entry_point() -> None:
 def test_image_has_the_system_prerequisites() -> None:
     text = dockerfile()
     assert text.startswith("#") and "FROM python:3.11-slim" in text
-    for package in ("openjdk-17-jre-headless", "libxerial-sqlite-jdbc-java"):
+    for package in (
+        "openjdk-17-jre-headless",
+        "libxerial-sqlite-jdbc-java",
+        "libpostgresql-jdbc-java",
+    ):
         assert package in text
 
 

@@ -26,6 +26,7 @@ from typing import Any, NoReturn, TypeVar
 import streamlit as st
 
 from icecore.catalog import FilesystemCatalog
+from icecore.catalog.postgres import hide_password
 from icecore.errors import IcecoreError, NotFound
 from icecore.metadata import Snapshot
 from icecore.table import Table
@@ -77,7 +78,7 @@ class Selection:
             return value if value else None
 
         return cls(
-            catalog=get("catalog") or catalog,
+            catalog=hide_password(get("catalog") or catalog),
             table=get("table"),
             snapshot=get("snapshot"),
             ref=get("ref") if not get("snapshot") else None,
@@ -165,8 +166,11 @@ class PageContext:
 
 
 def default_catalog() -> str:
-    """The catalog a fresh visit opens: ``ICECORE_CATALOG`` or ``./warehouse``."""
-    return os.environ.get("ICECORE_CATALOG") or DEFAULT_WAREHOUSE
+    """The catalog a fresh visit opens: ``ICECORE_CATALOG`` or ``./warehouse``.
+
+    A PostgreSQL URI's password is kept out of what the app shows and links (hide_password).
+    """
+    return hide_password(os.environ.get("ICECORE_CATALOG") or DEFAULT_WAREHOUSE)
 
 
 def companion_catalogs(catalog: str) -> list[str]:
@@ -275,7 +279,7 @@ def set_selection(selection: Selection) -> None:
 def set_catalog(catalog: str) -> None:
     """Choose another catalog (the table and time are cleared)."""
     st.session_state.pop(PENDING_KIND_KEY, None)
-    catalog = catalog.strip()
+    catalog = hide_password(catalog.strip())
     known = st.session_state.setdefault(KNOWN_CATALOGS_KEY, [])
     if catalog and catalog not in known:
         known.append(catalog)

@@ -2,8 +2,8 @@
 
 ``load_catalog`` takes what a user types (DESIGN.md "Contracts"): a warehouse folder (an SQL
 catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///x.db``
-(``?catalog=NAME`` picks one of several catalogs in the file), ``postgresql://...``, or the
-path of a metadata.json.
+(``?catalog=NAME`` picks one of several catalogs in the file), ``postgresql://...`` (see
+:mod:`icecore.catalog.postgres`), or the path of a metadata.json.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog, current_metadata_file
+from icecore.catalog.postgres import PostgresCatalog, is_postgres_uri
 from icecore.catalog.sql import SqlCatalog
 from icecore.catalog.static import StaticCatalog
-from icecore.errors import NotFound, Unsupported
+from icecore.errors import NotFound
 from icecore.io import FileIO, normalize_path
 from icecore.table import Table, load_table_at
 
@@ -24,6 +25,7 @@ SQL_CATALOG_FILE = "catalog.db"
 __all__ = [
     "Catalog",
     "FilesystemCatalog",
+    "PostgresCatalog",
     "SqlCatalog",
     "StaticCatalog",
     "TableIdentifier",
@@ -47,8 +49,8 @@ def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
             path = f"{parts.netloc}{path}"
         name = parse_qs(parts.query).get("catalog", [None])[0]
         return SqlCatalog(path, catalog_name=name, io=io)
-    if text.startswith(("postgresql:", "postgres:")):
-        raise Unsupported("PostgreSQL catalogs are not supported yet; use a SQLite catalog.")
+    if is_postgres_uri(text):
+        return PostgresCatalog(text, io=io)
     protocol, local = normalize_path(text)
     if text.endswith(".metadata.json"):
         return StaticCatalog(text, io=io)

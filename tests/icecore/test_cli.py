@@ -56,7 +56,7 @@ def test_tables_and_history_match_spark(spark: Any, demo_warehouse: Path) -> Non
         (["history", "/no/such/warehouse::demo.t"], "does not exist"),
         (["frobnicate"], "invalid choice"),
         (["tables"], "required"),
-        (["tables", "postgresql://nobody@127.0.0.1/db"], "not supported yet"),
+        (["tables", "postgresql://nobody@127.0.0.1:1/db"], 'database "db" on 127.0.0.1:1'),
     ],
 )
 def test_errors_are_one_sentence(args: list[str], message: str) -> None:

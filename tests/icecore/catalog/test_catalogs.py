@@ -15,7 +15,8 @@ from icecore.catalog import (
     TableIdentifier,
     load_catalog,
 )
-from icecore.errors import InvalidMetadata, NotFound, Unsupported
+from icecore.errors import CatalogUnavailable, InvalidMetadata, NotFound
+from tests.conftest import _free_port
 
 
 @pytest.mark.spark
@@ -143,8 +144,9 @@ def test_load_catalog_dispatch_and_errors(tmp_path: Path) -> None:
         load_catalog(tmp_path / "nowhere")
     with pytest.raises(NotFound, match="Unknown catalog"):
         load_catalog("ftp2://host/x")
-    with pytest.raises(Unsupported):
-        load_catalog("postgresql://localhost/db")
+    port = _free_port()  # nothing listens there: one sentence naming host and database
+    with pytest.raises(CatalogUnavailable, match=rf'database "db" on 127.0.0.1:{port}'):
+        load_catalog(f"postgresql://u:secret@127.0.0.1:{port}/db")
     not_sqlite = tmp_path / "bad.db"
     not_sqlite.write_text("this is not a database")
     with pytest.raises(InvalidMetadata, match="bad.db"):

@@ -20,6 +20,8 @@ import pytest
 
 import icecore
 from icecore.table import Table
+from pipeline.spark import jdbc_catalog_conf
+from tests.pg_server import PgServer
 
 from .hand_table import write_table
 
@@ -58,18 +60,23 @@ class EvoCatalogs:
     warehouse: Path
     sql: str
     fs: str
+    pg: str | None = None
+    pg_uri: str | None = None
 
     @property
     def sql_uri(self) -> str:
         return f"sqlite:///{self.warehouse / 'catalog.db'}"
 
     def spark_name(self, kind: str, name: str) -> str:
-        return f"{self.sql if kind == 'sql' else self.fs}.db.{name}"
+        catalog = {"sql": self.sql, "fs": self.fs, "pg": self.pg}[kind]
+        return f"{catalog}.db.{name}"
 
     def table_arg(self, kind: str, name: str) -> str:
         """What icecore's load_table and CLI take for the table."""
         if kind == "sql":
             return f"{self.sql_uri}::db.{name}"
+        if kind == "pg":
+            return f"{self.pg_uri}::db.{name}"
         return str(self.warehouse / "hadoop" / "db" / name)
 
     def load(self, kind: str, name: str) -> Table:
@@ -84,8 +91,11 @@ class EvoCatalogs:
         return self.load(kind, name)
 
 
-def register_catalogs(spark: Any, warehouse: Path) -> EvoCatalogs:
-    """Register a JdbcCatalog and a Hadoop catalog on ``warehouse`` with caching off."""
+def register_catalogs(spark: Any, warehouse: Path, pg_uri: str | None = None) -> EvoCatalogs:
+    """Register a JdbcCatalog and a Hadoop catalog on ``warehouse`` with caching off.
+
+    With ``pg_uri``, also a JdbcCatalog on that PostgreSQL database (kind ``pg``).
+    """
     n = next(_counter)
     sql, fs = f"evo_sql_{n}_{uuid.uuid4().hex[:6]}", f"evo_fs_{n}_{uuid.uuid4().hex[:6]}"
     warehouse.mkdir(parents=True, exist_ok=True)
@@ -102,15 +112,29 @@ def register_catalogs(spark: Any, warehouse: Path) -> EvoCatalogs:
         f"spark.sql.catalog.{fs}.warehouse": str(warehouse / "hadoop"),
         f"spark.sql.catalog.{fs}.cache-enabled": "false",
     }
+    pg = f"evo_pg_{n}_{uuid.uuid4().hex[:6]}" if pg_uri else None
+    if pg is not None and pg_uri is not None:
+        settings |= jdbc_catalog_conf(pg, pg_uri, warehouse / "pg")
+        settings[f"spark.sql.catalog.{pg}.cache-enabled"] = "false"
     for key, value in settings.items():
         spark.conf.set(key, value)
     # JdbcCatalog's catalog_name is the Spark catalog name; one catalog per database here.
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {sql}.db")
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {fs}.db")
-    return EvoCatalogs(spark, warehouse, sql, fs)
+    for catalog in (sql, fs, pg):
+        if catalog is not None:
+            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.db")
+    return EvoCatalogs(spark, warehouse, sql, fs, pg, pg_uri)
 
 
 @pytest.fixture(scope="module")
 def evo(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EvoCatalogs]:
     """Private Spark catalogs for one test module (the shared warehouse stays untouched)."""
     yield register_catalogs(spark, tmp_path_factory.mktemp("evo"))
+
+
+@pytest.fixture(scope="module")
+def evo_pg(
+    spark: Any, pg_server: PgServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EvoCatalogs]:
+    """As ``evo``, plus a JdbcCatalog on a fresh PostgreSQL database (kind ``pg``)."""
+    uri = pg_server.create_database(f"evo_{uuid.uuid4().hex[:8]}")
+    yield register_catalogs(spark, tmp_path_factory.mktemp("evo_pg"), pg_uri=uri)

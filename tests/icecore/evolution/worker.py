@@ -5,7 +5,9 @@ JOB is JSON: ``{"table": ..., "ready": <file>, "go": <file>, "out": <file>, "cha
 soon stale, base), says so in the ``ready`` file, waits until the ``go`` file exists, then
 commits each change in turn, each on the table as it last saw it, and writes what happened
 to ``out``: for a commit, the new metadata file and the SHA-256 of its bytes as read right
-after the commit; for a refusal, the error's class and sentence.
+after the commit; for a refusal, the error's class and sentence. A change with ``"retries":
+N`` is made again on the reloaded table after a CommitConflict, up to N times (as a user
+would after reading the conflict sentence).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import icecore
-from icecore.errors import IcecoreError
+from icecore.errors import CommitConflict, IcecoreError
 from icecore.io import FileIO
 from icecore.table import Table
 
@@ -50,14 +52,20 @@ def main(argv: list[str]) -> int:
     results: list[dict[str, Any]] = []
     io = FileIO()
     for change in job["changes"]:
-        try:
-            table = apply(table, change)
-        except IcecoreError as e:
-            results.append({"change": change, "error": type(e).__name__, "message": str(e)})
-            table = table.refresh()
-            continue
-        digest = hashlib.sha256(io.read(table.metadata_location)).hexdigest()
-        results.append({"change": change, "location": table.metadata_location, "sha256": digest})
+        for attempt in range(change.get("retries", 0) + 1):
+            try:
+                table = apply(table, change)
+            except IcecoreError as e:
+                results.append({"change": change, "error": type(e).__name__, "message": str(e)})
+                table = table.refresh()
+                if isinstance(e, CommitConflict) and attempt < change.get("retries", 0):
+                    continue
+                break
+            digest = hashlib.sha256(io.read(table.metadata_location)).hexdigest()
+            results.append(
+                {"change": change, "location": table.metadata_location, "sha256": digest}
+            )
+            break
     Path(job["out"]).write_text(json.dumps(results))
     return 0
 

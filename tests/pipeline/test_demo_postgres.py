@@ -1,0 +1,77 @@
+"""``python -m pipeline.demo --catalog postgresql://...``: the demo's SQL catalog in PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+import icecore
+from pipeline.spark import PipelineError, jdbc_catalog_conf
+from tests.pg_server import PgServer
+
+from .test_demo_cli import one_sentence, run_demo
+
+
+def test_catalog_must_be_a_postgresql_uri(tmp_path: Path) -> None:
+    result = run_demo(["--warehouse", str(tmp_path / "wh"), "--catalog", "sqlite:///x.db"])
+    assert result.returncode == 1
+    assert "postgresql://" in one_sentence(result.stderr)
+    assert not (tmp_path / "wh").exists()
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_demo_builds_into_a_postgresql_catalog(pg_server: PgServer, tmp_path: Path) -> None:
+    uri = pg_server.create_database(f"demo_{uuid.uuid4().hex[:8]}")
+    bare = uri.replace(f":{pg_server.password}@", "@")
+    env = {
+        **os.environ,
+        "PGPASSWORD": pg_server.password,
+        "ICECORE_SPARK_MASTER": "local[2]",
+        "ICECORE_SPARK_DRIVER_MEMORY": "1g",
+    }
+    warehouse = tmp_path / "wh"
+    result = run_demo(
+        ["--warehouse", str(warehouse), "--scale", "mini", "--catalog", bare], env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert pg_server.password not in result.stdout + result.stderr
+    built = json.loads(result.stdout.strip().splitlines()[-1])
+    assert built["sql_catalog"] == bare
+    assert not (warehouse / "catalog.db").exists()
+
+    catalog = icecore.load_catalog(uri)
+    listed = {str(t) for t in catalog.list_tables()}
+    assert listed == {t for t in built["tables"] if ":" not in t}  # not the hadoop one
+
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    peer = SqlCatalog(
+        "icecore",
+        uri=uri.replace("postgresql://", "postgresql+psycopg://"),
+        warehouse=str(warehouse),
+    )
+    for name in listed:
+        table = catalog.load_table(name)
+        assert table.metadata.location.removeprefix("file:").startswith(str(warehouse))
+        assert peer.load_table(name).metadata_location == table.metadata_location
+
+
+def test_spark_catalog_settings_take_the_password_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGPASSWORD", "s3cret")
+    conf = jdbc_catalog_conf("pg", "postgresql://ann@db.example:6543/lake", tmp_path)
+    assert conf["spark.sql.catalog.pg.type"] == "jdbc"
+    assert conf["spark.sql.catalog.pg.uri"] == "jdbc:postgresql://db.example:6543/lake"
+    assert conf["spark.sql.catalog.pg.jdbc.user"] == "ann"
+    assert conf["spark.sql.catalog.pg.jdbc.password"] == "s3cret"
+    assert conf["spark.sql.catalog.pg.warehouse"] == str(tmp_path.resolve())
+    # Only the password key holds the secret: Spark's redaction regex hides keys named so.
+    assert [k for k, v in conf.items() if "s3cret" in v] == ["spark.sql.catalog.pg.jdbc.password"]
+    with pytest.raises(PipelineError, match="unix socket"):
+        jdbc_catalog_conf("pg", "postgresql:///lake?host=/run/pg", tmp_path)
