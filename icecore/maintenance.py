@@ -230,23 +230,31 @@ def _manifest_target(metadata: TableMetadata) -> int:
 def rewrite_manifests(
     metadata: TableMetadata, manifest_list: Sequence[ManifestFile], finding: Finding
 ) -> Recommendation:
-    """Repacking of data manifests into target-sized ones, spec by spec."""
+    """Repacking of the default spec's data manifests into target-sized ones.
+
+    Spark's action only takes data manifests written under the table's default partition
+    spec (older specs' manifests stay as they are), and does nothing when they are one
+    manifest that would be rewritten into one.
+    """
     target = _manifest_target(metadata)
-    by_spec: dict[int, int] = {}
-    data = [m for m in manifest_list if m.content is ManifestContent.DATA]
-    for m in data:
-        by_spec[m.partition_spec_id] = by_spec.get(m.partition_spec_id, 0) + m.manifest_length
-    after = sum(max(1, math.ceil(size / target)) for size in by_spec.values())
-    estimate = {
-        "rewritten_manifests_count": len(data),
-        "added_manifests_count": after,
-    }
+    data = [
+        m
+        for m in manifest_list
+        if m.content is ManifestContent.DATA and m.partition_spec_id == metadata.default_spec_id
+    ]
+    after = max(1, math.ceil(sum(m.manifest_length for m in data) / target)) if data else 0
+    if len(data) == 1 and after == 1:
+        data, after = [], 0
+    estimate = {"rewritten_manifests_count": len(data), "added_manifests_count": after}
     worth = finding.status is Status.WARN and after < len(data)
+    other = sum(1 for m in manifest_list if m.content is ManifestContent.DATA) - len(data)
     return Recommendation(
         Job.REWRITE_MANIFESTS,
         Status.WARN if worth else Status.OK,
         "Rewrite manifests" if worth else "Manifests are compact",
-        finding.detail + f" Rewriting would leave about {after:,} data manifests of {len(data):,}.",
+        finding.detail
+        + f" Rewriting would turn {len(data):,} data manifests of the default spec into "
+        f"{after:,}" + (f"; {other:,} under older specs stay." if other else "."),
         finding.evidence,
         estimate,
     )
