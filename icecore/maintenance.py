@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -90,15 +90,16 @@ class Recommendation:
         return [str(self.job), table, *self.options, *(["--dry-run"] if dry_run else [])]
 
 
+def _rows(files: pa.Table, *columns: str) -> Iterator[tuple[Any, ...]]:
+    """Rows of a files table (:data:`icecore.layout.FILES_SCHEMA`) as tuples of ``columns``."""
+    return zip(*(files.column(c).to_pylist() for c in columns), strict=True)
+
+
 def _groups(files: pa.Table) -> dict[tuple[int, str], list[tuple[str, int]]]:
     """Files by (spec id, partition): (path, size) pairs."""
     groups: dict[tuple[int, str], list[tuple[str, int]]] = {}
-    for spec_id, partition, path, size in zip(
-        files.column("spec_id").to_pylist(),
-        files.column("partition").to_pylist(),
-        files.column("file_path").to_pylist(),
-        files.column("file_size_in_bytes").to_pylist(),
-        strict=True,
+    for spec_id, partition, path, size in _rows(
+        files, "spec_id", "partition", "file_path", "file_size_in_bytes"
     ):
         groups.setdefault((spec_id, partition), []).append((path, size))
     return groups
@@ -140,14 +141,7 @@ def _binpack(files: pa.Table, target: int, spec_id: int) -> dict[str, int]:
 
 
 def _content(files: pa.Table, *kinds: str) -> pa.Table:
-    names = [
-        content_name(c, f)
-        for c, f in zip(
-            files.column("content").to_pylist(),
-            files.column("file_format").to_pylist(),
-            strict=True,
-        )
-    ]
+    names = [content_name(c, f) for c, f in _rows(files, "content", "file_format")]
     return files.filter(pa.array([n in kinds for n in names], pa.bool_()))
 
 
@@ -288,12 +282,8 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
     files: dict[str, tuple[str, int]] = {}
     for m in manifests.values():
         live = manifest_files(table, m)
-        for path, content, file_format, size in zip(
-            live.column("file_path").to_pylist(),
-            live.column("content").to_pylist(),
-            live.column("file_format").to_pylist(),
-            live.column("file_size_in_bytes").to_pylist(),
-            strict=True,
+        for path, content, file_format, size in _rows(
+            live, "file_path", "content", "file_format", "file_size_in_bytes"
         ):
             files[_key(path)] = (content_name(content, file_format), size)
     return Reach(frozenset(lists), frozenset(manifests), files)

@@ -13,8 +13,7 @@ import streamlit as st
 
 from icecore.errors import IcecoreError
 from icecore.maintenance import Job
-from ui import data, jobs, views
-from ui.evolve import commit_refusal
+from ui import data, evolve_form, jobs, views
 from ui.shell import bootstrap, inert, require_table, show_error, stop
 
 POLL_SECONDS = 2.0
@@ -26,16 +25,7 @@ table, _ = require_table(context)
 table_key = f"{context.catalog}::{table.identifier}"
 
 st.title(f"Maintain {inert(table.identifier)}")
-if context.read_only:
-    st.info(
-        "Read-only mode (ICECORE_READ_ONLY or read_only in icecore.toml): maintenance is hidden.",
-        icon=":material/lock:",
-    )
-    stop()
-refusal = commit_refusal(table)
-if refusal is not None:
-    st.info(inert(refusal), icon=":material/lock:")
-    stop()
+evolve_form.stop_unless_writable(context.read_only, table, "maintenance is hidden.")
 st.caption(
     "What the table's health findings would take to fix, the Spark job that fixes each, and "
     "its effect estimated from metadata alone. A job runs on Spark "

@@ -34,6 +34,7 @@ from icecore.cli import jsonable
 from icecore.errors import IcecoreError
 from icecore.expressions.bind import bind
 from icecore.expressions.parser import parse_filter
+from icecore.history import parse_timestamp_ms
 from icecore.maintenance import Job
 from icecore.table import Table
 from pipeline.spark import PipelineError, build_session, check_prerequisites, default_master
@@ -46,8 +47,11 @@ CONFLICT_MARKERS = (
     "Cannot commit",
     "found new",
     "conflict",
+    "SQLITE_BUSY",
 )
-"""Words in Spark's error when Iceberg's optimistic concurrency refused the commit."""
+"""Words in Spark's error when a concurrent writer won: Iceberg's optimistic concurrency
+refused the commit, or (SQL catalog in SQLite, another process committing at the same
+moment) the catalog database refused the compare-and-swap (``SQLITE_BUSY_SNAPSHOT``)."""
 
 
 DAY_MS = 24 * 3600 * 1000
@@ -156,18 +160,6 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _epoch_ms(text: str) -> int:
-    try:
-        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as e:
-        raise PipelineError(
-            f"--older-than {text!r} is not an ISO-8601 time (e.g. 2024-08-09T10:00:00Z)."
-        ) from e
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return int(when.timestamp() * 1000)
-
-
 def procedure_call(target: SparkTable, job: Job, args: argparse.Namespace, table: Table) -> str:
     """The ``CALL`` statement for one job (named arguments, as Iceberg documents them)."""
     named = [f"table => {_sql_string(target.name)}"]
@@ -189,7 +181,7 @@ def procedure_call(target: SparkTable, job: Job, args: argparse.Namespace, table
         if args.retain_last is not None:
             named.append(f"retain_last => {int(args.retain_last)}")
     elif job is Job.REMOVE_ORPHAN_FILES:
-        if args.older_than and _epoch_ms(args.older_than) > time.time() * 1000 - DAY_MS:
+        if args.older_than and parse_timestamp_ms(args.older_than) > time.time() * 1000 - DAY_MS:
             raise PipelineError(
                 f"--older-than {args.older_than} is within the last 24 hours; Spark refuses "
                 "that for remove_orphan_files (a write in flight could lose its files), so "
@@ -202,22 +194,38 @@ def procedure_call(target: SparkTable, job: Job, args: argparse.Namespace, table
 
 
 def _older_than(args: argparse.Namespace) -> str:
-    ms = _epoch_ms(args.older_than)
+    ms = parse_timestamp_ms(args.older_than)
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _messages(error: Exception) -> list[str]:
+    """The error's message and, for a Java exception, every cause's (outermost first)."""
+    found = [str(error)]
+    java = getattr(error, "java_exception", None)
+    depth = 0
+    while java is not None and depth < 10:
+        try:
+            found.append(f"{java.getClass().getName()}: {java.getMessage()}")
+            java = java.getCause()
+        except Exception:  # the gateway may be gone: keep what was read
+            break
+        depth += 1
+    return found
 
 
 def spark_error(error: Exception, job: Job, target: SparkTable) -> PipelineError:
     """One sentence for a failed procedure: a lost commit race is said as such."""
-    text = str(error)
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
-    if any(marker in text for marker in CONFLICT_MARKERS):
-        return PipelineError(
-            f"{job} on {target.name} lost a race with another writer: Iceberg's conflict check "
-            f"refused the commit ({first[:300]}), so nothing changed; run the job again."
-        )
-    return PipelineError(
-        f"{job} on {target.name} failed in Spark ({first[:300]}); nothing changed."
+    messages = _messages(error)
+    root = next(
+        (m for m in reversed(messages) if m.strip() and not m.endswith(": None")), messages[0]
     )
+    first = " ".join(root.split())[:300]
+    if any(marker in m for m in messages for marker in CONFLICT_MARKERS):
+        return PipelineError(
+            f"{job} on {target.name} lost a race with another writer: the catalog or Iceberg's "
+            f"conflict check refused the commit ({first}), so nothing changed; run the job again."
+        )
+    return PipelineError(f"{job} on {target.name} failed in Spark ({first}); nothing changed.")
 
 
 def _state(table: Table) -> dict[str, Any]:
@@ -240,7 +248,7 @@ def estimate(job: Job, table: Table, args: argparse.Namespace) -> dict[str, int]
         manifests,
         files,
         now,
-        older_than_ms=_epoch_ms(args.older_than) if args.older_than else None,
+        older_than_ms=parse_timestamp_ms(args.older_than) if args.older_than else None,
         retain_last=args.retain_last,
     )
     return dict(found.estimate)
@@ -290,9 +298,17 @@ def run_job(
     }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a wrong command line as one sentence and exit 1."""
+
+    def error(self, message: str) -> Any:
+        print(f"{message} (see python -m pipeline.maintenance --help)", file=sys.stderr)
+        raise SystemExit(1)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line (DESIGN.md "Contracts", maintenance jobs)."""
-    p = argparse.ArgumentParser(prog="python -m pipeline.maintenance", description=__doc__)
+    p = _Parser(prog="python -m pipeline.maintenance", description=__doc__)
     p.add_argument("job", choices=[str(j) for j in Job])
     p.add_argument("table", help="CATALOG::ns.table or a table folder")
     p.add_argument("--older-than", help="ISO-8601; expire_snapshots and remove_orphan_files")
@@ -315,20 +331,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.retain_last is not None and args.retain_last < 1:
             raise PipelineError("--retain-last must be at least 1 (a branch keeps its head).")
-        _say(f"resolving {args.table}")
+        # Everything that can be refused is refused before any output or JVM: one sentence.
         target, table = spark_table(args.table)
-        if args.filter:
-            check_filter(table, args.filter)
+        procedure_call(target, job, args, table)
+        dry_only = args.dry_run and job is not Job.REMOVE_ORPHAN_FILES
+        master = args.master or default_master()
+        if not dry_only:
+            check_prerequisites()
+            check_master(master)
+        _say(f"resolved {args.table} at {table.metadata_location}")
         guess = estimate(job, table, args)
         _say(f"estimate from metadata: {json.dumps(guess)}")
-        if args.dry_run and job is not Job.REMOVE_ORPHAN_FILES:
+        if dry_only:
             result = {"job": str(job), "table": args.table, "dry_run": True, "estimate": guess}
             result["before"] = _state(table)
             print(json.dumps(result))
             return 0
-        master = args.master or default_master()
-        check_prerequisites()
-        check_master(master)
         _say(f"starting Spark on {master}")
         with tempfile.TemporaryDirectory(prefix="icecore-maintenance-") as scratch:
             spark = build_session(
