@@ -298,17 +298,30 @@ def run_job(
     }
 
 
-class _Parser(argparse.ArgumentParser):
+def on_spark(
+    target: SparkTable, master: str, app_name: str, work: Callable[[Any], dict[str, Any]]
+) -> dict[str, Any]:
+    """Start a session with the table's catalog (warehouse in a scratch folder), run, stop."""
+    with tempfile.TemporaryDirectory(prefix="icecore-spark-") as scratch:
+        spark = build_session(scratch, master=master, app_name=app_name, extra_conf=target.conf)
+        try:
+            return work(spark)
+        finally:
+            spark.stop()
+
+
+class OneSentenceParser(argparse.ArgumentParser):
     """argparse that reports a wrong command line as one sentence and exit 1."""
 
     def error(self, message: str) -> Any:
-        print(f"{message} (see python -m pipeline.maintenance --help)", file=sys.stderr)
+        """Print the problem as one sentence and exit 1 (argparse would print usage, exit 2)."""
+        print(f"{message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(1)
 
 
 def parser() -> argparse.ArgumentParser:
     """The command line (DESIGN.md "Contracts", maintenance jobs)."""
-    p = _Parser(prog="python -m pipeline.maintenance", description=__doc__)
+    p = OneSentenceParser(prog="python -m pipeline.maintenance", description=__doc__)
     p.add_argument("job", choices=[str(j) for j in Job])
     p.add_argument("table", help="CATALOG::ns.table or a table folder")
     p.add_argument("--older-than", help="ISO-8601; expire_snapshots and remove_orphan_files")
@@ -324,44 +337,55 @@ def _say(line: str) -> None:
     print(f"[maintenance] {line}", file=sys.stderr, flush=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one job; exit 0 with the JSON result, or 1 with one sentence on stderr."""
-    args = parser().parse_args(argv)
-    job = Job(args.job)
+def answer(body: Callable[[], dict[str, Any]]) -> int:
+    """Run a command the way every pipeline CLI ends (DESIGN.md "Contracts").
+
+    The JSON result is the last line on stdout (exit 0); a :class:`PipelineError` or
+    :class:`IcecoreError` is its one sentence on stderr (exit 1).
+    """
     try:
-        if args.retain_last is not None and args.retain_last < 1:
-            raise PipelineError("--retain-last must be at least 1 (a branch keeps its head).")
-        # Everything that can be refused is refused before any output or JVM: one sentence.
-        target, table = spark_table(args.table)
-        procedure_call(target, job, args, table)
-        dry_only = args.dry_run and job is not Job.REMOVE_ORPHAN_FILES
-        master = args.master or default_master()
-        if not dry_only:
-            check_prerequisites()
-            check_master(master)
-        _say(f"resolved {args.table} at {table.metadata_location}")
-        guess = estimate(job, table, args)
-        _say(f"estimate from metadata: {json.dumps(guess)}")
-        if dry_only:
-            result = {"job": str(job), "table": args.table, "dry_run": True, "estimate": guess}
-            result["before"] = _state(table)
-            print(json.dumps(result))
-            return 0
-        _say(f"starting Spark on {master}")
-        with tempfile.TemporaryDirectory(prefix="icecore-maintenance-") as scratch:
-            spark = build_session(
-                scratch, master=master, app_name=f"icecore-{job}", extra_conf=target.conf
-            )
-            try:
-                result = run_job(spark, job, args.table, args, _say)
-            finally:
-                spark.stop()
-        result["estimate"] = guess
-        print(json.dumps(result))
-        return 0
+        result = body()
     except (PipelineError, IcecoreError) as e:
         print(str(e), file=sys.stderr)
         return 1
+    print(json.dumps(result))
+    return 0
+
+
+def _job(args: argparse.Namespace) -> dict[str, Any]:
+    job = Job(args.job)
+    if args.retain_last is not None and args.retain_last < 1:
+        raise PipelineError("--retain-last must be at least 1 (a branch keeps its head).")
+    # Everything that can be refused is refused before any output or JVM: one sentence.
+    target, table = spark_table(args.table)
+    procedure_call(target, job, args, table)
+    dry_only = args.dry_run and job is not Job.REMOVE_ORPHAN_FILES
+    master = args.master or default_master()
+    if not dry_only:
+        check_prerequisites()
+        check_master(master)
+    _say(f"resolved {args.table} at {table.metadata_location}")
+    guess = estimate(job, table, args)
+    _say(f"estimate from metadata: {json.dumps(guess)}")
+    if dry_only:
+        return {
+            "job": str(job),
+            "table": args.table,
+            "dry_run": True,
+            "estimate": guess,
+            "before": _state(table),
+        }
+    _say(f"starting Spark on {master}")
+    result = on_spark(
+        target, master, f"icecore-{job}", lambda s: run_job(s, job, args.table, args, _say)
+    )
+    return {**result, "estimate": guess}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one job; exit 0 with the JSON result, or 1 with one sentence on stderr."""
+    args = parser().parse_args(argv)
+    return answer(lambda: _job(args))
 
 
 if __name__ == "__main__":

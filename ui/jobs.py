@@ -89,12 +89,16 @@ def spark_master() -> str:
     return value.strip() if isinstance(value, str) and value.strip() else DEFAULT_MASTER
 
 
-def launch(argv: list[str], **request: Any) -> str:
-    """Start ``python -m pipeline.maintenance argv...`` in the background; return its job id."""
+def launch(argv: list[str], module: str = "pipeline.maintenance", **request: Any) -> str:
+    """Start ``python -m <module> argv...`` in the background; return its job id.
+
+    ``module`` is ``pipeline.maintenance`` (a maintenance job) or ``pipeline.query`` (a
+    full-table query from the SQL page); both end with one JSON line on stdout.
+    """
     job_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     folder = jobs_dir() / job_id
     folder.mkdir()
-    command = [sys.executable, "-m", "pipeline.maintenance", *argv]
+    command = [sys.executable, "-m", module, *argv]
     (folder / "job.json").write_text(
         json.dumps({**request, "argv": argv, "started_ms": int(time.time() * 1000)})
     )
