@@ -21,6 +21,7 @@ PAGES = (
     ("pages/5_Time_travel.py", "Time travel", "two points in time and what changed between"),
     ("pages/6_Evolution.py", "Evolution", "schema, partition and sort changes: dry run, commit"),
     ("pages/7_SQL.py", "SQL", "DuckDB over metadata tables and scan rows, downloads"),
+    ("pages/8_Maintenance.py", "Maintenance", "recommendations, estimates, jobs on Spark"),
 )
 
 context = bootstrap("Tables")

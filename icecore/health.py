@@ -386,19 +386,36 @@ def partition_skew(files: pa.Table) -> Finding:
     )
 
 
-def snapshots_to_expire(metadata: TableMetadata, now_ms: int) -> tuple[int, ...]:
-    """Snapshot ids ``expire_snapshots`` with the table's retention would remove at ``now_ms``.
+def snapshots_to_expire(
+    metadata: TableMetadata,
+    now_ms: int,
+    *,
+    older_than_ms: int | None = None,
+    retain_last: int | None = None,
+) -> tuple[int, ...]:
+    """Snapshot ids ``expire_snapshots`` would remove at ``now_ms``.
 
-    Iceberg Java ``RemoveSnapshots`` with no arguments: refs past their max ref age are
-    dropped (never ``main``); each remaining branch retains the newest ancestors up to its
-    min-snapshots-to-keep and every ancestor younger than its max snapshot age; a tag
-    retains its snapshot; a snapshot no ref reaches is retained while younger than the
-    table's max snapshot age.
+    The spec's "Snapshot Retention Policy" as Iceberg Java's ``RemoveSnapshots`` applies it:
+    refs past their max ref age are dropped (never ``main``); each remaining branch retains
+    the newest ancestors up to its min-snapshots-to-keep and every ancestor younger than its
+    max snapshot age; a tag retains its snapshot; a snapshot no ref reaches is retained while
+    younger than the default age. The procedure's ``older_than`` and ``retain_last`` replace
+    the table-level defaults (``history.expire.max-snapshot-age-ms`` and
+    ``history.expire.min-snapshots-to-keep``); a ref's own retention still wins over them.
+
+    Args:
+        metadata: the table.
+        now_ms: the time expiry is judged at.
+        older_than_ms: ``older_than`` as epoch ms (default: now minus the table's max age).
+        retain_last: ``retain_last`` (default: the table's min-snapshots-to-keep).
     """
     default_age = _property(metadata, MAX_SNAPSHOT_AGE_MS)
-    default_keep = _property(metadata, MIN_SNAPSHOTS_TO_KEEP)
+    default_keep = (
+        retain_last if retain_last is not None else _property(metadata, MIN_SNAPSHOTS_TO_KEEP)
+    )
     default_ref_age = _property(metadata, MAX_REF_AGE_MS)
     assert default_age is not None and default_keep is not None
+    default_cutoff = older_than_ms if older_than_ms is not None else now_ms - default_age
     retained: set[int] = set()
     referenced: set[int] = set()
     for name, ref in metadata.refs.items():
@@ -413,15 +430,19 @@ def snapshots_to_expire(metadata: TableMetadata, now_ms: int) -> tuple[int, ...]
         if not ref.is_branch:
             retained.add(head.snapshot_id)
             continue
-        age = ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else default_age
+        cutoff = (
+            now_ms - ref.max_snapshot_age_ms
+            if ref.max_snapshot_age_ms is not None
+            else default_cutoff
+        )
         keep = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else default_keep
         for position, snapshot in enumerate(ancestors):
-            if position < keep or now_ms - snapshot.timestamp_ms <= age:
+            if position < keep or snapshot.timestamp_ms >= cutoff:
                 retained.add(snapshot.snapshot_id)
             else:
                 break
     for snapshot in metadata.snapshots:
-        if snapshot.snapshot_id not in referenced and now_ms - snapshot.timestamp_ms <= default_age:
+        if snapshot.snapshot_id not in referenced and snapshot.timestamp_ms >= default_cutoff:
             retained.add(snapshot.snapshot_id)
     return tuple(s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in retained)
 

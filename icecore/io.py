@@ -64,6 +64,8 @@ class FileInfo:
     path: str
     size: int
     is_dir: bool
+    modified_ms: int | None = None
+    """Last modification time (ms since the epoch) when the filesystem reports one."""
 
 
 @dataclass(slots=True)
@@ -151,6 +153,33 @@ class FileIO:
             )
         return sorted(result, key=lambda f: f.path)
 
+    def walk(self, path: str) -> list[FileInfo]:
+        """Every file below directory ``path``, recursively, with its modification time.
+
+        Orphan-file detection lists a table's location this way (an absent directory is an
+        empty listing: a table without data files yet has no ``data/``).
+        """
+        fs, local = self._resolve(path)
+        try:
+            found = fs.find(local, detail=True) if fs.exists(local) else {}
+        except OSError as e:
+            raise IcecoreError(f"Cannot list {path}: {e}.") from e
+        base, root = path.rstrip("/"), local.rstrip("/")
+        result = []
+        for name, entry in found.items():
+            relative = str(name).rstrip("/")[len(root) :].lstrip("/")
+            if entry.get("type") == "directory" or not relative:
+                continue
+            result.append(
+                FileInfo(
+                    path=f"{base}/{relative}",
+                    size=int(entry.get("size") or 0),
+                    is_dir=False,
+                    modified_ms=_modified_ms(entry),
+                )
+            )
+        return sorted(result, key=lambda f: f.path)
+
     def read(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
         """Bytes of ``path`` (``[start, end)`` when given); :class:`NotFound` when absent."""
         fs, local = self._resolve(path)
@@ -228,6 +257,16 @@ class FileIO:
             return
         except OSError as e:
             raise IcecoreError(f"Cannot delete {path}: {e}.") from e
+
+
+def _modified_ms(entry: Mapping[str, Any]) -> int | None:
+    """A listing entry's modification time: ``mtime`` (seconds, local) or ``LastModified``."""
+    raw = entry.get("mtime", entry.get("LastModified"))
+    if raw is None:
+        return None
+    if hasattr(raw, "timestamp"):
+        return int(raw.timestamp() * 1000)
+    return int(float(raw) * 1000)
 
 
 def _temp_name(local: str) -> str:

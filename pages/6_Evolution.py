@@ -10,7 +10,6 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import evolve_form as form
-from ui.evolve import commit_refusal
 from ui.shell import TIME_CURRENT, bootstrap, filesystem_warning, inert, require_table, stop
 
 context = bootstrap("Evolution")
@@ -47,16 +46,8 @@ dry = form.checked(base, changes)
 form.show_dry_run(dry, table, base)
 form.stage_button(current)
 
-if context.read_only:
-    st.info(
-        "Read-only mode (ICECORE_READ_ONLY or read_only in icecore.toml): this page shows "
-        "dry runs only; commit controls are hidden.",
-        icon=":material/lock:",
-    )
-    stop()
-refusal = commit_refusal(table)
-if refusal is not None:
-    st.info(inert(refusal), icon=":material/lock:")
-    stop()
+form.stop_unless_writable(
+    context.read_only, table, "this page shows dry runs only; commit controls are hidden."
+)
 if not dry.is_noop:
     form.commit_controls(context, table, dry, changes)

@@ -10,12 +10,13 @@ name points at is asked of the catalog on every run (cheap), so a commit shows a
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pyarrow as pa
 import streamlit as st
 
-from icecore import describe
+from icecore import describe, health, maintenance
 from icecore.catalog import Catalog, TableIdentifier, load_catalog
 from icecore.catalog.base import CatalogBase
 from icecore.diff import SnapshotDiff
@@ -227,3 +228,77 @@ def sql(
 def evolution_dry_run(location: str, changes: tuple[Change, ...], _table: Table) -> DryRun:
     """The dry run of ``changes`` against the table at ``location`` (errors are not cached)."""
     return dry_run(_table, changes)
+
+
+@st.cache_data(max_entries=16, show_spinner="Estimating maintenance from metadata…")
+def recommendations(location: str, _table: Table) -> list[maintenance.Recommendation]:
+    """Every maintenance recommendation for the table's current version (``location``).
+
+    Orphan candidates need a listing of the table location, which changes without a commit:
+    they are judged when this version is first shown (a new commit gives a new key).
+    """
+    snapshot = _table.metadata.current_snapshot()
+    manifests, files = _live(_table, snapshot)
+    return maintenance.recommendations(_table, manifests, files)
+
+
+@st.cache_data(max_entries=32, show_spinner="Estimating the job from metadata…")
+def maintenance_estimate(
+    location: str,
+    job: maintenance.Job,
+    older_than_ms: int | None,
+    retain_last: int | None,
+    _table: Table,
+) -> maintenance.Recommendation:
+    """The dry-run estimate of one job with the options the user chose."""
+    snapshot = _table.metadata.current_snapshot()
+    manifests, files = _live(_table, snapshot)
+    return maintenance.recommendation(
+        _table,
+        job,
+        manifests,
+        files,
+        _now_ms(),
+        older_than_ms=older_than_ms,
+        retain_last=retain_last,
+    )
+
+
+def _live(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
+    """Manifests and live files, read without drawing (for use inside cached functions)."""
+    manifests = table.manifests(snapshot) if snapshot is not None else []
+    return manifests, snapshot_files(table, snapshot)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@st.cache_data(max_entries=16, show_spinner="Comparing before and after…")
+def comparison(
+    before: str, after: str, sample_filter: str | None, _before: Table, _after: Table
+) -> list[dict[str, Any]]:
+    """Files, bytes, delete files, manifests and a sample filter's planning time, both sides."""
+    rows: dict[str, dict[str, Any]] = {}
+    for side, table in (("before", _before), ("after", _after)):
+        snapshot = table.metadata.current_snapshot()
+        manifests, files = _live(table, snapshot)
+        t = health.totals(snapshot, manifests, files)
+        measures: dict[str, Any] = {
+            "snapshot": str(t.snapshot_id or ""),
+            "snapshots": len(table.metadata.snapshots),
+            "data files": t.data_files,
+            "data bytes": health.format_bytes(t.data_bytes),
+            "delete files": t.delete_files,
+            "manifests": t.data_manifests + t.delete_manifests,
+        }
+        if sample_filter is not None and snapshot is not None:
+            started = time.perf_counter()
+            plan = table.scan(filter=sample_filter, snapshot_id=snapshot.snapshot_id).plan()
+            measures[f"planning `{sample_filter}` (ms)"] = round(
+                (time.perf_counter() - started) * 1000, 1
+            )
+            measures["files planned"] = len(plan.tasks)
+        for measure, value in measures.items():
+            rows.setdefault(measure, {"measure": measure})[side] = str(value)
+    return list(rows.values())

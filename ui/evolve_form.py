@@ -734,6 +734,26 @@ def show_committed(context: PageContext, key: str, table: Table) -> None:
         links[1].page_link("pages/2_History.py", label="See it in History", query_params=params)
 
 
+def stop_unless_writable(read_only: bool, table: Table, hidden: str) -> None:
+    """End the page with a note when it may not write: read-only mode or no catalog pointer.
+
+    Args:
+        read_only: the app's read-only mode.
+        table: the table the page would write to.
+        hidden: what read-only mode hides on this page, said after the mode's name.
+    """
+    if read_only:
+        st.info(
+            f"Read-only mode (ICECORE_READ_ONLY or read_only in icecore.toml): {hidden}",
+            icon=":material/lock:",
+        )
+        stop()
+    refusal = evolve.commit_refusal(table)
+    if refusal is not None:
+        st.info(inert(refusal), icon=":material/lock:")
+        stop()
+
+
 __all__ = [
     "SCHEMA_FORMS",
     "SPEC_FORMS",
@@ -750,4 +770,5 @@ __all__ = [
     "stage_button",
     "staged_changes",
     "start",
+    "stop_unless_writable",
 ]

@@ -25,6 +25,7 @@ PAGES = [
     "pages/5_Time_travel.py",
     "pages/6_Evolution.py",
     "pages/7_SQL.py",
+    "pages/8_Maintenance.py",
 ]
 
 

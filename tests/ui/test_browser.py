@@ -5,9 +5,10 @@ set the shared time selector from it, preview a filtered scan at that point, and
 points in time. Then a data owner's: on a copy of a table (served by a second app whose
 catalog is a temporary warehouse, so the fixture warehouse is never changed), a schema
 change's dry run on the Evolution page, its explicit confirmation and commit, and Spark
-reading the evolved table afterwards. Numbers on the pages are checked against Spark; a
-screenshot of every page is saved under ``test-artifacts/screenshots/`` (the README's tour
-is made from them).
+reading the evolved table afterwards; and on the Maintenance page, a confirmed compaction run
+on Spark in the background and followed until its before/after comparison shows. Numbers on
+the pages are checked against Spark; a screenshot of every page is saved under
+``test-artifacts/screenshots/`` (the README's tour is made from them).
 
 The browser is ``/usr/bin/chromium`` (Debian's package, which ``.ci/run`` installs), launched
 by Playwright with ``executable_path``; no browser is ever downloaded.
@@ -290,3 +291,40 @@ def test_a_data_owner_evolves_a_copy_of_a_table(
     rows = spark_count(spark, "SELECT count(*) FROM icecore.demo.trips")
     counted = spark.sql(f"SELECT count(*), count(note) FROM {copy.spark_name}").collect()[0]
     assert tuple(counted) == (rows, 0)
+
+
+def test_a_data_owner_compacts_a_copy_of_a_table(
+    spark: Any,
+    evo: EvoCatalogs,
+    demo_warehouse: Path,
+    browser: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    copy = copy_sql_table(evo, demo_warehouse, "trips")
+    monkeypatch.setenv("ICECORE_JOBS_DIR", str(tmp_path / "jobs"))
+    monkeypatch.setenv("ICECORE_SPARK_MASTER", "local[2]")
+    monkeypatch.setenv("ICECORE_SPARK_DRIVER_MEMORY", "1g")
+    before = copy.location()
+    with _streamlit(copy.catalog, "streamlit-maintenance.log") as base:
+        page = browser.new_page(viewport={"width": 1400, "height": 2200})
+        page.goto(f"{base}/Maintenance?catalog={copy.catalog}&table={copy.table}")
+        _settle(page)
+        main = page.get_by_test_id("stMain")
+        main.get_by_text("Recommendations").first.wait_for()
+        _pick(page, main, "Job", re.compile(r"^rewrite_data_files"))
+        run = page.get_by_role("button", name="Run on Spark")
+        assert run.is_disabled(), "no job before the explicit confirmation"
+        page.get_by_test_id("stCheckbox").filter(has_text="I understand").click()
+        _settle(page)
+        run.click()
+        # The job runs in the background; the page follows it until it is done.
+        main.get_by_text("Before and after").wait_for(timeout=400_000)
+        _settle(page)
+        _shot(page, "8_maintenance")
+        page.close()
+    assert copy.location() != before
+    files = spark_count(spark, f"SELECT count(*) FROM {copy.spark_name}.data_files")
+    rows = spark_count(spark, "SELECT count(*) FROM icecore.demo.trips")
+    assert spark_count(spark, f"SELECT count(*) FROM {copy.spark_name}") == rows
+    assert files > 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,3 +57,30 @@ def test_bad_sql_is_one_sentence(open_page: OpenPage, sql: str, says: str) -> No
     at.text_area(key="sql_text").input(sql).run()
     assert not at.exception
     assert len(at.error) == 1 and says in at.error[0].value
+
+
+@pytest.mark.spark
+def test_run_on_spark_answers_over_the_whole_table(
+    open_page: OpenPage, spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ICECORE_JOBS_DIR", str(tmp_path / "jobs"))
+    monkeypatch.setenv("ICECORE_SPARK_MASTER", "local[2]")
+    monkeypatch.setenv("ICECORE_SPARK_DRIVER_MEMORY", "1g")
+    sql = "SELECT vendor_id, count(*) AS n FROM rows GROUP BY vendor_id ORDER BY 1"
+    at = open_page("pages/7_SQL.py", table="demo.trips", sql=sql)
+    at.button(key="sql_spark").click().run()
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not any(
+        m.value.startswith("Spark query · ") and not m.value.endswith("running")
+        for m in at.markdown
+    ):
+        time.sleep(3)
+        at.run()
+    assert any(m.value == "Spark query · succeeded" for m in at.markdown), [
+        c.value for c in at.code
+    ]
+    shown = next(df.value for df in at.dataframe if list(df.value.columns) == ["vendor_id", "n"])
+    expected = spark.sql(
+        "SELECT vendor_id, count(*) FROM icecore.demo.trips GROUP BY vendor_id ORDER BY 1"
+    ).collect()
+    assert [tuple(r) for r in shown.itertuples(index=False)] == [tuple(r) for r in expected]

@@ -1,0 +1,490 @@
+"""Maintenance recommendations: each health finding, the Spark job that fixes it, and its effect.
+
+The effect is estimated from metadata alone (manifest lists, manifests, a listing of the table
+location), never by reading data, so the Maintenance page can show it before anything runs.
+The rules are the ones Spark's Iceberg procedures apply by default (Iceberg 1.10):
+
+* ``rewrite_data_files`` (bin-pack) rewrites, per partition, the data files outside
+  [75%, 180%] of ``write.target-file-size-bytes`` when a partition has at least
+  ``min-input-files`` (5) of them or more than a target's worth of bytes;
+* ``rewrite_position_delete_files`` does the same for position delete files;
+* ``rewrite_manifests`` packs each spec's data manifests into
+  ``commit.manifest.target-size-bytes`` sized ones;
+* ``expire_snapshots`` removes what :func:`icecore.health.snapshots_to_expire` says (the
+  spec's "Snapshot Retention Policy"), and the files only those snapshots reach;
+* ``remove_orphan_files`` deletes files under the table location that no metadata reaches
+  (every snapshot's manifest list, manifests, data and delete files, statistics files, the
+  metadata log, the current metadata and ``version-hint.text``) and that are older than its
+  ``older_than`` (three days by default).
+
+The job itself is ``python -m pipeline.maintenance JOB TABLE [options]`` (DESIGN.md
+"Contracts"); :attr:`Recommendation.options` are its options.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icecore import health
+from icecore.health import Finding, Status, format_bytes
+from icecore.io import FileInfo, normalize_path
+from icecore.layout import DELETION_VECTOR, content_name, manifest_files
+from icecore.manifest import ManifestContent, ManifestFile
+from icecore.metadata import Snapshot, TableMetadata
+
+if TYPE_CHECKING:
+    from icecore.table import Table
+
+
+class Job(StrEnum):
+    """The maintenance jobs, named as Spark's Iceberg procedures are."""
+
+    REWRITE_DATA_FILES = "rewrite_data_files"
+    REWRITE_POSITION_DELETE_FILES = "rewrite_position_delete_files"
+    REWRITE_MANIFESTS = "rewrite_manifests"
+    EXPIRE_SNAPSHOTS = "expire_snapshots"
+    REMOVE_ORPHAN_FILES = "remove_orphan_files"
+
+
+MAX_FILE_RATIO = 1.8
+"""``rewrite_data_files``' default max-file-size-bytes, as a share of the target size."""
+ORPHAN_MIN_AGE_MS = 3 * 24 * 3600 * 1000
+"""``remove_orphan_files`` keeps files younger than this by default (a write in flight)."""
+VERSION_HINT = "metadata/version-hint.text"
+
+Number = int | float | str
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    """A job worth running (or not), why, and what it would change.
+
+    Attributes:
+        job: the job that applies it.
+        status: warn when the job pays off now, ok when there is nothing to do.
+        title: a few words.
+        reason: one sentence (the health finding's, where one exists).
+        evidence: the numbers behind the reason.
+        estimate: the estimated effect, keyed like the job's JSON result where one matches.
+        options: the job's command-line options beyond JOB and TABLE.
+    """
+
+    job: Job
+    status: Status
+    title: str
+    reason: str
+    evidence: tuple[tuple[str, Number], ...]
+    estimate: Mapping[str, int] = field(default_factory=dict)
+    options: tuple[str, ...] = ()
+
+    def command(self, table: str, *, dry_run: bool = False) -> list[str]:
+        """The job's argument list after ``python -m pipeline.maintenance``."""
+        return [str(self.job), table, *self.options, *(["--dry-run"] if dry_run else [])]
+
+
+def _rows(files: pa.Table, *columns: str) -> Iterator[tuple[Any, ...]]:
+    """Rows of a files table (:data:`icecore.layout.FILES_SCHEMA`) as tuples of ``columns``."""
+    return zip(*(files.column(c).to_pylist() for c in columns), strict=True)
+
+
+def _groups(files: pa.Table) -> dict[tuple[int, str], list[tuple[str, int]]]:
+    """Files by (spec id, partition): (path, size) pairs."""
+    groups: dict[tuple[int, str], list[tuple[str, int]]] = {}
+    for spec_id, partition, path, size in _rows(
+        files, "spec_id", "partition", "file_path", "file_size_in_bytes"
+    ):
+        groups.setdefault((spec_id, partition), []).append((path, size))
+    return groups
+
+
+def _rewritten_groups(
+    files: pa.Table, target: int, spec_id: int
+) -> list[tuple[tuple[int, str], int, list[int]]]:
+    """The partitions a bin-pack rewrite acts on: (key, files in it, sizes of those picked).
+
+    A file is picked when its size is outside [75%, 180%] of the target or when it was
+    written under another partition spec than the table's default (Iceberg 1.10 rewrites
+    those into the default spec whatever their size). A partition's picked files are
+    rewritten when there are ``min-input-files`` of them, more than a target's worth, or
+    any under another spec.
+    """
+    low, high = int(target * health.SMALL_FILE_RATIO), int(target * MAX_FILE_RATIO)
+    found = []
+    for key, members in _groups(files).items():
+        moved = key[0] != spec_id
+        picked = [size for _, size in members if moved or size < low or size > high]
+        if picked and (moved or len(picked) >= health.MIN_INPUT_FILES or sum(picked) > target):
+            found.append((key, len(members), picked))
+    return found
+
+
+def _binpack(files: pa.Table, target: int, spec_id: int) -> dict[str, int]:
+    """What a bin-pack rewrite of ``files`` would do (see :func:`_rewritten_groups`).
+
+    Files written under another spec are split by the new spec's partitions, which depends
+    on row values: for them the output count is a lower bound.
+    """
+    groups = _rewritten_groups(files, target, spec_id)
+    return {
+        "rewritten_files_count": sum(len(picked) for _, _, picked in groups),
+        "added_files_count": sum(max(1, math.ceil(sum(p) / target)) for _, _, p in groups),
+        "rewritten_bytes_count": sum(sum(picked) for _, _, picked in groups),
+    }
+
+
+def _content(files: pa.Table, *kinds: str) -> pa.Table:
+    names = [content_name(c, f) for c, f in _rows(files, "content", "file_format")]
+    return files.filter(pa.array([n in kinds for n in names], pa.bool_()))
+
+
+def _target(metadata: TableMetadata) -> int:
+    key, default = health.TARGET_FILE_SIZE
+    raw = metadata.properties.get(key)
+    return int(raw) if raw is not None and raw.isdigit() else int(default)
+
+
+def rewrite_data_files(
+    metadata: TableMetadata, files: pa.Table, finding: Finding
+) -> Recommendation:
+    """Compaction of small (or oversized, or old-spec) data files, from the small-files finding.
+
+    Delete files are estimated to go with the data: a partition whose every data file is
+    rewritten keeps none of its delete files (file-scoped ones leave with their data file,
+    the rest are dangling and dropped, since the job runs with ``remove-dangling-deletes``).
+    """
+    data = _content(files, "data")
+    target, spec_id = _target(metadata), metadata.default_spec_id
+    estimate = _binpack(data, target, spec_id)
+    emptied = {
+        key
+        for key, count, picked in _rewritten_groups(data, target, spec_id)
+        if len(picked) == count
+    }
+    deletes = files.filter(pc.not_equal(files.column("content"), pa.scalar(0, pa.int8())))
+    estimate["removed_delete_files_count"] = sum(
+        len(members) for key, members in _groups(deletes).items() if key in emptied
+    )
+    worth = estimate["rewritten_files_count"] > 0
+    return Recommendation(
+        Job.REWRITE_DATA_FILES,
+        Status.WARN if worth else Status.OK,
+        "Compact data files" if worth else "No compaction needed",
+        finding.detail
+        + (
+            f" Bin-packing would rewrite {estimate['rewritten_files_count']:,} data files "
+            f"({format_bytes(estimate['rewritten_bytes_count'])}) into at least "
+            f"{estimate['added_files_count']:,} and drop "
+            f"{estimate['removed_delete_files_count']:,} delete files."
+            if worth
+            else " No partition has enough small files for rewrite_data_files to act."
+        ),
+        finding.evidence,
+        estimate,
+        ("--strategy", "binpack"),
+    )
+
+
+def rewrite_position_delete_files(
+    metadata: TableMetadata, files: pa.Table, finding: Finding
+) -> Recommendation:
+    """Compaction of position delete files (deletion vectors are one per data file already)."""
+    position = _content(files, "position deletes")
+    estimate = _binpack(position, _target(metadata), metadata.default_spec_id)
+    worth = estimate["rewritten_files_count"] > 0
+    return Recommendation(
+        Job.REWRITE_POSITION_DELETE_FILES,
+        Status.WARN if worth else Status.OK,
+        "Compact position delete files" if worth else "Position deletes are compact",
+        f"{position.num_rows:,} position delete files are live; "
+        + (
+            f"{estimate['rewritten_files_count']:,} of them would be rewritten into at least "
+            f"{estimate['added_files_count']:,}, so each read opens fewer delete files."
+            if worth
+            else "no partition has enough of them for rewrite_position_delete_files to act."
+        ),
+        finding.evidence,
+        estimate,
+    )
+
+
+def _manifest_target(metadata: TableMetadata) -> int:
+    key, default = health.MANIFEST_TARGET_SIZE
+    raw = metadata.properties.get(key)
+    return int(raw) if raw is not None and raw.isdigit() else int(default)
+
+
+def rewrite_manifests(
+    metadata: TableMetadata, manifest_list: Sequence[ManifestFile], finding: Finding
+) -> Recommendation:
+    """Repacking of the default spec's data manifests into target-sized ones.
+
+    Spark's action only takes data manifests written under the table's default partition
+    spec (older specs' manifests stay as they are), and does nothing when they are one
+    manifest that would be rewritten into one.
+    """
+    target = _manifest_target(metadata)
+    data = [
+        m
+        for m in manifest_list
+        if m.content is ManifestContent.DATA and m.partition_spec_id == metadata.default_spec_id
+    ]
+    after = max(1, math.ceil(sum(m.manifest_length for m in data) / target)) if data else 0
+    if len(data) == 1 and after == 1:
+        data, after = [], 0
+    estimate = {"rewritten_manifests_count": len(data), "added_manifests_count": after}
+    worth = finding.status is Status.WARN and after < len(data)
+    other = sum(1 for m in manifest_list if m.content is ManifestContent.DATA) - len(data)
+    return Recommendation(
+        Job.REWRITE_MANIFESTS,
+        Status.WARN if worth else Status.OK,
+        "Rewrite manifests" if worth else "Manifests are compact",
+        finding.detail
+        + f" Rewriting would turn {len(data):,} data manifests of the default spec into "
+        f"{after:,}" + (f"; {other:,} under older specs stay." if other else "."),
+        finding.evidence,
+        estimate,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """Every file some metadata reaches, by kind (paths normalized by :func:`_key`)."""
+
+    manifest_lists: frozenset[str]
+    manifests: frozenset[str]
+    files: Mapping[str, tuple[str, int]]
+    """Data and delete files: path -> (content name, size)."""
+
+
+def _key(path: str) -> str:
+    """A path as one key whatever its spelling (``file:/x``, ``file:///x`` and ``/x``)."""
+    protocol, local = normalize_path(path)
+    return local if protocol == "file" else f"{protocol}://{local}"
+
+
+def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
+    """Manifest lists, manifests and live files of ``snapshots`` (each manifest read once)."""
+    lists: set[str] = set()
+    manifests: dict[str, ManifestFile] = {}
+    for snapshot in snapshots:
+        if snapshot.manifest_list is not None:
+            lists.add(_key(snapshot.manifest_list))
+        for m in table.manifests(snapshot):
+            manifests.setdefault(_key(m.manifest_path), m)
+    files: dict[str, tuple[str, int]] = {}
+    for m in manifests.values():
+        live = manifest_files(table, m)
+        for path, content, file_format, size in _rows(
+            live, "file_path", "content", "file_format", "file_size_in_bytes"
+        ):
+            files[_key(path)] = (content_name(content, file_format), size)
+    return Reach(frozenset(lists), frozenset(manifests), files)
+
+
+def expire_snapshots(
+    table: Table,
+    now_ms: int,
+    *,
+    older_than_ms: int | None = None,
+    retain_last: int | None = None,
+) -> Recommendation:
+    """Snapshots past retention and the files only they reach (what ``expire_snapshots`` deletes).
+
+    Keys of :attr:`Recommendation.estimate` are the procedure's result columns.
+    """
+    metadata = table.metadata
+    expired_ids = set(
+        health.snapshots_to_expire(
+            metadata, now_ms, older_than_ms=older_than_ms, retain_last=retain_last
+        )
+    )
+    kept = [s for s in metadata.snapshots if s.snapshot_id not in expired_ids]
+    gone = [s for s in metadata.snapshots if s.snapshot_id in expired_ids]
+    before, after = reach(table, gone), reach(table, kept)
+    removed = {p: v for p, v in before.files.items() if p not in after.files}
+    kinds = [kind for kind, _ in removed.values()]
+    estimate = {
+        "expired_snapshots_count": len(gone),
+        "deleted_data_files_count": kinds.count("data"),
+        "deleted_position_delete_files_count": kinds.count("position deletes")
+        + kinds.count(DELETION_VECTOR),
+        "deleted_equality_delete_files_count": kinds.count("equality deletes"),
+        "deleted_manifest_files_count": len(before.manifests - after.manifests),
+        "deleted_manifest_lists_count": len(before.manifest_lists - after.manifest_lists),
+        "deleted_bytes": sum(size for _, size in removed.values()),
+    }
+    finding = health.expiry(metadata, now_ms) if older_than_ms is None else None
+    options: list[str] = []
+    if older_than_ms is not None:
+        options += ["--older-than", _iso(older_than_ms)]
+    if retain_last is not None:
+        options += ["--retain-last", str(retain_last)]
+    return Recommendation(
+        Job.EXPIRE_SNAPSHOTS,
+        Status.WARN if gone else Status.OK,
+        "Expire snapshots" if gone else "Nothing to expire",
+        (finding.detail if finding is not None else f"{len(gone):,} snapshots are expirable.")
+        + (
+            f" It would delete {len(removed):,} data and delete files "
+            f"({format_bytes(estimate['deleted_bytes'])}) that no kept snapshot reaches; "
+            "branch heads, their retained ancestors and tagged snapshots stay."
+            if gone
+            else ""
+        ),
+        finding.evidence if finding is not None else (("expirable", len(gone)),),
+        estimate,
+        tuple(options),
+    )
+
+
+def _iso(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
+
+
+def metadata_files(table: Table) -> set[str]:
+    """Metadata files the table's metadata reaches beyond snapshots (spec "Table Metadata")."""
+    metadata = table.metadata
+    found = {table.metadata_location, *(e.metadata_file for e in metadata.metadata_log)}
+    found.update(s.statistics_path for s in metadata.statistics)
+    found.update(s.statistics_path for s in metadata.partition_statistics)
+    found.add(f"{metadata.location.rstrip('/')}/{VERSION_HINT}")
+    return {_key(p) for p in found}
+
+
+@dataclass(frozen=True, slots=True)
+class Orphans:
+    """Files under the table location that no metadata reaches.
+
+    Attributes:
+        removable: older than the cutoff: what ``remove_orphan_files`` would delete.
+        young: younger than the cutoff (perhaps a write in flight): kept.
+        listed: files listed under the location.
+    """
+
+    removable: tuple[FileInfo, ...]
+    young: tuple[FileInfo, ...]
+    listed: int
+
+
+def orphan_files(table: Table, older_than_ms: int) -> Orphans:
+    """List the table location against everything reachable from its metadata."""
+    metadata = table.metadata
+    everything = reach(table, metadata.snapshots)
+    reachable = (
+        set(everything.files)
+        | everything.manifests
+        | everything.manifest_lists
+        | metadata_files(table)
+    )
+    listing = table.io.walk(metadata.location)
+    candidates = [f for f in listing if _key(f.path) not in reachable]
+    removable = tuple(
+        f for f in candidates if f.modified_ms is not None and f.modified_ms < older_than_ms
+    )
+    young = tuple(f for f in candidates if f not in removable)
+    return Orphans(removable, young, len(listing))
+
+
+def remove_orphan_files(
+    table: Table, now_ms: int, older_than_ms: int | None = None
+) -> Recommendation:
+    """Orphan candidates found by listing, split by ``remove_orphan_files``' age cutoff."""
+    cutoff = older_than_ms if older_than_ms is not None else now_ms - ORPHAN_MIN_AGE_MS
+    found = orphan_files(table, cutoff)
+    estimate = {
+        "orphan_files_count": len(found.removable),
+        "orphan_bytes": sum(f.size for f in found.removable),
+        "young_candidates_count": len(found.young),
+        "listed_files_count": found.listed,
+    }
+    return Recommendation(
+        Job.REMOVE_ORPHAN_FILES,
+        Status.WARN if found.removable else (Status.INFO if found.young else Status.OK),
+        "Remove orphan files" if found.removable else "No orphan files to remove",
+        f"{found.listed:,} files are under the table location; {len(found.removable):,} "
+        f"({format_bytes(estimate['orphan_bytes'])}) are reached by no metadata and older than "
+        f"{_iso(cutoff)}, {len(found.young):,} more are unreached but younger (kept: they may "
+        "belong to a write in flight).",
+        tuple((f"orphan: {f.path}", format_bytes(f.size)) for f in found.removable[:20])
+        + tuple((f"young: {f.path}", format_bytes(f.size)) for f in found.young[:20]),
+        estimate,
+        ("--older-than", _iso(cutoff)) if older_than_ms is not None else (),
+    )
+
+
+def recommendations(
+    table: Table,
+    manifest_list: Sequence[ManifestFile],
+    files: pa.Table,
+    now_ms: int | None = None,
+    *,
+    orphans: bool = True,
+) -> list[Recommendation]:
+    """Every recommendation for the table's current snapshot, in job order.
+
+    Args:
+        table: the table (its current snapshot's ``manifest_list`` and ``files``).
+        manifest_list: the current snapshot's manifests.
+        files: its live files (:func:`icecore.layout.snapshot_files`).
+        now_ms: when expiry and orphan age are judged (default: now).
+        orphans: list the table location for orphan files (one listing of the location).
+    """
+    when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    metadata = table.metadata
+    t = health.totals(metadata.current_snapshot(), manifest_list, files)
+    found = [
+        rewrite_data_files(metadata, files, health.small_files(metadata, files)),
+        rewrite_position_delete_files(metadata, files, health.deletes(t)),
+        rewrite_manifests(metadata, manifest_list, health.manifests(metadata, manifest_list)),
+        expire_snapshots(table, when),
+    ]
+    if orphans:
+        found.append(remove_orphan_files(table, when))
+    return found
+
+
+def recommendation(
+    table: Table,
+    job: Job,
+    manifest_list: Sequence[ManifestFile],
+    files: pa.Table,
+    now_ms: int,
+    *,
+    older_than_ms: int | None = None,
+    retain_last: int | None = None,
+) -> Recommendation:
+    """One job's recommendation, with the options the user chose (the dry-run estimate)."""
+    if job is Job.EXPIRE_SNAPSHOTS:
+        return expire_snapshots(table, now_ms, older_than_ms=older_than_ms, retain_last=retain_last)
+    if job is Job.REMOVE_ORPHAN_FILES:
+        return remove_orphan_files(table, now_ms, older_than_ms)
+    for found in recommendations(table, manifest_list, files, now_ms, orphans=False):
+        if found.job is job:
+            return found
+    raise AssertionError(job)  # pragma: no cover - every other job is in the list
+
+
+__all__ = [
+    "Job",
+    "Orphans",
+    "Reach",
+    "Recommendation",
+    "expire_snapshots",
+    "metadata_files",
+    "orphan_files",
+    "reach",
+    "recommendation",
+    "recommendations",
+    "remove_orphan_files",
+    "rewrite_data_files",
+    "rewrite_manifests",
+    "rewrite_position_delete_files",
+]

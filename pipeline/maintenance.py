@@ -1,0 +1,392 @@
+"""Table maintenance as Spark jobs: ``python -m pipeline.maintenance JOB TABLE [options]``.
+
+Each job is one call of Spark's Iceberg procedure of the same name (Iceberg 1.10.2), run on
+any Spark master (``--master``, else ``ICECORE_SPARK_MASTER``, else ``local[*]``), so a
+table is maintained where it lives. TABLE is what icecore's CLI takes: ``CATALOG::ns.table``
+(a SQL catalog in SQLite, or a filesystem warehouse) or a table folder (Spark's ``hadoop``
+catalog rooted two levels up). Progress lines go to stderr; the last thing on stdout is one
+JSON object: the job, the table's metadata location and snapshot before and after, and the
+procedure's own result columns. ``--dry-run`` prints icecore's estimate (from metadata
+alone, no Spark) and, for ``remove_orphan_files``, Spark's own dry run too.
+
+Failures are one sentence on stderr and exit 1; a failed or killed job commits nothing
+(Iceberg commits are one atomic swap of the metadata location).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from icecore import layout, maintenance
+from icecore.catalog import TABLE_SEPARATOR, FilesystemCatalog, SqlCatalog, load_catalog, load_table
+from icecore.cli import jsonable
+from icecore.errors import IcecoreError
+from icecore.expressions.bind import bind
+from icecore.expressions.parser import parse_filter
+from icecore.history import parse_timestamp_ms
+from icecore.maintenance import Job
+from icecore.table import Table
+from pipeline.spark import PipelineError, build_session, check_prerequisites, default_master
+
+Progress = Callable[[str], None]
+
+CONFLICT_MARKERS = (
+    "CommitFailedException",
+    "ValidationException",
+    "Cannot commit",
+    "found new",
+    "conflict",
+    "SQLITE_BUSY",
+)
+"""Words in Spark's error when a concurrent writer won: Iceberg's optimistic concurrency
+refused the commit, or (SQL catalog in SQLite, another process committing at the same
+moment) the catalog database refused the compare-and-swap (``SQLITE_BUSY_SNAPSHOT``)."""
+
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class SparkTable:
+    """How Spark reaches a table: a catalog to register and the name within it."""
+
+    catalog: str
+    conf: dict[str, str]
+    name: str
+
+    @property
+    def qualified(self) -> str:
+        """``catalog.ns.table`` for Spark SQL."""
+        return f"{self.catalog}.{self.name}"
+
+
+def _hadoop(root: str, name: str) -> SparkTable:
+    catalog = f"icecore_fs_{hashlib.sha1(root.encode()).hexdigest()[:10]}"
+    return SparkTable(
+        catalog,
+        {
+            f"spark.sql.catalog.{catalog}": "org.apache.iceberg.spark.SparkCatalog",
+            f"spark.sql.catalog.{catalog}.type": "hadoop",
+            f"spark.sql.catalog.{catalog}.warehouse": root,
+            f"spark.sql.catalog.{catalog}.cache-enabled": "false",
+        },
+        name,
+    )
+
+
+def spark_table(text: str) -> tuple[SparkTable, Table]:
+    """Resolve TABLE as icecore's CLI does, and say how Spark names the same table.
+
+    Raises:
+        PipelineError: a metadata.json path (Spark maintains tables through a catalog).
+        IcecoreError: the catalog or table does not exist.
+    """
+    if text.strip().endswith(".metadata.json"):
+        raise PipelineError(
+            f"{text} is a metadata file: maintenance commits through a catalog, so give "
+            "CATALOG::namespace.table or a table folder."
+        )
+    table = load_table(text)
+    if TABLE_SEPARATOR not in text:
+        folder = table.metadata.location.rstrip("/")
+        parts = folder.split("/")
+        return _hadoop("/".join(parts[:-2]), ".".join(parts[-2:])), table
+    catalog_uri, name = text.rsplit(TABLE_SEPARATOR, 1)
+    catalog = load_catalog(catalog_uri)
+    if isinstance(catalog, FilesystemCatalog):
+        return _hadoop(catalog.root, name), table
+    if isinstance(catalog, SqlCatalog):
+        spark_name = catalog.catalog_name
+        prefix = f"spark.sql.catalog.{spark_name}"
+        return (
+            SparkTable(
+                spark_name,
+                {
+                    prefix: "org.apache.iceberg.spark.SparkCatalog",
+                    f"{prefix}.type": "jdbc",
+                    f"{prefix}.uri": f"jdbc:sqlite:{catalog.path.resolve()}",
+                    f"{prefix}.warehouse": str(catalog.path.resolve().parent),
+                    f"{prefix}.jdbc.busy_timeout": "10000",
+                    f"{prefix}.jdbc.journal_mode": "WAL",
+                    f"{prefix}.cache-enabled": "false",
+                },
+                name,
+            ),
+            table,
+        )
+    raise PipelineError(
+        f"Maintenance runs on SQL catalogs and filesystem tables; {catalog_uri} is neither."
+    )
+
+
+def check_master(master: str, timeout: float = 5.0) -> None:
+    """Fail fast, in one sentence, when a standalone master (``spark://``) does not answer.
+
+    Spark's own client retries an unreachable master for about a minute before giving up.
+    """
+    if not master.startswith("spark://"):
+        return
+    for hostport in master[len("spark://") :].split(","):
+        parts = urlsplit(f"//{hostport}")
+        try:
+            with socket.create_connection((parts.hostname or "", parts.port or 7077), timeout):
+                return
+        except OSError as e:
+            reason = e.strerror or str(e)
+    raise PipelineError(
+        f"The Spark master {master} is unreachable ({reason}); start it, or pass "
+        "--master local[*] to run the job in this process."
+    )
+
+
+def check_filter(table: Table, text: str) -> str:
+    """Validate a ``--filter`` with icecore's parser against the table's schema first."""
+    bind(table.metadata.current_schema(), parse_filter(text))
+    return text
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def procedure_call(target: SparkTable, job: Job, args: argparse.Namespace, table: Table) -> str:
+    """The ``CALL`` statement for one job (named arguments, as Iceberg documents them)."""
+    named = [f"table => {_sql_string(target.name)}"]
+    if job is Job.REWRITE_DATA_FILES:
+        strategy = args.strategy or "binpack"
+        if strategy == "sort" and table.metadata.default_sort_order_id == 0:
+            raise PipelineError(
+                f"{target.name} has no sort order, so --strategy sort has nothing to sort by; "
+                "set one on the Evolution page or use --strategy binpack."
+            )
+        named.append(f"strategy => {_sql_string(strategy)}")
+        if args.filter:
+            named.append(f"where => {_sql_string(check_filter(table, args.filter))}")
+        # Position deletes left with no data file to apply to are dropped in the same commit.
+        named.append("options => map('remove-dangling-deletes', 'true')")
+    elif job is Job.EXPIRE_SNAPSHOTS:
+        if args.older_than:
+            named.append(f"older_than => TIMESTAMP {_sql_string(_older_than(args))}")
+        if args.retain_last is not None:
+            named.append(f"retain_last => {int(args.retain_last)}")
+    elif job is Job.REMOVE_ORPHAN_FILES:
+        if args.older_than and parse_timestamp_ms(args.older_than) > time.time() * 1000 - DAY_MS:
+            raise PipelineError(
+                f"--older-than {args.older_than} is within the last 24 hours; Spark refuses "
+                "that for remove_orphan_files (a write in flight could lose its files), so "
+                "give a time at least a day ago."
+            )
+        if args.older_than:
+            named.append(f"older_than => TIMESTAMP {_sql_string(_older_than(args))}")
+        named.append(f"dry_run => {'true' if args.dry_run else 'false'}")
+    return f"CALL {target.catalog}.system.{job}({', '.join(named)})"
+
+
+def _older_than(args: argparse.Namespace) -> str:
+    ms = parse_timestamp_ms(args.older_than)
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _messages(error: Exception) -> list[str]:
+    """The error's message and, for a Java exception, every cause's (outermost first)."""
+    found = [str(error)]
+    java = getattr(error, "java_exception", None)
+    depth = 0
+    while java is not None and depth < 10:
+        try:
+            found.append(f"{java.getClass().getName()}: {java.getMessage()}")
+            java = java.getCause()
+        except Exception:  # the gateway may be gone: keep what was read
+            break
+        depth += 1
+    return found
+
+
+def spark_error(error: Exception, job: Job, target: SparkTable) -> PipelineError:
+    """One sentence for a failed procedure: a lost commit race is said as such."""
+    messages = _messages(error)
+    root = next(
+        (m for m in reversed(messages) if m.strip() and not m.endswith(": None")), messages[0]
+    )
+    first = " ".join(root.split())[:300]
+    if any(marker in m for m in messages for marker in CONFLICT_MARKERS):
+        return PipelineError(
+            f"{job} on {target.name} lost a race with another writer: the catalog or Iceberg's "
+            f"conflict check refused the commit ({first}), so nothing changed; run the job again."
+        )
+    return PipelineError(f"{job} on {target.name} failed in Spark ({first}); nothing changed.")
+
+
+def _state(table: Table) -> dict[str, Any]:
+    snapshot = table.metadata.current_snapshot()
+    return {
+        "metadata_location": table.metadata_location,
+        "snapshot_id": snapshot.snapshot_id if snapshot else None,
+    }
+
+
+def estimate(job: Job, table: Table, args: argparse.Namespace) -> dict[str, int]:
+    """Icecore's estimate of the job's effect, from metadata alone."""
+    snapshot = table.metadata.current_snapshot()
+    manifests = table.manifests(snapshot) if snapshot else []
+    files = layout.snapshot_files(table, snapshot)
+    now = int(time.time() * 1000)
+    found = maintenance.recommendation(
+        table,
+        job,
+        manifests,
+        files,
+        now,
+        older_than_ms=parse_timestamp_ms(args.older_than) if args.older_than else None,
+        retain_last=args.retain_last,
+    )
+    return dict(found.estimate)
+
+
+def run_job(
+    spark: Any,
+    job: Job,
+    table_text: str,
+    args: argparse.Namespace,
+    progress: Progress,
+) -> dict[str, Any]:
+    """Run one job on an existing session; returns the JSON result.
+
+    The session gets the table's catalog registered (settings are per session, so a job
+    can run in the tests' session as in its own process).
+    """
+    target, table = spark_table(table_text)
+    call = procedure_call(target, job, args, table)
+    for key, value in target.conf.items():
+        spark.conf.set(key, value)
+    progress(f"running {call}")
+    started = time.monotonic()
+    try:
+        rows = spark.sql(call).collect()
+    except Exception as e:  # py4j and pyspark errors share no base class worth naming
+        raise spark_error(e, job, target) from e
+    took = time.monotonic() - started
+    after = table.refresh()
+    if job is Job.REMOVE_ORPHAN_FILES:
+        result: dict[str, Any] = {
+            "orphan_file_location": [str(r[0]) for r in rows],
+            "orphan_files_count": len(rows),
+        }
+    else:
+        result = rows[0].asDict() if rows else {}
+    progress(f"done in {took:.1f}s: {json.dumps(jsonable(result))[:500]}")
+    return {
+        "job": str(job),
+        "table": table_text,
+        "spark_table": target.qualified,
+        "dry_run": bool(getattr(args, "dry_run", False)),
+        "before": _state(table),
+        "after": _state(after),
+        "result": jsonable(result),
+        "seconds": round(took, 3),
+    }
+
+
+def on_spark(
+    target: SparkTable, master: str, app_name: str, work: Callable[[Any], dict[str, Any]]
+) -> dict[str, Any]:
+    """Start a session with the table's catalog (warehouse in a scratch folder), run, stop."""
+    with tempfile.TemporaryDirectory(prefix="icecore-spark-") as scratch:
+        spark = build_session(scratch, master=master, app_name=app_name, extra_conf=target.conf)
+        try:
+            return work(spark)
+        finally:
+            spark.stop()
+
+
+class OneSentenceParser(argparse.ArgumentParser):
+    """argparse that reports a wrong command line as one sentence and exit 1."""
+
+    def error(self, message: str) -> Any:
+        """Print the problem as one sentence and exit 1 (argparse would print usage, exit 2)."""
+        print(f"{message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line (DESIGN.md "Contracts", maintenance jobs)."""
+    p = OneSentenceParser(prog="python -m pipeline.maintenance", description=__doc__)
+    p.add_argument("job", choices=[str(j) for j in Job])
+    p.add_argument("table", help="CATALOG::ns.table or a table folder")
+    p.add_argument("--older-than", help="ISO-8601; expire_snapshots and remove_orphan_files")
+    p.add_argument("--retain-last", type=int, help="expire_snapshots: snapshots kept per branch")
+    p.add_argument("--filter", help="rewrite_data_files: a SQL boolean expression")
+    p.add_argument("--strategy", choices=["binpack", "sort"], help="rewrite_data_files")
+    p.add_argument("--dry-run", action="store_true", help="estimate only (orphans: list only)")
+    p.add_argument("--master", help="Spark master URL (default ICECORE_SPARK_MASTER or local[*])")
+    return p
+
+
+def _say(line: str) -> None:
+    print(f"[maintenance] {line}", file=sys.stderr, flush=True)
+
+
+def answer(body: Callable[[], dict[str, Any]]) -> int:
+    """Run a command the way every pipeline CLI ends (DESIGN.md "Contracts").
+
+    The JSON result is the last line on stdout (exit 0); a :class:`PipelineError` or
+    :class:`IcecoreError` is its one sentence on stderr (exit 1).
+    """
+    try:
+        result = body()
+    except (PipelineError, IcecoreError) as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+def _job(args: argparse.Namespace) -> dict[str, Any]:
+    job = Job(args.job)
+    if args.retain_last is not None and args.retain_last < 1:
+        raise PipelineError("--retain-last must be at least 1 (a branch keeps its head).")
+    # Everything that can be refused is refused before any output or JVM: one sentence.
+    target, table = spark_table(args.table)
+    procedure_call(target, job, args, table)
+    dry_only = args.dry_run and job is not Job.REMOVE_ORPHAN_FILES
+    master = args.master or default_master()
+    if not dry_only:
+        check_prerequisites()
+        check_master(master)
+    _say(f"resolved {args.table} at {table.metadata_location}")
+    guess = estimate(job, table, args)
+    _say(f"estimate from metadata: {json.dumps(guess)}")
+    if dry_only:
+        return {
+            "job": str(job),
+            "table": args.table,
+            "dry_run": True,
+            "estimate": guess,
+            "before": _state(table),
+        }
+    _say(f"starting Spark on {master}")
+    result = on_spark(
+        target, master, f"icecore-{job}", lambda s: run_job(s, job, args.table, args, _say)
+    )
+    return {**result, "estimate": guess}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one job; exit 0 with the JSON result, or 1 with one sentence on stderr."""
+    args = parser().parse_args(argv)
+    return answer(lambda: _job(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
