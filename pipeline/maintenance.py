@@ -29,7 +29,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from icecore import layout, maintenance
-from icecore.catalog import TABLE_SEPARATOR, FilesystemCatalog, SqlCatalog, load_catalog, load_table
+from icecore.catalog import (
+    TABLE_SEPARATOR,
+    FilesystemCatalog,
+    PostgresCatalog,
+    SqlCatalog,
+    load_catalog,
+    load_table,
+)
 from icecore.cli import jsonable
 from icecore.errors import IcecoreError
 from icecore.expressions.bind import bind
@@ -37,7 +44,13 @@ from icecore.expressions.parser import parse_filter
 from icecore.history import parse_timestamp_ms
 from icecore.maintenance import Job
 from icecore.table import Table
-from pipeline.spark import PipelineError, build_session, check_prerequisites, default_master
+from pipeline.spark import (
+    PipelineError,
+    build_session,
+    check_prerequisites,
+    default_master,
+    jdbc_catalog_conf,
+)
 
 Progress = Callable[[str], None]
 
@@ -108,23 +121,13 @@ def spark_table(text: str) -> tuple[SparkTable, Table]:
         return _hadoop(catalog.root, name), table
     if isinstance(catalog, SqlCatalog):
         spark_name = catalog.catalog_name
-        prefix = f"spark.sql.catalog.{spark_name}"
-        return (
-            SparkTable(
-                spark_name,
-                {
-                    prefix: "org.apache.iceberg.spark.SparkCatalog",
-                    f"{prefix}.type": "jdbc",
-                    f"{prefix}.uri": f"jdbc:sqlite:{catalog.path.resolve()}",
-                    f"{prefix}.warehouse": str(catalog.path.resolve().parent),
-                    f"{prefix}.jdbc.busy_timeout": "10000",
-                    f"{prefix}.jdbc.journal_mode": "WAL",
-                    f"{prefix}.cache-enabled": "false",
-                },
-                name,
-            ),
-            table,
-        )
+        if isinstance(catalog, PostgresCatalog):
+            target, warehouse = catalog_uri, table.metadata.location.rstrip("/").rsplit("/", 2)[0]
+        else:
+            target, warehouse = str(catalog.path), str(catalog.path.resolve().parent)
+        conf = jdbc_catalog_conf(spark_name, target, warehouse)
+        conf[f"spark.sql.catalog.{spark_name}.cache-enabled"] = "false"
+        return SparkTable(spark_name, conf, name), table
     raise PipelineError(
         f"Maintenance runs on SQL catalogs and filesystem tables; {catalog_uri} is neither."
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -59,6 +61,28 @@ def test_demo_builds_into_a_postgresql_catalog(pg_server: PgServer, tmp_path: Pa
         table = catalog.load_table(name)
         assert table.metadata.location.removeprefix("file:").startswith(str(warehouse))
         assert peer.load_table(name).metadata_location == table.metadata_location
+
+    # A maintenance job commits through Spark's JdbcCatalog on the same database.
+    name = max(sorted(listed), key=lambda n: len(catalog.load_table(n).snapshots()))
+    events = catalog.load_table(name)
+    rows_before = events.scan().plan().to_arrow().num_rows
+    job = subprocess.run(
+        [sys.executable, "-m", "pipeline.maintenance", "expire_snapshots", f"{bare}::{name}"]
+        + ["--retain-last", "1", "--older-than", "2100-01-01T00:00:00Z"],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert job.returncode == 0, job.stderr[-3000:]
+    assert pg_server.password not in job.stdout + job.stderr
+    done = json.loads(job.stdout.strip().splitlines()[-1])
+    expired = catalog.load_table(name)
+    assert done["after"]["metadata_location"] == expired.metadata_location
+    assert expired.metadata_location != events.metadata_location
+    assert len(expired.snapshots()) < len(events.snapshots())
+    assert expired.scan().plan().to_arrow().num_rows == rows_before
 
 
 def test_spark_catalog_settings_take_the_password_from_the_environment(
