@@ -259,6 +259,16 @@ class ManifestCache:
                 total -= size
 
 
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    """A column as one array, copied out of the mapping.
+
+    A manifest with no live entries is a file without record batches: an empty array.
+    """
+    if column.num_chunks == 0:
+        return pa.array([], column.type)
+    return pa.concat_arrays(column.chunks)
+
+
 _SHARED_SCHEMAS: dict[bytes, tuple[pa.Schema, dict[str, int]]] = {}
 _SHARED_LOCK = threading.Lock()
 
@@ -320,7 +330,7 @@ class FileSource:
         """Copies of the named columns (the file is not kept mapped)."""
         with pa.memory_map(str(self.path), "r") as source:
             table = pa.ipc.open_file(source).read_all()
-            columns = [pa.concat_arrays(table.column(n).chunks) for n in names]
+            columns = [_one_array(table.column(n)) for n in names]
         fields = [self._columns.field(self._index[n]) for n in names]
         return pa.Table.from_arrays(columns, schema=pa.schema(fields, self._metadata))
 

@@ -153,7 +153,6 @@ def test_expire_snapshots_keeps_what_the_retention_rules_keep(
         spark, Job.EXPIRE_SNAPSHOTS, arg, args(Job.EXPIRE_SNAPSHOTS, arg, *options), print
     )
     done = out["result"]
-    print(guess, done)
     # Spark is the oracle: the snapshots it kept are those the spec's rules keep.
     kept = {int(r[0]) for r in spark.sql(f"SELECT snapshot_id FROM {full}.snapshots").collect()}
     before_ids = {s.snapshot_id for s in table.metadata.snapshots}
@@ -223,3 +222,55 @@ def test_orphans_are_found_listed_and_removed_only_when_unreachable(
     everything = reach(after, after.metadata.snapshots)
     assert all(Path(p).exists() for p in everything.files)
     young.unlink()
+
+
+def test_position_deletes_and_sort_on_a_filesystem_table(evo: EvoCatalogs, spark: Any) -> None:
+    """A Hadoop-layout table with many position delete files in one partition.
+
+    The delete rewrite merges them as estimated, then a sort rewrite keeps every row.
+    """
+    name = "deletes_fs"
+    full = evo.spark_name("fs", name)
+    evo.create(
+        "fs",
+        name,
+        "(id bigint, zone string) USING iceberg PARTITIONED BY (zone) TBLPROPERTIES "
+        "('format-version'='2', 'write.delete.mode'='merge-on-read', "
+        "'write.delete.granularity'='partition')",
+        ", ".join(f"({i}, 'a')" for i in range(12)),  # one data file in zone a
+        *(f"({i + 100}, 'a'), ({i + 200}, 'b')" for i in range(6)),
+    )
+    spark.sql(f"ALTER TABLE {full} WRITE ORDERED BY id DESC")
+    for i in range(6):
+        spark.sql(f"DELETE FROM {full} WHERE id = {i}")  # six delete files for one data file
+    arg = evo.table_arg("fs", name)
+    rows = content(icecore.load_table(arg))
+    digest = spark_digest(spark, full)
+    assert digest[0] == 18
+
+    before_table = icecore.load_table(arg)
+    before = counts(before_table)
+    assert before.delete_files == 6
+    job = Job.REWRITE_POSITION_DELETE_FILES
+    guess = estimate(job, before_table, args(job, arg))
+    out = run_job(spark, job, arg, args(job, arg), lambda line: None)
+    done = out["result"]
+    after = counts(icecore.load_table(arg))
+    guessed = [v for k, v in guess.items() if k.startswith("rewritten_")][0]
+    assert int(done["rewritten_delete_files_count"]) == guessed > 0
+    assert after.delete_files == before.delete_files - int(
+        done["rewritten_delete_files_count"]
+    ) + int(done["added_delete_files_count"])
+    assert after.delete_files < before.delete_files
+    assert content(icecore.load_table(arg)).equals(rows)
+    assert spark_digest(spark, full) == digest
+
+    job = Job.REWRITE_DATA_FILES
+    sort_args = args(job, arg, "--strategy", "sort")
+    out = run_job(spark, job, arg, sort_args, lambda line: None)
+    assert int(out["result"]["rewritten_data_files_count"]) > 0
+    assert out["after"]["snapshot_id"] != out["before"]["snapshot_id"]
+    sorted_table = icecore.load_table(arg)
+    assert content(sorted_table).equals(rows)
+    assert spark_digest(spark, full) == digest
+    assert counts(sorted_table).data_files < before.data_files

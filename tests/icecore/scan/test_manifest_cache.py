@@ -131,3 +131,24 @@ def test_the_directory_is_bounded_least_recently_used_first(tmp_path: Path, trip
     cache.max_disk_bytes = newest
     cache.sweep()
     assert list(tmp_path.glob("*/*.arrow")) == [files[-1]]
+
+
+def test_a_manifest_without_live_entries_reads_back_empty(tmp_path: Path, trips: Table) -> None:
+    """After a rewrite a manifest may hold only DELETED entries.
+
+    Its cache file has no record batches; another process must still read its columns.
+    """
+    manifest = _manifests(trips)[0]
+    key = _key(trips, manifest, path=manifest.manifest_path + "#empty")
+    spec = trips.metadata.spec_by_id(manifest.partition_spec_id)
+    assert spec is not None
+    decoded = read_manifest_arrow(
+        trips.io, manifest, trips.schema_for(), spec, trips.metadata.format_version
+    ).slice(0, 0)
+    ManifestCache(tmp_path).get_or_load(
+        key, lambda: build_planning_manifest(decoded, manifest.manifest_path, spec.spec_id)
+    )
+    again = ManifestCache(tmp_path).get_or_load(key, lambda: pytest.fail("not on disk"))
+    assert again.num_rows == 0
+    assert again.required("record_count").to_pylist() == []
+    assert again.required("file_path").to_pylist() == []
