@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import pyarrow as pa
+
 from icecore import layout, maintenance
 from icecore.catalog import (
     TABLE_SEPARATOR,
@@ -244,6 +246,19 @@ def estimate(job: Job, table: Table, args: argparse.Namespace) -> dict[str, int]
     snapshot = table.metadata.current_snapshot()
     manifests = table.manifests(snapshot) if snapshot else []
     files = layout.snapshot_files(table, snapshot)
+    if job is Job.REWRITE_DATA_FILES and getattr(args, "filter", None) and snapshot:
+        # Spark rewrites only the data files its scan of the filter plans (Java planFiles,
+        # which icecore's planner equals); delete files stay in the picture.
+        planned = set(table.scan(filter=args.filter).plan().data_files)
+        keep = [
+            content != 0 or path in planned
+            for content, path in zip(
+                files.column("content").to_pylist(),
+                files.column("file_path").to_pylist(),
+                strict=True,
+            )
+        ]
+        files = files.filter(pa.array(keep, pa.bool_()))
     now = int(time.time() * 1000)
     found = maintenance.recommendation(
         table,

@@ -266,6 +266,14 @@ def test_position_deletes_and_sort_on_a_filesystem_table(evo: EvoCatalogs, spark
     assert spark_digest(spark, full) == digest
 
     job = Job.REWRITE_DATA_FILES
+    only_b = args(job, arg, "--filter", "zone = 'b'")
+    guess = estimate(job, icecore.load_table(arg), only_b)
+    unfiltered = estimate(job, icecore.load_table(arg), args(job, arg))
+    out = run_job(spark, job, arg, only_b, lambda line: None)
+    assert int(out["result"]["rewritten_data_files_count"]) == guess["rewritten_files_count"] == 6
+    assert unfiltered["rewritten_files_count"] > guess["rewritten_files_count"]
+    assert content(icecore.load_table(arg)).equals(rows)
+
     sort_args = args(job, arg, "--strategy", "sort")
     out = run_job(spark, job, arg, sort_args, lambda line: None)
     assert int(out["result"]["rewritten_data_files_count"]) > 0
