@@ -17,8 +17,7 @@ from ui import data, evolve_form, jobs, views
 from ui.shell import bootstrap, inert, require_table, show_error, stop
 
 POLL_SECONDS = 2.0
-JOBS_KEY = "mt_jobs"
-"""Session state: table key -> id of the last job launched from this page."""
+JOBS_KEY = "mt_jobs"  # session state: table key -> id of the last job launched from this page
 
 context = bootstrap("Maintenance")
 table, _ = require_table(context)
