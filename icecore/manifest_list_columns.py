@@ -123,18 +123,18 @@ def _absent(n: int) -> FieldSummaries:
     )
 
 
-def _ints(values: pa.Array | None, n: int, path: str, what: str | None) -> np.ndarray:
-    """A required field as int64 (missing: corrupt metadata), or a count with nulls as 0.
-
-    ``what`` names the required field; None marks a count.
-    """
-    if values is None or (what is not None and values.null_count):
-        if what is None:
-            return np.zeros(n, dtype=np.int64)
+def _required(values: pa.Array | None, path: str, what: str) -> np.ndarray:
+    """A required field as int64; a missing value is corrupt metadata, named."""
+    if values is None or values.null_count:
         raise InvalidMetadata(f"{path} has an entry without required {what}.")
-    if what is None:
-        values = pc.fill_null(values, 0)
     return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _count(values: pa.Array | None, n: int) -> np.ndarray:
+    """An optional count as int64, null (v1: "assumed non-zero") counted as 0 here."""
+    if values is None:
+        return np.zeros(n, dtype=np.int64)
+    return np.asarray(pc.fill_null(values, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 class ManifestListColumns:
@@ -151,17 +151,18 @@ class ManifestListColumns:
     def __init__(self, records: ManifestListRecords) -> None:
         path, n = records.path, len(records)
         if records.format_version >= 2:
-            self.content = _ints(records.column(ListField.CONTENT), n, path, "content")
+            self.content = _required(records.column(ListField.CONTENT), path, "content")
         else:
             self.content = np.full(n, int(ManifestContent.DATA), dtype=np.int64)
-        self.spec_ids = _ints(
-            records.column(ListField.PARTITION_SPEC_ID), n, path, "partition_spec_id"
+        self.spec_ids = _required(
+            records.column(ListField.PARTITION_SPEC_ID), path, "partition_spec_id"
         )
-        self.live_files = _ints(records.column(ListField.ADDED_FILES), n, path, None) + _ints(
-            records.column(ListField.EXISTING_FILES), n, path, None
+        column = records.column
+        self.live_files = _count(column(ListField.ADDED_FILES), n) + _count(
+            column(ListField.EXISTING_FILES), n
         )
-        self.live_rows = _ints(records.column(ListField.ADDED_ROWS), n, path, None) + _ints(
-            records.column(ListField.EXISTING_ROWS), n, path, None
+        self.live_rows = _count(column(ListField.ADDED_ROWS), n) + _count(
+            column(ListField.EXISTING_ROWS), n
         )
         self.records = records
         self._manifests: list[ManifestFile | None] = [None] * len(records)

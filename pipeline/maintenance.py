@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icecore import layout, maintenance
 from icecore.catalog import (
@@ -249,16 +250,9 @@ def estimate(job: Job, table: Table, args: argparse.Namespace) -> dict[str, int]
     if job is Job.REWRITE_DATA_FILES and getattr(args, "filter", None) and snapshot:
         # Spark rewrites only the data files its scan of the filter plans (Java planFiles,
         # which icecore's planner equals); delete files stay in the picture.
-        planned = set(table.scan(filter=args.filter).plan().data_files)
-        keep = [
-            content != 0 or path in planned
-            for content, path in zip(
-                files.column("content").to_pylist(),
-                files.column("file_path").to_pylist(),
-                strict=True,
-            )
-        ]
-        files = files.filter(pa.array(keep, pa.bool_()))
+        planned = pa.array(table.scan(filter=args.filter).plan().data_files, pa.string())
+        is_delete = pc.not_equal(files.column("content"), 0)
+        files = files.filter(pc.or_(is_delete, pc.is_in(files.column("file_path"), planned)))
     now = int(time.time() * 1000)
     found = maintenance.recommendation(
         table,

@@ -118,19 +118,19 @@ class _Leaf:
 
     def _judge(self, src: SummarySource, s: Summaries) -> Verdict:  # noqa: C901 - per operator
         op, t = self.pred.op, self.field.type
-        has_null = pc.fill_null(s.contains_null, False)
-        no_nan = pc.fill_null(pc.invert(s.contains_nan), False)  # known to hold no NaN
         no_lower = pc.is_null(s.lower)
-        all_null = pc.and_(has_null, no_lower)
-        if isinstance(t, FloatType | DoubleType):
-            all_null = pc.and_(all_null, no_nan)
-        if op is _O.IS_NULL:
-            return has_null
-        if op is _O.NOT_NULL:
-            return pc.invert(all_null)
-        if op is _O.IS_NAN:
-            return pc.and_(pc.invert(no_nan), pc.invert(all_null))
-        if op is _O.NOT_NAN:
+        if op in (_O.IS_NULL, _O.NOT_NULL, _O.IS_NAN, _O.NOT_NAN):
+            has_null = pc.fill_null(s.contains_null, False)
+            no_nan = pc.fill_null(pc.invert(s.contains_nan), False)  # known to hold no NaN
+            all_null = pc.and_(has_null, no_lower)
+            if isinstance(t, FloatType | DoubleType):
+                all_null = pc.and_(all_null, no_nan)
+            if op is _O.IS_NULL:
+                return has_null
+            if op is _O.NOT_NULL:
+                return pc.invert(all_null)
+            if op is _O.IS_NAN:
+                return pc.and_(pc.invert(no_nan), pc.invert(all_null))
             only_nan = pc.fill_null(s.contains_nan, False)
             return pc.invert(pc.and_(pc.and_(only_nan, pc.invert(has_null)), no_lower))
         if op in (_O.NOT_EQ, _O.NOT_IN):
