@@ -31,7 +31,6 @@ import itertools
 import json
 import uuid
 from bisect import bisect_left
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -57,6 +56,7 @@ from icecore.expressions.model import (
     UnboundPredicate,
 )
 from icecore.io import FileIO
+from icecore.lru import LRU
 from icecore.manifest import DataFile, DataFileContent
 from icecore.partitioning import PartitionSpec
 from icecore.scan.delete_index import DELETE_FILE_PATH_ID, DELETE_POS_ID, is_deletion_vector
@@ -713,18 +713,10 @@ class _DeleteLoader:
         self._schema = schema
         self._mapping = name_mapping
         self._batch_size = batch_size
-        self._cache: OrderedDict[tuple[str, int | None], Any] = OrderedDict()
+        self._cache: LRU[tuple[str, int | None], Any] = LRU(_DELETE_CACHE_SIZE)
 
     def _cached(self, key: tuple[str, int | None], load: Callable[[], Any]) -> Any:
-        found = self._cache.get(key)
-        if found is None:
-            found = load()
-            self._cache[key] = found
-            if len(self._cache) > _DELETE_CACHE_SIZE:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(key)
-        return found
+        return self._cache.get_or_make(key, load)
 
     def positions(self, data_path: str, deletes: Sequence[DataFile]) -> list[int]:
         """Sorted, distinct deleted positions of a data file from its position deletes/DVs."""

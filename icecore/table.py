@@ -10,8 +10,6 @@ anything derived from it can be cached by ``metadata_location``. ``refresh()`` r
 from __future__ import annotations
 
 import datetime as dt
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,6 +28,7 @@ from icecore.expressions.model import Expression
 from icecore.history import HistoryEntry, history, resolve_snapshot
 from icecore.identifier import TableIdentifier
 from icecore.io import FileIO
+from icecore.lru import LRU
 from icecore.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
@@ -57,8 +56,7 @@ MANIFEST_LISTS_CACHED = 256
 "Manifest Lists"), so planning or inspecting a snapshot again does not decode it again
 (2,000 entries: ~60 ms). Keyed by table uuid, list path and format version."""
 
-_MANIFEST_LISTS: OrderedDict[tuple[str, str, int], ManifestListColumns] = OrderedDict()
-_MANIFEST_LISTS_LOCK = threading.Lock()
+_MANIFEST_LISTS: LRU[tuple[str, str, int], ManifestListColumns] = LRU(MANIFEST_LISTS_CACHED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,19 +125,13 @@ class Table:
             snapshot.manifest_list,
             self.metadata.format_version,
         )
-        with _MANIFEST_LISTS_LOCK:
-            found = _MANIFEST_LISTS.get(key)
-            if found is not None:
-                _MANIFEST_LISTS.move_to_end(key)
-                return found
-        columns = read_manifest_list_columns(
-            self.io, snapshot.manifest_list, format_version=self.metadata.format_version
+        location = snapshot.manifest_list
+        return _MANIFEST_LISTS.get_or_make(
+            key,
+            lambda: read_manifest_list_columns(
+                self.io, location, format_version=self.metadata.format_version
+            ),
         )
-        with _MANIFEST_LISTS_LOCK:
-            _MANIFEST_LISTS[key] = columns
-            while len(_MANIFEST_LISTS) > MANIFEST_LISTS_CACHED:
-                _MANIFEST_LISTS.popitem(last=False)
-        return columns
 
     def live_entries(
         self, snapshot: Snapshot, manifests: Iterable[ManifestFile] | None = None

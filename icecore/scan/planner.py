@@ -54,6 +54,7 @@ from icecore.expressions.projection import inclusive_projection
 from icecore.expressions.residual import residual_evaluator
 from icecore.expressions.rewrite_not import rewrite_not
 from icecore.io import FileIO
+from icecore.lru import LRU
 from icecore.manifest import (
     DataFile,
     DataFileContent,
@@ -107,6 +108,8 @@ class _SpecEvaluators:
     partition_expr: Expression
     residual: Callable[[dict[int, Any]], Expression]
     summary_filter: ArrowSummaryFilter
+    fingerprint: str
+    """The spec's fields as text: what verdicts cached under a spec id depend on."""
 
 
 class TaskList(LazySequence[FileScanTask]):
@@ -198,31 +201,31 @@ class _Block:
     manifest: PlanningManifest
     evaluators: _SpecEvaluators
     rows: np.ndarray
+    rows_planned: int
     residuals: dict[int, Expression]
 
 
 class _Columns:
     """Metrics of the data files of many manifests, as chunked columns (one chunk each)."""
 
-    def __init__(self, manifests: Sequence[PlanningManifest]) -> None:
-        self._manifests = manifests
+    def __init__(self, tables: Sequence[pa.Table]) -> None:
+        self._tables = tables
         self._memo: dict[str, pa.ChunkedArray | None] = {}
-        self.num_rows = sum(m.num_rows for m in manifests)
+        self.num_rows = sum(t.num_rows for t in tables)
 
     def _chunked(self, name: str) -> pa.ChunkedArray | None:
         if name in self._memo:
             return self._memo[name]
-        arrays = [m.column(name) for m in self._manifests]
-        kind = next((a.type for a in arrays if a is not None), None)
+        columns = [
+            t.column(name) if t.schema.get_field_index(name) >= 0 else None for t in self._tables
+        ]
+        kind = next((c.type for c in columns if c is not None), None)
         found = None
         if kind is not None:
-            found = pa.chunked_array(
-                [
-                    a if a is not None else pa.nulls(m.num_rows, kind)
-                    for a, m in zip(arrays, self._manifests, strict=True)
-                ],
-                kind,
-            )
+            chunks: list[pa.Array] = []
+            for c, t in zip(columns, self._tables, strict=True):
+                chunks.extend(c.chunks if c is not None else [pa.nulls(t.num_rows, kind)])
+            found = pa.chunked_array(chunks, kind)
         self._memo[name] = found
         return found
 
@@ -232,6 +235,53 @@ class _Columns:
 
     def metric(self, kind: str, field_id: int) -> pa.ChunkedArray | None:
         return self._chunked(metric_column(kind, field_id))
+
+
+@dataclass(frozen=True, slots=True)
+class _FileVerdicts:
+    """What one filter keeps of one data manifest's live entries.
+
+    A pure function of the manifest (immutable, spec "File System Operations"), its partition
+    spec and the bound filter, so it is cached under those (:data:`_VERDICTS`): planning the
+    same filter again, at this snapshot or any later one sharing the manifest, reads no
+    column of it.
+
+    Attributes:
+        kept: rows planned.
+        pruned: rows pruned, by partition or by metrics.
+        by_partition: per pruned row, whether its partition values pruned it.
+        data_files, rows: live data files and their records.
+        rows_planned: records of the planned rows.
+    """
+
+    kept: np.ndarray
+    pruned: np.ndarray
+    by_partition: np.ndarray
+    data_files: int
+    rows: int
+    rows_planned: int
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.kept.nbytes + self.pruned.nbytes + self.by_partition.nbytes) + 200
+
+
+def _verdict_cache_bytes() -> int:
+    """``ICECORE_VERDICT_CACHE_BYTES`` (default 64 MiB): memory kept for file verdicts."""
+    return env_count("ICECORE_VERDICT_CACHE_BYTES", 64 << 20)
+
+
+_VERDICTS: LRU[tuple[ManifestKey, str, str], _FileVerdicts] = LRU(
+    1 << 20, max_bytes=_verdict_cache_bytes(), size=lambda v: v.nbytes
+)
+"""File verdicts by (manifest, spec fields, bound filter)."""
+
+_SUMMARY_VERDICTS: LRU[tuple[str, str, int, str, str], np.ndarray] = LRU(4096)
+"""Manifest-list summary verdicts by (table, list path, content, spec fields, bound filter)."""
+
+_COMPILED: LRU[tuple[Any, ...], Any] = LRU(1024)
+"""Evaluators compiled for a (table metadata, spec, filter): keyed by the metadata object's
+identity, which the entry holds, so a key is never reused by another metadata object."""
 
 
 def _verdicts(found: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -276,6 +326,8 @@ class TableScan:
             unbound = filter
         self.filter = bind(self.schema, unbound, case_sensitive=case_sensitive)
         self.case_sensitive = case_sensitive
+        self._expr = rewrite_not(self.filter)
+        self._expr_key = repr(self._expr)
 
     def plan(self) -> Plan:
         """Plan the scan: tasks with their deletes and residuals, and the pruning report."""
@@ -284,19 +336,24 @@ class TableScan:
         )
         if self.snapshot is None:
             return self._plan(TaskList([], list), report, ())
-        expr = rewrite_not(self.filter)
+        expr, expr_key = self._expr, self._expr_key
         manifest_list = self.table.manifest_list(self.snapshot)
         evaluators: dict[int, _SpecEvaluators] = {}
 
         def for_spec(spec_id: int) -> _SpecEvaluators:
             found = evaluators.get(spec_id)
             if found is None:
-                found = self._spec_evaluators(spec_id, expr)
+                found = self._compiled(
+                    ("spec", spec_id), partial(self._spec_evaluators, spec_id, expr)
+                )
                 evaluators[spec_id] = found
             return found
 
-        blocks = self._data_blocks(manifest_list, for_spec, expr, report)
-        delete_might_match = metrics_evaluator(self.schema, expr, evaluate_delete_files=True)
+        blocks = self._data_blocks(manifest_list, for_spec, expr, expr_key, report)
+        delete_might_match = self._compiled(
+            ("delete-metrics",),
+            lambda: metrics_evaluator(self.schema, expr, evaluate_delete_files=True),
+        )
         delete_manifests = manifest_list.manifests(
             np.flatnonzero(manifest_list.content == int(ManifestContent.DELETES))
         )
@@ -306,9 +363,7 @@ class TableScan:
         index = DeleteIndex(delete_entries, self.table.metadata.specs_by_id(), self.schema)
         counts = report.counts
         counts["data_files_planned"] = sum(len(b.rows) for b in blocks)
-        counts["rows_planned"] = sum(
-            int(b.manifest.required("record_count").to_numpy()[b.rows].sum()) for b in blocks
-        )
+        counts["rows_planned"] = sum(b.rows_planned for b in blocks)
         segments: list[tuple[int, Producer[FileScanTask]]] = [
             (len(b.rows), partial(self._tasks, b, index)) for b in blocks
         ]
@@ -343,6 +398,23 @@ class TableScan:
             applied_deletes=applied,
         )
 
+    def _compiled(self, what: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """An evaluator compiled for this scan's metadata, schema and filter, made once.
+
+        Compiling the filter for a spec (projections, summary and row evaluators, residuals)
+        is most of what planning the same filter again costs; they depend on nothing else.
+        """
+        metadata = self.table.metadata
+        key = (id(metadata), self.schema.schema_id, self._expr_key, self.case_sensitive, *what)
+        held = _COMPILED.get(key)
+        if held is None:
+            held = _COMPILED.put(key, (metadata, make()))
+        return held[1]
+
+    def _file_metrics(self, expr: Expression) -> MetricsEvaluator:
+        """The row evaluator of data files' column metrics, compiled once."""
+        return self._compiled(("metrics",), lambda: metrics_evaluator(self.schema, expr))
+
     def _spec_evaluators(self, spec_id: int, expr: Expression) -> _SpecEvaluators:
         spec = self.table.metadata.spec_by_id(spec_id)
         if spec is None:
@@ -360,12 +432,18 @@ class TableScan:
             partition_expr=projected,
             residual=residual_evaluator(spec, self.schema, expr, self.case_sensitive),
             summary_filter=arrow_summary_filter(spec, self.schema, projected),
+            fingerprint=repr(spec.fields),
         )
 
     # -- loading ---------------------------------------------------------------------
 
-    def _load(self, manifests: Sequence[ManifestFile]) -> list[PlanningManifest]:
-        """The planning form of each manifest: cached, or decoded (in workers when many)."""
+    def _load(
+        self, manifests: Sequence[ManifestFile]
+    ) -> list[tuple[ManifestKey, PlanningManifest]]:
+        """The planning form of each manifest, with its cache key.
+
+        Cached, or decoded (in worker processes when many).
+        """
         metadata = self.table.metadata
         types: dict[int, str] = {}
         jobs: list[DecodeJob] = []
@@ -391,7 +469,7 @@ class TableScan:
             MANIFESTS, self.table.io, self.schema, specs, metadata.format_version, jobs
         )
 
-        def one(job: DecodeJob) -> PlanningManifest:
+        def one(job: DecodeJob) -> tuple[ManifestKey, PlanningManifest]:
             def decode() -> PlanningManifest:
                 decoded = read_manifest_arrow(
                     self.table.io,
@@ -402,7 +480,7 @@ class TableScan:
                 )
                 return build_planning_manifest(decoded, job.manifest.manifest_path, job.spec_id)
 
-            return MANIFESTS.get_or_load(job.key, decode)
+            return job.key, MANIFESTS.get_or_load(job.key, decode)
 
         threads = _plan_threads()
         misses = sum(1 for job in jobs if not MANIFESTS.contains(job.key))
@@ -418,14 +496,26 @@ class TableScan:
         manifest_list: ManifestListColumns,
         for_spec: Callable[[int], _SpecEvaluators],
         expr: Expression,
+        expr_key: str,
         report: ReportBuilder,
     ) -> list[_Block]:
         counts = report.counts
         is_data = manifest_list.content == int(ManifestContent.DATA)
         keep = np.zeros(len(manifest_list), dtype=bool)
+        table_key = self.table.metadata.table_uuid or self.table.metadata.location
         for spec_id in np.unique(manifest_list.spec_ids[is_data]).tolist():
             group = manifest_list.spec_manifests(ManifestContent.DATA, spec_id)
-            keep[group.rows] = _manifest_verdicts(manifest_list, group, for_spec(spec_id))
+            evaluator = for_spec(spec_id)
+            summary_key = (
+                table_key,
+                manifest_list.records.path,
+                spec_id,
+                evaluator.fingerprint,
+                expr_key,
+            )
+            keep[group.rows] = _SUMMARY_VERDICTS.get_or_make(
+                summary_key, partial(_manifest_verdicts, manifest_list, group, evaluator)
+            )
         pruned = np.flatnonzero(is_data & ~keep)
         live = int(manifest_list.live_files[pruned].sum())
         counts["data_manifests"] += int(is_data.sum())
@@ -442,97 +532,103 @@ class TableScan:
             for i in np.flatnonzero(keep).tolist()
         ]
         loaded = self._load([m for m, _ in kept])
-        if not loaded:
-            return []
-        might, decided = self._metrics(loaded, expr)
-        file_might_match = metrics_evaluator(self.schema, expr)
-        verdicts: dict[tuple[int, tuple[Any, ...]], bool] = {}
+        judged: list[_FileVerdicts | None] = [
+            _VERDICTS.get((key, evaluator.fingerprint, expr_key))
+            for (key, _), (_, evaluator) in zip(loaded, kept, strict=True)
+        ]
+        missing = [j for j, v in enumerate(judged) if v is None]
+        if missing:
+            fresh = self._judge([(loaded[j][1], kept[j][1]) for j in missing], expr)
+            for j, made in zip(missing, fresh, strict=True):
+                judged[j] = _VERDICTS.put((loaded[j][0], kept[j][1].fingerprint, expr_key), made)
+        file_might_match = self._file_metrics(expr)
         blocks: list[_Block] = []
-        offset = 0
-        for pm, (_, evaluator) in zip(loaded, kept, strict=True):
-            pm.prefetch(("content", "record_count"))
-            n = pm.num_rows
-            is_data = pm.required("content").to_numpy() == int(DataFileContent.DATA)
-            records = pm.required("record_count").to_numpy()
-            counts["data_files"] += int(is_data.sum())
-            counts["rows"] += int(records[is_data].sum())
-            in_partition = self._partition_verdicts(pm, evaluator, verdicts)
-            candidates = is_data & in_partition
-            file_ok = might[offset : offset + n].copy()
-            undecided = np.flatnonzero(candidates & ~decided[offset : offset + n])
-            if len(undecided):
-                for row, entry in zip(undecided, pm.entries(undecided), strict=True):
-                    file_ok[row] = file_might_match(entry.data_file)
-            offset += n
-            by_partition = is_data & ~in_partition
-            by_metrics = candidates & ~file_ok
-            counts["files_pruned_by_partition"] += int(by_partition.sum())
-            counts["files_pruned_by_metrics"] += int(by_metrics.sum())
-            pruned_rows = np.flatnonzero(by_partition | by_metrics)
-            if len(pruned_rows):
+        for (_, pm), (_, evaluator), verdicts in zip(loaded, kept, judged, strict=True):
+            assert verdicts is not None
+            by_partition = int(verdicts.by_partition.sum())
+            counts["data_files"] += verdicts.data_files
+            counts["rows"] += verdicts.rows
+            counts["files_pruned_by_partition"] += by_partition
+            counts["files_pruned_by_metrics"] += len(verdicts.pruned) - by_partition
+            if len(verdicts.pruned):
                 report.prune_many(
-                    len(pruned_rows),
+                    len(verdicts.pruned),
                     partial(
                         _pruned_files,
                         pm,
-                        pruned_rows,
-                        by_partition[pruned_rows],
+                        verdicts.pruned,
+                        verdicts.by_partition,
                         evaluator.partition_expr,
                         file_might_match,
                         (PruneLevel.PARTITION, PruneLevel.METRICS),
                     ),
                 )
-            blocks.append(_Block(pm, evaluator, np.flatnonzero(candidates & file_ok), {}))
+            blocks.append(_Block(pm, evaluator, verdicts.kept, verdicts.rows_planned, {}))
         return blocks
 
-    def _metrics(
-        self, loaded: Sequence[PlanningManifest], expr: Expression
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Metrics verdicts for every row of ``loaded``: (might match, decided here)."""
-        total = sum(pm.num_rows for pm in loaded)
-        if isinstance(expr, AlwaysTrue):
-            return np.ones(total, dtype=bool), np.ones(total, dtype=bool)
-        names = ["record_count"] + [
-            metric_column(kind, fid)
-            for fid in sorted(referenced_field_ids(expr))
-            for kind in METRIC_KINDS
-        ]
-        metrics_filter = arrow_metrics_filter(expr)
-        parts: list[tuple[np.ndarray, np.ndarray]] = []
-        batch: list[PlanningManifest] = []
+    def _judge(
+        self, pending: Sequence[tuple[PlanningManifest, _SpecEvaluators]], expr: Expression
+    ) -> list[_FileVerdicts]:
+        """File verdicts for manifests not judged before under this filter.
+
+        Each manifest's columns are read once, metrics judged over many manifests at a time
+        (batches of :data:`METRICS_BATCH_ROWS` files keep the kernels' temporaries small),
+        and the columns dropped when the batch is judged.
+        """
+        metric_names = (
+            []
+            if isinstance(expr, AlwaysTrue)
+            else [
+                metric_column(kind, fid)
+                for fid in sorted(referenced_field_ids(expr))
+                for kind in METRIC_KINDS
+            ]
+        )
+        metrics_filter = (
+            None
+            if isinstance(expr, AlwaysTrue)
+            else self._compiled(("arrow-metrics",), lambda: arrow_metrics_filter(expr))
+        )
+        file_might_match = self._file_metrics(expr)
+        tuples: dict[tuple[int, tuple[Any, ...]], bool] = {}
+        out: list[_FileVerdicts] = []
+        batch: list[tuple[PlanningManifest, _SpecEvaluators, pa.Table]] = []
         rows = 0
-        for pm in loaded:  # in batches: the kernels' temporaries stay small at 1M files
-            pm.prefetch(names)
-            batch.append(pm)
+
+        def flush() -> None:
+            if metrics_filter is None:
+                n = sum(t.num_rows for _, _, t in batch)
+                might, decided = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+            else:
+                might, decided = _verdicts(metrics_filter(_Columns([t for _, _, t in batch])))
+            offset = 0
+            for pm, evaluator, table in batch:
+                n = table.num_rows
+                out.append(
+                    _judge_manifest(
+                        pm,
+                        evaluator,
+                        table,
+                        might[offset : offset + n],
+                        decided[offset : offset + n],
+                        file_might_match,
+                        tuples,
+                    )
+                )
+                offset += n
+
+        for pm, evaluator in pending:
+            names = ["content", "record_count", *metric_names]
+            if not isinstance(evaluator.partition_expr, AlwaysTrue):
+                names.append("partition")
+            batch.append((pm, evaluator, pm.read(names)))
             rows += pm.num_rows
             if rows >= METRICS_BATCH_ROWS:
-                parts.append(_verdicts(metrics_filter(_Columns(batch))))
+                flush()
                 batch, rows = [], 0
-        if batch or not parts:
-            parts.append(_verdicts(metrics_filter(_Columns(batch))))
-        if len(parts) == 1:
-            return parts[0]
-        return np.concatenate([m for m, _ in parts]), np.concatenate([d for _, d in parts])
-
-    @staticmethod
-    def _partition_verdicts(
-        pm: PlanningManifest,
-        evaluator: _SpecEvaluators,
-        cache: dict[tuple[int, tuple[Any, ...]], bool],
-    ) -> np.ndarray:
-        """Per row, whether its partition tuple can match (evaluated once per tuple)."""
-        projected = evaluator.partition_expr
-        if isinstance(projected, AlwaysTrue):
-            return np.ones(pm.num_rows, dtype=bool)
-        spec_id = evaluator.spec.spec_id
-        distinct = np.empty(len(pm.partitions), dtype=bool)
-        for i, (values, key) in enumerate(zip(pm.partitions, pm.partition_keys, strict=True)):
-            found = cache.get((spec_id, key))
-            if found is None:
-                found = evaluator.partition_matches(values)
-                cache[(spec_id, key)] = found
-            distinct[i] = found
-        return distinct[pm.codes] if pm.num_rows else np.zeros(0, dtype=bool)
+        if batch:
+            flush()
+        return out
 
     def _tasks(self, block: _Block, index: DeleteIndex, lo: int, hi: int) -> list[FileScanTask]:
         rows = block.rows[lo:hi]
@@ -585,7 +681,7 @@ class TableScan:
                 continue
             surviving.append((manifest, evaluator))
         loaded = self._load([m for m, _ in surviving])
-        for pm, (_, evaluator) in zip(loaded, surviving, strict=True):
+        for (_, pm), (_, evaluator) in zip(loaded, surviving, strict=True):
             for entry in pm.entries(range(pm.num_rows)):
                 counts["delete_files"] += 1
                 level = _prune_file(
@@ -598,6 +694,65 @@ class TableScan:
                 if level is None:
                     kept.append(entry)
         return kept
+
+
+def _judge_manifest(
+    pm: PlanningManifest,
+    evaluator: _SpecEvaluators,
+    table: pa.Table,
+    might: np.ndarray,
+    decided: np.ndarray,
+    file_might_match: MetricsEvaluator,
+    tuples: dict[tuple[int, tuple[Any, ...]], bool],
+) -> _FileVerdicts:
+    """One manifest's file verdicts: partition first, then metrics, as ``ManifestGroup``.
+
+    ``might``/``decided`` are the vectorized metrics verdicts of its rows; the rows the
+    columns could not decide are judged by the row evaluator.
+    """
+    is_data = table.column("content").to_numpy() == int(DataFileContent.DATA)
+    records = table.column("record_count").to_numpy()
+    in_partition = _partition_verdicts(pm, evaluator, table, tuples)
+    candidates = is_data & in_partition
+    file_ok = might.copy()
+    undecided = np.flatnonzero(candidates & ~decided)
+    if len(undecided):
+        for row, entry in zip(undecided, pm.entries(undecided), strict=True):
+            file_ok[row] = file_might_match(entry.data_file)
+    by_partition = is_data & ~in_partition
+    pruned = np.flatnonzero(by_partition | (candidates & ~file_ok))
+    kept = np.flatnonzero(candidates & file_ok)
+    return _FileVerdicts(
+        kept=kept.astype(np.int32),
+        pruned=pruned.astype(np.int32),
+        by_partition=by_partition[pruned],
+        data_files=int(is_data.sum()),
+        rows=int(records[is_data].sum()),
+        rows_planned=int(records[kept].sum()),
+    )
+
+
+def _partition_verdicts(
+    pm: PlanningManifest,
+    evaluator: _SpecEvaluators,
+    table: pa.Table,
+    cache: dict[tuple[int, tuple[Any, ...]], bool],
+) -> np.ndarray:
+    """Per row, whether its partition tuple can match (evaluated once per tuple)."""
+    if isinstance(evaluator.partition_expr, AlwaysTrue):
+        return np.ones(pm.num_rows, dtype=bool)
+    if not pm.num_rows:
+        return np.zeros(0, dtype=bool)
+    partitions, keys = pm.distinct_partitions(table.column("partition").combine_chunks())
+    spec_id = evaluator.spec.spec_id
+    distinct = np.empty(len(partitions), dtype=bool)
+    for i, (values, key) in enumerate(zip(partitions, keys, strict=True)):
+        found = cache.get((spec_id, key))
+        if found is None:
+            found = evaluator.partition_matches(values)
+            cache[(spec_id, key)] = found
+        distinct[i] = found
+    return distinct[pm.codes]
 
 
 def _manifest_verdicts(
@@ -686,4 +841,17 @@ def _prune_file(
     return None
 
 
-__all__ = ["Plan", "TableScan", "TaskList"]
+def clear_plan_caches() -> None:
+    """Forget everything planning keeps in this process (the disk cache stays).
+
+    Verdicts, compiled evaluators and open manifests are kept between plans because the
+    files they come from never change; this is for freeing memory, and for tests that
+    compare a warm plan with a cold one.
+    """
+    _VERDICTS.clear()
+    _SUMMARY_VERDICTS.clear()
+    _COMPILED.clear()
+    MANIFESTS.clear()
+
+
+__all__ = ["Plan", "TableScan", "TaskList", "clear_plan_caches"]

@@ -20,9 +20,8 @@ one manifest as Arrow columns, laid out for vectorized pruning:
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -120,51 +119,26 @@ class TableSource:
 class PlanningManifest:
     """The live entries of one manifest, in planning layout (see the module docstring).
 
-    Columns are read from :attr:`source` when first asked for and kept, so a plan holds
-    the columns its filter reads and no others (PERFORMANCE.md: memory at 1,000,000 files).
+    Nothing read from :attr:`source` is kept between plans: a plan reads the columns its
+    filter needs, judges them and lets them go, and what it concluded is cached instead
+    (:mod:`icecore.scan.planner`), so the memory a plan leaves behind does not grow with the
+    columns it read (PERFORMANCE.md: memory at 1,000,000 files).
 
     Attributes:
         path: the manifest's path (for reports).
         spec_id: the partition spec the manifest was written with.
         source: where the columns come from.
-        codes: per row, the index of its partition tuple in :attr:`partitions`.
+        codes: per row, the index of its partition tuple (see :meth:`distinct_partitions`).
     """
 
     path: str
     spec_id: int
     source: ColumnSource
     codes: np.ndarray
-    _columns: dict[str, pa.Array] = field(default_factory=dict, repr=False, compare=False)
-    _tuples: list[tuple[tuple[dict[int, Any], ...], tuple[tuple[Any, ...], ...]]] = field(
-        default_factory=list, repr=False, compare=False
-    )
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    @property
-    def partitions(self) -> tuple[dict[int, Any], ...]:
-        """The distinct partition tuples, keyed by partition field id (made when first read)."""
-        return self._distinct()[0]
-
-    @property
-    def partition_keys(self) -> tuple[tuple[Any, ...], ...]:
-        """A hashable, bit-exact key per distinct tuple (for caching verdicts)."""
-        return self._distinct()[1]
-
-    def _distinct(self) -> tuple[tuple[dict[int, Any], ...], tuple[tuple[Any, ...], ...]]:
-        if not self._tuples:
-            firsts = json.loads((self.source.schema.metadata or {}).get(FIRSTS_KEY, b"[]"))
-            partition = self.required("partition")
-            distinct = partition.take(pa.array(firsts, _I64)) if firsts else partition.slice(0, 0)
-            partitions = tuple(partition_dicts(distinct))
-            keys = tuple(_exact_key(p) for p in partitions)
-            with self._lock:
-                if not self._tuples:
-                    self._tuples.append((partitions, keys))
-        return self._tuples[0]
 
     def with_source(self, source: ColumnSource) -> PlanningManifest:
         """The same manifest read from another source (its cache file, once written)."""
-        return PlanningManifest(self.path, self.spec_id, source, self.codes, {}, self._tuples)
+        return PlanningManifest(self.path, self.spec_id, source, self.codes)
 
     @property
     def num_rows(self) -> int:
@@ -173,38 +147,33 @@ class PlanningManifest:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held in memory (the source's and the columns read from it)."""
-        return self.source.nbytes + sum(a.nbytes for a in list(self._columns.values()))
+        """Bytes held in memory (the source's and the partition codes)."""
+        return self.source.nbytes + int(self.codes.nbytes)
 
-    def prefetch(self, names: Sequence[str]) -> None:
-        """Read the named columns the manifest has (and not yet read) in one go."""
+    def read(self, names: Sequence[str]) -> pa.Table:
+        """Those of the named columns the manifest has, each as one chunk (in one read)."""
         has = self.source.has
-        wanted = [n for n in dict.fromkeys(names) if n not in self._columns and has(n)]
-        if not wanted:
-            return
-        table = self.source.read(wanted)
-        with self._lock:
-            for name in wanted:
-                self._columns.setdefault(name, _single(table.column(name)))
-
-    def column(self, name: str) -> pa.Array | None:
-        """One column as a single array, or None when the manifest has no such column."""
-        found = self._columns.get(name)
-        if found is None:
-            self.prefetch([name])
-            found = self._columns.get(name)
-        return found
+        return self.source.read([n for n in dict.fromkeys(names) if has(n)])
 
     def required(self, name: str) -> pa.Array:
         """A column every planning manifest has (``record_count``, ``file_path``, ...)."""
-        found = self.column(name)
-        if found is None:
+        if not self.source.has(name):
             raise InvalidMetadata(f"The decoded manifest {self.path} lacks column {name}.")
-        return found
+        return _single(self.source.read([name]).column(0))
 
-    def metric(self, kind: str, field_id: int) -> pa.Array | None:
-        """Map ``kind``'s values for ``field_id`` per row (None: no file has one)."""
-        return self.column(metric_column(kind, field_id))
+    def distinct_partitions(
+        self, partition: pa.Array
+    ) -> tuple[list[dict[int, Any]], list[tuple[Any, ...]]]:
+        """The distinct partition tuples that :attr:`codes` index, with a key each.
+
+        Tuples are keyed by partition field id; each key is hashable and bit-exact (for
+        caching verdicts). ``partition`` is the manifest's ``partition`` column.
+        """
+        firsts = json.loads((self.source.schema.metadata or {}).get(FIRSTS_KEY, b"[]"))
+        if not firsts:
+            return [], []
+        partitions = partition_dicts(partition.take(pa.array(firsts, _I64)))
+        return partitions, [_exact_key(p) for p in partitions]
 
     def entries(self, rows: Sequence[int] | np.ndarray) -> list[ManifestEntry]:
         """The :class:`ManifestEntry` objects of the given rows, maps rebuilt from pivots."""

@@ -1,0 +1,129 @@
+"""Planning again from the process's caches gives exactly the plan a cold process gives.
+
+Verdicts are cached per (manifest, spec fields, bound filter) and shared by every snapshot
+that lists the manifest; compiled evaluators per (metadata, schema, filter, spec). These
+tests plan every filter of the oracle test on every ref in one order with warm caches and
+compare each plan, item for item, with the same plan made after clearing every cache
+(the disk cache off, so nothing is read back either).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import icecore
+from icecore.errors import FilterError
+from icecore.scan import manifest_cache
+from icecore.scan.manifest_cache import ManifestCache
+from icecore.scan.planner import Plan, clear_plan_caches
+from icecore.table import Table
+from tests.icecore.scan.test_planner import FILTERS, REFS
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def memory_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A manifest cache without a directory, and every planning cache empty."""
+    monkeypatch.setattr(manifest_cache, "MANIFESTS", ManifestCache(None))
+    monkeypatch.setattr("icecore.scan.planner.MANIFESTS", manifest_cache.MANIFESTS)
+    clear_plan_caches()
+    yield
+    clear_plan_caches()
+
+
+def _planned(table: Table, ref: str | None, flt: str) -> dict[str, Any] | str:
+    """The plan's summary, or the error for a filter the snapshot's schema cannot bind."""
+    try:
+        return _summary(table.scan(filter=flt or None, ref=ref).plan())
+    except FilterError as error:
+        return str(error)
+
+
+def _summary(plan: Plan) -> dict[str, Any]:
+    report = plan.report
+    return {
+        "tasks": [
+            (t.file_path, sorted(d.file_path for d in t.delete_files), str(t.residual))
+            for t in plan.tasks
+        ],
+        "files": plan.data_files,
+        "pruned": [(p.level, p.path, p.reason) for p in report.pruned],
+        "counts": {
+            name: getattr(report, name)
+            for name in (
+                "data_manifests",
+                "data_manifests_pruned",
+                "delete_manifests",
+                "delete_manifests_pruned",
+                "data_files",
+                "files_pruned_by_manifest",
+                "files_pruned_by_partition",
+                "files_pruned_by_metrics",
+                "data_files_planned",
+                "rows",
+                "rows_planned",
+            )
+        },
+    }
+
+
+@pytest.mark.parametrize("table", ["trips", "events_v3", "accounts"])
+def test_warm_plans_equal_cold_plans(demo_warehouse: Path, memory_only: None, table: str) -> None:
+    t = icecore.load_table(f"{demo_warehouse}::demo.{table}")
+    cases = [(ref, flt) for flt in FILTERS[table] for ref in REFS[table]]
+    warm = {case: _planned(t, *case) for case in cases}
+    again = {case: _planned(t, *case) for case in cases}
+    assert sum(isinstance(v, dict) for v in warm.values()) > len(cases) // 2
+    for case in cases:
+        clear_plan_caches()
+        cold = _planned(t, *case)
+        assert warm[case] == cold, case
+        assert again[case] == cold, case
+    reloaded = icecore.load_table(f"{demo_warehouse}::demo.{table}")  # new metadata object
+    for case in cases:
+        assert _planned(reloaded, *case) == again[case]
+
+
+def test_one_manifest_judged_once_per_filter(
+    demo_warehouse: Path, memory_only: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest already judged under a filter is not read again for it.
+
+    The current snapshot and an older one share manifests: planning the older one reads no
+    column of the shared ones, and a new filter reads them again.
+    """
+    from icecore.scan.planning_manifest import PlanningManifest
+
+    reads: list[str] = []
+    original = PlanningManifest.read
+
+    def counting(self: PlanningManifest, names: Any) -> Any:
+        reads.append(self.path)
+        return original(self, names)
+
+    monkeypatch.setattr(PlanningManifest, "read", counting)
+    t = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    flt = "fare > 50 AND vendor_id = 2"
+    t.scan(filter=flt).plan()
+    first = set(reads)
+    assert first
+    current = t.snapshot()
+    assert current is not None
+    mine = {m.manifest_path for m in t.manifests(current)}
+    older, shared = next(
+        (s.snapshot_id, mine & {m.manifest_path for m in t.manifests(s)} & first)
+        for s in t.metadata.snapshots
+        if s.snapshot_id != current.snapshot_id
+        and mine & {m.manifest_path for m in t.manifests(s)} & first
+    )
+    reads.clear()
+    t.scan(filter=flt, snapshot_id=older).plan()
+    assert not shared & set(reads)  # shared manifests were not read again
+    reads.clear()
+    t.scan(filter="fare > 51 AND vendor_id = 2").plan()
+    assert set(reads) == first
