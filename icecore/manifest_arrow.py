@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -222,19 +223,47 @@ def read_manifest_arrow(
         NotFound: the manifest does not exist.
         InvalidMetadata: the manifest is corrupt, truncated, or does not match its spec.
     """
+    return manifest_table(read_manifest_avro(io, manifest_file), schema, spec, format_version)
+
+
+@dataclass(frozen=True, slots=True)
+class RawManifest:
+    """A manifest's Avro decoded as polars reads it, before Iceberg's meaning is applied.
+
+    Reading and decoding run without the GIL (file I/O and polars), so a planner can do
+    this part for many manifests on threads while one thread applies
+    :func:`manifest_table` to the results.
+    """
+
+    manifest_file: ManifestFile
+    table: pa.Table
+    length: int
+
+
+def read_manifest_avro(io: FileIO, manifest_file: ManifestFile) -> RawManifest:
+    """Read a manifest's bytes and decode its Avro ("Appendix A: Avro")."""
+    path = manifest_file.manifest_path
+    data = io.read(path)
+    return RawManifest(manifest_file, read_avro_polars_arrow(data, path), len(data))
+
+
+def manifest_table(
+    raw: RawManifest, schema: Schema, spec: PartitionSpec, format_version: int
+) -> pa.Table:
+    """The entries of a decoded manifest, as :func:`read_manifest_arrow` returns them."""
+    manifest_file = raw.manifest_file
     path = manifest_file.manifest_path
     if spec.spec_id != manifest_file.partition_spec_id:
         raise InvalidMetadata(
             f"Manifest {path} was written with partition spec "
             f"{manifest_file.partition_spec_id}, not spec {spec.spec_id}."
         )
-    data = io.read(path)
-    table = manifest_table_from_bytes(data, manifest_file, schema, spec, format_version)
-    if len(data) != manifest_file.manifest_length and not _counts_match(
+    table = _entries(raw.table, manifest_file, schema, spec, format_version)
+    if raw.length != manifest_file.manifest_length and not _counts_match(
         manifest_file, table.num_rows
     ):
         raise InvalidMetadata(
-            f"Manifest {path} is {len(data)} bytes but its manifest list says "
+            f"Manifest {path} is {raw.length} bytes but its manifest list says "
             f"{manifest_file.manifest_length}, and it holds {table.num_rows} entries where the "
             "manifest list counts differ; the file is truncated or was replaced."
         )
@@ -253,16 +282,15 @@ def _counts_match(manifest_file: ManifestFile, rows: int) -> bool:
     return rows == sum(c for c in counts if c is not None)
 
 
-def manifest_table_from_bytes(
-    data: bytes,
+def _entries(
+    raw: pa.Table,
     manifest_file: ManifestFile,
     schema: Schema,
     spec: PartitionSpec,
     format_version: int,
 ) -> pa.Table:
-    """Like :func:`read_manifest_arrow`, from bytes already read (no length check)."""
+    """The entries of a polars-decoded manifest, inheritance applied (no length check)."""
     path = manifest_file.manifest_path
-    raw = read_avro_polars_arrow(data, path)
     avro_schema_text = _header(raw, "avro.schema")
     if avro_schema_text is None:
         raise InvalidMetadata(f"Manifest {path} has no avro.schema header.")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os
 import pickle
 import queue
@@ -27,15 +28,20 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from icecore.io import FileIO
 from icecore.manifest import ManifestFile
 from icecore.partitioning import PartitionSpec, partition_spec_to_json
 from icecore.scan.manifest_cache import ManifestCache, ManifestKey
 from icecore.schema import Schema, schema_to_json
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 MIN_MANIFESTS = 400
 """Fewer cache misses than this are decoded in the planning process.
@@ -149,6 +155,39 @@ def _pool(size: int) -> list[_Worker]:
     return list(_workers[:size])
 
 
+def read_ahead(fn: Callable[[T], R], items: Sequence[T], threads: int) -> Iterator[R]:
+    """``fn`` of each item, in order, computed on ``threads`` threads ahead of the reader.
+
+    For work that releases the GIL (reading files, polars decoding Avro), overlapped with
+    what the reading thread does with each result. At most two results per thread wait
+    unread, so memory stays bounded however far behind the reader falls.
+    """
+    if threads < 2 or len(items) < 2:
+        return (fn(item) for item in items)
+    return _read_ahead(fn, items, threads)
+
+
+def _read_ahead(fn: Callable[[T], R], items: Sequence[T], threads: int) -> Iterator[R]:
+    with ThreadPoolExecutor(min(threads, len(items))) as pool:
+        pending: deque[Future[R]] = deque()
+        rest = iter(items)
+        for item in itertools.islice(rest, 2 * threads):
+            pending.append(pool.submit(fn, item))
+        try:
+            while pending:
+                result = pending.popleft().result()
+                following = next(rest, _END)
+                if following is not _END:
+                    pending.append(pool.submit(fn, following))  # type: ignore[arg-type]
+                yield result
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+_END = object()
+
+
 def decode_in_workers(
     cache: ManifestCache,
     io: FileIO,
@@ -210,6 +249,7 @@ __all__ = [
     "decode_in_workers",
     "env_count",
     "pool_size",
+    "read_ahead",
     "receive",
     "send",
     "worker_pids",

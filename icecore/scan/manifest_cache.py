@@ -18,13 +18,15 @@ and the manifest decoded again: the cache can cost time, never correctness.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
 import os
+import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -41,6 +43,8 @@ CACHE_LAYOUT = "planning-3"
 DEFAULT_MAX_DISK_BYTES = 4 << 30
 DEFAULT_MAX_MEMORY_BYTES = 512 << 20
 DEFAULT_MAX_HANDLES = 16_384
+WRITE_BEHIND_BYTES = 8 << 20
+"""Decoded columns waiting for the writer thread at most (past that, decoders write)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +110,13 @@ class ManifestCache:
         self._memory = 0
         self._written_since_sweep = 0
         self._lock = threading.Lock()
+        self._queue: queue.Queue[tuple[ManifestKey, PlanningManifest]] = queue.Queue()
+        self._writer: threading.Thread | None = None
+        self._unwritten = 0
+        self._active = 0
+        self._flushing = 0
+        self._idle = threading.Event()
+        self._idle.set()
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
@@ -133,10 +144,26 @@ class ManifestCache:
         with self._lock:
             self.misses += 1
         built = load()
-        on_disk = self._write_disk(key, built)
-        if on_disk is not None:
-            return self._remember(key, on_disk, on_disk=True)
-        return self._remember(key, built, on_disk=False)
+        kept = self._remember(key, built, on_disk=False)
+        if self.directory is not None and not self._write_behind(key, built):
+            written = self._write_file(key, built)
+            if written is not None:
+                self._swap_to_file(key, built, written)
+        return kept
+
+    @contextlib.contextmanager
+    def planning(self) -> Iterator[None]:
+        """Mark a plan in progress: cache files left to the writer wait for it to end."""
+        with self._lock:
+            self._active += 1
+            self._idle.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active -= 1
+                if self._active == 0:
+                    self._idle.set()
 
     def contains(self, key: ManifestKey) -> bool:
         """Whether ``key`` is held in memory or on disk (without loading it)."""
@@ -147,11 +174,23 @@ class ManifestCache:
         return path is not None and path.exists()
 
     def store(self, key: ManifestKey, item: PlanningManifest) -> bool:
-        """Write ``item`` to the disk cache (a worker process's job); whether it was written."""
+        """Write ``item`` to the disk cache now (a worker process's job); whether it was."""
         return self._write_file(key, item) is not None
+
+    def flush(self) -> None:
+        """Wait until every manifest decoded so far is in its cache file."""
+        if self._writer is not None:
+            with self._lock:
+                self._flushing += 1
+            try:
+                self._queue.join()
+            finally:
+                with self._lock:
+                    self._flushing -= 1
 
     def clear(self, *, disk: bool = False) -> None:
         """Forget what is held in memory (and, with ``disk``, delete the cache files)."""
+        self.flush()
         with self._lock:
             self._items.clear()
             self._memory = 0
@@ -162,6 +201,11 @@ class ManifestCache:
 
     def __len__(self) -> int:
         return len(self._items)
+
+    @property
+    def nbytes_in_memory(self) -> int:
+        """Bytes of decoded columns held in memory (manifests not, or not yet, in files)."""
+        return self._memory
 
     # ---------------------------------------------------------------------------------
 
@@ -204,16 +248,55 @@ class ManifestCache:
             os.utime(path)
         return found
 
-    def _write_disk(self, key: ManifestKey, item: PlanningManifest) -> PlanningManifest | None:
-        path = self._write_file(key, item)
-        if path is None:
-            return None
-        try:
-            return item.with_source(FileSource(path))
-        except (OSError, pa.ArrowException):
-            return None
+    def _write_behind(self, key: ManifestKey, item: PlanningManifest) -> bool:
+        """Leave ``item``'s cache file to the writer thread, if little is waiting already.
 
-    def _write_file(self, key: ManifestKey, item: PlanningManifest) -> Path | None:
+        Writing a cache file costs about a third of decoding the manifest, and a small plan
+        should not wait for it. The writer runs when no plan does (threads sharing the GIL
+        slow each other down), and the process waits for it at exit. Columns waiting are
+        held in memory, so at most :data:`WRITE_BEHIND_BYTES` of them wait; past that the
+        decoder writes the file itself. Returns whether the writer took it.
+        """
+        size = item.nbytes
+        with self._lock:
+            if self._unwritten + size > WRITE_BEHIND_BYTES:
+                return False
+            self._unwritten += size
+            if self._writer is None:
+                self._writer = threading.Thread(
+                    target=self._drain, name="icecore-cache-writer", daemon=True
+                )
+                self._writer.start()
+                atexit.register(self.flush)
+        self._queue.put((key, item))
+        return True
+
+    def _drain(self) -> None:
+        while True:
+            key, item = self._queue.get()
+            while not self._flushing and not self._idle.wait(0.05):
+                pass
+            try:
+                written = self._write_file(key, item)
+                if written is not None:
+                    self._swap_to_file(key, item, written)
+            except Exception:  # noqa: BLE001, S110 - a cache can cost time, never an answer
+                pass
+            finally:
+                with self._lock:
+                    self._unwritten -= item.nbytes
+                self._queue.task_done()
+
+    def _swap_to_file(self, key: ManifestKey, item: PlanningManifest, source: FileSource) -> None:
+        """Serve ``key`` from its file from now on, if ``item`` is still what memory holds."""
+        with self._lock:
+            held = self._items.get(key)
+            if held is None or held[0] is not item:
+                return
+            self._items[key] = (item.with_source(source), 0)
+            self._memory -= held[1]
+
+    def _write_file(self, key: ManifestKey, item: PlanningManifest) -> FileSource | None:
         """Write the cache file atomically (a temporary file renamed over it)."""
         path = self._file(key)
         if path is None:
@@ -231,7 +314,7 @@ class ManifestCache:
                 tmp.unlink()
             return None
         self._note_written(size)
-        return path
+        return FileSource(path, (table.schema, table.num_rows))
 
     def _note_written(self, size: int) -> None:
         with self._lock:
@@ -299,13 +382,19 @@ class FileSource:
     one column: 690 MiB of mapped pages, against the ~60 MiB of columns the plan needs).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, written: tuple[pa.Schema, int] | None = None) -> None:
+        """Open a cache file (``written``: its schema and rows, known when just written)."""
         self.path = path
-        with pa.memory_map(str(path), "r") as source:
-            reader = pa.ipc.open_file(source)
-            self._columns, self._index = _shared_schema(reader.schema)
-            self._metadata = reader.schema.metadata
-            self._rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        if written is None:
+            with pa.memory_map(str(path), "r") as source:
+                reader = pa.ipc.open_file(source)
+                schema = reader.schema
+                rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+        else:
+            schema, rows = written
+        self._columns, self._index = _shared_schema(schema)
+        self._metadata = schema.metadata
+        self._rows = rows
 
     @property
     def schema(self) -> pa.Schema:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -63,12 +62,12 @@ from icecore.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from icecore.manifest_arrow import read_manifest_arrow
+from icecore.manifest_arrow import RawManifest, manifest_table, read_manifest_avro
 from icecore.manifest_list_columns import ManifestListColumns, SpecManifests
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.read import NAME_MAPPING_PROPERTY, arrow_schema_for, read_tasks, unified_partition_type
-from icecore.scan.decode_pool import DecodeJob, decode_in_workers, env_count
+from icecore.scan.decode_pool import DecodeJob, decode_in_workers, env_count, read_ahead
 from icecore.scan.delete_index import DeleteIndex
 from icecore.scan.lazy import LazySequence, Producer
 from icecore.scan.manifest_cache import MANIFESTS, ManifestKey
@@ -331,6 +330,10 @@ class TableScan:
 
     def plan(self) -> Plan:
         """Plan the scan: tasks with their deletes and residuals, and the pruning report."""
+        with MANIFESTS.planning():
+            return self._planned()
+
+    def _planned(self) -> Plan:
         report = ReportBuilder(
             self.snapshot.snapshot_id if self.snapshot else None, str(self.filter)
         )
@@ -469,25 +472,25 @@ class TableScan:
             MANIFESTS, self.table.io, self.schema, specs, metadata.format_version, jobs
         )
 
-        def one(job: DecodeJob) -> tuple[ManifestKey, PlanningManifest]:
-            def decode() -> PlanningManifest:
-                decoded = read_manifest_arrow(
-                    self.table.io,
-                    job.manifest,
-                    self.schema,
-                    specs[job.spec_id],
-                    metadata.format_version,
-                )
-                return build_planning_manifest(decoded, job.manifest.manifest_path, job.spec_id)
+        io = self.table.io
 
-            return job.key, MANIFESTS.get_or_load(job.key, decode)
+        def decode(job: DecodeJob, raw: RawManifest | None) -> PlanningManifest:
+            raw = raw if raw is not None else read_manifest_avro(io, job.manifest)
+            table = manifest_table(raw, self.schema, specs[job.spec_id], metadata.format_version)
+            return build_planning_manifest(table, job.manifest.manifest_path, job.spec_id)
 
-        threads = _plan_threads()
-        misses = sum(1 for job in jobs if not MANIFESTS.contains(job.key))
-        if threads > 1 and misses > 1:  # cached manifests load faster than a pool starts
-            with ThreadPoolExecutor(min(threads, len(jobs))) as pool:
-                return list(pool.map(one, jobs))
-        return [one(job) for job in jobs]
+        # Files are read and their Avro decoded on threads (no GIL), ahead of this thread,
+        # which gives the entries their meaning and lays them out.
+        missing = [job for job in jobs if not MANIFESTS.contains(job.key)]
+        ahead = read_ahead(
+            partial(read_manifest_avro, io), [job.manifest for job in missing], _plan_threads()
+        )
+        is_missing = {id(job) for job in missing}
+        out: list[tuple[ManifestKey, PlanningManifest]] = []
+        for job in jobs:
+            raw = next(ahead) if id(job) in is_missing else None
+            out.append((job.key, MANIFESTS.get_or_load(job.key, partial(decode, job, raw))))
+        return out
 
     # -- data files ------------------------------------------------------------------
 

@@ -7,6 +7,9 @@ and compared with a fresh decode.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,6 +79,9 @@ def test_a_second_cache_reads_what_the_first_wrote(tmp_path: Path, trips: Table)
     stored = first.get_or_load(key, lambda: _decode(trips, manifest))
     assert (first.misses, first.disk_hits) == (1, 0)
     assert first.get_or_load(key, lambda: pytest.fail("decoded twice")) is stored
+    first.flush()
+    assert first.nbytes_in_memory == 0  # once written, served from the file
+    assert first.get_or_load(key, lambda: pytest.fail("decoded twice")).num_rows == stored.num_rows
     second = ManifestCache(tmp_path)
     again = second.get_or_load(key, lambda: pytest.fail("the disk copy was not used"))
     assert (second.misses, second.disk_hits) == (0, 1)
@@ -101,7 +107,9 @@ def test_same_path_in_another_table_spec_or_list_entry_is_not_shared(
 def test_a_damaged_cache_file_is_decoded_again(tmp_path: Path, trips: Table) -> None:
     manifest = _manifests(trips)[0]
     key = _key(trips, manifest)
-    ManifestCache(tmp_path).get_or_load(key, lambda: _decode(trips, manifest))
+    first = ManifestCache(tmp_path)
+    first.get_or_load(key, lambda: _decode(trips, manifest))
+    first.flush()
     (cached,) = tmp_path.glob("*/*.arrow")
     cached.write_bytes(cached.read_bytes()[:100])
     fresh = ManifestCache(tmp_path)
@@ -127,6 +135,7 @@ def test_the_directory_is_bounded_least_recently_used_first(tmp_path: Path, trip
     cache = ManifestCache(tmp_path)
     for m in manifests:
         cache.get_or_load(_key(trips, m), lambda m=m: _decode(trips, m))  # type: ignore[misc]
+    cache.flush()
     files = sorted(tmp_path.glob("*/*.arrow"), key=lambda p: p.stat().st_mtime)
     assert len(files) == 3
     newest = files[-1].stat().st_size
@@ -147,10 +156,34 @@ def test_a_manifest_without_live_entries_reads_back_empty(tmp_path: Path, trips:
     decoded = read_manifest_arrow(
         trips.io, manifest, trips.schema_for(), spec, trips.metadata.format_version
     ).slice(0, 0)
-    ManifestCache(tmp_path).get_or_load(
+    first = ManifestCache(tmp_path)
+    first.get_or_load(
         key, lambda: build_planning_manifest(decoded, manifest.manifest_path, spec.spec_id)
     )
+    first.flush()
     again = ManifestCache(tmp_path).get_or_load(key, lambda: pytest.fail("not on disk"))
     assert again.num_rows == 0
     assert again.required("record_count").to_pylist() == []
     assert again.required("file_path").to_pylist() == []
+
+
+def test_cache_files_written_behind_are_in_place_when_the_process_exits(
+    tmp_path: Path, trips: Table
+) -> None:
+    """A plan does not wait for its cache files; the process does, before it exits."""
+    code = (
+        "import icecore, sys\n"
+        "t = icecore.load_table(sys.argv[1])\n"
+        "print(len(t.scan().plan().tasks))\n"
+    )
+    env = {**os.environ, "ICECORE_CACHE_DIR": str(tmp_path), "ICECORE_PLAN_PROCESSES": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, trips.metadata_location],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[3],
+    )
+    assert int(done.stdout) > 0
+    assert len(list(tmp_path.glob("*/*.arrow"))) >= len(_manifests(trips)) > 0
