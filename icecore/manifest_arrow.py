@@ -149,6 +149,9 @@ def _header(table: pa.Table, key: str) -> str | None:
 
 
 def _child(struct: pa.Array, name: str) -> pa.Array:
+    """A struct's child (the struct's own nulls applied, if it has any)."""
+    if struct.null_count == 0 and struct.offset == 0:
+        return struct.field(name)  # no kernel dispatch: ~10x cheaper per call
     return pc.struct_field(struct, [name])
 
 
@@ -159,8 +162,8 @@ def _as_map(values: pa.Array, target: pa.MapType, what: str) -> pa.Array:
     if not (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
         raise InvalidMetadata(f"{what} is {values.type}, not a map.")
     entries = values.values
-    keys = pc.struct_field(entries, ["key"]).cast(target.key_type)
-    items = pc.struct_field(entries, ["value"]).cast(target.item_type)
+    keys = _cast(_child(entries, "key"), target.key_type)
+    items = _cast(_child(entries, "value"), target.item_type)
     offsets = values.offsets.cast(_I32)
     mask = values.is_null() if values.null_count else None
     return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
@@ -174,9 +177,14 @@ def _convert(values: pa.Array, target: pa.DataType, what: str) -> pa.Array:
             return values.cast(target)  # polars reads time-micros as time64[ns]
         if pa.types.is_fixed_size_binary(target) and not pa.types.is_fixed_size_binary(values.type):
             return _fixed(values, target.byte_width, what)
-        return values.cast(target)
+        return _cast(values, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise InvalidMetadata(f"{what} ({values.type}) cannot be read as {target}: {e}") from e
+
+
+def _cast(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """``values`` as ``target`` (themselves when already of that type)."""
+    return values if values.type == target else values.cast(target)
 
 
 def _fixed(values: pa.Array, width: int, what: str) -> pa.Array:

@@ -35,11 +35,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from icecore.arrow_types import arrow_field, arrow_type
 from icecore.avro import read_avro_arrow
@@ -93,6 +92,9 @@ DEFAULT_BATCH_SIZE = 65_536
 
 _FIELD_ID_KEYS = (b"PARQUET:field_id", b"field_id")
 _DELETE_CACHE_SIZE = 32
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 
 # ---------------------------------------------------------------------------------------
@@ -342,6 +344,8 @@ class _SourceFile:
         self._parquet: pq.ParquetFile | None = None
         self._avro: pa.Table | None = None
         if fmt == "PARQUET":
+            import pyarrow.parquet as pq  # only readers need it, not every planning process
+
             size = _checked_size(io, f, what)
             try:
                 self._parquet = pq.ParquetFile(pa.PythonFile(_RangeFile(io, f.file_path, size)))

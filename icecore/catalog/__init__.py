@@ -9,16 +9,30 @@ catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog, current_metadata_file
-from icecore.catalog.postgres import PostgresCatalog, is_postgres_uri
+from icecore.catalog.postgres_uri import is_postgres_uri
 from icecore.catalog.sql import SqlCatalog
 from icecore.catalog.static import StaticCatalog
 from icecore.errors import NotFound
 from icecore.io import FileIO, normalize_path
 from icecore.table import Table, load_table_at
+
+if TYPE_CHECKING:
+    from icecore.catalog.postgres import PostgresCatalog
+
+
+def __getattr__(name: str) -> Any:
+    """``PostgresCatalog``, imported with its driver only when asked for."""
+    if name == "PostgresCatalog":
+        from icecore.catalog.postgres import PostgresCatalog
+
+        return PostgresCatalog
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 SQL_CATALOG_FILE = "catalog.db"
 
@@ -50,6 +64,8 @@ def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
         name = parse_qs(parts.query).get("catalog", [None])[0]
         return SqlCatalog(path, catalog_name=name, io=io)
     if is_postgres_uri(text):
+        from icecore.catalog.postgres import PostgresCatalog
+
         return PostgresCatalog(text, io=io)
     protocol, local = normalize_path(text)
     if text.endswith(".metadata.json"):

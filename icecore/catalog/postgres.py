@@ -26,12 +26,10 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 import psycopg
 from psycopg import errors as pgerrors
 
+from icecore.catalog.postgres_uri import SCHEMES, is_postgres_uri
 from icecore.catalog.sql import SqlCatalog
 from icecore.errors import CatalogUnavailable, IcecoreError, NotFound
 from icecore.io import FileIO
-
-SCHEMES = ("postgresql", "postgresql+psycopg", "postgres")
-"""URI schemes that name a PostgreSQL catalog."""
 
 CONNECT_TIMEOUT_S = 10
 
@@ -40,12 +38,6 @@ _NAMED = frozenset({"catalog", "host", "port", "user", "dbname", "password"})
 
 _REMEMBERED: dict[tuple[str, int, str, str], str] = {}
 """Passwords given by :func:`hide_password`, per (host, port, database, user), this process only."""
-
-
-def is_postgres_uri(text: str) -> bool:
-    """Whether ``text`` is a PostgreSQL catalog URI."""
-    scheme, sep, _ = text.partition("://")
-    return bool(sep) and scheme.lower() in SCHEMES
 
 
 @dataclass(frozen=True, slots=True)

@@ -232,6 +232,17 @@ class _Converter:
                 at = squeezed.find(target, at + 1)
         return best if anchor is None else None
 
+    def _token_text(self, node: exp.Expr) -> str | None:
+        """A plain literal's source text, straight from its token's position.
+
+        Rendering a node to find it in the text (:meth:`fragment`) costs far more than the
+        parse; a literal's token covers it exactly, quotes included.
+        """
+        meta = node.meta if isinstance(node, exp.Literal) else {}
+        if "start" not in meta or "end" not in meta:
+            return None
+        return self.text[meta["start"] : meta["end"] + 1]
+
     def fragment(self, node: exp.Expr) -> tuple[str, str]:
         """The source text of ``node`` and where it starts (``' at column N'``)."""
         span = self._span(node)
@@ -474,7 +485,7 @@ class _Converter:
     def literal(self, node: exp.Expr) -> Literal:
         """A literal value; typed and cast literals carry their type in ``type_hint``."""
         node = _unparen(node)
-        text, _ = self.fragment(node)
+        text = self._token_text(node) or self.fragment(node)[0]
         if isinstance(node, exp.Neg):
             inner = self.literal(node.this)
             if isinstance(inner.value, bool) or not isinstance(inner.value, int | float | Decimal):

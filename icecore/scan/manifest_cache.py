@@ -25,6 +25,7 @@ import json
 import os
 import queue
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -43,8 +44,10 @@ CACHE_LAYOUT = "planning-3"
 DEFAULT_MAX_DISK_BYTES = 4 << 30
 DEFAULT_MAX_MEMORY_BYTES = 512 << 20
 DEFAULT_MAX_HANDLES = 16_384
-WRITE_BEHIND_BYTES = 8 << 20
+WRITE_BEHIND_BYTES = 2 << 20
 """Decoded columns waiting for the writer thread at most (past that, decoders write)."""
+QUIET_S = 0.1
+"""How long no plan must have run before the writer thread writes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,7 @@ class ManifestCache:
         self._flushing = 0
         self._idle = threading.Event()
         self._idle.set()
+        self._idle_since = 0.0
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
@@ -145,11 +149,10 @@ class ManifestCache:
             self.misses += 1
         built = load()
         kept = self._remember(key, built, on_disk=False)
-        if self.directory is not None and not self._write_behind(key, built):
-            written = self._write_file(key, built)
-            if written is not None:
-                self._swap_to_file(key, built, written)
-        return kept
+        if self.directory is None or self._write_behind(key, built):
+            return kept
+        written = self._write_file(key, built)  # the plan holds the file, not the columns
+        return kept if written is None else self._swap_to_file(key, built, written)
 
     @contextlib.contextmanager
     def planning(self) -> Iterator[None]:
@@ -163,6 +166,7 @@ class ManifestCache:
             with self._lock:
                 self._active -= 1
                 if self._active == 0:
+                    self._idle_since = time.monotonic()
                     self._idle.set()
 
     def contains(self, key: ManifestKey) -> bool:
@@ -274,8 +278,7 @@ class ManifestCache:
     def _drain(self) -> None:
         while True:
             key, item = self._queue.get()
-            while not self._flushing and not self._idle.wait(0.05):
-                pass
+            self._wait_until_quiet()
             try:
                 written = self._write_file(key, item)
                 if written is not None:
@@ -287,14 +290,31 @@ class ManifestCache:
                     self._unwritten -= item.nbytes
                 self._queue.task_done()
 
-    def _swap_to_file(self, key: ManifestKey, item: PlanningManifest, source: FileSource) -> None:
-        """Serve ``key`` from its file from now on, if ``item`` is still what memory holds."""
+    def _wait_until_quiet(self) -> None:
+        """Until no plan has run for :data:`QUIET_S` (or a flush is waiting on the writer).
+
+        A user planning again right away (the next page, the next filter) finds the process
+        free; the files follow a moment later.
+        """
+        while not self._flushing:
+            if not self._idle.wait(QUIET_S):
+                continue
+            remaining = QUIET_S - (time.monotonic() - self._idle_since)
+            if remaining <= 0:
+                return
+            time.sleep(min(remaining, 0.02))
+
+    def _swap_to_file(
+        self, key: ManifestKey, item: PlanningManifest, source: FileSource
+    ) -> PlanningManifest:
+        """``item`` read from its file, served from there from now on (if memory holds it)."""
+        on_disk = item.with_source(source)
         with self._lock:
             held = self._items.get(key)
-            if held is None or held[0] is not item:
-                return
-            self._items[key] = (item.with_source(source), 0)
-            self._memory -= held[1]
+            if held is not None and held[0] is item:
+                self._items[key] = (on_disk, 0)
+                self._memory -= held[1]
+        return on_disk
 
     def _write_file(self, key: ManifestKey, item: PlanningManifest) -> FileSource | None:
         """Write the cache file atomically (a temporary file renamed over it)."""

@@ -278,6 +278,33 @@ _VERDICTS: LRU[tuple[ManifestKey, str, str], _FileVerdicts] = LRU(
 _SUMMARY_VERDICTS: LRU[tuple[str, str, int, str, str], np.ndarray] = LRU(4096)
 """Manifest-list summary verdicts by (table, list path, content, spec fields, bound filter)."""
 
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """A filter bound to a schema: as bound, with NOT rewritten away, and as a cache key."""
+
+    schema: Schema
+    filter: Expression
+    rewritten: Expression
+    key: str
+
+
+def _bind(schema: Schema, filter: str | Expression | None, case_sensitive: bool) -> _Bound:
+    if filter is None:
+        unbound: Expression = AlwaysTrue()
+    elif isinstance(filter, str):
+        unbound = parse_filter(filter)
+    else:
+        unbound = filter
+    bound = bind(schema, unbound, case_sensitive=case_sensitive)
+    rewritten = rewrite_not(bound)
+    return _Bound(schema, bound, rewritten, repr(rewritten))
+
+
+_BOUND: LRU[tuple[int, str | Expression | None, bool], _Bound] = LRU(1024)
+"""Filters bound per (schema object, filter, case sensitivity); the entry holds the schema,
+and is used only for that very object."""
+
 _COMPILED: LRU[tuple[Any, ...], Any] = LRU(1024)
 """Evaluators compiled for a (table metadata, spec, filter): keyed by the metadata object's
 identity, which the entry holds, so a key is never reused by another metadata object."""
@@ -317,16 +344,23 @@ class TableScan:
         self.schema = table.read_schema(
             self.snapshot, ref=ref, time_travel=snapshot_id is not None or as_of is not None
         )
-        if filter is None:
-            unbound: Expression = AlwaysTrue()
-        elif isinstance(filter, str):
-            unbound = parse_filter(filter)
-        else:
-            unbound = filter
-        self.filter = bind(self.schema, unbound, case_sensitive=case_sensitive)
         self.case_sensitive = case_sensitive
-        self._expr = rewrite_not(self.filter)
-        self._expr_key = repr(self._expr)
+        key: tuple[int, str | Expression | None, bool] | None = (
+            id(self.schema),
+            filter,
+            case_sensitive,
+        )
+        try:
+            bound = _BOUND.get(key)  # type: ignore[arg-type]
+        except TypeError:  # an expression holding unhashable values: bind it every time
+            bound, key = None, None
+        if bound is None or bound.schema is not self.schema:
+            bound = _bind(self.schema, filter, case_sensitive)
+            if key is not None:
+                _BOUND.put(key, bound)
+        self.filter = bound.filter
+        self._expr = bound.rewritten
+        self._expr_key = bound.key
 
     def plan(self) -> Plan:
         """Plan the scan: tasks with their deletes and residuals, and the pruning report."""
@@ -397,7 +431,10 @@ class TableScan:
             schema=self.schema,
             io=self.table.io,
             name_mapping=metadata.properties.get(NAME_MAPPING_PROPERTY),
-            partition_type=unified_partition_type(metadata.partition_specs, self.schema),
+            partition_type=self._compiled(
+                ("partition-type",),
+                lambda: unified_partition_type(metadata.partition_specs, self.schema),
+            ),
             applied_deletes=applied,
         )
 
@@ -454,7 +491,10 @@ class TableScan:
             spec = metadata.spec_by_id(manifest.partition_spec_id)
             assert spec is not None  # checked by _spec_evaluators
             if spec.spec_id not in types:
-                types[spec.spec_id] = str(spec.partition_type(self.schema))
+                types[spec.spec_id] = self._compiled(
+                    ("partition-type", spec.spec_id),
+                    partial(lambda s: str(s.partition_type(self.schema)), spec),
+                )
             key = ManifestKey(
                 table_uuid=metadata.table_uuid or metadata.location,
                 path=manifest.manifest_path,
