@@ -86,6 +86,10 @@ if TYPE_CHECKING:
 
 
 LIVE = (ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING)
+KEPT_TASKS = 100_000
+"""Tasks of a plan with deletes kept once made (more are made again when read)."""
+TASK_CHUNK = 4096
+"""Tasks made at a time when a plan with deletes looks for the delete files it applies."""
 METRICS_BATCH_ROWS = 65_536
 """Files judged by metrics in one pass (bounds the temporaries of the Arrow kernels)."""
 
@@ -414,14 +418,24 @@ class TableScan:
 
         if not delete_entries:
             return self._plan(TaskList(segments, paths), report, ())
-        tasks = [task for n, produce in segments for task in produce(0, n)]
+        # The delete files applied are known only once every task has its deletes. Up to
+        # KEPT_TASKS tasks are kept for reading; past that they are made again when read,
+        # so a plan of a million files with deletes holds arrays, not a million tasks.
+        keep = counts["data_files_planned"] <= KEPT_TASKS
+        kept: list[FileScanTask] = []
         applied: dict[str, None] = {}
-        for task in tasks:
-            for delete in task.delete_files:
-                applied.setdefault(delete.file_path, None)
+        for n, produce in segments:
+            for lo in range(0, n, TASK_CHUNK):
+                chunk = produce(lo, min(n, lo + TASK_CHUNK))
+                for task in chunk:
+                    for delete in task.delete_files:
+                        applied.setdefault(delete.file_path, None)
+                if keep:
+                    kept.extend(chunk)
         counts["delete_files_applied"] = len(applied)
-        every = TaskList([(len(tasks), lambda lo, hi: tasks[lo:hi])], paths)
-        return self._plan(every, report, tuple(applied))
+        if keep:
+            segments = [(len(kept), lambda lo, hi: kept[lo:hi])]
+        return self._plan(TaskList(segments, paths), report, tuple(applied))
 
     def _plan(self, tasks: TaskList, report: ReportBuilder, applied: tuple[str, ...]) -> Plan:
         metadata = self.table.metadata

@@ -52,23 +52,9 @@ def _summary(plan: Plan) -> dict[str, Any]:
             for t in plan.tasks
         ],
         "files": plan.data_files,
+        "deletes": plan.delete_files,
         "pruned": [(p.level, p.path, p.reason) for p in report.pruned],
-        "counts": {
-            name: getattr(report, name)
-            for name in (
-                "data_manifests",
-                "data_manifests_pruned",
-                "delete_manifests",
-                "delete_manifests_pruned",
-                "data_files",
-                "files_pruned_by_manifest",
-                "files_pruned_by_partition",
-                "files_pruned_by_metrics",
-                "data_files_planned",
-                "rows",
-                "rows_planned",
-            )
-        },
+        "report": report.to_dict(max_items=None),
     }
 
 
@@ -127,3 +113,23 @@ def test_one_manifest_judged_once_per_filter(
     reads.clear()
     t.scan(filter="fare > 51 AND vendor_id = 2").plan()
     assert set(reads) == first
+
+
+@pytest.mark.parametrize("table", ["trips", "accounts"])
+def test_big_plans_with_deletes_make_tasks_again_instead_of_keeping_them(
+    demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch, table: str
+) -> None:
+    """Past KEPT_TASKS, tasks of a plan with deletes are made when read: the same tasks."""
+    from icecore.scan import planner
+
+    t = icecore.load_table(f"{demo_warehouse}::demo.{table}")
+    cases = [(ref, flt) for flt in FILTERS[table] for ref in REFS[table]]
+    kept = {case: _planned(t, *case) for case in cases}
+    monkeypatch.setattr(planner, "KEPT_TASKS", 0)
+    monkeypatch.setattr(planner, "TASK_CHUNK", 3)
+    with_deletes = 0
+    for case in cases:
+        made = _planned(t, *case)
+        assert made == kept[case], case
+        with_deletes += isinstance(made, dict) and bool(made["deletes"])
+    assert with_deletes  # the fixture's deletes are exercised
