@@ -59,7 +59,6 @@ from icecore.manifest import (
     DataFileContent,
     ManifestContent,
     ManifestEntry,
-    ManifestEntryStatus,
     ManifestFile,
 )
 from icecore.manifest_arrow import RawManifest, manifest_table, read_manifest_avro
@@ -85,7 +84,6 @@ if TYPE_CHECKING:
     from icecore.table import Table
 
 
-LIVE = (ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING)
 KEPT_TASKS = 100_000
 """Tasks of a plan with deletes kept once made (more are made again when read)."""
 TASK_CHUNK = 4096
@@ -507,7 +505,7 @@ class TableScan:
             if spec.spec_id not in types:
                 types[spec.spec_id] = self._compiled(
                     ("partition-type", spec.spec_id),
-                    partial(lambda s: str(s.partition_type(self.schema)), spec),
+                    partial(_partition_type_text, spec, self.schema),
                 )
             key = ManifestKey(
                 table_uuid=metadata.table_uuid or metadata.location,
@@ -896,6 +894,11 @@ def _prune_file(
         report.prune(level, file.file_path, reason)
         return level
     return None
+
+
+def _partition_type_text(spec: PartitionSpec, schema: Schema) -> str:
+    """The partition struct's type as text (part of a manifest's cache key)."""
+    return str(spec.partition_type(schema))
 
 
 def clear_plan_caches() -> None:
