@@ -5,15 +5,22 @@ User SQL is locked down by :func:`icecore.sql.run_sql` (one SELECT, no files, no
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
+from icecore.errors import IcecoreError
 from icecore.export import csv_bytes, parquet_bytes
 from icecore.inspect import KINDS
 from icecore.sql import ROWS_TABLE
+from pipeline.query_check import checked_query
+from pipeline.spark import PipelineError
 from ui import data, jobs
 from ui.shell import bootstrap, drive, guarded, inert, require_table, stop
 
 SPARK_JOB_KEY = "sql_spark_job"
+SPARK_QUERIES_ENV = "ICECORE_SPARK_QUERIES"
+"""``1`` offers "Run on Spark" (``make run`` sets it; a deployment does not: default-deny)."""
 
 DEFAULT_SQL = f"SELECT * FROM {ROWS_TABLE} LIMIT 100"
 
@@ -45,44 +52,56 @@ if not text.strip():
 st.query_params["sql"] = text
 st.session_state["sql_linked"] = text
 
-with st.expander("Run on Spark: exact answers over the whole table", expanded=False):
-    st.caption(
-        f"Runs the query on Spark (master {inert(jobs.spark_master())}) over `{ROWS_TABLE}` as "
-        "the whole table at the chosen snapshot (no filter, no row limit before the query), "
-        "in the background. The same guarantees hold: one read-only SELECT, no other table, "
-        "no file paths."
-    )
-    if st.button("Run on Spark", key="sql_spark"):
-        argv = [f"{context.catalog}::{table.identifier}", text, "--master", jobs.spark_master()]
-        if snapshot is not None:
-            argv += ["--snapshot", str(snapshot.snapshot_id)]
-        st.session_state[SPARK_JOB_KEY] = jobs.launch(argv, module="pipeline.query", job="query")
-    if SPARK_JOB_KEY in st.session_state:
-
-        @st.fragment(run_every=2.0)
-        def follow_query() -> None:
-            """Show the Spark query's progress, then its answer."""
-            status = jobs.status(st.session_state[SPARK_JOB_KEY])
-            st.markdown(f"Spark query · {status.state}")
-            if status.error is not None:
-                st.error(inert(status.error), icon=":material/error:")
-            elif status.result is None:
-                st.code("\n".join(status.log_tail[-8:]) or "(starting…)", language=None)
+# Spark can reach far beyond this table; offered only where the operator says so.
+if os.environ.get(SPARK_QUERIES_ENV) == "1":
+    with st.expander("Run on Spark: exact answers over the whole table", expanded=False):
+        st.caption(
+            f"Runs the query on Spark (master {inert(jobs.spark_master())}) over `{ROWS_TABLE}` as "
+            "the whole table at the chosen snapshot (no filter, no row limit before the query), "
+            "in the background. Only an allow-listed SELECT runs there: `rows` and its CTEs, the "
+            "table's columns, built-in pure functions; no other table, file path, command or hint."
+        )
+        if st.button("Run on Spark", key="sql_spark"):
+            # The job checks again; checking here refuses before any process or JVM starts.
+            snapshot_id = snapshot.snapshot_id if snapshot is not None else None
+            try:
+                checked_query(text, table, snapshot_id)
+            except (PipelineError, IcecoreError) as refusal:
+                st.error(inert(refusal), icon=":material/block:")
             else:
-                answer = status.result
-                st.caption(
-                    f"Snapshot {answer['snapshot_id']} · {len(answer['rows']):,} rows"
-                    + (" (truncated)" if answer["truncated"] else "")
-                    + f" · {answer['seconds']:.1f}s on Spark"
+                argv = [f"{context.catalog}::{table.identifier}", text]
+                argv += ["--master", jobs.spark_master()]
+                if snapshot_id is not None:
+                    argv += ["--snapshot", str(snapshot_id)]
+                st.session_state[SPARK_JOB_KEY] = jobs.launch(
+                    argv, module="pipeline.query", job="query"
                 )
-                st.dataframe(
-                    [dict(zip(answer["columns"], row, strict=True)) for row in answer["rows"]],
-                    hide_index=True,
-                    width="stretch",
-                    key="sql_spark_rows",
-                )
+        if SPARK_JOB_KEY in st.session_state:
 
-        follow_query()
+            @st.fragment(run_every=2.0)
+            def follow_query() -> None:
+                """Show the Spark query's progress, then its answer."""
+                status = jobs.status(st.session_state[SPARK_JOB_KEY])
+                st.markdown(f"Spark query · {status.state}")
+                if status.error is not None:
+                    st.error(inert(status.error), icon=":material/error:")
+                elif status.result is None:
+                    st.code("\n".join(status.log_tail[-8:]) or "(starting…)", language=None)
+                else:
+                    answer = status.result
+                    st.caption(
+                        f"Snapshot {answer['snapshot_id']} · {len(answer['rows']):,} rows"
+                        + (" (truncated)" if answer["truncated"] else "")
+                        + f" · {answer['seconds']:.1f}s on Spark"
+                    )
+                    st.dataframe(
+                        [dict(zip(answer["columns"], row, strict=True)) for row in answer["rows"]],
+                        hide_index=True,
+                        width="stretch",
+                        key="sql_spark_rows",
+                    )
+
+            follow_query()
 
 selectors = data.selectors_key(context.selectors())
 result = guarded(

@@ -2,12 +2,11 @@
 
 A preview answers from the rows it reads; an exact count or a group-by over a whole table at a
 snapshot belongs on Spark. The query sees one view, ``rows``: the table at the snapshot (the
-current one by default), read by Iceberg's Spark runtime. It keeps the SQL page's read-only
-guarantees: the text must parse (Spark dialect) as exactly one query, may name no table but
-``rows`` (no other table, no file path such as ``parquet.`/x```), and may call none of Spark's
-functions that reach outside the data (``reflect``, ``java_method``, ``input_file_name``...).
-Progress goes to stderr; the last line on stdout is one JSON object with the columns and rows
-(at most ``--limit``), or one sentence on stderr and exit 1.
+current one by default), read by Iceberg's Spark runtime. Spark can do far more than read that
+view (run shell commands, call JVM methods, read files and other tables), so the query must pass
+the allow-list of :mod:`pipeline.query_check` before any JVM starts, and Spark runs the query as
+that check wrote it back. Progress goes to stderr; the last line on stdout is one JSON object
+with the columns and rows (at most ``--limit``), or one sentence on stderr and exit 1.
 """
 
 from __future__ import annotations
@@ -18,9 +17,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-
 from icecore.cli import jsonable
 from pipeline.maintenance import (
     OneSentenceParser,
@@ -29,43 +25,17 @@ from pipeline.maintenance import (
     on_spark,
     spark_table,
 )
+from pipeline.query_check import ROWS_VIEW, checked_query
 from pipeline.spark import PipelineError, check_prerequisites, default_master
 
-ROWS_VIEW = "rows"
-FORBIDDEN_FUNCTIONS = frozenset(
-    {"reflect", "java_method", "input_file_name", "current_user", "session_user", "user"}
-)
-"""Spark functions that call into the JVM or tell more than the rows; refused by name."""
 DEFAULT_LIMIT = 10_000
+SUBSTITUTE_CONF = "spark.sql.variable.substitute"
+"""Off while a query runs: Spark would fill ``${...}`` in its text with settings and
+environment variables (the check refuses the sequence too)."""
 
 
-def check_query(sql: str) -> str:
-    """Accept one read-only query over ``rows``; raise :class:`PipelineError` otherwise."""
-    try:
-        statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
-    except sqlglot.errors.ParseError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else "a syntax error"
-        raise PipelineError(f"The SQL does not parse as Spark SQL: {first}.") from e
-    if len(statements) != 1:
-        raise PipelineError("Write exactly one SELECT query.")
-    query = statements[0]
-    if not isinstance(query, exp.Query):
-        raise PipelineError(f"Only SELECT queries run on Spark from here, not {query.key.upper()}.")
-    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
-    for table in query.find_all(exp.Table):
-        name = table.name.lower()
-        if table.args.get("db") or table.args.get("catalog") or name not in {ROWS_VIEW, *ctes}:
-            raise PipelineError(
-                f"The query may read only `{ROWS_VIEW}` (the table at the chosen snapshot), "
-                f"not {table.sql(dialect='spark')}."
-            )
-    for function in query.find_all(exp.Func):
-        name = (
-            function.name if isinstance(function, exp.Anonymous) else function.sql_name()
-        ).lower()
-        if name in FORBIDDEN_FUNCTIONS:
-            raise PipelineError(f"The function {name} is not allowed in a query run from here.")
-    return sql
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())[:300]
 
 
 def run_query(
@@ -73,20 +43,29 @@ def run_query(
 ) -> dict[str, Any]:
     """Run the checked query over ``rows`` on an existing session; the JSON result."""
     target, table = spark_table(table_text)
-    check_query(sql)
+    query = checked_query(sql, table, snapshot_id)
     for key, value in target.conf.items():
         spark.conf.set(key, value)
     reader = spark.read
     if snapshot_id is not None:
         reader = reader.option("snapshot-id", str(snapshot_id))
-    reader.table(target.qualified).createOrReplaceTempView(ROWS_VIEW)
+    try:
+        reader.table(target.qualified).createOrReplaceTempView(ROWS_VIEW)
+    except Exception as e:  # py4j and pyspark errors share no base class worth naming
+        raise PipelineError(
+            f"Spark could not read {table_text} ({_one_line(e)}); check that Spark's catalog "
+            "holds this table and that its metadata is intact."
+        ) from e
+    substitute = spark.conf.get(SUBSTITUTE_CONF, "true")
+    spark.conf.set(SUBSTITUTE_CONF, "false")
     started = time.monotonic()
     try:
-        frame = spark.sql(sql)
+        frame = spark.sql(query)
         rows = frame.limit(limit + 1).collect()
     except Exception as e:  # py4j and pyspark errors share no base class worth naming
-        text = " ".join(str(e).split())[:300]
-        raise PipelineError(f"Spark could not run the query ({text}).") from e
+        raise PipelineError(f"Spark could not run the query ({_one_line(e)}).") from e
+    finally:
+        spark.conf.set(SUBSTITUTE_CONF, substitute)
     current = table.metadata.current_snapshot()
     return {
         "table": table_text,
@@ -113,8 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _query(args: argparse.Namespace) -> dict[str, Any]:
-    target, _ = spark_table(args.table)
-    check_query(args.sql)
+    target, table = spark_table(args.table)
+    checked_query(args.sql, table, args.snapshot)
     master = args.master or default_master()
     check_prerequisites()
     check_master(master)

@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
+from icecore.catalog import load_table
+from pipeline.query_check import checked_query
+from pipeline.spark import PipelineError
 from tests.ui.helpers import OpenPage, no_problems, spark_count
+from ui.jobs import jobs_dir
+from ui.shell import inert
 
 PAGE = "pages/7_SQL.py"
 
@@ -64,6 +69,7 @@ def test_run_on_spark_answers_over_the_whole_table(
     open_page: OpenPage, spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("ICECORE_JOBS_DIR", str(tmp_path / "jobs"))
+    monkeypatch.setenv("ICECORE_SPARK_QUERIES", "1")
     monkeypatch.setenv("ICECORE_SPARK_MASTER", "local[2]")
     monkeypatch.setenv("ICECORE_SPARK_DRIVER_MEMORY", "1g")
     sql = "SELECT vendor_id, count(*) AS n FROM rows GROUP BY vendor_id ORDER BY 1"
@@ -84,3 +90,50 @@ def test_run_on_spark_answers_over_the_whole_table(
         "SELECT vendor_id, count(*) FROM icecore.demo.trips GROUP BY vendor_id ORDER BY 1"
     ).collect()
     assert [tuple(r) for r in shown.itertuples(index=False)] == [tuple(r) for r in expected]
+
+
+def test_run_on_spark_is_not_offered_unless_the_operator_enables_it(
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ICECORE_SPARK_QUERIES", raising=False)
+    at = open_page(PAGE, table="demo.trips")
+    no_problems(at)
+    assert not [b for b in at.button if b.key == "sql_spark"]
+    assert not [e for e in at.expander if "Spark" in e.label]
+    monkeypatch.setenv("ICECORE_SPARK_QUERIES", "1")
+    at = open_page(PAGE, table="demo.trips")
+    assert [b for b in at.button if b.key == "sql_spark"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "says"),
+    [
+        ("SELECT TRANSFORM(vendor_id) USING 'touch {marker}' FROM rows", "script transform"),
+        ("SELECT _file, count(*) FROM rows GROUP BY 1", "`_file`"),
+        ("SELECT try_reflect('java.lang.System', 'getenv', 'HOME')", "try_reflect"),
+    ],
+)
+def test_a_refused_query_is_one_sentence_and_launches_no_job(
+    open_page: OpenPage,
+    demo_warehouse: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    sql: str,
+    says: str,
+) -> None:
+    monkeypatch.setenv("ICECORE_JOBS_DIR", str(tmp_path / "jobs"))
+    monkeypatch.setenv("ICECORE_SPARK_QUERIES", "1")
+    marker = tmp_path / "marker"
+    text = sql.format(marker=marker)
+    at = open_page(PAGE, table="demo.trips", sql=text)
+    at.button(key="sql_spark").click().run()
+    assert not at.exception
+    # The sentence is the check's own, shown as text (escaped, never read as Markdown).
+    with pytest.raises(PipelineError) as refusal:
+        checked_query(text, load_table(f"{demo_warehouse}::demo.trips"), None)
+    assert says in str(refusal.value)
+    shown = [e.value for e in at.error]
+    assert inert(refusal.value) in shown, shown
+    assert "sql_spark_job" not in at.session_state
+    assert not any(jobs_dir().iterdir())
+    assert not marker.exists()
