@@ -2,7 +2,7 @@
 
 A link's query parameters must select the same thing as the sidebar; bad input anywhere
 (an unknown catalog, table, snapshot, ref or time; HTML in names and properties) must show
-one sentence or inert text, never a traceback.
+one sentence or plain text, never a traceback.
 """
 
 from __future__ import annotations

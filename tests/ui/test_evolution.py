@@ -28,7 +28,7 @@ from tests.ui.helpers import (
     open_app,
     spark_count,
 )
-from ui.shell import filesystem_warning, inert
+from ui.shell import escape_markdown, filesystem_warning
 
 PAGE = "pages/6_Evolution.py"
 
@@ -97,7 +97,7 @@ def test_a_confirmed_commit_lands_and_spark_reads_the_new_columns(
     after = copy.location()
     assert after != before and Path(after).parent == copy.folder / "metadata"
     raw = copy.metadata()
-    assert len(at.success) == 1 and inert(after) in at.success[0].value
+    assert len(at.success) == 1 and escape_markdown(after) in at.success[0].value
     assert metrics(at)["Schema id"] == str(raw["current-schema-id"])
 
     # Spark, through its own catalog, reads the new columns: null in every old row.
@@ -219,7 +219,7 @@ def test_a_filesystem_table_shows_the_warning_and_its_commit_reaches_spark(
     at = _open(copy, monkeypatch)
     no_problems(at)
     warning = filesystem_warning(icecore.load_table(f"{copy.catalog}::{copy.table}"))
-    assert warning is not None and [w.value for w in at.warning] == [inert(warning)]
+    assert warning is not None and [w.value for w in at.warning] == [escape_markdown(warning)]
     drive(at, ("text_input", "evo_f_add_name", "segment"))
     _commit(at)
     no_problems(at)
