@@ -344,7 +344,9 @@ def _known_catalogs(selection: Selection) -> list[str]:
 
 
 def _on_catalog() -> None:
-    set_catalog(st.session_state["sb_catalog"])
+    chosen = st.session_state.get("sb_catalog")
+    if chosen:
+        set_catalog(chosen)
 
 
 def _on_other_catalog() -> None:
@@ -416,13 +418,16 @@ def drive(key: str, value: Any) -> None:
         st.session_state[key] = value
 
 
-def _sidebar_catalog(selection: Selection) -> None:
-    known = _known_catalogs(selection)
-    drive("sb_catalog", selection.catalog)
+def _sidebar_catalog(selection: Selection, refused: bool = False) -> None:
+    """The catalog picker; after a refused link, the served catalogs with none chosen."""
+    known = served_keys() if refused else _known_catalogs(selection)
+    drive("sb_catalog", None if refused else selection.catalog)
     st.sidebar.selectbox(
         "Catalog",
         known,
         key="sb_catalog",
+        index=None,
+        placeholder="Choose a catalog",
         on_change=_on_catalog,
         help="The catalogs this app serves: a name from icecore.toml, a warehouse folder, a "
         "sqlite:/// or postgresql:// URI, or a metadata.json path.",
@@ -545,12 +550,11 @@ def bootstrap(title: str) -> PageContext:
     try:
         selection = replace(selection, catalog=admit(selection.catalog))
     except NotServed as refused:
-        # Nothing of the link is kept: the page shows the served default and the sentence.
-        selection = Selection(catalog=default_catalog())
-        set_selection(selection)
+        # The link stays as given (every run says no) until a served catalog is chosen.
         st.sidebar.title("Icecore")
-        _sidebar_catalog(selection)
+        _sidebar_catalog(selection, refused=True)
         show_error(refused)
+        selection = Selection(catalog=default_catalog())
         context = PageContext(catalog=selection.catalog, read_only=read_only(), selection=selection)
         return replace(context, failed=True)
     set_selection(selection)
@@ -566,11 +570,9 @@ def bootstrap(title: str) -> PageContext:
         try:
             check_listed(selection.table, tables)
         except NotFound as error:
-            selection = Selection(catalog=selection.catalog)
-            set_selection(selection)
-            _sidebar_table(selection, tables)
+            _sidebar_table(replace(selection, table=None), tables)
             show_error(error)
-            return replace(context, selection=selection, failed=True)
+            return replace(context, failed=True)
     _sidebar_table(selection, tables)
     if selection.table is None:
         return context
