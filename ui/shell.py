@@ -216,19 +216,23 @@ def filesystem_warning(table: Table) -> str | None:
 
 _ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 """Every ASCII punctuation character: CommonMark lets a backslash escape each of them."""
+WORD_JOINER = "\u2060"
+"""An invisible character that breaks an autolink literal without changing what is shown."""
+_AUTOLINK_LITERAL = re.compile(r"(?i)(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)")
 
 
 def escape_markdown(text: object) -> str:
-    """``text`` as Streamlit markdown that shows exactly these characters.
+    """``text`` as Streamlit markdown that shows these characters and nothing else.
 
-    Every ASCII punctuation character is backslash-escaped, which is what CommonMark
-    defines escapes for. That breaks every construct that could turn untrusted text into
-    something else: links and images (``[``, ``!``), autolinks (``<``, the ``:`` of
-    ``https://``, the ``.`` of ``www.``, the ``@`` of an address), HTML tags, emphasis, code,
-    headings and lists, and Streamlit's own directives (``:red[...]``, ``:material/...:``
-    icons) and ``$math$``.
+    Every ASCII punctuation character is backslash-escaped, which is what CommonMark defines
+    escapes for. That breaks every construct of the parser: links and images (``[``, ``!``),
+    ``<...>`` autolinks and HTML tags, emphasis, code, headings and lists, and Streamlit's
+    directives (``:red[...]``, ``:material/...:`` icons) and ``$math$``. GFM's autolink
+    literals (``https://...``, ``www.``, ``a@b.c``) are found later, in the parsed text where
+    escapes are already gone, so a word joiner (invisible) is put into each trigger too.
     """
-    return _ASCII_PUNCTUATION.sub(r"\\\1", str(text))
+    joined = _AUTOLINK_LITERAL.sub(WORD_JOINER, str(text))
+    return _ASCII_PUNCTUATION.sub(r"\\\1", joined)
 
 
 def code_label(text: str) -> str:

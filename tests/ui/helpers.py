@@ -108,6 +108,7 @@ _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 def as_shown(markdown: str) -> str:
     """The text a markdown element without markup shows: its backslash escapes resolved.
 
-    CommonMark: a backslash before an ASCII punctuation character shows that character.
+    CommonMark: a backslash before an ASCII punctuation character shows that character; a
+    word joiner (U+2060) shows nothing.
     """
-    return _ESCAPE.sub(r"\1", markdown)
+    return _ESCAPE.sub(r"\1", markdown).replace("\u2060", "")

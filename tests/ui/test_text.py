@@ -51,16 +51,17 @@ def test_escaped_text_renders_as_exactly_that_text(text: str) -> None:
     assert rendered.startswith("<p>") and rendered.endswith("</p>"), rendered
     inner = rendered.removeprefix("<p>").removesuffix("</p>")
     assert "<" not in inner, rendered  # no element at all inside the paragraph
-    assert html.unescape(inner) == text
+    assert html.unescape(inner).replace("\u2060", "") == text  # a word joiner shows nothing
 
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_escaped_text_has_no_trigger_of_streamlits_extensions(text: str) -> None:
     escaped = escape_markdown(text)
     unescaped = re.compile(r"(?<!\\)")
-    for trigger in ("://", "www.", ":red[", ":material/"):
-        assert trigger not in escaped
-    for char in "$:[<@":
+    # GFM finds autolink literals in the parsed text, where escapes are already resolved.
+    for trigger in ("://", "www.", "@evil"):
+        assert trigger not in re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", escaped)
+    for char in "$:[<@":  # directives, icons, math, tags: found by the parser
         assert not re.search(unescaped.pattern + re.escape(char), escaped), (char, escaped)
 
 
