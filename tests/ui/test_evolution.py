@@ -20,6 +20,7 @@ from tests.icecore.evolution.hand_table import tree_state
 from tests.icecore.evolution.spark_checks import describe, partitioning, spark_properties
 from tests.ui.copies import Copy, copy_hadoop_table, copy_sql_table
 from tests.ui.helpers import (
+    as_shown,
     code_blocks,
     drive,
     keys,
@@ -183,7 +184,7 @@ def test_a_concurrent_commit_is_a_conflict_sentence_with_a_reload(
     drive(at, ("button", "evo_commit", None))
     assert not at.exception
     assert len(at.error) == 1
-    sentence = at.error[0].value
+    sentence = as_shown(at.error[0].value)
     assert "another writer committed" in sentence and "added other" in sentence
     assert "\n" not in sentence and "Traceback" not in sentence
     assert copy.location() == theirs, "nothing of the losing change was committed"

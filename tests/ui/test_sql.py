@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.helpers import OpenPage, no_problems, spark_count
+from tests.ui.helpers import OpenPage, as_shown, no_problems, spark_count
 
 PAGE = "pages/7_SQL.py"
 
@@ -56,7 +56,7 @@ def test_bad_sql_is_one_sentence(open_page: OpenPage, sql: str, says: str) -> No
     at = open_page(PAGE, table="demo.zones")
     at.text_area(key="sql_text").input(sql).run()
     assert not at.exception
-    assert len(at.error) == 1 and says in at.error[0].value
+    assert len(at.error) == 1 and says in as_shown(at.error[0].value)
 
 
 @pytest.mark.spark
