@@ -11,6 +11,8 @@ COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
 
 COPY . .
+# Default-deny: neither ICECORE_OPEN_CATALOGS nor ICECORE_SPARK_QUERIES is set here, so the
+# app serves only ICECORE_CATALOG and icecore.toml's [catalogs.NAME] (README "Deploying").
 ENV ICECORE_ADDRESS=0.0.0.0 \
     ICECORE_PORT=8501 \
     PYTHONUNBUFFERED=1

@@ -22,9 +22,11 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
 prereqs:
 	@scripts/prereqs.sh python java
 
+# A workstation: links and the sidebar may open any catalog, and "Run on Spark" is offered.
+# A deployment (the Docker image) sets neither: it serves only its own catalogs.
 run: $(VENV)/.runtime
 	@scripts/prereqs.sh java
-	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/serve.sh
+	PATH="$(CURDIR)/$(BIN):$$PATH" ICECORE_OPEN_CATALOGS=1 ICECORE_SPARK_QUERIES=1 scripts/serve.sh
 
 demo: $(VENV)/.runtime
 	@scripts/prereqs.sh java

@@ -11,7 +11,8 @@ import streamlit as st
 
 from icecore.errors import IcecoreError
 from ui import data
-from ui.shell import bootstrap, companion_catalogs, show_error, stop
+from ui.served import companions
+from ui.shell import bootstrap, show_error, stop
 
 PAGES = (
     ("pages/1_Overview.py", "Overview", "format, schema tree, specs, totals and health findings"),
@@ -35,7 +36,7 @@ if context.failed:
     stop()
 
 rows: list[dict[str, str]] = []
-for catalog in [context.catalog, *companion_catalogs(context.catalog)]:
+for catalog in [context.catalog, *companions(context.catalog)]:
     try:
         found = data.table_rows(catalog)
     except IcecoreError as error:

@@ -7,7 +7,7 @@ import streamlit as st
 from icecore import describe, health
 from icecore.errors import IcecoreError
 from ui import data, views
-from ui.shell import bootstrap, guarded, inert, require_table, show_error
+from ui.shell import bootstrap, escape_markdown, guarded, require_table, show_error
 
 # Live rows after deletes are counted at once up to this many data files, else on demand.
 AUTO_COUNT_FILES = 2_000
@@ -16,10 +16,11 @@ context = bootstrap("Overview")
 table, snapshot = require_table(context)
 metadata = table.metadata
 
-st.title(f"{inert(table.identifier)}")
+st.title(f"{escape_markdown(table.identifier)}")
+when = context.selection.describe_time()
 st.caption(
-    f"{inert(context.catalog)} · at {inert(context.selection.describe_time())} · "
-    f"metadata file {inert(table.metadata_location)}"
+    f"{escape_markdown(context.catalog)} · at {escape_markdown(when)} · "
+    f"metadata file {escape_markdown(table.metadata_location)}"
 )
 cols = st.columns(5)
 cols[0].metric("Format version", metadata.format_version)
@@ -91,8 +92,8 @@ st.subheader("Health")
 for finding in health.findings(metadata, manifests, files, totals):
     with st.container(border=True):
         st.markdown(
-            f"{views.STATUS_ICONS[finding.status]} **{inert(finding.title)}** — "
-            f"{inert(finding.detail)}"
+            f"{views.STATUS_ICONS[finding.status]} **{escape_markdown(finding.title)}** — "
+            f"{escape_markdown(finding.detail)}"
         )
         with st.expander("Evidence"):
             st.dataframe(
@@ -104,7 +105,7 @@ for finding in health.findings(metadata, manifests, files, totals):
 st.subheader("Schema")
 schema = metadata.current_schema()
 identifiers = ", ".join(schema.identifier_field_names()) or "none"
-st.caption(f"Schema {schema.schema_id} · identifier fields: {inert(identifiers)}")
+st.caption(f"Schema {schema.schema_id} · identifier fields: {escape_markdown(identifiers)}")
 schema_rows = describe.schema_rows(schema)
 st.dataframe(
     [views.field_row(row) for row in schema_rows],

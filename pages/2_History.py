@@ -9,7 +9,7 @@ from ui import figures, views
 from ui.shell import (
     TIME_CURRENT,
     bootstrap,
-    inert,
+    escape_markdown,
     require_table,
     snapshot_from,
     snapshot_from_chart,
@@ -22,7 +22,7 @@ metadata = table.metadata
 tl = timeline(metadata)
 selected = context.snapshot_id if context.selection.time_kind != TIME_CURRENT else None
 
-st.title(f"History of {inert(table.identifier)}")
+st.title(f"History of {escape_markdown(table.identifier)}")
 st.caption(
     f"{len(tl.points):,} snapshots on {len(tl.lanes)} lane{'s' if len(tl.lanes) != 1 else ''} · "
     "marker size grows with rows "
@@ -119,6 +119,6 @@ with right:
     )
     st.caption(
         f"{len(metadata.metadata_log):,} earlier metadata files; the current one is "
-        f"{inert(table.metadata_location)} (last updated "
+        f"{escape_markdown(table.metadata_location)} (last updated "
         f"{views.format_ms(metadata.last_updated_ms)})."
     )

@@ -7,7 +7,7 @@ import streamlit as st
 from icecore.health import format_bytes
 from icecore.layout import MIN_BUDGET, metadata_tree
 from ui import data, figures, views
-from ui.shell import bootstrap, guarded, inert, require_table, stop
+from ui.shell import bootstrap, escape_markdown, guarded, require_table, stop
 
 DEFAULT_BUDGET = 2_000
 MAX_BUDGET = 20_000
@@ -15,7 +15,7 @@ MAX_BUDGET = 20_000
 context = bootstrap("Metadata tree")
 table, snapshot = require_table(context)
 
-st.title(f"Metadata tree of {inert(table.identifier)}")
+st.title(f"Metadata tree of {escape_markdown(table.identifier)}")
 if snapshot is None:
     st.info("The table has no snapshot yet: there is no manifest list to draw.")
     stop()
@@ -59,7 +59,7 @@ st.plotly_chart(
 )
 
 st.subheader("Manifest list")
-st.caption(f"{inert(snapshot.manifest_list or '(inline manifests)')}")
+st.caption(f"{escape_markdown(snapshot.manifest_list or '(inline manifests)')}")
 st.dataframe(views.manifest_rows(manifests), hide_index=True, width="stretch")
 
 paths = [m.manifest_path for m in manifests]

@@ -11,8 +11,8 @@ from ui.shell import (
     bootstrap,
     code_label,
     drive,
+    escape_markdown,
     filter_from,
-    inert,
     require_table,
     set_filter,
     show_error,
@@ -28,8 +28,8 @@ selection = context.selection
 location = table.metadata_location
 key = data.selectors_key(context.selectors())
 
-st.title(f"Scan preview of {inert(table.identifier)}")
-st.caption(f"At {inert(selection.describe_time())}.")
+st.title(f"Scan preview of {escape_markdown(table.identifier)}")
+st.caption(f"At {escape_markdown(selection.describe_time())}.")
 
 drive("scan_filter", selection.filter or "")
 st.text_input(
@@ -43,7 +43,7 @@ view = None
 try:
     view = data.plan(location, key, selection.filter, table)
 except FilterError as error:
-    st.error(str(error), icon=":material/error:")  # inline, right under the filter box
+    show_error(error)  # inline, right under the filter box
 except IcecoreError as error:
     show_error(error)
     stop()
@@ -77,7 +77,8 @@ limit = cols[1].number_input(
 
 counts = view.counts
 st.subheader("What planning keeps")
-st.caption(f"Bound filter: `{view.filter}`")
+st.caption("Bound filter:")
+st.code(view.filter, language="sql", wrap_lines=True)
 cols = st.columns(4)
 cols[0].metric(
     "Data manifests kept",

@@ -5,13 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import data, figures, views
-from ui.shell import bootstrap, guarded, inert, require_table, set_time, stop
+from ui.shell import bootstrap, escape_markdown, guarded, require_table, set_time, stop
 
 context = bootstrap("Time travel")
 table, snapshot = require_table(context)
 metadata = table.metadata
 
-st.title(f"Time travel in {inert(table.identifier)}")
+st.title(f"Time travel in {escape_markdown(table.identifier)}")
 st.caption(
     "Pick two points: a snapshot id, a branch or tag, or type an ISO-8601 time "
     "(2024-08-09T10:00:00Z). Files, rows, partitions, schema and specs are compared."

@@ -10,13 +10,20 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import evolve_form as form
-from ui.shell import TIME_CURRENT, bootstrap, filesystem_warning, inert, require_table, stop
+from ui.shell import (
+    TIME_CURRENT,
+    bootstrap,
+    escape_markdown,
+    filesystem_warning,
+    require_table,
+    stop,
+)
 
 context = bootstrap("Evolution")
 table, _ = require_table(context)
 key = form.start(context, table)
 
-st.title(f"Evolve {inert(table.identifier)}")
+st.title(f"Evolve {escape_markdown(table.identifier)}")
 st.caption(
     "Change the schema, the partition spec, the sort order or the properties. Icecore checks "
     "each change against the Iceberg spec as you type and shows a dry run; nothing is written "
@@ -24,11 +31,11 @@ st.caption(
 )
 warning = filesystem_warning(table)
 if warning is not None:
-    st.warning(inert(warning), icon=":material/warning:")
+    st.warning(escape_markdown(warning), icon=":material/warning:")
 if context.selection.time_kind != TIME_CURRENT:
     st.caption(
         f"Changes apply to the table's current metadata, not to "
-        f"{inert(context.selection.describe_time())} chosen in the sidebar."
+        f"{escape_markdown(context.selection.describe_time())} chosen in the sidebar."
     )
 form.show_committed(context, key, table)
 

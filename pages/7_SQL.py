@@ -16,7 +16,7 @@ from icecore.sql import ROWS_TABLE
 from pipeline.query_check import checked_query
 from pipeline.spark import PipelineError
 from ui import data, jobs
-from ui.shell import bootstrap, drive, guarded, inert, require_table, stop
+from ui.shell import bootstrap, drive, escape_markdown, guarded, require_table, stop
 
 SPARK_JOB_KEY = "sql_spark_job"
 SPARK_QUERIES_ENV = "ICECORE_SPARK_QUERIES"
@@ -28,10 +28,10 @@ context = bootstrap("SQL")
 table, snapshot = require_table(context)
 selection = context.selection
 
-st.title(f"SQL on {inert(table.identifier)}")
+st.title(f"SQL on {escape_markdown(table.identifier)}")
 st.caption(
-    f"One SELECT over `{ROWS_TABLE}` (the scan at {inert(selection.describe_time())}"
-    + (f", filter `{inert(selection.filter)}`" if selection.filter else "")
+    f"One SELECT over `{ROWS_TABLE}` (the scan at {escape_markdown(selection.describe_time())}"
+    + (f", filter {escape_markdown(selection.filter)}" if selection.filter else "")
     + ") and the metadata tables: "
     + ", ".join(f"`{k}`" for k in KINDS)
     + ". No files, no network; at most 100,000 rows come back."
@@ -56,7 +56,8 @@ st.session_state["sql_linked"] = text
 if os.environ.get(SPARK_QUERIES_ENV) == "1":
     with st.expander("Run on Spark: exact answers over the whole table", expanded=False):
         st.caption(
-            f"Runs the query on Spark (master {inert(jobs.spark_master())}) over `{ROWS_TABLE}` as "
+            f"Runs the query on Spark (master {escape_markdown(jobs.spark_master())}) over "
+            f"`{ROWS_TABLE}` as "
             "the whole table at the chosen snapshot (no filter, no row limit before the query), "
             "in the background. Only an allow-listed SELECT runs there: `rows` and its CTEs, the "
             "table's columns, built-in pure functions; no other table, file path, command or hint."
@@ -67,7 +68,7 @@ if os.environ.get(SPARK_QUERIES_ENV) == "1":
             try:
                 checked_query(text, table, snapshot_id)
             except (PipelineError, IcecoreError) as refusal:
-                st.error(inert(refusal), icon=":material/block:")
+                st.error(escape_markdown(refusal), icon=":material/block:")
             else:
                 argv = [f"{context.catalog}::{table.identifier}", text]
                 argv += ["--master", jobs.spark_master()]
@@ -84,7 +85,7 @@ if os.environ.get(SPARK_QUERIES_ENV) == "1":
                 status = jobs.status(st.session_state[SPARK_JOB_KEY])
                 st.markdown(f"Spark query · {status.state}")
                 if status.error is not None:
-                    st.error(inert(status.error), icon=":material/error:")
+                    st.error(escape_markdown(status.error), icon=":material/error:")
                 elif status.result is None:
                     st.code("\n".join(status.log_tail[-8:]) or "(starting…)", language=None)
                 else:

@@ -14,7 +14,7 @@ import streamlit as st
 from icecore.errors import IcecoreError
 from icecore.maintenance import Job
 from ui import data, evolve_form, jobs, views
-from ui.shell import bootstrap, inert, require_table, show_error, stop
+from ui.shell import bootstrap, escape_markdown, require_table, show_error, stop
 
 POLL_SECONDS = 2.0
 JOBS_KEY = "mt_jobs"  # session state: table key -> id of the last job launched from this page
@@ -23,12 +23,12 @@ context = bootstrap("Maintenance")
 table, _ = require_table(context)
 table_key = f"{context.catalog}::{table.identifier}"
 
-st.title(f"Maintain {inert(table.identifier)}")
+st.title(f"Maintain {escape_markdown(table.identifier)}")
 evolve_form.stop_unless_writable(context.read_only, table, "maintenance is hidden.")
 st.caption(
     "What the table's health findings would take to fix, the Spark job that fixes each, and "
     "its effect estimated from metadata alone. A job runs on Spark "
-    f"(master {inert(jobs.spark_master())}) in the background, after you confirm it."
+    f"(master {escape_markdown(jobs.spark_master())}) in the background, after you confirm it."
 )
 
 
@@ -36,12 +36,12 @@ def show_job(job_id: str) -> None:
     """A job's state, log tail and, once done, its result and a before/after comparison."""
     status = jobs.status(job_id)
     request = status.request
-    st.markdown(f"**{inert(request.get('job', ''))}** · job `{job_id}` · {status.state}")
+    st.markdown(f"**{escape_markdown(request.get('job', ''))}** · job `{job_id}` · {status.state}")
     if status.state is jobs.State.RUNNING and st.button("Cancel the job", key="mt_cancel"):
         jobs.cancel(job_id)
     st.code("\n".join(status.log_tail) or "(starting…)", language=None)
     if status.error is not None:
-        st.error(inert(status.error), icon=":material/error:")
+        st.error(escape_markdown(status.error), icon=":material/error:")
     if status.result is None:
         return
     result = status.result
@@ -112,8 +112,8 @@ except IcecoreError as error:
 for rec in recommendations:
     with st.container(border=True):
         st.markdown(
-            f"{views.STATUS_ICONS[rec.status]} **{inert(rec.title)}** · `{rec.job}` — "
-            f"{inert(rec.reason)}"
+            f"{views.STATUS_ICONS[rec.status]} **{escape_markdown(rec.title)}** · `{rec.job}` — "
+            f"{escape_markdown(rec.reason)}"
         )
         left, right = st.columns(2)
         with left.expander("Evidence"):
@@ -176,7 +176,7 @@ try:
 except IcecoreError as error:
     show_error(error)
     stop()
-st.markdown(f"**Dry run** (from metadata, nothing written): {inert(estimate.reason)}")
+st.markdown(f"**Dry run** (from metadata, nothing written): {escape_markdown(estimate.reason)}")
 st.dataframe(
     [{"estimate": k, "value": v} for k, v in estimate.estimate.items()],
     hide_index=True,
@@ -190,7 +190,7 @@ deletes = job in (Job.EXPIRE_SNAPSHOTS, Job.REMOVE_ORPHAN_FILES)
 confirmed = st.checkbox(
     "I understand this "
     + ("deletes files for good" if deletes else "commits a new snapshot")
-    + f" on {table.identifier}.",
+    + f" on {escape_markdown(table.identifier)}.",
     key="mt_confirm",
 )
 if st.button(

@@ -4,6 +4,9 @@
 #   ICECORE_CATALOG  serve this catalog instead of the demo (then nothing is built)
 #   ICECORE_ADDRESS  listen address (127.0.0.1; the Docker image sets 0.0.0.0)
 #   ICECORE_PORT     port (8501)
+# What the app serves is ICECORE_CATALOG and the [catalogs.NAME] entries of icecore.toml and
+# nothing else, unless ICECORE_OPEN_CATALOGS=1 (which `make run` sets; the Docker image does
+# not). See README.md "Deploying" and SECURITY.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${ICECORE_CATALOG:-}" ]; then

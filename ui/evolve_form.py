@@ -42,7 +42,7 @@ from ui.evolve import (
     partition_name,
     widenings,
 )
-from ui.shell import PageContext, drive, inert, show_error, stop
+from ui.shell import PageContext, drive, escape_markdown, show_error, stop
 from ui.views import fit_height
 
 KEY_PREFIX = "evo_"
@@ -603,12 +603,12 @@ def show_dry_run(dry: DryRun, table: Table, base: Table) -> None:
     st.subheader("Dry run")
     st.caption(
         f"Computed exactly as the commit computes it, against metadata file "
-        f"{inert(dry.base_location)}. Nothing was written."
+        f"{escape_markdown(dry.base_location)}. Nothing was written."
     )
     if base.metadata_location != table.metadata_location:
         st.warning(
             "The table has moved on since you confirmed this dry run: another writer "
-            f"committed {inert(what_changed(base.metadata, table.metadata))}. Committing "
+            f"committed {escape_markdown(what_changed(base.metadata, table.metadata))}. Committing "
             "checks the change against the new version first.",
             icon=":material/sync_problem:",
         )
@@ -683,7 +683,8 @@ def commit_controls(
     st.subheader("Commit")
     pin = Pin(context.catalog, str(table.identifier), dry.base_location, tuple(changes))
     confirmed = st.checkbox(
-        f"I have read the dry run above and want to commit it to {inert(table.identifier)}",
+        "I have read the dry run above and want to commit it to "
+        + escape_markdown(table.identifier),
         key=CONFIRM_KEY,
         on_change=_on_confirm,
         kwargs={"pin": pin},
@@ -698,7 +699,7 @@ def commit_controls(
     )
     outcome = st.session_state.get(OUTCOME_KEY)
     if isinstance(outcome, Outcome) and outcome.table_key == pin.table_key and outcome.error:
-        st.error(outcome.error, icon=":material/error:")
+        st.error(escape_markdown(outcome.error), icon=":material/error:")
         if outcome.conflict:
             st.button(
                 "Reload the table and check the change again",
@@ -719,7 +720,8 @@ def show_committed(context: PageContext, key: str, table: Table) -> None:
         return
     with st.container(border=True):
         st.success(
-            f"Committed to {inert(done.table)}. New metadata file: {inert(done.metadata_location)}",
+            f"Committed to {escape_markdown(done.table)}. "
+            f"New metadata file: {escape_markdown(done.metadata_location)}",
             icon=":material/check_circle:",
         )
         cols = st.columns(3)
@@ -727,7 +729,7 @@ def show_committed(context: PageContext, key: str, table: Table) -> None:
         cols[1].metric("Partition spec id", done.spec_id)
         cols[2].metric("Sort order id", done.sort_order_id)
         st.code("\n".join(done.changes), language=None)
-        st.caption(f"It replaced {inert(done.previous_location)}.")
+        st.caption(f"It replaced {escape_markdown(done.previous_location)}.")
         params = context.selection.to_params()
         links = st.columns(3)
         links[0].page_link("pages/1_Overview.py", label="See it on Overview", query_params=params)
@@ -750,7 +752,7 @@ def stop_unless_writable(read_only: bool, table: Table, hidden: str) -> None:
         stop()
     refusal = evolve.commit_refusal(table)
     if refusal is not None:
-        st.info(inert(refusal), icon=":material/lock:")
+        st.info(escape_markdown(refusal), icon=":material/lock:")
         stop()
 
 

@@ -6,6 +6,10 @@ session state and in the URL query parameters (``?catalog=...&table=...&snapshot
 ``&ref=``/``&as_of=``, and ``&filter=``), so any view can be shared as a link: a link's
 parameters win over what the session remembers, and every change is written back to both.
 
+Every catalog the selection names passes :func:`ui.served.admit` first (the deployment
+boundary), and a table must be one the catalog lists before it is opened. Whatever a link or
+a user supplied is shown as text: errors and captions go through :func:`escape_markdown`.
+
 Widgets are driven by key: before each sidebar widget is drawn its session-state value is
 set from the selection, and its ``on_change`` callback writes the user's choice back into
 the selection. A page never reads a widget to learn the selection; it reads
@@ -25,16 +29,20 @@ from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
 
-from icecore.catalog import FilesystemCatalog
+from icecore.catalog import FilesystemCatalog, TableIdentifier
 from icecore.catalog.postgres import hide_password
 from icecore.errors import IcecoreError, NotFound
 from icecore.metadata import Snapshot
 from icecore.table import Table
 from ui import data
+from ui.served import (
+    NotServed,
+    admit,
+    default_catalog,
+    open_catalogs_allowed,
+    served_keys,
+)
 
-DEFAULT_WAREHOUSE = "warehouse"
-DEMO_FILESYSTEM_SUBDIR = "hadoop"
-"""The demo keeps its filesystem-catalog tables in this folder of the warehouse."""
 CONFIG_ENV = "ICECORE_CONFIG"
 DEFAULT_CONFIG = "icecore.toml"
 """The app's config file (``read_only = true``); ``ICECORE_CONFIG`` names another."""
@@ -78,7 +86,7 @@ class Selection:
             return value if value else None
 
         return cls(
-            catalog=hide_password(get("catalog") or catalog),
+            catalog=get("catalog") or catalog,
             table=get("table"),
             snapshot=get("snapshot"),
             ref=get("ref") if not get("snapshot") else None,
@@ -165,23 +173,6 @@ class PageContext:
         return self.snapshot.snapshot_id if self.snapshot is not None else None
 
 
-def default_catalog() -> str:
-    """The catalog a fresh visit opens: ``ICECORE_CATALOG`` or ``./warehouse``.
-
-    A PostgreSQL URI's password is kept out of what the app shows and links (hide_password).
-    """
-    return hide_password(os.environ.get("ICECORE_CATALOG") or DEFAULT_WAREHOUSE)
-
-
-def companion_catalogs(catalog: str) -> list[str]:
-    """Other catalogs to show beside ``catalog``: the demo's filesystem warehouse if present."""
-    folder = Path(catalog)
-    fs_warehouse = folder / DEMO_FILESYSTEM_SUBDIR
-    if folder.is_dir() and fs_warehouse.is_dir():
-        return [str(fs_warehouse)]
-    return []
-
-
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -223,12 +214,25 @@ def filesystem_warning(table: Table) -> str | None:
     )
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
+_ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+"""Every ASCII punctuation character: CommonMark lets a backslash escape each of them."""
+WORD_JOINER = "\u2060"
+"""An invisible character that breaks an autolink literal without changing what is shown."""
+_AUTOLINK_LITERAL = re.compile(r"(?i)(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)")
 
 
-def inert(text: object) -> str:
-    """Text from a table (names, properties) made safe to embed in Streamlit markdown."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+def escape_markdown(text: object) -> str:
+    """``text`` as Streamlit markdown that shows these characters and nothing else.
+
+    Every ASCII punctuation character is backslash-escaped, which is what CommonMark defines
+    escapes for. That breaks every construct of the parser: links and images (``[``, ``!``),
+    ``<...>`` autolinks and HTML tags, emphasis, code, headings and lists, and Streamlit's
+    directives (``:red[...]``, ``:material/...:`` icons) and ``$math$``. GFM's autolink
+    literals (``https://...``, ``www.``, ``a@b.c``) are found later, in the parsed text where
+    escapes are already gone, so a word joiner (invisible) is put into each trigger too.
+    """
+    joined = _AUTOLINK_LITERAL.sub(WORD_JOINER, str(text))
+    return _ASCII_PUNCTUATION.sub(r"\\\1", joined)
 
 
 def code_label(text: str) -> str:
@@ -237,8 +241,12 @@ def code_label(text: str) -> str:
 
 
 def show_error(error: IcecoreError) -> None:
-    """Show an Icecore error as the one sentence it is, never a traceback."""
-    st.error(str(error), icon=":material/error:")
+    """Show an Icecore error as the one sentence it is, never a traceback.
+
+    Error sentences quote what a link or a user supplied (a ref, a filter, a table name),
+    so the sentence is escaped: it shows as text, never as a link or an image.
+    """
+    st.error(escape_markdown(error), icon=":material/error:")
 
 
 def guarded(call: Callable[[], T]) -> T:
@@ -277,9 +285,15 @@ def set_selection(selection: Selection) -> None:
 
 
 def set_catalog(catalog: str) -> None:
-    """Choose another catalog (the table and time are cleared)."""
+    """Choose another catalog (the table and time are cleared).
+
+    ``catalog`` is admitted as :func:`bootstrap` admits a link's (a catalog outside the
+    boundary is refused there, with its sentence, before anything opens it).
+    """
     st.session_state.pop(PENDING_KIND_KEY, None)
-    catalog = hide_password(catalog.strip())
+    catalog = catalog.strip()
+    if open_catalogs_allowed():
+        catalog = hide_password(catalog)
     known = st.session_state.setdefault(KNOWN_CATALOGS_KEY, [])
     if catalog and catalog not in known:
         known.append(catalog)
@@ -324,16 +338,19 @@ def snapshot_from_chart(key: str) -> None:
 
 
 def _known_catalogs(selection: Selection) -> list[str]:
-    base = default_catalog()
-    known: list[str] = [base, *companion_catalogs(base)]
-    for extra in [*st.session_state.get(KNOWN_CATALOGS_KEY, []), selection.catalog]:
+    """The served catalogs, then (only when open catalogs are allowed) those opened since."""
+    known = served_keys()
+    extras = st.session_state.get(KNOWN_CATALOGS_KEY, []) if open_catalogs_allowed() else []
+    for extra in [*extras, selection.catalog]:
         if extra not in known:
             known.append(extra)
     return known
 
 
 def _on_catalog() -> None:
-    set_catalog(st.session_state["sb_catalog"])
+    chosen = st.session_state.get("sb_catalog")
+    if chosen:
+        set_catalog(chosen)
 
 
 def _on_other_catalog() -> None:
@@ -405,16 +422,22 @@ def drive(key: str, value: Any) -> None:
         st.session_state[key] = value
 
 
-def _sidebar_catalog(selection: Selection) -> None:
-    known = _known_catalogs(selection)
-    drive("sb_catalog", selection.catalog)
+def _sidebar_catalog(selection: Selection, refused: bool = False) -> None:
+    """The catalog picker; after a refused link, the served catalogs with none chosen."""
+    known = served_keys() if refused else _known_catalogs(selection)
+    drive("sb_catalog", None if refused else selection.catalog)
     st.sidebar.selectbox(
         "Catalog",
         known,
         key="sb_catalog",
+        index=None,
+        placeholder="Choose a catalog",
         on_change=_on_catalog,
-        help="A warehouse folder, a sqlite:/// or postgresql:// URI, or a metadata.json path.",
+        help="The catalogs this app serves: a name from icecore.toml, a warehouse folder, a "
+        "sqlite:/// or postgresql:// URI, or a metadata.json path.",
     )
+    if not open_catalogs_allowed():
+        return
     st.sidebar.text_input(
         "Open another catalog",
         key="sb_catalog_other",
@@ -528,6 +551,16 @@ def bootstrap(title: str) -> PageContext:
     """
     st.set_page_config(page_title=f"{title} · Icecore", page_icon="🧊", layout="wide")
     selection = current_selection()
+    try:
+        selection = replace(selection, catalog=admit(selection.catalog))
+    except NotServed as refused:
+        # The link stays as given (every run says no) until a served catalog is chosen.
+        st.sidebar.title("Icecore")
+        _sidebar_catalog(selection, refused=True)
+        show_error(refused)
+        selection = Selection(catalog=default_catalog())
+        context = PageContext(catalog=selection.catalog, read_only=read_only(), selection=selection)
+        return replace(context, failed=True)
     set_selection(selection)
     st.sidebar.title("Icecore")
     _sidebar_catalog(selection)
@@ -537,6 +570,13 @@ def bootstrap(title: str) -> PageContext:
     except IcecoreError as error:
         show_error(error)
         return replace(context, failed=True)
+    if selection.table is not None:
+        try:
+            check_listed(selection.table, tables)
+        except NotFound as error:
+            _sidebar_table(replace(selection, table=None), tables)
+            show_error(error)
+            return replace(context, failed=True)
     _sidebar_table(selection, tables)
     if selection.table is None:
         return context
@@ -554,6 +594,21 @@ def bootstrap(title: str) -> PageContext:
     if context.read_only:
         st.sidebar.caption("Read-only mode: commit controls are hidden.")
     return replace(context, table=table, snapshot=snapshot)
+
+
+def check_listed(name: str, tables: list[str]) -> None:
+    """Refuse a table name the catalog does not list, before anything opens it.
+
+    A name from a link is untrusted: a filesystem catalog would turn ``../../x`` or
+    ``/etc.x`` into a path outside its warehouse. Only the catalog's own listing is opened.
+
+    Raises:
+        NotFound: ``name`` is not ``namespace.table``, or not a table of the catalog.
+    """
+    if name in tables:
+        return
+    TableIdentifier.parse(name)  # the sentence for a name of the wrong shape
+    raise NotFound(f"Table {name!r} is not in this catalog; choose a table in the sidebar.")
 
 
 def require_table(context: PageContext) -> tuple[Table, Snapshot | None]:

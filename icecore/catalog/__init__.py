@@ -3,7 +3,9 @@
 ``load_catalog`` takes what a user types (DESIGN.md "Contracts"): a warehouse folder (an SQL
 catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///x.db``
 (``?catalog=NAME`` picks one of several catalogs in the file), ``postgresql://...`` (see
-:mod:`icecore.catalog.postgres`), or the path of a metadata.json.
+:mod:`icecore.catalog.postgres`), the path of a metadata.json, or the name of a
+``[catalogs.NAME]`` entry of ``icecore.toml`` (see :mod:`icecore.config`). A configured name
+wins over a folder of the same name: the config is the deployment's word.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from icecore.catalog.filesystem import FilesystemCatalog, current_metadata_file
 from icecore.catalog.postgres_uri import is_postgres_uri
 from icecore.catalog.sql import SqlCatalog
 from icecore.catalog.static import StaticCatalog
-from icecore.errors import NotFound
+from icecore.config import catalog_entry, is_catalog_name, load_config
+from icecore.errors import IcecoreError, NotFound
 from icecore.io import FileIO, normalize_path
 from icecore.table import Table, load_table_at
 
@@ -51,11 +54,30 @@ TABLE_SEPARATOR = "::"
 """Separates the catalog from the table name in ``CATALOG::ns.table``."""
 
 
+REMOTE_PROTOCOLS = ("s3", "memory", "gs", "abfs", "abfss")
+"""Object stores a filesystem warehouse may live on."""
+
+
 def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
-    """Open the catalog that ``uri`` names (see the module docstring)."""
+    """Open the catalog that ``uri`` names (see the module docstring).
+
+    Raises:
+        NotFound: nothing is there, or ``uri`` is not a catalog string.
+        ValidationError: ``uri`` is a name and icecore.toml is malformed.
+        IcecoreError: the catalog's storage or server could not be reached.
+    """
     text = str(uri).strip()
     if not text:
         raise NotFound("No catalog given; pass a warehouse folder, sqlite:///file.db or a URI.")
+    if is_catalog_name(text):
+        config = load_config()
+        if text in config.catalogs:
+            return _open(catalog_entry(text, config).uri, io)
+    return _open(text, io)
+
+
+def _open(text: str, io: FileIO | None) -> Catalog:
+    """Open a catalog string (never a name: an entry's ``uri`` cannot name another entry)."""
     if text.startswith("sqlite:"):
         parts = urlsplit(text)
         path = parts.path
@@ -82,8 +104,15 @@ def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
         if not folder.is_dir():
             raise NotFound(f"Catalog {text} does not exist (no such folder).")
         return FilesystemCatalog(text, io=io)
-    if "://" in text and protocol in ("s3", "memory", "gs", "abfs", "abfss"):
-        return FilesystemCatalog(text, io=io)
+    if "://" in text and protocol in REMOTE_PROTOCOLS:
+        try:
+            return FilesystemCatalog(text, io=io)
+        except IcecoreError:
+            raise
+        except Exception as e:  # the store's client raises its own kinds (credentials, DNS)
+            raise IcecoreError(
+                f"Cannot open the warehouse {text}: {e}; check its address and credentials."
+            ) from e
     raise NotFound(
         f"Unknown catalog {text!r}; give a warehouse folder, sqlite:///file.db, "
         "postgresql://... or a metadata.json path."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,3 +83,32 @@ def code_blocks(at: AppTest) -> list[str]:
 def keys(widgets: Any) -> set[str]:
     """The keys of the widgets drawn (``keys(at.button)``)."""
     return {w.key for w in widgets if w.key}
+
+
+EMPTY_TABLE = REPO / "tests/data/metadata/spark/zones-00000.metadata.json"
+"""A Spark-written metadata file of an empty table (no snapshot: nothing else to copy)."""
+
+
+def tiny_warehouse(root: Path, name: str = "db.zones") -> Path:
+    """A filesystem warehouse at ``root`` holding one empty table ``name`` (Hadoop layout)."""
+    namespace, table = name.split(".")
+    folder = root / namespace / table
+    metadata = json.loads(EMPTY_TABLE.read_text())
+    metadata["location"] = str(folder)
+    path = folder / "metadata" / "v1.metadata.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(metadata))
+    (folder / "metadata" / "version-hint.text").write_text("1")
+    return root
+
+
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def as_shown(markdown: str) -> str:
+    """The text a markdown element without markup shows: its backslash escapes resolved.
+
+    CommonMark: a backslash before an ASCII punctuation character shows that character; a
+    word joiner (U+2060) shows nothing.
+    """
+    return _ESCAPE.sub(r"\1", markdown).replace("\u2060", "")

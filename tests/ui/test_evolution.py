@@ -20,6 +20,7 @@ from tests.icecore.evolution.hand_table import tree_state
 from tests.icecore.evolution.spark_checks import describe, partitioning, spark_properties
 from tests.ui.copies import Copy, copy_hadoop_table, copy_sql_table
 from tests.ui.helpers import (
+    as_shown,
     code_blocks,
     drive,
     keys,
@@ -28,7 +29,7 @@ from tests.ui.helpers import (
     open_app,
     spark_count,
 )
-from ui.shell import filesystem_warning, inert
+from ui.shell import escape_markdown, filesystem_warning
 
 PAGE = "pages/6_Evolution.py"
 
@@ -97,7 +98,7 @@ def test_a_confirmed_commit_lands_and_spark_reads_the_new_columns(
     after = copy.location()
     assert after != before and Path(after).parent == copy.folder / "metadata"
     raw = copy.metadata()
-    assert len(at.success) == 1 and inert(after) in at.success[0].value
+    assert len(at.success) == 1 and escape_markdown(after) in at.success[0].value
     assert metrics(at)["Schema id"] == str(raw["current-schema-id"])
 
     # Spark, through its own catalog, reads the new columns: null in every old row.
@@ -183,7 +184,7 @@ def test_a_concurrent_commit_is_a_conflict_sentence_with_a_reload(
     drive(at, ("button", "evo_commit", None))
     assert not at.exception
     assert len(at.error) == 1
-    sentence = at.error[0].value
+    sentence = as_shown(at.error[0].value)
     assert "another writer committed" in sentence and "added other" in sentence
     assert "\n" not in sentence and "Traceback" not in sentence
     assert copy.location() == theirs, "nothing of the losing change was committed"
@@ -219,7 +220,7 @@ def test_a_filesystem_table_shows_the_warning_and_its_commit_reaches_spark(
     at = _open(copy, monkeypatch)
     no_problems(at)
     warning = filesystem_warning(icecore.load_table(f"{copy.catalog}::{copy.table}"))
-    assert warning is not None and [w.value for w in at.warning] == [inert(warning)]
+    assert warning is not None and [w.value for w in at.warning] == [escape_markdown(warning)]
     drive(at, ("text_input", "evo_f_add_name", "segment"))
     _commit(at)
     no_problems(at)

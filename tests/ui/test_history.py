@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.helpers import OpenPage, figures, metrics, no_problems, number, spark_count
+from tests.ui.helpers import OpenPage, as_shown, figures, metrics, no_problems, number, spark_count
 
 PAGE = "pages/2_History.py"
 
@@ -97,6 +97,6 @@ def test_an_unknown_snapshot_in_a_link_is_one_sentence(
 ) -> None:
     at = open_page(PAGE, table="demo.trips", snapshot="123")
     assert not at.exception
-    assert [e.value for e in at.error] == [
+    assert [as_shown(e.value) for e in at.error] == [
         "Snapshot 123 does not exist in the table (never, or expired)."
     ]

@@ -54,6 +54,7 @@ def test_the_password_stays_out_of_links_and_pages(
     assert pg_server.password not in everything_shown(at)
 
     monkeypatch.delenv("ICECORE_CATALOG")
+    monkeypatch.setenv("ICECORE_OPEN_CATALOGS", "1")  # a catalog the app does not serve
     linked = open_app("pages/1_Overview.py", catalog=pg_catalog, table="db.hand")
     no_problems(linked)
     assert linked.query_params.get("catalog") in (None, bare, [bare])

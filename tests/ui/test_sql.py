@@ -11,9 +11,8 @@ import pytest
 from icecore.catalog import load_table
 from pipeline.query_check import checked_query
 from pipeline.spark import PipelineError
-from tests.ui.helpers import OpenPage, no_problems, spark_count
+from tests.ui.helpers import OpenPage, as_shown, no_problems, spark_count
 from ui.jobs import jobs_dir
-from ui.shell import inert
 
 PAGE = "pages/7_SQL.py"
 
@@ -61,7 +60,7 @@ def test_bad_sql_is_one_sentence(open_page: OpenPage, sql: str, says: str) -> No
     at = open_page(PAGE, table="demo.zones")
     at.text_area(key="sql_text").input(sql).run()
     assert not at.exception
-    assert len(at.error) == 1 and says in at.error[0].value
+    assert len(at.error) == 1 and says in as_shown(at.error[0].value)
 
 
 @pytest.mark.spark
@@ -133,7 +132,7 @@ def test_a_refused_query_is_one_sentence_and_launches_no_job(
         checked_query(text, load_table(f"{demo_warehouse}::demo.trips"), None)
     assert says in str(refusal.value)
     shown = [e.value for e in at.error]
-    assert inert(refusal.value) in shown, shown
+    assert str(refusal.value) in [as_shown(v) for v in shown], shown
     assert "sql_spark_job" not in at.session_state
     assert not any(jobs_dir().iterdir())
     assert not marker.exists()

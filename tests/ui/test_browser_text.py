@@ -1,0 +1,63 @@
+"""In chromium: a link's values shown in the app's error box stay text, never a link or HTML.
+
+``&ref=[Session expired - sign in](https://evil.example)`` once showed a clickable phishing
+link inside the app's own red error box. The page the browser renders must show the value
+literally, with no ``<a href>`` to the injected host and no injected element. Only a tiny
+served warehouse is needed (no Spark).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.ui.helpers import tiny_warehouse
+from tests.ui.test_browser import _settle, _streamlit, browser  # noqa: F401  (a fixture)
+
+pytestmark = [pytest.mark.slow]
+
+INJECTED = [
+    "[Session expired - sign in](https://evil.example)",
+    "https://evil.example/login",
+    "www.evil.example",
+    "admin@evil.example",
+    "<b id=injected>bold</b><img id=injected-img src=x>",
+    ":red[alarm] :material/warning: $x^2$ ![p](https://evil.example/p.png)",
+]
+
+
+def test_link_values_in_errors_render_as_text(
+    tmp_path: Path,
+    browser: Any,  # noqa: F811  (the fixture imported above)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    served = tiny_warehouse(tmp_path / "served")
+    monkeypatch.setenv("ICECORE_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.delenv("ICECORE_OPEN_CATALOGS", raising=False)
+    with _streamlit(str(served), "streamlit-text.log") as base:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        for value in INJECTED:
+            for param in ("ref", "as_of", "table"):
+                query = {"catalog": str(served), "table": "db.zones", param: value}
+                page.goto(f"{base}/Overview?{urlencode(query)}")
+                _settle(page)
+                alert = page.get_by_test_id("stAlert").first
+                alert.wait_for()
+                shown = alert.inner_text().replace("\u2060", "")  # the word joiner is invisible
+                assert value in shown, (param, value, shown)
+                hrefs = page.locator("a[href*='evil.example']").evaluate_all(
+                    "els => els.map(e => [e.outerHTML, e.closest('[data-testid]')?.dataset.testid])"
+                )
+                assert not hrefs, (param, value, hrefs)
+                assert page.locator("img[src*='evil.example']").count() == 0, (param, value)
+                assert page.get_by_test_id("stAlert").locator("a, b, img, .katex").count() == 0
+                assert page.locator("#injected, #injected-img").count() == 0
+        # A catalog not served is one sentence, whatever the link carried.
+        page.goto(f"{base}/Overview?{urlencode({'catalog': INJECTED[0]})}")
+        _settle(page)
+        text = page.get_by_test_id("stAlert").first.inner_text()
+        assert "This catalog is not served here" in text
+        assert page.locator("a[href*='evil.example']").count() == 0
