@@ -8,6 +8,7 @@ catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -45,14 +46,35 @@ __all__ = [
     "TableIdentifier",
     "load_catalog",
     "load_table",
+    "read_only_from_env",
 ]
 
 TABLE_SEPARATOR = "::"
 """Separates the catalog from the table name in ``CATALOG::ns.table``."""
 
 
-def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
-    """Open the catalog that ``uri`` names (see the module docstring)."""
+READ_ONLY_ENV = "ICECORE_READ_ONLY"
+"""Set to 1/true/yes/on, catalogs are opened read-only unless a caller says otherwise."""
+
+
+def read_only_from_env() -> bool:
+    """Whether ``ICECORE_READ_ONLY`` asks for read-only catalogs (a read-only deployment)."""
+    return os.environ.get(READ_ONLY_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def load_catalog(
+    uri: str | Path, io: FileIO | None = None, *, read_only: bool | None = None
+) -> Catalog:
+    """Open the catalog that ``uri`` names (see the module docstring).
+
+    Args:
+        uri: the catalog.
+        io: the FileIO for its tables' files.
+        read_only: open a SQLite catalog read-only (its folder is never written, commits
+            are refused); None follows ``ICECORE_READ_ONLY``.
+    """
+    if read_only is None:
+        read_only = read_only_from_env()
     text = str(uri).strip()
     if not text:
         raise NotFound("No catalog given; pass a warehouse folder, sqlite:///file.db or a URI.")
@@ -62,7 +84,7 @@ def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
         if parts.netloc:
             path = f"{parts.netloc}{path}"
         name = parse_qs(parts.query).get("catalog", [None])[0]
-        return SqlCatalog(path, catalog_name=name, io=io)
+        return SqlCatalog(path, catalog_name=name, io=io, read_only=read_only)
     if is_postgres_uri(text):
         from icecore.catalog.postgres import PostgresCatalog
 
@@ -73,7 +95,7 @@ def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
     if protocol == "file":
         folder = Path(local)
         if (folder / SQL_CATALOG_FILE).is_file():
-            return SqlCatalog(folder / SQL_CATALOG_FILE, io=io)
+            return SqlCatalog(folder / SQL_CATALOG_FILE, io=io, read_only=read_only)
         if folder.is_file():
             raise NotFound(
                 f"{text} is a file, not a catalog; give a warehouse folder, a sqlite:/// URI "
