@@ -47,7 +47,8 @@ def local_path(location: str) -> str | None:
 def protected_paths(table: Table) -> tuple[list[str], list[str]]:
     """The folders and files an output must never touch, for a table being read.
 
-    The table's location, the folder of its metadata file, its ``write.data.path`` and
+    The table's location, the folder of its metadata file (and the table folder above a
+    ``metadata`` folder, which a copied table is opened from), its ``write.data.path`` and
     ``write.metadata.path``; when it came from a catalog, every table location that catalog
     lists (from their metadata locations, without reading them) and, for a SQL catalog, its
     database file.
@@ -56,7 +57,10 @@ def protected_paths(table: Table) -> tuple[list[str], list[str]]:
         (protected folders, protected files).
     """
     meta = table.metadata
-    dirs = [meta.location, os.path.dirname(table.metadata_location)]
+    metadata_dir = os.path.dirname(table.metadata_location)
+    dirs = [meta.location, metadata_dir]
+    if os.path.basename(metadata_dir) == "metadata":
+        dirs.append(os.path.dirname(metadata_dir))  # the table folder it was opened from
     dirs.extend(
         meta.properties[key]
         for key in ("write.data.path", "write.metadata.path", "write.folder-storage.path")

@@ -21,7 +21,7 @@ import pytest
 
 import icecore
 from icecore.errors import ValidationError
-from icecore.export import write_parquet
+from icecore.export import check_output, protected_paths, write_parquet
 from tests.conftest import REPO
 from tests.icecore.evolution.hand_table import write_table
 
@@ -120,8 +120,6 @@ def test_a_failed_write_leaves_no_partial_file_and_the_old_file_intact(
 
 
 def test_check_output_refuses_a_catalog_database(tmp_path: Path) -> None:
-    from icecore.export import check_output
-
     database = tmp_path / "catalog.db"
     database.write_bytes(b"db")
     with pytest.raises(ValidationError, match="catalog database"):
@@ -136,11 +134,20 @@ def test_live_data_files_of_a_spark_table_are_never_overwritten(
 ) -> None:
     table_dir = tmp_path / "customers_v1"
     shutil.copytree(demo_warehouse / "hadoop" / "demo" / "customers_v1", table_dir)
+    table = icecore.load_table(str(table_dir))
     plan: dict[str, Any] = json.loads(icecore_cli("plan", str(table_dir)).stdout)
+    # The copy's metadata still names the fixture's files (absolute paths): the real live
+    # file is only checked, never offered to a CLI run that could overwrite the fixture.
     live = Path(plan["data_files"][0].removeprefix("file:"))
-    assert live.is_relative_to(table_dir) and live.is_file()
+    assert live.is_file() and table.metadata.location.removeprefix("file:") in str(live)
+    dirs, files = protected_paths(table)
+    for force in (False, True):
+        with pytest.raises(ValidationError, match="inside the table location"):
+            check_output(live, dirs, files, force=force)
+    mirrored = table_dir / live.relative_to(table.metadata.location.removeprefix("file:"))
+    assert mirrored.is_file()
     before = contents(tmp_path)
-    for target in (live, table_dir / "metadata" / "version-hint.text"):
+    for target in (mirrored, table_dir / "metadata" / "version-hint.text"):
         for force in ([], ["--force"]):
             result = icecore_cli("scan", str(table_dir), "--output", str(target), *force)
             refused(result, "inside the table location")
