@@ -24,7 +24,7 @@ from icecore.evolution.change_text import (
     apply_sort_change,
     apply_spec_change,
 )
-from icecore.export import write_parquet, write_table
+from icecore.export import check_output, protected_paths, write_parquet, write_table
 from icecore.scan.planner import Plan
 from icecore.sql import run_sql
 
@@ -141,8 +141,17 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_scan(args: argparse.Namespace) -> dict[str, Any]:
-    """Read the rows a filtered scan returns (deletes applied) into a Parquet file."""
-    plan = _plan(args)
+    """Read the rows a filtered scan returns (deletes applied) into a Parquet file.
+
+    The output is checked first: never inside a table location, never over an existing
+    file without ``--force`` (:func:`icecore.export.check_output`).
+    """
+    table = load_table(args.table)
+    dirs, files = protected_paths(table)
+    check_output(args.output, dirs, files, force=args.force)
+    plan = table.scan(
+        filter=args.filter, snapshot_id=args.snapshot, ref=args.ref, as_of=args.as_of
+    ).plan()
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     rows = write_parquet(
         plan.to_batches(columns=columns, limit=args.limit), plan, columns, args.output
@@ -173,6 +182,9 @@ def cmd_sql(args: argparse.Namespace) -> list[dict[str, Any]]:
 def cmd_changelog(args: argparse.Namespace) -> Any:
     """Rows inserted and deleted between two points (Spark's create_changelog_view)."""
     table = load_table(args.table)
+    if args.output:
+        dirs, files = protected_paths(table)
+        check_output(args.output, dirs, files, force=args.force)
     ids = (
         [c.strip() for c in args.identifier_columns.split(",")] if args.identifier_columns else None
     )
@@ -283,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     scn.add_argument("--columns", default=None, help="comma-separated column names")
     scn.add_argument("--limit", type=int, default=None, help="stop after this many rows")
     scn.add_argument("--output", required=True, help="the Parquet file to write")
+    scn.add_argument("--force", action="store_true", help="replace an existing output file")
     scn.set_defaults(run=cmd_scan)
     sql = sub.add_parser("sql", help="a SELECT over metadata tables (files, ...) and rows")
     sql.add_argument("table", help=table_help)
@@ -300,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     chg.add_argument("--net-changes", action="store_true", help="net changes over the range")
     chg.add_argument("--limit", type=int, default=1000, help="rows printed as JSON (1000)")
     chg.add_argument("--output", default=None, help="write all rows to this Parquet file")
+    chg.add_argument("--force", action="store_true", help="replace an existing output file")
     chg.set_defaults(run=cmd_changelog)
     dif = sub.add_parser("diff", help="what changed between two snapshots, refs or times")
     dif.add_argument("table", help=table_help)

@@ -160,3 +160,27 @@ __all__ = [
     "is_catalog_name",
     "load_config",
 ]
+
+
+READ_ONLY_ENV = "ICECORE_READ_ONLY"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def read_only() -> bool:
+    """Whether this process may only read: commit controls hidden, catalogs opened read-only.
+
+    ``ICECORE_READ_ONLY`` decides when set (``1``/``true``/``yes``/``on`` or
+    ``0``/``false``/``no``/``off``); otherwise ``read_only = true`` in the config file;
+    otherwise False. A config file that exists but cannot be read or parsed counts as
+    read-only: a deployment that asked for read-only and made a typo must not become writable.
+    """
+    env = os.environ.get(READ_ONLY_ENV, "").strip().lower()
+    if env in _TRUE:
+        return True
+    if env in _FALSE:
+        return False
+    try:
+        return load_config().read_only is True
+    except ValidationError:
+        return True

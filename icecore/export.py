@@ -1,19 +1,134 @@
-"""Writing scan results to files a user asked for (the CLI's ``scan --output``, downloads)."""
+"""Writing scan results to files a user asked for (the CLI's ``scan --output``, downloads).
+
+An output path is checked before a single row is read (:func:`check_output`): it never
+lies inside a table's location (its data, delete and metadata files, ``version-hint.text``)
+nor names a catalog's own database, compared as real paths so a symlink or ``..`` cannot
+reach in; and it never replaces an existing file unless asked to (``--force``). The file
+is then written under a fresh temporary name in the target folder and renamed into place,
+so a failed or interrupted write leaves no partial file and never touches the old one.
+"""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from icecore.errors import IcecoreError
+from icecore.errors import IcecoreError, ValidationError
 from icecore.read import arrow_schema_for
 from icecore.scan.planner import Plan
+
+if TYPE_CHECKING:
+    from icecore.table import Table
+
+MAX_PROTECTED_TABLES = 10_000
+"""How many of a catalog's tables ``protected_paths`` lists (bounded in time)."""
+
+
+def local_path(location: str) -> str | None:
+    """The local file system path of a location (plain or ``file:``), or None for a URL."""
+    if location.startswith("file://"):
+        return location[len("file://") :] or None
+    if location.startswith("file:"):
+        return location[len("file:") :] or None
+    if "://" in location:
+        return None
+    return location
+
+
+def protected_paths(table: Table) -> tuple[list[str], list[str]]:
+    """The folders and files an output must never touch, for a table being read.
+
+    The table's location, the folder of its metadata file (and the table folder above a
+    ``metadata`` folder, which a copied table is opened from), its ``write.data.path`` and
+    ``write.metadata.path``; when it came from a catalog, every table location that catalog
+    lists (from their metadata locations, without reading them) and, for a SQL catalog, its
+    database file.
+
+    Returns:
+        (protected folders, protected files).
+    """
+    meta = table.metadata
+    metadata_dir = os.path.dirname(table.metadata_location)
+    dirs = [meta.location, metadata_dir]
+    if os.path.basename(metadata_dir) == "metadata":
+        dirs.append(os.path.dirname(metadata_dir))  # the table folder it was opened from
+    dirs.extend(
+        meta.properties[key]
+        for key in ("write.data.path", "write.metadata.path", "write.folder-storage.path")
+        if meta.properties.get(key)
+    )
+    files: list[str] = []
+    catalog = table.catalog
+    if catalog is not None:
+        database = getattr(catalog, "path", None)
+        if isinstance(database, Path):
+            files.extend(str(database) + suffix for suffix in ("", "-wal", "-shm", "-journal"))
+        try:
+            for ident in catalog.list_tables()[:MAX_PROTECTED_TABLES]:
+                metadata_dir = os.path.dirname(catalog.metadata_location(ident))
+                dirs.append(os.path.dirname(metadata_dir))
+        except IcecoreError:
+            pass  # the scanned table's own paths above are still protected
+    return dirs, files
+
+
+def check_output(
+    output: str | Path,
+    protected_dirs: Iterable[str],
+    protected_files: Iterable[str] = (),
+    *,
+    force: bool = False,
+) -> Path:
+    """Refuse an output path that would overwrite a table's files or an existing file.
+
+    Args:
+        output: the path the user gave.
+        protected_dirs: table locations (and metadata folders): nothing below them is
+            written, whatever ``force`` says.
+        protected_files: single files never replaced (a catalog database).
+        force: replace an existing file that is not protected.
+
+    Returns:
+        the output path.
+
+    Raises:
+        ValidationError: one sentence saying what the path hits and what to do.
+    """
+    target = Path(output)
+    real = Path(os.path.realpath(target))
+    for location in protected_dirs:
+        root = local_path(location)
+        if root is None:
+            continue
+        if real.is_relative_to(os.path.realpath(root)):
+            raise ValidationError(
+                f"Cannot write {output}: it is inside the table location {location}, whose "
+                "files the table needs; choose a path outside it."
+            )
+    for location in protected_files:
+        path = local_path(location)
+        if path is not None and real == Path(os.path.realpath(path)):
+            raise ValidationError(
+                f"Cannot write {output}: it is the catalog database {location}; choose "
+                "another path."
+            )
+    if target.is_dir():
+        raise ValidationError(f"Cannot write {output}: it is a folder; name a file in it.")
+    if (target.exists() or target.is_symlink()) and not force:
+        raise ValidationError(
+            f"Cannot write {output}: the file already exists; choose another name, or pass "
+            "--force to replace it."
+        )
+    return target
 
 
 def write_table(table: pa.Table, output: str | Path) -> int:
@@ -38,13 +153,22 @@ def write_parquet(
 
 def _write(batches: Iterable[pa.RecordBatch], schema: pa.Schema, output: str | Path) -> int:
     target = Path(output)
-    partial = target.with_name(f".{target.name}.partial")
+    try:
+        # A fresh name (never an existing file or a planted symlink) in the target folder,
+        # so the final rename is atomic and replaces a symlink itself, not what it points at.
+        handle, name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".partial", dir=target.parent
+        )
+    except OSError as e:
+        raise IcecoreError(f"Cannot write {target}: {e.strerror or e}.") from e
+    partial = Path(name)
     rows = 0
     try:
-        with pq.ParquetWriter(partial, schema) as writer:
+        with os.fdopen(handle, "wb") as sink, pq.ParquetWriter(sink, schema) as writer:
             for batch in batches:
                 writer.write_batch(batch)
                 rows += batch.num_rows
+        partial.chmod(0o644)  # mkstemp's 0600 would hide the result from its group
         partial.replace(target)
     except OSError as e:
         partial.unlink(missing_ok=True)

@@ -5,20 +5,35 @@ tables Icecore builds: every metadata table (``files``, ``manifests``, ``snapsho
 :mod:`icecore.inspect` names them) and ``rows``, the scan of the chosen snapshot (deletes
 applied, the optional filter pushed into planning). Only the tables a query names are built.
 
-User SQL is locked down: a fresh in-memory DuckDB per query with external access off (no
-files, no network), no extension installs or loads from disk, configuration locked, memory
-and threads limited, and only SELECT statements accepted.
+User SQL is locked down. Each query runs in a child process of its own
+(:mod:`icecore.sql_worker`), because no limit inside DuckDB bounds what a query can
+allocate (``repeat('x', 1500000000)`` lives outside its buffer manager): the kernel's
+``RLIMIT_DATA`` on that process does. There, a fresh in-memory DuckDB with external access
+off (no files, no network), spilling off (DuckDB would otherwise allow reading its temp
+folder back), no extension installs or loads, configuration locked, threads limited, only
+one SELECT accepted, a timer interrupting the query after ``ICECORE_SQL_TIMEOUT_S`` seconds
+(30 by default), and the result fetched in batches up to a row and a byte limit. The child
+starts in a private, empty, mode-0700 folder removed afterwards, and is killed if it
+outlives the time limit by more than a grace period.
 """
 
 from __future__ import annotations
 
-import re
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
-import duckdb
 import pyarrow as pa
+import pyarrow.ipc
 
 from icecore.errors import IcecoreError, ValidationError
 from icecore.inspect import KINDS
@@ -29,51 +44,133 @@ if TYPE_CHECKING:
 ROWS_TABLE = "rows"
 """The name of the scan's rows in user SQL."""
 
-MAX_TABLE_LOOKUPS = 20
-_MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist", re.IGNORECASE)
+TIMEOUT_ENV = "ICECORE_SQL_TIMEOUT_S"
+DEFAULT_TIMEOUT_S = 30.0
+KILL_GRACE_S = 5.0
+"""How long past the time limit the child may take to stop itself before it is killed."""
+
+_WORKER = Path(__file__).with_name("sql_worker.py")
+_HEADER_SIZE = 9  # one kind byte, an 8-byte big-endian length (see icecore.sql_worker)
+
+
+def timeout_from_env() -> float:
+    """``ICECORE_SQL_TIMEOUT_S`` as seconds (30 when unset).
+
+    Raises:
+        ValidationError: the variable is not a positive number.
+    """
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ValidationError(
+            f"{TIMEOUT_ENV}={text!r} is not a positive number of seconds; set it to e.g. 30."
+        )
+    return value
 
 
 @dataclass(frozen=True, slots=True)
 class SqlLimits:
-    """Resource limits for one user query."""
+    """Resource limits for one user query.
+
+    Attributes:
+        memory_limit: DuckDB's buffer manager limit.
+        threads: DuckDB's threads.
+        max_rows: rows returned at most (the rest are not fetched).
+        max_bytes: Arrow bytes of the result at most; a larger result is refused.
+        process_memory_mb: the query process's data segment limit (``RLIMIT_DATA``), the
+            bound that holds whatever DuckDB allocates.
+        timeout_s: seconds before the query is stopped; None reads ``ICECORE_SQL_TIMEOUT_S``.
+    """
 
     memory_limit: str = "1GB"
     threads: int = 2
     max_rows: int = 100_000
+    max_bytes: int = 256 * 2**20
+    process_memory_mb: int = 2048
+    timeout_s: float | None = None
 
 
-def _connect(limits: SqlLimits) -> duckdb.DuckDBPyConnection:
-    connection = duckdb.connect(
-        ":memory:",
-        config={
-            "enable_external_access": False,
-            "autoload_known_extensions": False,
-            "autoinstall_known_extensions": False,
-            "allow_unsigned_extensions": False,
-            "allow_community_extensions": False,
-            "memory_limit": limits.memory_limit,
-            "threads": limits.threads,
-        },
-    )
-    connection.execute("SET lock_configuration = true")
-    return connection
+def _send(stream: IO[bytes], kind: bytes, payload: bytes) -> None:
+    stream.write(kind + len(payload).to_bytes(8, "big"))
+    stream.write(payload)
+    stream.flush()
 
 
-def _check_select_only(connection: duckdb.DuckDBPyConnection, sql: str) -> None:
-    try:
-        statements = connection.extract_statements(sql)
-    except duckdb.Error as e:
-        raise ValidationError(f"The SQL does not parse: {_first_line(e)}") from e
-    if len(statements) != 1:
-        raise ValidationError("Write exactly one SELECT statement.")
-    if statements[0].type != duckdb.StatementType.SELECT:
-        raise ValidationError(
-            f"Only SELECT queries are allowed here, not {statements[0].type.name}."
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pyarrow.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue())
+
+
+class _Child:
+    """The worker process of one query, read with a deadline."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.folder = tempfile.mkdtemp(prefix="icecore-sql-")  # mode 0700
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", str(_WORKER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=self.folder,
+        )
+        # Waiting for the parent (building a table) does not count against the query.
+        self.budget = timeout + KILL_GRACE_S
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def send(self, kind: bytes, payload: bytes) -> None:
+        assert self.process.stdin is not None
+        try:
+            _send(self.process.stdin, kind, payload)
+        except BrokenPipeError as e:
+            raise self.died() from e
+
+    def died(self) -> IcecoreError:
+        code = self.process.poll()
+        return IcecoreError(
+            f"The SQL query process stopped unexpectedly (exit status {code}); simplify the "
+            "query or try again."
         )
 
+    def receive(self) -> tuple[bytes, bytes]:
+        stdout = self.process.stdout
+        assert stdout is not None
+        started = time.monotonic()
+        ready, _, _ = select.select([stdout], [], [], max(self.budget, 0.0))
+        self.budget -= time.monotonic() - started
+        if not ready:
+            self.process.kill()
+            raise _timeout_error(self.timeout)
+        header = stdout.read(_HEADER_SIZE)
+        if len(header) < _HEADER_SIZE:
+            raise self.died()
+        length = int.from_bytes(header[1:], "big")
+        payload = stdout.read(length)
+        if len(payload) < length:
+            raise self.died()
+        return header[:1], payload
 
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+def _timeout_error(timeout: float) -> IcecoreError:
+    return IcecoreError(
+        f"The query ran longer than {timeout:g} s and was stopped; narrow it (a filter, a "
+        f"LIMIT) or raise {TIMEOUT_ENV}."
+    )
 
 
 def query_arrow(
@@ -85,35 +182,51 @@ def query_arrow(
 
     Raises:
         ValidationError: not a single SELECT, a syntax error, or an unknown table.
-        IcecoreError: DuckDB refused or failed to run it (limits, permissions, types).
+        IcecoreError: DuckDB refused or failed to run it (time, memory, result size,
+            permissions, types).
     """
     limits = limits or SqlLimits()
-    connection = _connect(limits)
+    timeout = limits.timeout_s if limits.timeout_s is not None else timeout_from_env()
+    request = {
+        "sql": sql,
+        "tables": sorted(tables),
+        "memory_limit": limits.memory_limit,
+        "threads": limits.threads,
+        "max_rows": limits.max_rows,
+        "max_bytes": limits.max_bytes,
+        "process_memory_bytes": limits.process_memory_mb * 2**20,
+        "timeout_s": timeout,
+    }
+    child = _Child(timeout)
     try:
-        _check_select_only(connection, sql)
-        registered: set[str] = set()
-        for _ in range(MAX_TABLE_LOOKUPS):
-            try:
-                result = connection.sql(sql)
-                if result is None:
-                    raise ValidationError("The query returned no result set.")
-                return result.to_arrow_table().slice(0, limits.max_rows)
-            except duckdb.CatalogException as e:
-                match = _MISSING_TABLE.search(str(e))
-                name = match.group(1).strip('"').lower() if match else None
-                if name is None or name in registered or name not in tables:
-                    known = ", ".join(sorted(tables))
-                    raise ValidationError(f"{_first_line(e)} Tables you can query: {known}.") from e
-                source = tables[name]
-                connection.register(name, source() if callable(source) else source)
-                registered.add(name)
-            except duckdb.ParserException as e:
-                raise ValidationError(f"The SQL does not parse: {_first_line(e)}") from e
-            except duckdb.Error as e:
-                raise IcecoreError(f"The query failed: {_first_line(e)}") from e
-        raise ValidationError("The query names too many tables.")
+        child.send(b"S", json.dumps(request).encode())
+        while True:
+            kind, payload = child.receive()
+            if kind == b"R":
+                return pyarrow.ipc.open_stream(pa.py_buffer(payload)).read_all()
+            if kind == b"E":
+                raise _error(json.loads(payload), timeout, limits)
+            if kind != b"N":
+                raise child.died()
+            name = json.loads(payload)["name"]
+            source = tables[name]
+            child.send(b"T", _ipc(source() if callable(source) else source))
     finally:
-        connection.close()
+        child.close()
+
+
+def _error(answer: dict[str, str], timeout: float, limits: SqlLimits) -> IcecoreError:
+    kind, message = answer["kind"], answer["message"]
+    if kind == "validation":
+        return ValidationError(message)
+    if kind == "timeout":
+        return _timeout_error(timeout)
+    if kind == "memory":
+        return IcecoreError(
+            f"The query needed more memory than the {limits.process_memory_mb} MiB allowed "
+            "and was stopped; narrow it (a filter, a LIMIT, fewer or smaller values)."
+        )
+    return IcecoreError(message)
 
 
 def run_sql(

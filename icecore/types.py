@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from icecore.errors import InvalidMetadata, Unsupported
+from icecore.errors import InvalidMetadata, Unsupported, ValidationError
 
 MAX_DECIMAL_PRECISION = 38
 """Spec, "Primitive Types": decimal precision must be 38 or less."""
+
+MAX_FIXED_LENGTH = 2**31 - 1
+"""The longest ``fixed(L)``: Parquet, Avro and Iceberg Java store L as a signed 32-bit int."""
+
+GEOGRAPHY_ALGORITHMS = frozenset({"spherical", "vincenty", "thomas", "andoyer", "karney"})
+"""Spec (latest), "Edge-Interpolation Algorithm": the values ``geography(C, A)`` allows."""
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -417,8 +423,13 @@ _FIELD_KEYS = frozenset(
 )
 
 
-def primitive_from_string(text: str) -> PrimitiveType:
+def primitive_from_string(text: str, *, check_precision: bool = True) -> PrimitiveType:
     """Parse a primitive type string of Appendix C (whitespace around parameters allowed).
+
+    Args:
+        text: the type string.
+        check_precision: refuse a decimal precision outside 1-38 here (metadata parsing);
+            callers that run :func:`check_type` afterwards pass False.
 
     Raises:
         Unsupported: the string names no type Icecore knows (a newer spec's type).
@@ -430,7 +441,7 @@ def primitive_from_string(text: str) -> PrimitiveType:
     stripped = text.strip()
     if m := _DECIMAL.fullmatch(stripped):
         precision, scale = int(m.group(1)), int(m.group(2))
-        if not 0 < precision <= MAX_DECIMAL_PRECISION:
+        if check_precision and not 0 < precision <= MAX_DECIMAL_PRECISION:
             raise InvalidMetadata(
                 f"Type {text!r} has precision {precision}; the spec allows 1 to 38."
             )
@@ -442,6 +453,104 @@ def primitive_from_string(text: str) -> PrimitiveType:
     if m := _GEOGRAPHY.fullmatch(stripped):
         return GeographyType(m.group(1), m.group(2))
     raise Unsupported(f"Type {text!r} is not a type Icecore knows; it may need a newer Icecore.")
+
+
+def check_type(t: IcebergType, column: str | None = None) -> None:
+    """Refuse a type whose parameters the spec or Spark rejects, before it reaches a schema.
+
+    The one check of type parameters, used by the type text parser, the schema builders
+    and every schema a commit or dry run adds. Reading metadata stays lenient (a table
+    someone else wrote must still open); a change made here must leave a table every
+    engine can read. Rules ("Schemas and Data Types", "Nested Types", "Primitive Types"):
+
+    * ``decimal(P,S)``: 1 <= P <= 38 and 0 <= S <= P (Spark refuses a scale above the
+      precision or below 0, and then cannot read the table at all);
+    * ``fixed(L)``: 1 <= L <= 2**31 - 1;
+    * ``geometry(C)``/``geography(C, A)``: C not empty and not inline PROJJSON, A one of
+      the spec's algorithms;
+    * ``unknown`` must be optional: never a map key, an element or value only when optional;
+    * struct fields have non-empty names; every nested type is checked in turn.
+
+    Args:
+        t: the type to check.
+        column: the column it belongs to, named in the message.
+
+    Raises:
+        ValidationError: one sentence naming the column, the type and the rule broken.
+    """
+    problem = _type_problem(t, column)
+    if problem is not None:
+        raise ValidationError(problem)
+
+
+def _type_problem(t: IcebergType, column: str | None) -> str | None:
+    where = "" if column is None else f" for column {column!r}"
+
+    def inner(name: str) -> str:
+        return name if column is None else f"{column}.{name}"
+
+    if isinstance(t, DecimalType):
+        p, s = t.precision, t.scale
+        if not 1 <= p <= MAX_DECIMAL_PRECISION:
+            return (
+                f"Cannot use {t}{where}: a decimal's precision must be between 1 and "
+                f"{MAX_DECIMAL_PRECISION}."
+            )
+        if not 0 <= s <= p:
+            return (
+                f"Cannot use {t}{where}: a decimal's scale must be between 0 and its "
+                f"precision ({p})."
+            )
+        return None
+    if isinstance(t, FixedType):
+        if not 1 <= t.length <= MAX_FIXED_LENGTH:
+            return (
+                f"Cannot use {t}{where}: a fixed type's length must be between 1 and "
+                f"{MAX_FIXED_LENGTH} bytes."
+            )
+        return None
+    if isinstance(t, GeometryType | GeographyType):
+        crs = t.crs
+        if crs is not None and (not crs.strip() or "{" in crs):
+            return (
+                f"Cannot use {t}{where}: the CRS must be a non-empty identifier such "
+                "as EPSG:4326 or projjson:<property>, never inline PROJJSON."
+            )
+        algorithm = t.algorithm if isinstance(t, GeographyType) else None
+        if algorithm is not None and algorithm not in GEOGRAPHY_ALGORITHMS:
+            return (
+                f"Cannot use {t}{where}: the edge algorithm must be one of "
+                f"{', '.join(sorted(GEOGRAPHY_ALGORITHMS))}."
+            )
+        return None
+    if isinstance(t, StructType):
+        for f in t.fields:
+            if not f.name:
+                return f"Cannot use {t}{where}: a struct field needs a name."
+            if isinstance(f.field_type, UnknownType) and f.required:
+                return (
+                    f"Cannot make field {inner(f.name)!r} required: unknown columns are always "
+                    "optional."
+                )
+            problem = _type_problem(f.field_type, inner(f.name))
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(t, ListType):
+        if isinstance(t.element_type, UnknownType) and t.element_required:
+            return f"Cannot use {t}{where}: an unknown element must be optional."
+        return _type_problem(t.element_type, inner("element"))
+    if isinstance(t, MapType):
+        if isinstance(t.key_type, UnknownType):
+            return (
+                f"Cannot use {t}{where}: map keys are required and an unknown value is always null."
+            )
+        if isinstance(t.value_type, UnknownType) and t.value_required:
+            return f"Cannot use {t}{where}: an unknown map value must be optional."
+        return _type_problem(t.key_type, inner("key")) or _type_problem(
+            t.value_type, inner("value")
+        )
+    return None
 
 
 def _get(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -584,6 +693,8 @@ def type_to_json(t: IcebergType) -> Any:
 
 __all__ = [
     "MAX_DECIMAL_PRECISION",
+    "GEOGRAPHY_ALGORITHMS",
+    "MAX_FIXED_LENGTH",
     "BinaryType",
     "BooleanType",
     "DateType",
@@ -611,6 +722,7 @@ __all__ = [
     "UUIDType",
     "UnknownType",
     "VariantType",
+    "check_type",
     "field_from_json",
     "field_to_json",
     "primitive_from_string",

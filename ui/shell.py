@@ -19,18 +19,16 @@ the selection. A page never reads a widget to learn the selection; it reads
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
 
 from icecore.catalog import FilesystemCatalog, TableIdentifier
 from icecore.catalog.postgres import hide_password
+from icecore.config import read_only as config_read_only
 from icecore.errors import IcecoreError, NotFound
 from icecore.metadata import Snapshot
 from icecore.table import Table
@@ -173,28 +171,9 @@ class PageContext:
         return self.snapshot.snapshot_id if self.snapshot is not None else None
 
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-
-
 def read_only() -> bool:
-    """Whether commit and maintenance controls are hidden.
-
-    ``ICECORE_READ_ONLY`` decides when set (``1``/``true``/``yes`` or ``0``/``false``/``no``);
-    otherwise ``read_only = true`` in the config file (``ICECORE_CONFIG``, default
-    ``./icecore.toml``); otherwise False.
-    """
-    env = os.environ.get("ICECORE_READ_ONLY", "").strip().lower()
-    if env in _TRUE:
-        return True
-    if env in _FALSE:
-        return False
-    path = Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG)
-    try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
-    return config.get("read_only") is True
+    """Whether commit and maintenance controls are hidden (:func:`icecore.config.read_only`)."""
+    return config_read_only()
 
 
 def filesystem_warning(table: Table) -> str | None:

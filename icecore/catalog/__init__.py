@@ -20,6 +20,7 @@ from icecore.catalog.postgres_uri import is_postgres_uri
 from icecore.catalog.sql import SqlCatalog
 from icecore.catalog.static import StaticCatalog
 from icecore.config import catalog_entry, is_catalog_name, load_config
+from icecore.config import read_only as config_read_only
 from icecore.errors import IcecoreError, NotFound
 from icecore.io import FileIO, normalize_path
 from icecore.table import Table, load_table_at
@@ -58,25 +59,36 @@ REMOTE_PROTOCOLS = ("s3", "memory", "gs", "abfs", "abfss")
 """Object stores a filesystem warehouse may live on."""
 
 
-def load_catalog(uri: str | Path, io: FileIO | None = None) -> Catalog:
+def load_catalog(
+    uri: str | Path, io: FileIO | None = None, *, read_only: bool | None = None
+) -> Catalog:
     """Open the catalog that ``uri`` names (see the module docstring).
+
+    Args:
+        uri: the catalog.
+        io: the FileIO for its tables' files.
+        read_only: open a SQLite catalog read-only (its folder is never written, commits
+            are refused); None follows :func:`icecore.config.read_only`
+            (``ICECORE_READ_ONLY``, else ``read_only`` in icecore.toml).
 
     Raises:
         NotFound: nothing is there, or ``uri`` is not a catalog string.
         ValidationError: ``uri`` is a name and icecore.toml is malformed.
         IcecoreError: the catalog's storage or server could not be reached.
     """
+    if read_only is None:
+        read_only = config_read_only()
     text = str(uri).strip()
     if not text:
         raise NotFound("No catalog given; pass a warehouse folder, sqlite:///file.db or a URI.")
     if is_catalog_name(text):
         config = load_config()
         if text in config.catalogs:
-            return _open(catalog_entry(text, config).uri, io)
-    return _open(text, io)
+            return _open(catalog_entry(text, config).uri, io, read_only)
+    return _open(text, io, read_only)
 
 
-def _open(text: str, io: FileIO | None) -> Catalog:
+def _open(text: str, io: FileIO | None, read_only: bool) -> Catalog:
     """Open a catalog string (never a name: an entry's ``uri`` cannot name another entry)."""
     if text.startswith("sqlite:"):
         parts = urlsplit(text)
@@ -84,7 +96,7 @@ def _open(text: str, io: FileIO | None) -> Catalog:
         if parts.netloc:
             path = f"{parts.netloc}{path}"
         name = parse_qs(parts.query).get("catalog", [None])[0]
-        return SqlCatalog(path, catalog_name=name, io=io)
+        return SqlCatalog(path, catalog_name=name, io=io, read_only=read_only)
     if is_postgres_uri(text):
         from icecore.catalog.postgres import PostgresCatalog
 
@@ -95,7 +107,7 @@ def _open(text: str, io: FileIO | None) -> Catalog:
     if protocol == "file":
         folder = Path(local)
         if (folder / SQL_CATALOG_FILE).is_file():
-            return SqlCatalog(folder / SQL_CATALOG_FILE, io=io)
+            return SqlCatalog(folder / SQL_CATALOG_FILE, io=io, read_only=read_only)
         if folder.is_file():
             raise NotFound(
                 f"{text} is a file, not a catalog; give a warehouse folder, a sqlite:/// URI "

@@ -25,6 +25,7 @@ import uuid
 from contextlib import closing
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
 from icecore.errors import (
@@ -52,6 +53,16 @@ _VERSION_PREFIX = re.compile(r"^(\d+)-")
 _BUSY = ("locked", "busy")
 
 
+def _is_wal_database(path: Path) -> bool:
+    """Whether a SQLite file is in WAL mode: header bytes 18 and 19 (format versions) are 2."""
+    try:
+        with path.open("rb") as f:
+            header = f.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18] == 2 and header[19] == 2
+
+
 def first_line(error: BaseException) -> str:
     """A driver error's first line: messages stay one sentence (PostgreSQL adds a LINE/caret)."""
     lines = str(error).strip().splitlines()
@@ -67,10 +78,22 @@ class SqlCatalog(CatalogBase):
             ``icecore`` when there are several and it is one of them.
         io: the FileIO that reads the tables' files.
         lock_timeout: seconds a commit waits for another writer's lock on the database.
+        read_only: open the database read-only (a ``mode=ro`` URI) and refuse commits: a
+            read-only deployment never writes to the catalog's folder. A read-write
+            connection to a WAL-mode database checkpoints and deletes its ``-wal`` and
+            ``-shm`` files when it closes; a read-only one leaves them as they are. A
+            WAL-mode database without a ``-wal`` file (fully checkpointed, no connection
+            open) is opened ``immutable`` as well, because even a read-only connection
+            would create ``-wal``/``-shm`` there; a writer starting meanwhile appends to its
+            own ``-wal``, so such a read sees the state at open, only a checkpoint running
+            during the read could disturb it.
     """
 
     placeholder = "?"
     """The driver's parameter marker; the SQL below is written with ``?``."""
+
+    read_only: bool = False
+    """Whether commits are refused (and SQLite is opened ``mode=ro``)."""
 
     def __init__(
         self,
@@ -78,8 +101,11 @@ class SqlCatalog(CatalogBase):
         catalog_name: str | None = None,
         io: FileIO | None = None,
         lock_timeout: float = 10.0,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         if not self.path.is_file():
             raise NotFound(f"SQL catalog database {self.path} does not exist.")
         self._open(catalog_name, io, lock_timeout)
@@ -105,7 +131,21 @@ class SqlCatalog(CatalogBase):
 
     def _connect(self) -> Any:
         """A connection in autocommit mode; transactions are opened by :meth:`_begin`."""
+        if self.read_only:
+            return sqlite3.connect(
+                self._read_only_uri(), timeout=self.lock_timeout, isolation_level=None, uri=True
+            )
         return sqlite3.connect(self.path, timeout=self.lock_timeout, isolation_level=None)
+
+    def _read_only_uri(self) -> str:
+        """``file:<path>?mode=ro`` (``&immutable=1`` for a checkpointed WAL database)."""
+        path = str(self.path.absolute())
+        path = "/" + path.lstrip("/")  # "//x" (from sqlite:////x) would read as a URI host
+        uri = f"file:{quote(path)}?mode=ro"
+        wal = self.path.with_name(self.path.name + "-wal")
+        if _is_wal_database(self.path) and not wal.exists():
+            uri += "&immutable=1"
+        return uri
 
     def _begin(self, conn: Any) -> None:
         """Open the swap's transaction, taking the write lock at once (SQLite: IMMEDIATE)."""
@@ -227,6 +267,11 @@ class SqlCatalog(CatalogBase):
                 the database stayed locked; the new file is deleted (it never was current).
             CommitStateUnknown: the database failed mid-swap; the new file is kept.
         """
+        if self.read_only:
+            raise ValidationError(
+                f"Cannot commit to {identifier}: the SQL catalog {self.where} is open "
+                "read-only (ICECORE_READ_ONLY or read_only=True); open it read-write to commit."
+            )
         location = self._new_location(base_location, metadata)
         with closing(self._connect()) as conn:
             if not self.io.create_exclusive(location, payload):

@@ -65,6 +65,7 @@ from icecore.types import (
     StructType,
     TimestampNanoType,
     TimestamptzNanoType,
+    check_type,
 )
 from icecore.values import datetime_to_micros, from_json, to_json
 
@@ -296,12 +297,18 @@ class UpdateSchema(PendingUpdate):
             self._key(full_name) in self._added_names
         ):
             raise ValidationError(f"Cannot add column {full_name!r}: it already exists.")
-        new_type = parse_type(field_type) if isinstance(field_type, str) else field_type
+        new_type = _checked_type(field_type, full_name)
         if self._base.format_version < 3 and (required or default is not None):
+            version = self._base.format_version
+            if required:
+                raise ValidationError(
+                    f"Cannot add required column {full_name!r}: rows already written need a "
+                    f"default for it, and default values need format version 3 (this table "
+                    f"is {version}); add it as an optional column."
+                )
             raise ValidationError(
-                f"Cannot add {'required ' if required else ''}column {full_name!r} with a "
-                f"default: default values need format version 3 (this table is "
-                f"{self._base.format_version}); add it as an optional column."
+                f"Cannot add column {full_name!r} with a default: default values need format "
+                f"version 3 (this table is {version}); add it without a default."
             )
         initial = default_to_json(new_type, default, full_name)
         if required and initial is None:
@@ -392,7 +399,7 @@ class UpdateSchema(PendingUpdate):
         name = _name(path)
         current = self._find_for_update(path, "update")
         if field_type is not None:
-            new_type = parse_type(field_type) if isinstance(field_type, str) else field_type
+            new_type = _checked_type(field_type, name)
             if not current.field_type.is_primitive:
                 raise ValidationError(
                     f"Cannot change the type of {name!r}: it is a {current.field_type}; only "
@@ -712,6 +719,14 @@ class UpdateSchema(PendingUpdate):
         }
         added = {parent: [self._added[i] for i in ids] for parent, ids in self._adds.items()}
         return update_name_mapping(text, renames, added, ROOT)
+
+
+def _checked_type(field_type: IcebergType | str, column: str) -> IcebergType:
+    """A type given as text or as a value, with its parameters checked (``check_type``)."""
+    if isinstance(field_type, str):
+        return parse_type(field_type, column)
+    check_type(field_type, column)
+    return field_type
 
 
 def _old_name(schema: Schema, field_id: int) -> str | None:

@@ -6,7 +6,9 @@ For example ``long``, ``decimal(12,2)``, ``list<string>``, ``map<string, int>``,
 Primitive names are the spec's (Appendix C, via :func:`icecore.types.primitive_from_string`);
 nested types use the angle-bracket form Spark prints. Nested fields, list elements and map
 values are optional. Field ids are placeholders (0): a schema update assigns fresh ids above
-``last-column-id`` when the column is added ("Schema Evolution").
+``last-column-id`` when the column is added ("Schema Evolution"). Every parsed type goes
+through :func:`icecore.types.check_type`, so ``decimal(5,9)`` is refused here, before any
+schema holds it.
 """
 
 from __future__ import annotations
@@ -18,15 +20,20 @@ from icecore.types import (
     MapType,
     NestedField,
     StructType,
+    check_type,
     primitive_from_string,
 )
 
 
-def parse_type(text: str) -> IcebergType:
-    """Parse a type string (see the module docstring).
+def parse_type(text: str, column: str | None = None) -> IcebergType:
+    """Parse a type string (see the module docstring) and check its parameters.
+
+    Args:
+        text: the type as typed.
+        column: the column it is for, named in a refusal.
 
     Raises:
-        ValidationError: the text is not a type.
+        ValidationError: the text is not a type, or its parameters break the spec.
     """
     parser = _Parser(text)
     result = parser.type()
@@ -36,6 +43,7 @@ def parse_type(text: str) -> IcebergType:
             f"Cannot read type {text!r}: unexpected {text[parser.pos :]!r} at position "
             f"{parser.pos}."
         )
+    check_type(result, column)
     return result
 
 
@@ -110,14 +118,17 @@ class _Parser:
                 end = self.text.find(closing, self.pos)
                 if end < 0:
                     raise self._error(repr(closing))
-                text = name + self.text[self.pos : end + 1]
+                params = self.text[self.pos + 1 : end]
+                # The spec's table writes fixed(L), its JSON fixed[L]: accept both.
+                bracket = "[]" if name == "fixed" else self.text[self.pos] + closing
+                text = f"{name}{bracket[0]}{params}{bracket[1]}"
                 self.pos = end + 1
         try:
-            return primitive_from_string(text)
+            return primitive_from_string(text, check_precision=False)
         except (Unsupported, InvalidMetadata) as e:
             raise ValidationError(
                 f"Unknown type {text!r}: use boolean, int, long, float, double, decimal(P,S), "
-                "date, time, timestamp, timestamptz, string, uuid, fixed[L], binary, or "
+                "date, time, timestamp, timestamptz, string, uuid, fixed(L), binary, or "
                 "list<...>, map<...,...>, struct<name: type, ...>."
             ) from e
 

@@ -20,6 +20,7 @@ from icecore.arrow_types import arrow_type
 from icecore.errors import IcecoreError, InvalidMetadata
 from icecore.manifest import DataFile, ManifestEntry, ManifestFile, read_manifest
 from icecore.metadata import Snapshot
+from icecore.partitioning import PartitionSpec
 from icecore.read import unified_partition_type
 from icecore.schema import Schema
 from icecore.table import Table
@@ -29,6 +30,7 @@ from icecore.types import (
     IcebergType,
     NestedField,
     StructType,
+    UnknownType,
     UUIDType,
     VariantType,
 )
@@ -112,11 +114,23 @@ class TableView:
         )
 
     def partition_value(self, partition: Mapping[int, Any]) -> dict[str, Any]:
-        """A file's partition tuple coerced to the union struct (other specs' fields null)."""
-        return {
-            f.name: value_to_arrow(f.field_type, partition.get(f.field_id))
-            for f in self.partition_type.fields
-        }
+        """A file's partition tuple coerced to the union struct (other specs' fields null).
+
+        Raises:
+            InvalidMetadata: a file has a value for a partition field whose source column
+                no schema of the table has, so its type is unknown.
+        """
+        row: dict[str, Any] = {}
+        for f in self.partition_type.fields:
+            value = partition.get(f.field_id)
+            if value is not None and isinstance(f.field_type, UnknownType):
+                raise InvalidMetadata(
+                    f"Partition field {f.name!r} of {self.table.metadata_location} has values "
+                    "but its source column is in none of the table's schemas, so its type is "
+                    "unknown; the table metadata needs repair."
+                )
+            row[f.name] = value_to_arrow(f.field_type, value)
+        return row
 
     def partition_key(self, partition: Mapping[int, Any]) -> tuple[Any, ...]:
         """The coerced tuple as a hashable key (Java's ``PartitionUtil.coercePartition``)."""
@@ -137,6 +151,7 @@ def table_view(table: Table) -> TableView:
     """Derive a :class:`TableView` from the table's current metadata."""
     metadata = table.metadata
     schema = metadata.current_schema()
+    specs = metadata.partition_specs
     columns = sorted(
         (
             (name, field)
@@ -148,9 +163,42 @@ def table_view(table: Table) -> TableView:
     return TableView(
         table=table,
         schema=schema,
-        partition_type=unified_partition_type(metadata.partition_specs, schema),
+        partition_type=unified_partition_type(
+            metadata.partition_specs, _with_dropped_sources(metadata.schemas, schema, specs)
+        ),
         metric_columns=tuple(columns),
     )
+
+
+def _with_dropped_sources(
+    schemas: Iterable[Schema], schema: Schema, specs: Iterable[PartitionSpec]
+) -> Schema:
+    """``schema`` plus the partition source columns it lacks, typed by an older schema.
+
+    A column may be dropped while files written with a spec that uses it stay live (or a
+    v1 table keeps the field as ``void``). Those files' partition values were made from the
+    column's type when they were written, which the newest older schema holding that field
+    id still records ("Schema Evolution": ids are never reused, so the type is the one the
+    files used). The extra fields only type partition values; their names cannot collide
+    with a column's (a NUL character). A source in no schema stays ``unknown``.
+    """
+    missing = {
+        source_id
+        for spec in specs
+        for pf in spec.fields
+        for source_id in pf.all_source_ids
+        if schema.find_type(source_id) is None
+    }
+    extra: list[NestedField] = []
+    for old in sorted(schemas, key=lambda s: s.schema_id, reverse=True):
+        for source_id in sorted(missing):
+            found = old.find_type(source_id)
+            if found is not None:
+                extra.append(NestedField(source_id, f"\0dropped {source_id}", found))
+                missing.discard(source_id)
+    if not extra:
+        return schema
+    return Schema(schema.fields + tuple(extra), schema_id=schema.schema_id)
 
 
 def read_entries(view: TableView, manifest: ManifestFile) -> list[ManifestEntry]:

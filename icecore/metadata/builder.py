@@ -64,6 +64,7 @@ from icecore.types import (
     TimestamptzNanoType,
     UnknownType,
     VariantType,
+    check_type,
 )
 from icecore.values import from_json
 
@@ -176,6 +177,8 @@ def check_schema(schema: Schema, format_version: int) -> None:
         if isinstance(f.field_type, StructType):
             _check_unique_names(name, f.field_type.fields)
     _check_unique_names(None, schema.fields)
+    for f in schema.fields:
+        check_type(f.field_type, f.name)
     for fid in schema.identifier_field_ids:
         check_identifier_field(schema, fid)
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +16,7 @@ import pytest
 import icecore
 from icecore.errors import IcecoreError, ValidationError
 from icecore.sql import SqlLimits, query_arrow, run_sql
+from tests.conftest import REPO
 
 
 @pytest.mark.spark
@@ -75,3 +81,98 @@ def test_only_named_tables_are_built() -> None:
     assert built == []
     query_arrow("SELECT * FROM entries", tables)
     assert built == ["entries"]
+
+
+# Issue 15, finding 6: a time limit, a memory limit that holds, no way to read files back. ---
+
+ENDLESS = "SELECT sum(hash(i)) AS s FROM range(20000000000) t(i)"
+"""Twenty billion rows: minutes of work, so only the time limit can end it in seconds."""
+
+
+def test_a_long_query_is_stopped_after_the_time_limit() -> None:
+    started = time.monotonic()
+    with pytest.raises(IcecoreError) as info:
+        query_arrow(ENDLESS, {}, SqlLimits(timeout_s=1))
+    elapsed = time.monotonic() - started
+    assert str(info.value).startswith("The query ran longer than 1 s and was stopped")
+    assert elapsed < 1 + 15  # generous: the child is killed at the limit + 5 s at the latest
+
+
+def test_the_time_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ICECORE_SQL_TIMEOUT_S", "1.5")
+    started = time.monotonic()
+    with pytest.raises(IcecoreError, match=r"^The query ran longer than 1.5 s and was stopped"):
+        query_arrow(ENDLESS, {"files": pa.table({"a": [1]})})
+    assert time.monotonic() - started < 1.5 + 15
+    monkeypatch.setenv("ICECORE_SQL_TIMEOUT_S", "soon")
+    with pytest.raises(ValidationError, match="ICECORE_SQL_TIMEOUT_S='soon'"):
+        query_arrow("SELECT 1", {})
+
+
+def test_result_rows_and_bytes_are_bounded() -> None:
+    tables = {"files": pa.table({"a": list(range(10_000))})}
+    assert query_arrow("SELECT * FROM files", tables, SqlLimits(max_rows=2500)).num_rows == 2500
+    with pytest.raises(IcecoreError, match="The result is larger than 1 MiB"):
+        query_arrow("SELECT repeat('x', 2000000) AS s", {}, SqlLimits(max_bytes=2**20))
+
+
+MEMORY_PROBE = """
+import json, resource, sys
+from icecore.errors import IcecoreError
+from icecore.sql import query_arrow
+try:
+    query_arrow("SELECT repeat('x', 1500000000) AS s", {})
+    outcome = "answered"
+except IcecoreError as e:
+    outcome = str(e)
+print(json.dumps({
+    "outcome": outcome,
+    "self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+}))
+"""
+
+
+def test_a_huge_value_is_refused_within_the_memory_limit() -> None:
+    """The issue measured 4.6 GB of RSS for a 1.5 GB repeat() with memory_limit=1GB."""
+    result = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    probe = json.loads(result.stdout)
+    assert probe["outcome"].startswith("The query needed more memory than the 2048 MiB")
+    # Peak resident memory of the caller and of any process it started (the query's).
+    assert probe["self_mb"] < 1024, probe
+    assert probe["children_mb"] < 2048 + 256, probe
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM glob('*')",
+        "SELECT * FROM glob('.tmp/*')",
+        "SELECT * FROM read_text('.tmp/*')",
+        "SELECT * FROM read_blob('*')",
+        "SELECT * FROM read_csv('*')",
+        f"SELECT * FROM glob('{tempfile.gettempdir()}/*')",
+        f"SELECT * FROM read_text('{REPO / 'pyproject.toml'}')",
+        f"SELECT * FROM glob('{Path.cwd()}/*')",
+    ],
+)
+def test_no_file_can_be_read_back(sql: str) -> None:
+    with pytest.raises(IcecoreError, match="file system operations are disabled"):
+        query_arrow(sql, {})
+
+
+def test_no_folder_is_open_to_queries() -> None:
+    """DuckDB opens its temp folder (``.tmp`` in the working folder) to queries unless off."""
+    settings = query_arrow(
+        "SELECT current_setting('allowed_directories') AS d, "
+        "current_setting('temp_directory') AS t",
+        {},
+    ).to_pylist()
+    assert settings == [{"d": [], "t": ""}]

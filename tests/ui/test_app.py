@@ -200,7 +200,7 @@ def test_read_only_comes_from_the_environment_then_the_config(
     monkeypatch.delenv("ICECORE_READ_ONLY")
     assert not read_only()
     config.write_text("read_only = [broken\n")
-    assert not read_only()
+    assert read_only(), "a config file that does not parse fails closed"
 
 
 @pytest.mark.spark
