@@ -294,13 +294,14 @@ class _Leaf:
             return _UNKNOWN
         if op is _O.STARTS_WITH:
             return self._starts_with(cols, nulls_only)
+        not_empty = _not(_or(nulls_only, nans_only))
+        if op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT:
+            # Java does not look at bounds for long lists; neither converts their values.
+            return not_empty
         lits = [literal_key(t, v) for v in pred.values]
         if any(k is None for k in lits):
             return _UNKNOWN
-        not_empty = _not(_or(nulls_only, nans_only))
         if op is _O.IN:
-            if len(lits) > IN_PREDICATE_LIMIT:
-                return not_empty
             return _and(not_empty, self._in(cols, lits))
         return _and(not_empty, self._comparison(cols, op, lits[0]))
 
