@@ -293,6 +293,8 @@ def _balanced(node: type[And] | type[Or], operands: list[Expression]) -> Express
     (two operands give ``node(a, b)``, three ``node(node(a, b), c)``, as a left fold does)
     and a deep operand does not make its shallow neighbours deeper.
     """
+    if len(operands) <= 2:  # what the counter below gives, without measuring depths
+        return operands[0] if len(operands) == 1 else node(operands[0], operands[1])
     stack: list[tuple[Expression, int]] = []
     for expr in operands:
         current, level = expr, depth(expr)
