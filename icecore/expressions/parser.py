@@ -114,13 +114,14 @@ _STRING_TYPES = frozenset(
 _ISO_DATE = re.compile(r"[+-]?\d{4,}-\d{2}-\d{2}")
 
 
-MAX_NESTING = 32
+MAX_NESTING = 40
 """Levels of parentheses (and NOTs) a filter may nest.
 
 sqlglot's recursive-descent parser spends about 20 Python frames per level of parentheses,
-so at Python's default recursion limit it fails at 49 levels (sqlglot 30.30). A filter
-deeper than this bound is refused with one sentence before sqlglot sees it; long chains of
-AND and OR are not nesting and are not limited by it.
+so at Python's default recursion limit it fails at 49 levels (sqlglot 30.30). 40 levels
+still parse from 150 frames down a caller's stack (a Streamlit page). A filter deeper than
+this bound is refused with one sentence before sqlglot sees it; long chains of AND and OR
+are not nesting and are not limited by it.
 """
 
 MAX_CONDITIONS = 100_000
