@@ -615,7 +615,15 @@ def _value_set(pred: BoundPredicate, t: pa.DataType) -> pa.Array:
 
 
 def _member(column: pa.Array, values: pa.Array) -> pa.Array:
-    """``column IN (values)`` in SQL's logic: NULL for a NULL value, else whether it is listed."""
+    """``column IN (values)`` in SQL's logic: NULL for a NULL value, else whether it is listed.
+
+    ``is_in`` builds a hash table of its value set on every call: for a million listed values
+    and a batch of a few thousand rows, the batch's distinct values are looked up in the list
+    instead, and only the listed ones among them make the table.
+    """
+    if len(values) > max(10_000, 4 * len(column)):
+        present = pc.unique(column)
+        values = values.filter(pc.is_in(values, value_set=present, skip_nulls=True))
     found = pc.is_in(column, value_set=values, skip_nulls=True)
     return pc.if_else(pc.is_valid(column), found, pa.scalar(None, pa.bool_()))
 

@@ -245,6 +245,11 @@ _ITEM = r"(?:-?\d+(?:\.\d+)?(?![\w.'])|'[^'\\]*'(?!'))"
 _LIST = re.compile(rf"\s*{_ITEM}(?:\s*,\s*{_ITEM})*\s*(?=\))")
 _ITEMS = re.compile(r"(-?\d+(?:\.\d+)?)|'([^'\\]*)'")
 _PLACEHOLDER = "\x00icecore long IN list at "
+_NOT_NEWLINE = re.compile(r"[^\n]+")
+
+
+def _spaces(found: re.Match[str]) -> str:
+    return " " * len(found.group())
 
 
 def _long_lists(text: str) -> tuple[str, dict[str, tuple[Literal, ...]]]:
@@ -269,17 +274,19 @@ def _long_lists(text: str) -> tuple[str, dict[str, tuple[Literal, ...]]]:
             continue
         start, end = pos, items.end()
         literals = tuple(
-            Literal(
-                (Decimal(number) if "." in number else int(number)) if number else string,
-                None,
-                number or f"'{string}'",
-            )
-            for number, string in _ITEMS.findall(text, start, end)
+            [
+                Literal(int(number), None, number)
+                if number and "." not in number
+                else Literal(Decimal(number), None, number)
+                if number
+                else Literal(string, None, f"'{string}'")
+                for number, string in _ITEMS.findall(text, start, end)
+            ]
         )
         if len(literals) < LONG_LIST:
             continue
         key = f"{_PLACEHOLDER}{start}"
-        filler = "".join("\n" if c == "\n" else " " for c in text[start + len(key) + 2 : end])
+        filler = _NOT_NEWLINE.sub(_spaces, text[start + len(key) + 2 : end])
         pieces.extend((text[done:start], "'", key, filler, "'"))
         lists[key + filler] = literals
         done = pos = end
