@@ -56,9 +56,9 @@ def _read(demo_warehouse: Path, flt: str) -> Counter[tuple[Any, ...]]:
 
 
 def _mixed_ids(ids: list[int], count: int, seed: int) -> list[int]:
-    """``count`` ids: half from the table, half not in it (beyond its largest id)."""
+    """``count`` ids: up to half the table's ids, the rest not in it (beyond its largest)."""
     rng = random.Random(seed)
-    present = rng.sample(ids, min(len(ids), count // 2))
+    present = rng.sample(ids, min(len(ids) // 2, count // 2))
     absent = [ids[-1] + 1 + i * 7 for i in range(count - len(present))]
     mixed = present + absent
     rng.shuffle(mixed)
