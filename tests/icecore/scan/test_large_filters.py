@@ -9,6 +9,7 @@ sentence, never a traceback.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 
 import icecore
 from icecore.errors import FilterError
+from icecore.expressions.model import Literal, Operation, Or, Reference, UnboundPredicate
 from icecore.expressions.parser import MAX_NESTING
 from tests.oracle import arrow_rows, spark_rows
 
@@ -198,3 +200,13 @@ def test_cli_plans_and_scans_long_chains_and_refuses_deep_nesting(
         assert "Traceback" not in refused.stderr
         assert refused.stderr.strip().count("\n") == 0
         assert f"more than {MAX_NESTING} levels" in refused.stderr
+
+
+def test_hand_built_left_deep_chain_plans_and_reads(demo_warehouse: Path, trips: Any) -> None:
+    chosen = _mixed_ids(_ids(trips), 3000, seed=6)
+    preds = [UnboundPredicate(Operation.EQ, Reference("trip_id"), (Literal(i),)) for i in chosen]
+    deep = functools.reduce(Or, preds)  # 2,999 levels, as a loop of or_(a, b) would build
+    wanted = set(chosen)
+    expected = _where(trips, lambda r: r["trip_id"] in wanted)
+    table = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    assert arrow_rows(table.scan(filter=deep).plan().to_arrow()) == expected
