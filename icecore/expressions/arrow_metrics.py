@@ -306,10 +306,15 @@ class _Leaf:
         return _and(not_empty, self._comparison(cols, op, lits[0]))
 
     def _bounds(self, cols: MetricsColumns, kind: str, *, lower: bool) -> BoundKeys | None:
+        t = self.pred.term.type
+        key = (kind, self.pred.term.field_id, str(t), lower)
+        if isinstance(cols, _OneCall) and key in cols.decoded:
+            return cols.decoded[key]
         raw = cols.metric(kind, self.pred.term.field_id)
-        if raw is None:
-            return None
-        return bound_keys(raw, self.pred.term.type, lower=lower)
+        found = None if raw is None else bound_keys(raw, t, lower=lower)
+        if isinstance(cols, _OneCall):
+            cols.decoded[key] = found
+        return found
 
     def _comparison(self, cols: MetricsColumns, op: Operation, lit: pa.Scalar) -> Verdict:
         verdict: Verdict = _TRUE
@@ -374,6 +379,31 @@ class _Leaf:
 # The evaluator
 # ---------------------------------------------------------------------------------------
 
+
+class _OneCall:
+    """The columns of one evaluation, with bounds decoded once per column.
+
+    A filter of 10,000 conditions on one column would otherwise decode that column's
+    bounds 10,000 times. Made per call, so nothing is shared between threads.
+    """
+
+    __slots__ = ("cols", "decoded")
+
+    def __init__(self, cols: MetricsColumns) -> None:
+        self.cols = cols
+        self.decoded: dict[tuple[str, int, str, bool], BoundKeys | None] = {}
+
+    @property
+    def num_rows(self) -> int:
+        return self.cols.num_rows
+
+    def record_counts(self) -> pa.ChunkedArray:
+        return self.cols.record_counts()
+
+    def metric(self, kind: str, field_id: int) -> pa.ChunkedArray | None:
+        return self.cols.metric(kind, field_id)
+
+
 _Node = Callable[[MetricsColumns], Verdict]
 
 
@@ -417,7 +447,7 @@ class ArrowMetricsFilter:
         might; otherwise the metrics decide.
         """
         counts = cols.record_counts()
-        verdict = self.node(cols)
+        verdict = self.node(_OneCall(cols))
         verdict = pc.if_else(pc.less(counts, 0), _TRUE, verdict)
         return pc.if_else(pc.equal(counts, 0), _FALSE, verdict)
 
