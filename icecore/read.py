@@ -26,6 +26,7 @@ time, so memory is bounded by a row group, not by the table.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import io as _stdio
 import itertools
 import json
@@ -53,6 +54,9 @@ from icecore.expressions.model import (
     Operation,
     Or,
     UnboundPredicate,
+    children,
+    conjuncts,
+    disjuncts,
 )
 from icecore.io import FileIO
 from icecore.lru import LRU
@@ -573,12 +577,8 @@ def _predicate_mask(pred: BoundPredicate, column: pa.Array) -> pa.Array:
             nan = pa.repeat(pa.scalar(False), len(column))
         return nan if op is Operation.IS_NAN else pc.invert(nan)
     if op in (Operation.IN, Operation.NOT_IN):
-        values = pa.array([_arrow_value(pred.term.type, v) for v in pred.values], type=t)
-        found = pc.is_in(column, value_set=values, skip_nulls=True)
-        if op is Operation.NOT_IN:
-            found = pc.invert(found)
-        # NULL IN (...) and NULL NOT IN (...) are NULL in SQL.
-        return pc.if_else(pc.is_valid(column), found, pa.scalar(None, pa.bool_()))
+        found = _member(column, _value_set(pred, t))
+        return found if op is Operation.IN else pc.invert(found)
     if op in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH):
         text = column if pa.types.is_string(t) else column.cast(pa.string())
         starts = pc.starts_with(text, pattern=str(pred.value))
@@ -599,15 +599,76 @@ def _predicate_mask(pred: BoundPredicate, column: pa.Array) -> pa.Array:
     return result
 
 
+_IN_VALUES: LRU[int, tuple[BoundPredicate, pa.Array]] = LRU(64)
+"""IN lists as Arrow arrays, by the identity of their predicate (which the entry holds, so a
+key is never reused by another object): a task's residual keeps the bound predicates of the
+scan's filter, so a list of a million values is converted once per scan, not per batch."""
+
+
+def _value_set(pred: BoundPredicate, t: pa.DataType) -> pa.Array:
+    held = _IN_VALUES.get(id(pred))
+    if held is not None and held[0] is pred and held[1].type == t:
+        return held[1]
+    values = pa.array([_arrow_value(pred.term.type, v) for v in pred.values], type=t)
+    _IN_VALUES.put(id(pred), (pred, values))
+    return values
+
+
+def _member(column: pa.Array, values: pa.Array) -> pa.Array:
+    """``column IN (values)`` in SQL's logic: NULL for a NULL value, else whether it is listed.
+
+    ``is_in`` builds a hash table of its value set on every call: for a million listed values
+    and a batch of a few thousand rows, the batch's distinct values are looked up in the list
+    instead, and only the listed ones among them make the table.
+    """
+    if len(values) > max(10_000, 4 * len(column)):
+        present = pc.unique(column)
+        values = values.filter(pc.is_in(values, value_set=present, skip_nulls=True))
+    found = pc.is_in(column, value_set=values, skip_nulls=True)
+    return pc.if_else(pc.is_valid(column), found, pa.scalar(None, pa.bool_()))
+
+
+def _any_of(operands: list[Expression], column: _BoolArrays, n: int) -> pa.Array:
+    """OR of ``operands``; equalities and IN lists on one column become one set lookup.
+
+    ``c = 1 OR c = 2 OR ... OR c = 10000`` is ``c IN (1, ..., 10000)`` in three-valued logic
+    (NULL when ``c`` is NULL, else whether some value equals it), and one ``is_in`` costs a
+    hash per row where 10,000 comparisons cost 10,000 kernels. Float columns keep their
+    comparisons: ``=`` there follows IEEE (``-0.0 = 0.0``), which a hash lookup may not.
+    """
+    masks: list[pa.Array] = []
+    groups: dict[int, list[BoundPredicate]] = {}
+    for operand in operands:
+        if (
+            isinstance(operand, BoundPredicate)
+            and operand.op in (Operation.EQ, Operation.IN)
+            and not _is_floating(column(operand.term.field_id))
+        ):
+            groups.setdefault(operand.term.field_id, []).append(operand)
+        else:
+            masks.append(_evaluate(operand, column, n))
+    for field_id, preds in groups.items():
+        col = column(field_id)
+        if len(preds) == 1:
+            masks.append(_predicate_mask(preds[0], col))
+            continue
+        equal = [_arrow_value(p.term.type, p.value) for p in preds if p.op is Operation.EQ]
+        arrays = [_value_set(p, col.type) for p in preds if p.op is Operation.IN]
+        values = pa.concat_arrays([pa.array(equal, type=col.type), *arrays])
+        masks.append(_member(col, values))
+    return functools.reduce(pc.or_kleene, masks)
+
+
 def _evaluate(expr: Expression, column: _BoolArrays, n: int) -> pa.Array:
     if isinstance(expr, AlwaysTrue):
         return pa.repeat(pa.scalar(True), n)
     if isinstance(expr, AlwaysFalse):
         return pa.repeat(pa.scalar(False), n)
     if isinstance(expr, And):
-        return pc.and_kleene(_evaluate(expr.left, column, n), _evaluate(expr.right, column, n))
+        masks = [_evaluate(operand, column, n) for operand in conjuncts(expr)]
+        return functools.reduce(pc.and_kleene, masks)
     if isinstance(expr, Or):
-        return pc.or_kleene(_evaluate(expr.left, column, n), _evaluate(expr.right, column, n))
+        return _any_of(disjuncts(expr), column, n)
     if isinstance(expr, Not):
         return pc.invert(_evaluate(expr.child, column, n))
     if isinstance(expr, BoundPredicate):
@@ -634,17 +695,12 @@ def filter_mask(expr: Expression, columns: Mapping[int, pa.Array], num_rows: int
 def filter_field_ids(expr: Expression) -> set[int]:
     """The field ids a bound expression reads."""
     found: set[int] = set()
-
-    def walk(node: Expression) -> None:
-        if isinstance(node, And | Or):
-            walk(node.left)
-            walk(node.right)
-        elif isinstance(node, Not):
-            walk(node.child)
-        elif isinstance(node, BoundPredicate):
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BoundPredicate):
             found.add(node.term.field_id)
-
-    walk(expr)
+        stack.extend(children(node))
     return found
 
 

@@ -294,21 +294,27 @@ class _Leaf:
             return _UNKNOWN
         if op is _O.STARTS_WITH:
             return self._starts_with(cols, nulls_only)
+        not_empty = _not(_or(nulls_only, nans_only))
+        if op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT:
+            # Java does not look at bounds for long lists; neither converts their values.
+            return not_empty
         lits = [literal_key(t, v) for v in pred.values]
         if any(k is None for k in lits):
             return _UNKNOWN
-        not_empty = _not(_or(nulls_only, nans_only))
         if op is _O.IN:
-            if len(lits) > IN_PREDICATE_LIMIT:
-                return not_empty
             return _and(not_empty, self._in(cols, lits))
         return _and(not_empty, self._comparison(cols, op, lits[0]))
 
     def _bounds(self, cols: MetricsColumns, kind: str, *, lower: bool) -> BoundKeys | None:
+        t = self.pred.term.type
+        key = (kind, self.pred.term.field_id, str(t), lower)
+        if isinstance(cols, _OneCall) and key in cols.decoded:
+            return cols.decoded[key]
         raw = cols.metric(kind, self.pred.term.field_id)
-        if raw is None:
-            return None
-        return bound_keys(raw, self.pred.term.type, lower=lower)
+        found = None if raw is None else bound_keys(raw, t, lower=lower)
+        if isinstance(cols, _OneCall):
+            cols.decoded[key] = found
+        return found
 
     def _comparison(self, cols: MetricsColumns, op: Operation, lit: pa.Scalar) -> Verdict:
         verdict: Verdict = _TRUE
@@ -373,6 +379,31 @@ class _Leaf:
 # The evaluator
 # ---------------------------------------------------------------------------------------
 
+
+class _OneCall:
+    """The columns of one evaluation, with bounds decoded once per column.
+
+    A filter of 10,000 conditions on one column would otherwise decode that column's
+    bounds 10,000 times. Made per call, so nothing is shared between threads.
+    """
+
+    __slots__ = ("cols", "decoded")
+
+    def __init__(self, cols: MetricsColumns) -> None:
+        self.cols = cols
+        self.decoded: dict[tuple[str, int, str, bool], BoundKeys | None] = {}
+
+    @property
+    def num_rows(self) -> int:
+        return self.cols.num_rows
+
+    def record_counts(self) -> pa.ChunkedArray:
+        return self.cols.record_counts()
+
+    def metric(self, kind: str, field_id: int) -> pa.ChunkedArray | None:
+        return self.cols.metric(kind, field_id)
+
+
 _Node = Callable[[MetricsColumns], Verdict]
 
 
@@ -416,7 +447,7 @@ class ArrowMetricsFilter:
         might; otherwise the metrics decide.
         """
         counts = cols.record_counts()
-        verdict = self.node(cols)
+        verdict = self.node(_OneCall(cols))
         verdict = pc.if_else(pc.less(counts, 0), _TRUE, verdict)
         return pc.if_else(pc.equal(counts, 0), _FALSE, verdict)
 

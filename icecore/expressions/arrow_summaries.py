@@ -139,6 +139,9 @@ class _Leaf:
             return self._starts_with(s, no_lower)
         if op in (_O.STARTS_WITH, _O.NOT_STARTS_WITH) or not _exact(t):
             return _UNKNOWN
+        if op is _O.IN and len(self.pred.values) > IN_PREDICATE_LIMIT:
+            # Java does not look at bounds for long lists; neither converts their values.
+            return pc.invert(no_lower)
         lits = [literal_key(t, v) for v in self.pred.values]
         if any(k is None for k in lits):
             return _UNKNOWN
@@ -175,8 +178,6 @@ class _Leaf:
     def _in(
         self, src: SummarySource, s: Summaries, no_lower: Verdict, lits: list[pa.Scalar | None]
     ) -> Verdict:
-        if len(lits) > IN_PREDICATE_LIMIT:
-            return pc.invert(no_lower)
         lower = self._keys(src, s, lower=True)
         upper = self._keys(src, s, lower=False)
         inside: Verdict = _FALSE

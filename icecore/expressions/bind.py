@@ -56,6 +56,8 @@ from icecore.expressions.model import (
     Operation,
     UnboundPredicate,
     and_,
+    depth,
+    flatten,
     not_,
     or_,
     visit,
@@ -136,10 +138,29 @@ def bind(schema: Schema, expr: Expression, case_sensitive: bool = False) -> Expr
         A bound expression, constant-folded where binding decides a predicate.
 
     Raises:
-        FilterError: a column is unknown or cannot be filtered, or a literal does not fit
-            the column's type; the message names the column and the literal.
+        FilterError: a column is unknown or cannot be filtered, a literal does not fit
+            the column's type (the message names the column and the literal), or the
+            expression nests deeper than :data:`MAX_DEPTH`.
     """
+    expr = flatten(expr)
+    if depth(expr) > MAX_DEPTH:
+        raise FilterError(
+            f"The filter nests AND, OR and NOT more than {MAX_DEPTH} levels deep (after long "
+            "chains of AND or OR are balanced), the most a filter may nest; join the "
+            "conditions in fewer levels."
+        )
     return visit(expr, _Binder(schema, case_sensitive))
+
+
+MAX_DEPTH = 100
+"""Levels of AND, OR and NOT a bound filter may nest once chains are balanced.
+
+Binding balances every chain (:func:`~icecore.expressions.model.flatten`), so 100,000
+conditions joined by OR nest 17 levels; only conditions nested inside each other count.
+Evaluators compile the tree with a few Python frames per level, and this bound keeps them
+far from Python's recursion limit. A parsed filter cannot come near it
+(:data:`~icecore.expressions.parser.MAX_NESTING`); an expression built by hand can.
+"""
 
 
 class _Binder(ExpressionVisitor[Expression]):
@@ -281,22 +302,45 @@ class _Binder(ExpressionVisitor[Expression]):
         return BoundPredicate(op, ref, (value,))
 
     def _set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
-        kept: dict[Any, Any] = {}
-        for lit in pred.literals:
-            try:
-                value = _convert(lit, ref)
-            except _Bound:
-                continue  # Java drops AboveMax/BelowMin from IN lists
-            if isinstance(value, _Between):
-                continue  # no value of the column equals it
-            kept.setdefault(_identity(value), value)
-        values = tuple(kept.values())
+        values = _plain_set(pred.literals, ref.type)
+        if values is None:
+            kept: dict[Any, Any] = {}
+            for lit in pred.literals:
+                try:
+                    value = _convert(lit, ref)
+                except _Bound:
+                    continue  # Java drops AboveMax/BelowMin from IN lists
+                if isinstance(value, _Between):
+                    continue  # no value of the column equals it
+                kept.setdefault(_identity(value), value)
+            values = tuple(kept.values())
         negated = pred.op is Operation.NOT_IN
         if not values:
             return AlwaysTrue() if negated else AlwaysFalse()
         if len(values) == 1:
             return BoundPredicate(Operation.NOT_EQ if negated else Operation.EQ, ref, values)
         return BoundPredicate(pred.op, ref, values)
+
+
+def _plain_set(literals: tuple[Literal, ...], t: IcebergType) -> tuple[Any, ...] | None:
+    """The distinct values of an IN list converted in one pass, when that is the same.
+
+    A list of plain integers for an int or long column, or of plain strings for a string
+    column (what a generated list of a million ids holds), converts as :func:`_convert`
+    converts each literal: integers outside the type's range are dropped (Java's
+    AboveMax/BelowMin), strings are kept as written. Any other list returns None and is
+    converted literal by literal.
+    """
+    if isinstance(t, IntegerType | LongType):
+        if not all(type(lit.value) is int and lit.type_hint is None for lit in literals):
+            return None
+        lo, hi = (INT_MIN, INT_MAX) if isinstance(t, IntegerType) else (LONG_MIN, LONG_MAX)
+        return tuple(dict.fromkeys(v for v in (lit.value for lit in literals) if lo <= v <= hi))
+    if isinstance(t, StringType):
+        if not all(type(lit.value) is str and lit.type_hint is None for lit in literals):
+            return None
+        return tuple(dict.fromkeys(lit.value for lit in literals))
+    return None
 
 
 def _nested_kind(t: IcebergType) -> str | None:

@@ -49,6 +49,17 @@ def java_compare(left: Any, right: Any) -> int:
     return (a > b) - (a < b)
 
 
+def _member_key(value: Any) -> Any:
+    """A hashable key equal for two values of one type exactly when ``java_compare`` is 0.
+
+    IN is a set lookup (a million values cost one hash per row, not a million comparisons).
+    Floats key as ``Double.compare`` orders them (``-0.0`` is not ``0.0``, NaN equals NaN);
+    other values (ints, strings, dates, decimals, bytes, UUIDs) hash as they compare. The
+    values of a bound predicate and a row's values have the column's one type.
+    """
+    return _float_key(value) if isinstance(value, float) else value
+
+
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
@@ -65,12 +76,12 @@ def _predicate(pred: BoundPredicate) -> RowPredicate:
     if op is Operation.NOT_NAN:
         return lambda row: not _is_nan(row.get(field_id))
     if op in (Operation.IN, Operation.NOT_IN):
-        members = pred.values
+        members = frozenset(_member_key(m) for m in pred.values)
         negate = op is Operation.NOT_IN
 
         def member(row: Row) -> bool:
             value = row.get(field_id)
-            found = value is not None and any(java_compare(value, m) == 0 for m in members)
+            found = value is not None and _member_key(value) in members
             return found != negate
 
         return member

@@ -166,8 +166,8 @@ def _predicate_check(pred: BoundPredicate, field: _Field) -> SummaryCheck:
 
         return compare
     if op is _O.IN:
-        lit_keys = tuple(key(v) for v in pred.values)
-        too_many = len(lit_keys) > IN_PREDICATE_LIMIT
+        too_many = len(pred.values) > IN_PREDICATE_LIMIT
+        lit_keys = () if too_many else tuple(key(v) for v in pred.values)
 
         def in_(stats: Summaries) -> bool:
             s = summary(stats)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import struct
 import uuid
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -228,7 +229,9 @@ def _inclusive_check(pred: BoundPredicate) -> tuple[FileCheck, FileReason]:
     """
     col = _Column(pred.term.field_id, pred.term.name, pred.term.type, order_key(pred.term.type))
     fid, op = col.field_id, pred.op
-    lits = tuple(literal_value(col.type, v) for v in pred.values)
+    too_many = op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT
+    # A long IN list is judged by counts only (below): its values are not converted.
+    lits = () if too_many else tuple(literal_value(col.type, v) for v in pred.values)
 
     def empty(f: DataFile) -> str | None:
         if contains_nulls_only(f, fid):
@@ -288,7 +291,7 @@ def _inclusive_check(pred: BoundPredicate) -> tuple[FileCheck, FileReason]:
     if op in (_O.LT, _O.LT_EQ, _O.GT, _O.GT_EQ, _O.EQ):
         return _comparison(col, op, lits[0], empty)
     if op is _O.IN:
-        return _in(col, lits, empty)
+        return _in(col, lits, empty, len(pred.values))
     if op is _O.STARTS_WITH:
         return _starts_with(col, lits[0], empty)
     if op is _O.NOT_STARTS_WITH:
@@ -369,11 +372,11 @@ def in_remaining(lower_key: Any, upper_key: Any | None, lit_keys: tuple[Any, ...
 
 
 def _in(
-    col: _Column, lits: tuple[Any, ...], empty: Callable[[DataFile], str | None]
+    col: _Column, lits: tuple[Any, ...], empty: Callable[[DataFile], str | None], count: int
 ) -> tuple[FileCheck, FileReason]:
     fid, key = col.field_id, col.key
     lit_keys = tuple(key(v) for v in lits)
-    too_many = len(lits) > IN_PREDICATE_LIMIT
+    too_many = count > IN_PREDICATE_LIMIT
 
     def check(f: DataFile) -> bool:
         if contains_nulls_only(f, fid) or contains_nans_only(f, fid):
@@ -400,7 +403,7 @@ def _in(
         lower, upper = col.lower(f), col.upper(f)
         return (
             f"{col.name} bounds [{col.text(lower)}, {col.text(upper)}] exclude "
-            f"all {len(lits)} IN values"
+            f"all {count} IN values"
         )
 
     return check, reason
@@ -641,26 +644,25 @@ def _strict_check(pred: BoundPredicate, top_level: frozenset[int]) -> FileCheck:
             return lk in lit_keys and uk in lit_keys and lk == uk
 
         return equal
-    # NOT_EQ, NOT_IN
-    lit_keys_t = tuple(key(v) for v in lits)
+    # NOT_EQ, NOT_IN: true when no value lies within [lower, upper]. The keys are sorted
+    # once, so a file costs two binary searches however long the list is.
+    sorted_keys = sorted(key(v) for v in lits)
 
     def outside(f: DataFile) -> bool:
         if contains_nulls_only(f, fid) or contains_nans_only(f, fid):
             return True
-        remaining = lit_keys_t
+        first, end = 0, len(sorted_keys)  # the keys still possible: sorted_keys[first:end]
         lower = col.lower(f)
         if lower is not None:
             if is_nan(lower):
                 return False
-            lk = key(lower)
-            remaining = tuple(k for k in remaining if lk <= k)
-            if not remaining:
+            first = bisect_left(sorted_keys, key(lower))
+            if first == end:
                 return True
         upper = col.upper(f)
         if upper is not None:
-            uk = key(upper)
-            remaining = tuple(k for k in remaining if k <= uk)
-            if not remaining:
+            end = bisect_right(sorted_keys, key(upper), first)
+            if first == end:
                 return True
         return False
 

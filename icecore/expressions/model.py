@@ -123,7 +123,7 @@ class And(Expression):
     right: Expression
 
     def __str__(self) -> str:
-        return f"({self.left} AND {self.right})"
+        return expression_text(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +134,7 @@ class Or(Expression):
     right: Expression
 
     def __str__(self) -> str:
-        return f"({self.left} OR {self.right})"
+        return expression_text(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +144,7 @@ class Not(Expression):
     child: Expression
 
     def __str__(self) -> str:
-        return f"NOT {self.child}"
+        return expression_text(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +184,10 @@ class UnboundPredicate(Expression):
     literals: tuple[Literal, ...] = ()
 
     def __str__(self) -> str:
-        return _predicate_text(self.op, str(self.term), [str(lit) for lit in self.literals])
+        shown = self.literals[:SHOWN_IN_VALUES]
+        return _predicate_text(
+            self.op, str(self.term), [str(lit) for lit in shown], len(self.literals)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,14 +234,25 @@ class BoundPredicate(Expression):
         return self.values[0]
 
     def __str__(self) -> str:
-        return _predicate_text(self.op, str(self.term), [repr(v) for v in self.values])
+        shown = self.values[:SHOWN_IN_VALUES]
+        return _predicate_text(self.op, str(self.term), [repr(v) for v in shown], len(self.values))
 
 
-def _predicate_text(op: Operation, term: str, literals: list[str]) -> str:
+SHOWN_IN_VALUES = 20
+"""Values of an IN list that the text of a predicate shows; the rest are counted.
+
+A generated filter may list a million values: its text in a pruning report, an error or a
+page must stay readable and small, so it names the first values and how many there are.
+"""
+
+
+def _predicate_text(op: Operation, term: str, literals: list[str], count: int) -> str:
     if op.is_unary:
         return f"{term} {op.symbol}"
     if op.is_set:
-        return f"{term} {op.symbol} ({', '.join(literals)})"
+        more = count - len(literals)
+        rest = f", ... {more:,} more" if more > 0 else ""
+        return f"{term} {op.symbol} ({', '.join(literals)}{rest})"
     if op in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH):
         keyword = "LIKE" if op is Operation.STARTS_WITH else "NOT LIKE"
         return f"{term} {keyword} {literals[0]}%"
@@ -246,27 +260,53 @@ def _predicate_text(op: Operation, term: str, literals: list[str]) -> str:
 
 
 def and_(*exprs: Expression) -> Expression:
-    """Conjunction with constant folding (``true AND x`` is ``x``)."""
-    result: Expression = AlwaysTrue()
+    """Conjunction with constant folding (``true AND x`` is ``x``), balanced.
+
+    Many operands (a generated filter of 10,000 conditions) become a tree of logarithmic
+    depth, in their order, so that no walk over it nests deeper than a few dozen calls.
+    """
+    kept: list[Expression] = []
     for expr in exprs:
-        if isinstance(expr, AlwaysFalse) or isinstance(result, AlwaysFalse):
+        if isinstance(expr, AlwaysFalse):
             return AlwaysFalse()
-        if isinstance(expr, AlwaysTrue):
-            continue
-        result = expr if isinstance(result, AlwaysTrue) else And(result, expr)
-    return result
+        if not isinstance(expr, AlwaysTrue):
+            kept.append(expr)
+    return _balanced(And, kept) if kept else AlwaysTrue()
 
 
 def or_(*exprs: Expression) -> Expression:
-    """Disjunction with constant folding (``false OR x`` is ``x``)."""
-    result: Expression = AlwaysFalse()
+    """Disjunction with constant folding (``false OR x`` is ``x``), balanced like ``and_``."""
+    kept: list[Expression] = []
     for expr in exprs:
-        if isinstance(expr, AlwaysTrue) or isinstance(result, AlwaysTrue):
+        if isinstance(expr, AlwaysTrue):
             return AlwaysTrue()
-        if isinstance(expr, AlwaysFalse):
-            continue
-        result = expr if isinstance(result, AlwaysFalse) else Or(result, expr)
-    return result
+        if not isinstance(expr, AlwaysFalse):
+            kept.append(expr)
+    return _balanced(Or, kept) if kept else AlwaysFalse()
+
+
+def _balanced(node: type[And] | type[Or], operands: list[Expression]) -> Expression:
+    """Join ``operands`` (at least one) with ``node``, in order, in a tree of small depth.
+
+    A binary counter over subtree depths: each operand is pushed and merged with the
+    subtrees before it while they are no deeper, so equal operands pair up level by level
+    (two operands give ``node(a, b)``, three ``node(node(a, b), c)``, as a left fold does)
+    and a deep operand does not make its shallow neighbours deeper.
+    """
+    if len(operands) <= 2:  # what the counter below gives, without measuring depths
+        return operands[0] if len(operands) == 1 else node(operands[0], operands[1])
+    stack: list[tuple[Expression, int]] = []
+    for expr in operands:
+        current, level = expr, depth(expr)
+        while stack and stack[-1][1] <= level:
+            left, left_level = stack.pop()
+            current, level = node(left, current), max(left_level, level) + 1
+        stack.append((current, level))
+    current, level = stack.pop()
+    while stack:
+        left, left_level = stack.pop()
+        current, level = node(left, current), max(left_level, level) + 1
+    return current
 
 
 def not_(expr: Expression) -> Expression:
@@ -316,22 +356,133 @@ class ExpressionVisitor(Generic[T]):
 
 
 def visit(expr: Expression, visitor: ExpressionVisitor[T]) -> T:
-    """Walk ``expr`` with ``visitor`` (post-order)."""
-    if isinstance(expr, AlwaysTrue):
-        return visitor.always_true()
-    if isinstance(expr, AlwaysFalse):
-        return visitor.always_false()
+    """Walk ``expr`` with ``visitor`` (post-order, left before right).
+
+    The walk keeps its own stack rather than recursing, so a tree of any depth (an
+    expression built by hand as a chain of 10,000 ANDs) is visited without RecursionError.
+    """
+    results: list[T] = []
+    stack: list[tuple[Expression, bool]] = [(expr, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if isinstance(node, And | Or):
+            if children_done:
+                right = results.pop()
+                left = results.pop()
+                combine = visitor.and_ if isinstance(node, And) else visitor.or_
+                results.append(combine(left, right))
+            else:
+                stack.extend(((node, True), (node.right, False), (node.left, False)))
+        elif isinstance(node, Not):
+            if children_done:
+                results.append(visitor.not_(results.pop()))
+            else:
+                stack.extend(((node, True), (node.child, False)))
+        elif isinstance(node, AlwaysTrue):
+            results.append(visitor.always_true())
+        elif isinstance(node, AlwaysFalse):
+            results.append(visitor.always_false())
+        elif isinstance(node, UnboundPredicate):
+            results.append(visitor.unbound_predicate(node))
+        elif isinstance(node, BoundPredicate):
+            results.append(visitor.bound_predicate(node))
+        else:
+            raise TypeError(f"not an expression: {node!r}")
+    return results[0]
+
+
+def children(expr: Expression) -> tuple[Expression, ...]:
+    """The operands of an AND, OR or NOT node; none for a leaf."""
+    if isinstance(expr, And | Or):
+        return (expr.left, expr.right)
     if isinstance(expr, Not):
-        return visitor.not_(visit(expr.child, visitor))
-    if isinstance(expr, And):
-        return visitor.and_(visit(expr.left, visitor), visit(expr.right, visitor))
-    if isinstance(expr, Or):
-        return visitor.or_(visit(expr.left, visitor), visit(expr.right, visitor))
-    if isinstance(expr, UnboundPredicate):
-        return visitor.unbound_predicate(expr)
-    if isinstance(expr, BoundPredicate):
-        return visitor.bound_predicate(expr)
-    raise TypeError(f"not an expression: {expr!r}")
+        return (expr.child,)
+    return ()
+
+
+def depth(expr: Expression) -> int:
+    """Levels of AND, OR and NOT above the deepest leaf (0 for a predicate), iteratively."""
+    deepest = 0
+    stack = [(expr, 0)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children(node))
+    return deepest
+
+
+def flatten(expr: Expression) -> Expression:
+    """``expr`` with every chain of ANDs or ORs rebuilt balanced (see :func:`and_`).
+
+    For expressions built elsewhere than the parser (by hand, as a left fold of 10,000
+    conditions): the result means the same and nests logarithmically. Iterative, and linear
+    in the size of ``expr``: each chain is collected once from the original tree.
+    """
+    results: list[Expression] = []
+    stack: list[tuple[Expression, list[Expression] | None]] = [(expr, None)]
+    while stack:
+        node, operands = stack.pop()
+        if operands is None:
+            if isinstance(node, And | Or | Not):
+                found = [node.child] if isinstance(node, Not) else _chain(type(node), node)
+                stack.append((node, found))
+                stack.extend((operand, None) for operand in reversed(found))
+            else:
+                results.append(node)
+            continue
+        done = results[-len(operands) :]
+        del results[-len(operands) :]
+        if isinstance(node, Not):
+            results.append(Not(done[0]))
+        else:
+            results.append(_balanced(And if isinstance(node, And) else Or, done))
+    return results[0]
+
+
+def _chain(node: type[And] | type[Or], expr: Expression) -> list[Expression]:
+    """The operands of a chain of ``node`` rooted at ``expr``, in order (iterative)."""
+    found: list[Expression] = []
+    stack = [expr]
+    while stack:
+        current = stack.pop()
+        if type(current) is node:
+            stack.extend(children(current)[::-1])
+        else:
+            found.append(current)
+    return found
+
+
+def conjuncts(expr: Expression) -> list[Expression]:
+    """The operands of the chain of ANDs at ``expr`` (``[expr]`` when it is no AND)."""
+    return _chain(And, expr)
+
+
+def disjuncts(expr: Expression) -> list[Expression]:
+    """The operands of the chain of ORs at ``expr`` (``[expr]`` when it is no OR)."""
+    return _chain(Or, expr)
+
+
+def expression_text(expr: Expression) -> str:
+    """SQL-like text of ``expr``: chains read ``(a AND b AND c)``; built without recursion."""
+    parts: list[str] = []
+    stack: list[Expression | str] = [expr]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, And | Or):
+            word = " AND " if isinstance(item, And) else " OR "
+            operands = _chain(type(item), item)
+            pending: list[Expression | str] = ["("]
+            for i, operand in enumerate(operands):
+                pending.extend((word, operand) if i else (operand,))
+            pending.append(")")
+            stack.extend(reversed(pending))
+        elif isinstance(item, Not):
+            stack.extend((item.child, "NOT "))
+        else:
+            parts.append(str(item))
+    return "".join(parts)
 
 
 def reject_node(expr: Expression) -> NoReturn:

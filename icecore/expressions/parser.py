@@ -36,10 +36,10 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokenizer_core import Token, TokenType
 
 from icecore.errors import FilterError, IcecoreError
 from icecore.expressions.model import (
@@ -114,6 +114,26 @@ _STRING_TYPES = frozenset(
 _ISO_DATE = re.compile(r"[+-]?\d{4,}-\d{2}-\d{2}")
 
 
+MAX_NESTING = 40
+"""Levels of parentheses (and NOTs) a filter may nest.
+
+sqlglot's recursive-descent parser spends about 20 Python frames per level of parentheses,
+so at Python's default recursion limit it fails at 49 levels (sqlglot 30.30). 40 levels
+still parse from 150 frames down a caller's stack (a Streamlit page). A filter deeper than
+this bound is refused with one sentence before sqlglot sees it; long chains of AND and OR
+are not nesting and are not limited by it.
+"""
+
+MAX_CONDITIONS = 100_000
+"""Conditions (terms joined by AND or OR) a filter may hold: 10x what a generated filter
+needs, while parsing, planning and reading it still take seconds. IN lists count as one
+condition whatever their length (they are evaluated as sets)."""
+
+LONG_LIST = 256
+"""IN lists of at least this many plain literals are read without sqlglot (see
+:func:`_long_lists`), whose tokenizer takes ~10 s for a million values."""
+
+
 @functools.lru_cache(maxsize=512)
 def parse_filter(text: str) -> Expression:
     """Parse a SQL boolean expression into an unbound filter expression.
@@ -126,32 +146,154 @@ def parse_filter(text: str) -> Expression:
             or blank text means no filter.
 
     Returns:
-        An unbound expression (``AlwaysTrue`` for an empty filter).
+        An unbound expression (``AlwaysTrue`` for an empty filter); chains of AND and OR
+        come out balanced (logarithmic depth), however long.
 
     Raises:
-        FilterError: the text is not valid SQL or uses something a filter cannot hold; the
-            message quotes the offending part and says where it is.
+        FilterError: the text is not valid SQL, uses something a filter cannot hold, nests
+            deeper than :data:`MAX_NESTING` or holds more than :data:`MAX_CONDITIONS`
+            conditions; the message quotes the offending part and says where it is.
     """
     if not text or not text.strip():
         return AlwaysTrue()
+    sql, lists = _long_lists(text)
     try:
-        statements = sqlglot.parse(text, dialect=_DIALECT)
-    except TokenError as e:
-        raise FilterError(
-            f"The filter {text!r} has an unterminated string or quoted name ({e}); close "
-            "every quote (' for strings, ` or \" for column names)."
-        ) from e
-    except ParseError as e:
-        raise FilterError(_syntax_message(text, e)) from e
+        statements = _parse(text, sql)
+    except FilterError:
+        if not lists:
+            raise
+        # A long list was read past a syntax error: let sqlglot find it in the text as written.
+        statements, lists = _parse(text, text), {}
     nodes = [s for s in statements if s is not None]
     if not nodes:
         return AlwaysTrue()
     if len(nodes) > 1:
         raise FilterError(
-            f"The filter {text!r} holds more than one statement; write a single boolean "
+            f"The filter {_quoted(text)} holds more than one statement; write a single boolean "
             "expression without ';'."
         )
-    return _Converter(text).boolean(nodes[0])
+    return _Converter(text, lists).boolean(nodes[0])
+
+
+def _parse(text: str, sql: str) -> list[exp.Expr | None]:
+    """Parse ``sql`` (``text`` with long lists replaced) with sqlglot, size checked first."""
+    dialect = _DIALECT()
+    try:
+        tokens = dialect.tokenize(sql)
+    except TokenError as e:
+        raise FilterError(
+            f"The filter {_quoted(text)} has an unterminated string or quoted name ({e}); "
+            "close every quote (' for strings, ` or \" for column names)."
+        ) from e
+    _check_size(text, tokens)
+    try:
+        return dialect.parser().parse(tokens, sql)
+    except ParseError as e:
+        raise FilterError(_syntax_message(text, e)) from e
+    except RecursionError as e:  # the bound above should make this unreachable
+        raise FilterError(_nesting_message(text)) from e
+
+
+def _check_size(text: str, tokens: list[Token]) -> None:
+    """Refuse filters nested deeper than :data:`MAX_NESTING` or longer than MAX_CONDITIONS."""
+    level = deepest = nots = conditions = 0
+    for token in tokens:
+        kind = token.token_type
+        if kind is TokenType.L_PAREN:
+            level += 1
+        elif kind is TokenType.R_PAREN:
+            level -= 1
+        elif kind in (TokenType.AND, TokenType.OR):
+            conditions += 1
+        nots = nots + 1 if kind is TokenType.NOT else 0
+        deepest = max(deepest, level + nots)
+    if deepest > MAX_NESTING:
+        raise FilterError(_nesting_message(text))
+    if conditions >= MAX_CONDITIONS:
+        raise FilterError(
+            f"The filter {_quoted(text)} joins more than {MAX_CONDITIONS:,} conditions with "
+            "AND or OR, the most a filter may hold; list values of one column with IN (...), "
+            "which has no such bound."
+        )
+
+
+def _nesting_message(text: str) -> str:
+    return (
+        f"The filter {_quoted(text)} nests parentheses or NOT more than {MAX_NESTING} levels "
+        "deep, the most a filter may nest; remove redundant parentheses or join the "
+        "conditions in one chain of AND or OR."
+    )
+
+
+def _quoted(text: str) -> str:
+    """``text`` quoted for a message, shortened in the middle when long (a huge IN list)."""
+    if len(text) <= 300:
+        return repr(text)
+    return f"{text[:200]!r} ... {text[-60:]!r} ({len(text):,} characters)"
+
+
+# Long IN lists: a narrow fast path in front of sqlglot, never a parser of its own. Only a
+# list of plain integers, decimals and simple strings (no escapes, no suffixes, no
+# expressions) is taken; anything else in it leaves the whole list to sqlglot. Quoted
+# strings, quoted names and comments are skipped while looking for ``IN (``.
+_SCAN = re.compile(
+    r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"]|\"\")*\"|`(?:[^`]|``)*`|--[^\n]*|/\*.*?\*/"
+    r"|\b(IN)\s*\(",
+    re.IGNORECASE | re.DOTALL,
+)
+_ITEM = r"(?:-?\d+(?:\.\d+)?(?![\w.'])|'[^'\\]*'(?!'))"
+_LIST = re.compile(rf"\s*{_ITEM}(?:\s*,\s*{_ITEM})*\s*(?=\))")
+_ITEMS = re.compile(r"(-?\d+(?:\.\d+)?)|'([^'\\]*)'")
+_PLACEHOLDER = "\x00icecore long IN list at "
+_NOT_NEWLINE = re.compile(r"[^\n]+")
+
+
+def _spaces(found: re.Match[str]) -> str:
+    return " " * len(found.group())
+
+
+def _long_lists(text: str) -> tuple[str, dict[str, tuple[Literal, ...]]]:
+    """``text`` with each long literal IN list replaced by one placeholder string.
+
+    The placeholder has the list's exact length and line breaks, so every position sqlglot
+    reports (and error messages quote) is a position in ``text``. Returns the new text and
+    the literals of each list by placeholder value, read as :meth:`_Converter.literal`
+    reads them (``7`` an int, ``1.50`` a ``Decimal``, ``-3`` an int, ``'x'`` a string).
+    """
+    if len(text) < 4 * LONG_LIST:
+        return text, {}
+    pieces: list[str] = []
+    lists: dict[str, tuple[Literal, ...]] = {}
+    done = pos = 0
+    while (found := _SCAN.search(text, pos)) is not None:
+        pos = found.end()
+        if found.group(1) is None:
+            continue
+        items = _LIST.match(text, pos)
+        if items is None or items.end() - pos < 4 * LONG_LIST:
+            continue
+        start, end = pos, items.end()
+        literals = tuple(
+            [
+                Literal(int(number), None, number)
+                if number and "." not in number
+                else Literal(Decimal(number), None, number)
+                if number
+                else Literal(string, None, f"'{string}'")
+                for number, string in _ITEMS.findall(text, start, end)
+            ]
+        )
+        if len(literals) < LONG_LIST:
+            continue
+        key = f"{_PLACEHOLDER}{start}"
+        filler = _NOT_NEWLINE.sub(_spaces, text[start + len(key) + 2 : end])
+        pieces.extend((text[done:start], "'", key, filler, "'"))
+        lists[key + filler] = literals
+        done = pos = end
+    if not lists:
+        return text, {}
+    pieces.append(text[done:])
+    return "".join(pieces), lists
 
 
 def _syntax_message(text: str, error: ParseError) -> str:
@@ -167,14 +309,15 @@ def _syntax_message(text: str, error: ParseError) -> str:
     if col is not None:
         where = f" at column {col}" if line in (None, 1) else f" at line {line}, column {col}"
     near = f" near {highlight!r}" if highlight else ""
-    return f"The filter {text!r} is not valid SQL{where}{near}: {description}."
+    return f"The filter {_quoted(text)} is not valid SQL{where}{near}: {description}."
 
 
 class _Converter:
     """Turns one sqlglot AST into model nodes; keeps the source text for error messages."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, lists: dict[str, tuple[Literal, ...]] | None = None) -> None:
         self.text = text
+        self.lists = lists or {}
 
     # ------------------------------------------------------------------ errors
 
@@ -263,12 +406,12 @@ class _Converter:
 
     def boolean(self, node: exp.Expr) -> Expression:
         """Convert a node that must be a boolean expression."""
-        if isinstance(node, exp.Paren):
-            return self.boolean(node.this)
-        if isinstance(node, exp.And):
-            return and_(self.boolean(node.left), self.boolean(node.right))
-        if isinstance(node, exp.Or):
-            return or_(self.boolean(node.left), self.boolean(node.right))
+        node = _unparen(node)
+        if isinstance(node, exp.And | exp.Or):
+            # sqlglot reads a chain of 10,000 ORs as a left-deep tree: collect its operands
+            # with a loop and join them balanced, so no walk recurses 10,000 levels.
+            parts = [self.boolean(operand) for operand in _chain(node)]
+            return and_(*parts) if isinstance(node, exp.And) else or_(*parts)
         if isinstance(node, exp.Not):
             return self._not(node)
         if isinstance(node, exp.Boolean):
@@ -405,6 +548,11 @@ class _Converter:
         values: list[exp.Expr] = list(node.expressions)
         if not values:
             raise self.error(node, "has an empty IN list", "list at least one value")
+        op = Operation.NOT_IN if negate else Operation.IN
+        if len(values) == 1 and isinstance(values[0], exp.Literal) and values[0].is_string:
+            long_list = self.lists.get(values[0].this)
+            if long_list is not None:
+                return UnboundPredicate(op, self.reference(node.this), long_list)
         literals: list[Literal] = []
         for value in values:
             value = _unparen(value)
@@ -417,7 +565,6 @@ class _Converter:
             if isinstance(value, exp.Query | exp.Subquery | exp.Select):
                 raise self._unsupported(value)
             literals.append(self.literal(value))
-        op = Operation.NOT_IN if negate else Operation.IN
         return UnboundPredicate(op, self.reference(node.this), tuple(literals))
 
     def _is(self, node: exp.Is, negate: bool) -> Expression:
@@ -593,6 +740,20 @@ class _Converter:
                 f"is not a valid {hint.upper()} literal",
                 f"write it as {examples[hint]}",
             ) from e
+
+
+def _chain(node: exp.And | exp.Or) -> list[exp.Expr]:
+    """The operands of a chain of one connector, parentheses around links included, in order."""
+    kind = type(node)
+    operands: list[exp.Expr] = []
+    stack: list[exp.Expr] = [node]
+    while stack:
+        current = _unparen(stack.pop())
+        if type(current) is kind:
+            stack.extend((current.right, current.left))
+        else:
+            operands.append(current)
+    return operands
 
 
 def _unparen(node: exp.Expr) -> exp.Expr:

@@ -37,6 +37,7 @@ from icecore.expressions.model import (
     or_,
     visit,
 )
+from icecore.lru import LRU
 from icecore.partitioning import PartitionField, PartitionSpec
 from icecore.schema import Schema
 from icecore.transforms import (
@@ -243,22 +244,39 @@ def _same(pred: BoundPredicate) -> Projected:
     return pred.op, pred.values
 
 
-def _set(pred: BoundPredicate, apply: Callable[[Any], Any]) -> Projected:
-    return pred.op, tuple(apply(v) for v in pred.values)
+def _set(pred: BoundPredicate, apply: Callable[[Any], Any], transform: Transform) -> Projected:
+    """An IN or NOT IN list through ``transform``: its distinct results, computed once.
+
+    A filter's IN list is projected for each spec and again for residuals, strict and
+    inclusive; a list of a million ids through ``bucket`` would hash a million values each
+    time. The results are kept per predicate object (held by the entry, so an id is never
+    reused) and transform.
+    """
+    key = (id(pred), str(transform), str(pred.term.type))
+    held = _PROJECTED_SETS.get(key)
+    if held is None or held[0] is not pred:
+        held = _PROJECTED_SETS.put(key, (pred, tuple(dict.fromkeys(map(apply, pred.values)))))
+    return pred.op, held[1]
+
+
+_PROJECTED_SETS: LRU[tuple[int, str, str], tuple[BoundPredicate, tuple[Any, ...]]] = LRU(64)
 
 
 def _one(result: tuple[Operation, Any] | None) -> Projected:
     return None if result is None else (result[0], (result[1],))
 
 
-def _project_bucket(pred: BoundPredicate, apply: Callable[[Any], Any], strict: bool) -> Projected:
+def _project_bucket(
+    pred: BoundPredicate, transform: BucketTransform, source: IcebergType, strict: bool
+) -> Projected:
     """Java ``Bucket.project``/``projectStrict``: only (NOT) EQ and (NOT) IN carry over."""
     if pred.op.is_unary:
         return _same(pred)
+    apply = transform.bind(source)
     if pred.op is (_O.NOT_EQ if strict else _O.EQ):
         return pred.op, (apply(pred.value),)
     if pred.op is (_O.NOT_IN if strict else _O.IN):
-        return _set(pred, apply)
+        return _set(pred, apply, transform)
     return None
 
 
@@ -291,7 +309,7 @@ def _project_truncate(
     if pred.op.is_unary:
         return _same(pred)
     if pred.op.is_set:
-        return _set(pred, apply) if pred.op is (_O.NOT_IN if strict else _O.IN) else None
+        return _set(pred, apply, transform) if pred.op is (_O.NOT_IN if strict else _O.IN) else None
     if isinstance(source, StringType):
         return _project_string(pred, transform.width, strict)
     if isinstance(source, BinaryType):
@@ -333,7 +351,7 @@ def _project_time(
     if pred.op.is_set:
         if pred.op is not (_O.NOT_IN if strict else _O.IN):
             return None
-        projected = _set(pred, apply)
+        projected = _set(pred, apply, transform)
     else:
         step: Step = _step_date if isinstance(source, DateType) else _step_int(_WRAP_LONG)
         project_number = truncate_number_strict if strict else truncate_number
@@ -372,7 +390,7 @@ def project_predicate(
     elif isinstance(transform, BucketTransform):
         if not transform.can_transform(source):
             return None
-        projected = _project_bucket(pred, transform.bind(source), strict)
+        projected = _project_bucket(pred, transform, source, strict)
     elif isinstance(transform, TruncateTransform):
         if not transform.can_transform(source):
             return None

@@ -47,7 +47,7 @@ from icecore.expressions.bind import bind
 from icecore.expressions.evaluator import row_evaluator
 from icecore.expressions.manifest_eval import manifest_evaluator
 from icecore.expressions.metrics_eval import MetricsEvaluator, metrics_evaluator
-from icecore.expressions.model import AlwaysTrue, Expression
+from icecore.expressions.model import AlwaysTrue, Expression, flatten
 from icecore.expressions.parser import parse_filter
 from icecore.expressions.projection import inclusive_projection
 from icecore.expressions.residual import residual_evaluator
@@ -347,6 +347,10 @@ class TableScan:
             self.snapshot, ref=ref, time_travel=snapshot_id is not None or as_of is not None
         )
         self.case_sensitive = case_sensitive
+        if isinstance(filter, Expression):
+            # Balanced before it is hashed as a key: hashing a chain of 10,000 hand-built
+            # ANDs would recurse 10,000 levels.
+            filter = flatten(filter)
         key: tuple[int, str | Expression | None, bool] | None = (
             id(self.schema),
             filter,
