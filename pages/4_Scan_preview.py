@@ -18,6 +18,7 @@ from ui.shell import (
     show_error,
     stop,
 )
+from ui.views import MAX_TEXT, clip
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 100_000
@@ -78,7 +79,7 @@ limit = cols[1].number_input(
 counts = view.counts
 st.subheader("What planning keeps")
 st.caption("Bound filter:")
-st.code(view.filter, language="sql", wrap_lines=True)
+st.code(clip(view.filter, 20 * MAX_TEXT), language="sql", wrap_lines=True)
 cols = st.columns(4)
 cols[0].metric(
     "Data manifests kept",

@@ -51,6 +51,18 @@ HEADER_PX = 38
 MAX_TABLE_PX = 720
 
 
+MAX_TEXT = 2_000
+"""Characters of a filter or residual shown in one cell or block (a 10,000-term filter is
+~200 KB: drawn whole per planned file it would swamp the page)."""
+
+
+def clip(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … ({len(text) - limit:,} more characters)"
+
+
 def fit_height(rows: int) -> int:
     """A dataframe height that shows ``rows`` rows without scrolling, up to a screenful."""
     return min(HEADER_PX + ROW_PX * max(rows, 1) + 2, MAX_TABLE_PX)
@@ -186,7 +198,7 @@ def plan_view(plan: Plan, partition_of: PartitionLabel | None = None) -> PlanVie
                 "records": f.record_count,
                 "bytes": f.file_size_in_bytes,
                 "delete files": len(task.delete_files),
-                "residual filter": str(task.residual),
+                "residual filter": clip(str(task.residual)),
             }
         )
         for d in task.delete_files:
