@@ -25,6 +25,7 @@ time, so memory is bounded by a row group, not by the table.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import io as _stdio
@@ -32,7 +33,7 @@ import itertools
 import json
 import uuid
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import partial
@@ -282,12 +283,46 @@ def _apply_name_mapping(schema: pa.Schema, mapping: Sequence[MappedField]) -> pa
 # Files through FileIO
 
 
+_HOLE_BYTES = 8 << 10
+"""Ranges closer than this are read as one (Arrow's own pre-buffer default)."""
+_RANGE_BYTES = 32 << 20
+"""A merged range grows no longer than this (Arrow's own pre-buffer default)."""
+
+
 class _RangeFile(_stdio.RawIOBase):
-    """A read-only, seekable file whose reads are FileIO range reads."""
+    """A read-only, seekable file whose reads are FileIO range reads.
+
+    :meth:`prefetch` reads the column chunks of a row group in a few merged range reads on
+    the calling thread (what Arrow's ``pre_buffer`` would do on its I/O threads, which must
+    not touch Python objects: see :class:`_SourceFile`); reads inside them are served from
+    memory until the next prefetch or :meth:`forget`.
+    """
 
     def __init__(self, io: FileIO, path: str, size: int) -> None:
         super().__init__()
         self._io, self._path, self._size, self._pos = io, path, size, 0
+        self._held: list[tuple[int, bytes]] = []
+
+    def prefetch(self, ranges: Iterable[tuple[int, int]]) -> None:
+        """Read the ``[start, end)`` ranges now, neighbours merged, and hold their bytes."""
+        merged: list[list[int]] = []
+        for start, end in sorted(ranges):
+            start, end = max(0, start), min(self._size, end)
+            if end <= start:
+                continue
+            if (
+                merged
+                and start - merged[-1][1] <= _HOLE_BYTES
+                and end - merged[-1][0] <= _RANGE_BYTES
+            ):
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        self._held = [(a, self._io.read(self._path, a, b)) for a, b in merged]
+
+    def forget(self) -> None:
+        """Drop the bytes :meth:`prefetch` holds."""
+        self._held = []
 
     def readable(self) -> bool:
         return True
@@ -308,7 +343,16 @@ class _RangeFile(_stdio.RawIOBase):
         end = min(self._size, self._pos + len(view))
         if end <= self._pos:
             return 0
-        data = self._io.read(self._path, self._pos, end)
+        data = next(
+            (
+                memoryview(held)[self._pos - at : end - at]
+                for at, held in self._held
+                if at <= self._pos and end <= at + len(held)
+            ),
+            None,
+        )
+        if data is None:
+            data = memoryview(self._io.read(self._path, self._pos, end))
         view[: len(data)] = data
         self._pos += len(data)
         return len(data)
@@ -333,7 +377,20 @@ def _format_word(path: str) -> str:
 
 
 class _SourceFile:
-    """A data or delete file opened for batch reads, with its columns indexed by field id."""
+    """A data or delete file opened for batch reads, with its columns indexed by field id.
+
+    Parquet is read with ``pre_buffer=False``, so every read of the file happens on the
+    thread that iterates its batches. With pre-buffering, Arrow reads column chunks on its
+    own I/O threads, and a read of a Python file object (our FileIO range reads) yields a
+    buffer owning a Python ``bytes``: the I/O thread that drops the last reference to it
+    (the end of its task, after the reader has the bytes) must take the GIL. When that
+    happens after the reader is done and the interpreter has begun to finalize (a
+    ``to_arrow(limit=...)`` right before exit: the limit is reached and the program ends
+    while the I/O task is still tearing down), Python ends the thread with
+    ``pthread_exit``, its unwinding meets a ``noexcept`` C++ frame, and the process aborts
+    with "terminate called without an active exception" (exit 134). Each column chunk is
+    still one range read; nothing of Arrow's runs Python code on a thread of its own.
+    """
 
     def __init__(
         self,
@@ -346,13 +403,15 @@ class _SourceFile:
         self.what = what
         fmt = f.file_format.upper()
         self._parquet: pq.ParquetFile | None = None
+        self._file: _RangeFile | None = None
         self._avro: pa.Table | None = None
         if fmt == "PARQUET":
             import pyarrow.parquet as pq  # only readers need it, not every planning process
 
             size = _checked_size(io, f, what)
+            self._file = _RangeFile(io, f.file_path, size)
             try:
-                self._parquet = pq.ParquetFile(pa.PythonFile(_RangeFile(io, f.file_path, size)))
+                self._parquet = pq.ParquetFile(pa.PythonFile(self._file), pre_buffer=False)
                 schema = self._parquet.schema_arrow
             except (pa.ArrowException, OSError, ValueError) as e:
                 raise _arrow_error(what, f.file_path, e) from e
@@ -396,14 +455,31 @@ class _SourceFile:
             table = self._avro.select(tops)
             yield from table.to_batches(max_chunksize=batch_size)
             return
-        assert self._parquet is not None
+        assert self._parquet is not None and self._file is not None
+        leaves = self._leaf_columns(tops)
+        metadata = self._parquet.metadata
         try:
-            for batch in self._parquet.iter_batches(
-                batch_size=batch_size, columns=names, use_threads=False
-            ):
-                yield batch.rename_columns([str(i) for i in tops])
+            for group in range(metadata.num_row_groups):
+                self._file.prefetch(_chunk_range(metadata.row_group(group), i) for i in leaves)
+                batches = self._parquet.iter_batches(
+                    batch_size=batch_size, row_groups=[group], columns=names, use_threads=False
+                )
+                try:
+                    for batch in batches:
+                        yield batch.rename_columns([str(i) for i in tops])
+                finally:
+                    batches.close()  # a reader left mid-file (a limit reached) goes now
         except (pa.ArrowException, OSError, ValueError) as e:
             raise _arrow_error(self.what, self.path, e) from e
+        finally:
+            self._file.forget()
+
+    def _leaf_columns(self, tops: Sequence[int]) -> list[int]:
+        """Parquet leaf column indexes under the given top-level fields (depth-first order)."""
+        starts = [0]
+        for f in self.schema:
+            starts.append(starts[-1] + _leaf_count(f.type))
+        return [leaf for top in tops for leaf in range(starts[top], starts[top + 1])]
 
     def _empty_batches(self, batch_size: int) -> Iterator[pa.RecordBatch]:
         remaining = self.num_rows
@@ -411,6 +487,22 @@ class _SourceFile:
             n = min(batch_size, remaining)
             yield pa.record_batch([pa.nulls(n)], names=["__rows"])
             remaining -= n
+
+
+def _leaf_count(t: pa.DataType) -> int:
+    """Parquet leaf columns an Arrow type is stored in."""
+    if t.num_fields == 0:
+        return 1
+    return sum(_leaf_count(t.field(i).type) for i in range(t.num_fields))
+
+
+def _chunk_range(group: Any, column: int) -> tuple[int, int]:
+    """Bytes ``[start, end)`` of one column chunk of a row group, from the footer."""
+    chunk = group.column(column)
+    start = chunk.data_page_offset
+    if chunk.has_dictionary_page and 0 < chunk.dictionary_page_offset < start:
+        start = chunk.dictionary_page_offset
+    return start, start + chunk.total_compressed_size
 
 
 def _field_id(f: pa.Field) -> int | None:
@@ -928,7 +1020,7 @@ def _column_by_id(
     return _cast(arr, want, what) if want is not None else arr
 
 
-def _read_one(ctx: _ReadContext, task: FileScanTask) -> Iterator[pa.RecordBatch]:
+def _read_one(ctx: _ReadContext, task: FileScanTask) -> Generator[pa.RecordBatch, None, None]:
     data_file = task.data_file
     if data_file.content is not DataFileContent.DATA:
         raise InvalidMetadata(f"Task file {data_file.file_path} is a delete file, not data.")
@@ -1099,13 +1191,16 @@ def read_tasks(
     )
     remaining = limit
     for task in itertools.chain([first] if first is not None else [], task_iter):
-        for batch in _read_one(ctx, task):
-            if remaining is not None:
-                if batch.num_rows >= remaining:
-                    yield batch.slice(0, remaining)
-                    return
-                remaining -= batch.num_rows
-            yield batch
+        # Closed explicitly, so a file left mid-way when the limit is reached (or when the
+        # caller stops early) releases its reader here, not whenever it is collected.
+        with contextlib.closing(_read_one(ctx, task)) as batches:
+            for batch in batches:
+                if remaining is not None:
+                    if batch.num_rows >= remaining:
+                        yield batch.slice(0, remaining)
+                        return
+                    remaining -= batch.num_rows
+                yield batch
 
 
 def read_task(

@@ -6,6 +6,15 @@ folder (``ICECORE_JOBS_DIR``, else a folder in the temp dir) holding what it was
 (``job.json``), its progress and Spark's log (``log``, stderr), its result (``stdout``, the
 last line JSON) and its exit status (``rc``). That folder is the source of truth, so a job
 survives page reruns and reloads; the page keeps only job ids in session state.
+
+The ``sh`` is this process's child, and a finished child stays a zombie until its parent
+waits for it. Each job therefore gets a daemon thread that waits for its ``sh`` (the pattern
+of asyncio's ``ThreadedChildWatcher``): it is reaped the moment it ends, whether or not a
+page is open, and the page never blocks. A double fork (``init`` adopting the job) is not
+enough: in the Docker image the app is PID 1 (``exec streamlit``), so orphans come back to
+it, with no ``Popen`` left to wait for them. The waiting thread holds no state a status
+needs (that is the folder's ``rc``), only blocks in ``waitpid`` (no C++ on its stack, so
+nothing for the interpreter's exit to abort), and ends with the job.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 import uuid
@@ -115,11 +125,28 @@ def launch(argv: list[str], module: str = "pipeline.maintenance", **request: Any
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    _CHILDREN[process.pid] = process
+    threading.Thread(
+        target=_reap, args=(process,), name=f"icecore-job-{job_id}", daemon=True
+    ).start()
     (folder / "pid").write_text(str(process.pid))
     return job_id
 
 
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+"""The jobs' ``sh`` processes this process started and has not reaped yet, by pid."""
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    """Wait for a job's ``sh`` to end (so it never lingers as a zombie), then forget it."""
+    process.wait()
+    _CHILDREN.pop(process.pid, None)
+
+
 def _alive(pid: int) -> bool:
+    child = _CHILDREN.get(pid)
+    if child is not None:  # ours: its waiting thread sets the return code when it ends
+        return child.returncode is None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

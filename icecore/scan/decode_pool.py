@@ -129,6 +129,7 @@ class _Worker:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait()  # reaped, not left a zombie
 
 
 _workers: list[_Worker] = []

@@ -113,8 +113,9 @@ class ManifestCache:
         self._memory = 0
         self._written_since_sweep = 0
         self._lock = threading.Lock()
-        self._queue: queue.Queue[tuple[ManifestKey, PlanningManifest]] = queue.Queue()
+        self._queue: queue.Queue[tuple[ManifestKey, PlanningManifest] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
+        self._closed = False
         self._unwritten = 0
         self._active = 0
         self._flushing = 0
@@ -192,6 +193,26 @@ class ManifestCache:
                 with self._lock:
                     self._flushing -= 1
 
+    def close(self) -> None:
+        """Write what waits for the writer thread, then stop and join it (run at exit).
+
+        The writer spends its time in Arrow's C++ code (writing IPC files) with the GIL
+        released; a daemon thread still doing that when the interpreter finalizes is ended
+        by ``pthread_exit`` on its way back into Python, which can abort the process from
+        inside C++ frames. So at exit it is flushed and joined while the interpreter is
+        whole (``atexit`` runs before finalization; ``threading`` only joins non-daemon
+        threads). Afterwards the cache still works: decoders write their files themselves.
+        """
+        self.flush()
+        with self._lock:
+            self._closed = True
+            writer = self._writer
+        if writer is not None:
+            self._queue.put(None)
+            writer.join()
+            with self._lock:
+                self._writer = None
+
     def clear(self, *, disk: bool = False) -> None:
         """Forget what is held in memory (and, with ``disk``, delete the cache files)."""
         self.flush()
@@ -263,7 +284,7 @@ class ManifestCache:
         """
         size = item.nbytes
         with self._lock:
-            if self._unwritten + size > WRITE_BEHIND_BYTES:
+            if self._closed or self._unwritten + size > WRITE_BEHIND_BYTES:
                 return False
             self._unwritten += size
             if self._writer is None:
@@ -271,13 +292,17 @@ class ManifestCache:
                     target=self._drain, name="icecore-cache-writer", daemon=True
                 )
                 self._writer.start()
-                atexit.register(self.flush)
+                atexit.register(self.close)
         self._queue.put((key, item))
         return True
 
     def _drain(self) -> None:
         while True:
-            key, item = self._queue.get()
+            entry = self._queue.get()
+            if entry is None:  # close(): everything before it is written
+                self._queue.task_done()
+                return
+            key, item = entry
             self._wait_until_quiet()
             try:
                 written = self._write_file(key, item)

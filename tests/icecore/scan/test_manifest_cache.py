@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -187,3 +188,21 @@ def test_cache_files_written_behind_are_in_place_when_the_process_exits(
     )
     assert int(done.stdout) > 0
     assert len(list(tmp_path.glob("*/*.arrow"))) >= len(_manifests(trips)) > 0
+
+
+def test_close_writes_what_waits_and_joins_the_writer_thread(tmp_path: Path, trips: Table) -> None:
+    """At exit the writer thread is stopped and joined, not left inside Arrow's C++ code."""
+    manifests = _manifests(trips)[:2]
+    assert len(manifests) == 2
+    cache = ManifestCache(tmp_path)
+    before = set(threading.enumerate())
+    cache.get_or_load(_key(trips, manifests[0]), lambda: _decode(trips, manifests[0]))
+    started = [t for t in threading.enumerate() if t not in before]
+    assert [t.name for t in started] == ["icecore-cache-writer"]  # the file is left to it
+    cache.close()
+    assert not started[0].is_alive()
+    assert len(list(tmp_path.glob("*/*.arrow"))) == 1
+    # Still usable: the decoder writes its own file now, and starts no thread.
+    cache.get_or_load(_key(trips, manifests[1]), lambda: _decode(trips, manifests[1]))
+    assert [t for t in threading.enumerate() if t not in before and t.is_alive()] == []
+    assert len(list(tmp_path.glob("*/*.arrow"))) == 2
