@@ -558,6 +558,10 @@ def _is_floating(arr: pa.Array) -> bool:
     return pa.types.is_floating(arr.type)
 
 
+def _plus_zero(arr: pa.Array) -> pa.Array:
+    return pc.add(arr, pa.scalar(0.0, arr.type))
+
+
 def _predicate_mask(pred: BoundPredicate, column: pa.Array) -> pa.Array:
     op = pred.op
     t = column.type
@@ -574,6 +578,9 @@ def _predicate_mask(pred: BoundPredicate, column: pa.Array) -> pa.Array:
         return nan if op is Operation.IS_NAN else pc.invert(nan)
     if op in (Operation.IN, Operation.NOT_IN):
         values = pa.array([_arrow_value(pred.term.type, v) for v in pred.values], type=t)
+        if _is_floating(column):
+            # Spark: -0.0 = 0.0, but Arrow's hash sets keep the two apart; x + 0.0 is +0.0.
+            column, values = _plus_zero(column), _plus_zero(values)
         found = pc.is_in(column, value_set=values, skip_nulls=True)
         if op is Operation.NOT_IN:
             found = pc.invert(found)

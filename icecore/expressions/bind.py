@@ -10,7 +10,11 @@ evaluated. Binding follows Iceberg Java's ``UnboundPredicate.bind`` and the conv
 * ``IS NULL`` on a required column whose enclosing structs are all required is always
   false, ``IS NOT NULL`` always true; on a v3 ``unknown`` column the reverse;
 * ``isnan`` only on float and double columns; LIKE 'prefix%' only on string columns;
-* comparing with NaN is refused (Java's ``Literals.from`` rejects NaN): use ``isnan``;
+* a comparison with NaN on a float column (``f = 'NaN'``, which Spark SQL answers; Java's
+  ``Literals.from`` rejects NaN) becomes what Iceberg can say under Spark's order, where
+  NaN = NaN and NaN is above every value: ``is_nan``, ``not_nan``, true or false
+  (:func:`~icecore.expressions.sql_semantics.nan_comparison`); NaN on other columns is
+  refused;
 * IN with one distinct value becomes ``=`` (NOT IN becomes ``!=``), values deduplicated.
 
 Where Java converts a literal inexactly, Icecore keeps the predicate's meaning instead: a
@@ -28,6 +32,7 @@ decimals for float columns.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import math
@@ -60,6 +65,7 @@ from icecore.expressions.model import (
     or_,
     visit,
 )
+from icecore.expressions.sql_semantics import nan_comparison, nan_membership
 from icecore.schema import Schema
 from icecore.types import (
     BinaryType,
@@ -261,6 +267,8 @@ class _Binder(ExpressionVisitor[Expression]):
         return BoundPredicate(pred.op, ref, (lit.value,))
 
     def _comparison(self, op: Operation, ref: BoundReference, lit: Literal) -> Expression:
+        if _is_float_nan(lit, ref.type):
+            return nan_comparison(op, ref)
         try:
             value = _convert(lit, ref)
         except _Bound as b:
@@ -282,7 +290,11 @@ class _Binder(ExpressionVisitor[Expression]):
 
     def _set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
         kept: dict[Any, Any] = {}
+        with_nan = False
         for lit in pred.literals:
+            if _is_float_nan(lit, ref.type):
+                with_nan = True
+                continue
             try:
                 value = _convert(lit, ref)
             except _Bound:
@@ -291,6 +303,9 @@ class _Binder(ExpressionVisitor[Expression]):
                 continue  # no value of the column equals it
             kept.setdefault(_identity(value), value)
         values = tuple(kept.values())
+        if with_nan:
+            others = self._set(dataclasses.replace(pred, literals=_no_nan(pred, ref)), ref)
+            return nan_membership(pred.op, ref, others)
         negated = pred.op is Operation.NOT_IN
         if not values:
             return AlwaysTrue() if negated else AlwaysFalse()
@@ -334,6 +349,14 @@ def _is_nan(lit: Literal, t: IcebergType) -> bool:
     return False
 
 
+def _is_float_nan(lit: Literal, t: IcebergType) -> bool:
+    return isinstance(t, FloatType | DoubleType) and _is_nan(lit, t)
+
+
+def _no_nan(pred: UnboundPredicate, ref: BoundReference) -> tuple[Literal, ...]:
+    return tuple(lit for lit in pred.literals if not _is_float_nan(lit, ref.type))
+
+
 def _is_numeric(t: IcebergType) -> bool:
     return isinstance(t, IntegerType | LongType | FloatType | DoubleType | DecimalType)
 
@@ -357,8 +380,8 @@ def _convert(lit: Literal, ref: BoundReference) -> Any:
         )
     if _is_nan(lit, t):
         raise FilterError(
-            f"Column {ref.name!r} is compared with NaN ({_text(lit)}), which Iceberg does not "
-            f"allow; use isnan({ref.name}) or NOT isnan({ref.name})."
+            f"Column {ref.name!r} is compared with NaN ({_text(lit)}), but it is {t}, which "
+            "cannot hold NaN; compare it with a number, or NaN with a float or double column."
         )
     converter = _CONVERTERS.get(type(t))
     try:

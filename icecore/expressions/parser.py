@@ -42,18 +42,15 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 from icecore.errors import FilterError, IcecoreError
+from icecore.expressions import sql_semantics as sql
 from icecore.expressions.model import (
-    AlwaysFalse,
     AlwaysTrue,
     Expression,
     Literal,
     Operation,
     Reference,
-    UnboundPredicate,
-    and_,
-    not_,
-    or_,
 )
+from icecore.expressions.sql_semantics import Polar
 from icecore.values import iso_to_nanos, iso_to_time_micros
 
 
@@ -151,7 +148,7 @@ def parse_filter(text: str) -> Expression:
             f"The filter {text!r} holds more than one statement; write a single boolean "
             "expression without ';'."
         )
-    return _Converter(text).boolean(nodes[0])
+    return _Converter(text).boolean(nodes[0]).true
 
 
 def _syntax_message(text: str, error: ParseError) -> str:
@@ -261,49 +258,39 @@ class _Converter:
 
     # ------------------------------------------------------------------ booleans
 
-    def boolean(self, node: exp.Expr) -> Expression:
-        """Convert a node that must be a boolean expression."""
+    def boolean(self, node: exp.Expr) -> Polar:
+        """Convert a node that must be a boolean expression: where it is TRUE, where FALSE.
+
+        SQL's three values are kept apart here (:mod:`icecore.expressions.sql_semantics`):
+        NOT swaps the two sides, so no ``Not`` node and no two-valued negation is left.
+        """
         if isinstance(node, exp.Paren):
             return self.boolean(node.this)
         if isinstance(node, exp.And):
-            return and_(self.boolean(node.left), self.boolean(node.right))
+            return sql.conjunction(self.boolean(node.left), self.boolean(node.right))
         if isinstance(node, exp.Or):
-            return or_(self.boolean(node.left), self.boolean(node.right))
+            return sql.disjunction(self.boolean(node.left), self.boolean(node.right))
         if isinstance(node, exp.Not):
-            return self._not(node)
+            return self.boolean(node.this).negate()
         if isinstance(node, exp.Boolean):
-            return AlwaysTrue() if node.this else AlwaysFalse()
+            return sql.constant(bool(node.this))
         if type(node) in _COMPARISONS:
             return self._comparison(node, _COMPARISONS[type(node)])
         if isinstance(node, exp.In):
-            return self._in(node, negate=False)
+            return self._in(node)
         if isinstance(node, exp.Is):
-            return self._is(node, negate=False)
+            return self._is(node)
         if isinstance(node, exp.IsNan):
-            return UnboundPredicate(Operation.IS_NAN, self.reference(node.this))
+            return sql.nan_check(self.reference(node.this))
         if isinstance(node, exp.Like):
-            return self._like(node, negate=bool(node.args.get("negate")))
+            return self._like(node)
         if isinstance(node, exp.Between):
             return self._between(node)
         if isinstance(node, exp.Column | exp.Dot):
-            # A bare boolean column, as Spark accepts in WHERE.
+            # A bare boolean column, as Spark accepts in WHERE: b = true.
             ref = self.reference(node)
-            return UnboundPredicate(Operation.EQ, ref, (Literal(True, None, "true"),))
+            return sql.comparison(Operation.EQ, ref, Literal(True, None, "true"))
         raise self._unsupported(node)
-
-    def _not(self, node: exp.Not) -> Expression:
-        child = node.this
-        while isinstance(child, exp.Paren):
-            child = child.this
-        if isinstance(child, exp.In):
-            return self._in(child, negate=True)
-        if isinstance(child, exp.Is):
-            return self._is(child, negate=True)
-        if isinstance(child, exp.IsNan):
-            return UnboundPredicate(Operation.NOT_NAN, self.reference(child.this))
-        if isinstance(child, exp.Like):
-            return self._like(child, negate=not child.args.get("negate"))
-        return not_(self.boolean(child))
 
     def _unsupported(self, node: exp.Expr) -> FilterError:
         if isinstance(node, exp.Alias):
@@ -360,15 +347,15 @@ class _Converter:
 
     # ------------------------------------------------------------------ predicates
 
-    def _comparison(self, node: exp.Expr, op: Operation) -> Expression:
+    def _comparison(self, node: exp.Expr, op: Operation) -> Polar:
         left, right = _unparen(node.args["this"]), _unparen(node.args["expression"])
         left_col, right_col = _is_column(left), _is_column(right)
         for side, other in ((right, left), (left, right)):
             if _is_bare_nan(side) and _is_column(other):
                 raise self.error(
                     node,
-                    "compares with NaN, and NaN is never equal to or ordered with anything",
-                    f"use isnan({self.fragment(other)[0]}) or NOT isnan(...)",
+                    "names NaN without quotes, which SQL reads as a column name",
+                    "write NaN as a string, as Spark SQL does: col = 'NaN', or use isnan(col)",
                 )
         if left_col and right_col:
             raise self.error(
@@ -395,9 +382,9 @@ class _Converter:
                 "compares with NULL, which is never true",
                 f"write {self.fragment(column)[0]} {hint}",
             )
-        return UnboundPredicate(op, self.reference(column), (self.literal(value),))
+        return sql.comparison(op, self.reference(column), self.literal(value))
 
-    def _in(self, node: exp.In, negate: bool) -> Expression:
+    def _in(self, node: exp.In) -> Polar:
         if node.args.get("query") is not None:
             raise self._unsupported(node.args["query"])
         if node.args.get("unnest") is not None or node.args.get("field") is not None:
@@ -406,34 +393,32 @@ class _Converter:
         if not values:
             raise self.error(node, "has an empty IN list", "list at least one value")
         literals: list[Literal] = []
+        has_null = False
         for value in values:
             value = _unparen(value)
             if isinstance(value, exp.Null):
-                raise self.error(
-                    value,
-                    "is a NULL inside an IN list, which never matches",
-                    "test for nulls separately with IS NULL",
-                )
+                # SQL: c IN (v, NULL) is TRUE when c = v and NULL otherwise, never FALSE.
+                has_null = True
+                continue
             if isinstance(value, exp.Query | exp.Subquery | exp.Select):
                 raise self._unsupported(value)
             literals.append(self.literal(value))
-        op = Operation.NOT_IN if negate else Operation.IN
-        return UnboundPredicate(op, self.reference(node.this), tuple(literals))
+        return sql.membership(self.reference(node.this), literals, has_null)
 
-    def _is(self, node: exp.Is, negate: bool) -> Expression:
+    def _is(self, node: exp.Is) -> Polar:
         target = node.args["expression"]
         ref = self.reference(node.this)
         if isinstance(target, exp.Null):
-            return UnboundPredicate(Operation.NOT_NULL if negate else Operation.IS_NULL, ref)
+            return sql.null_check(ref)
         if _is_bare_nan(target):
-            return UnboundPredicate(Operation.NOT_NAN if negate else Operation.IS_NAN, ref)
+            return sql.nan_check(ref)
         raise self.error(
             node,
             "uses IS with something other than NULL or NAN",
             "use IS [NOT] NULL, IS [NOT] NAN, or = for values",
         )
 
-    def _like(self, node: exp.Like, negate: bool) -> Expression:
+    def _like(self, node: exp.Like) -> Polar:
         pattern = _unparen(node.args["expression"])
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
             raise self.error(node, "uses LIKE without a string pattern", "write col LIKE 'prefix%'")
@@ -446,20 +431,19 @@ class _Converter:
                 "'abc%' (one trailing %, no other % or _ wildcards and no escapes) are supported",
                 "rewrite it as col LIKE 'prefix%'",
             )
-        op = Operation.NOT_STARTS_WITH if negate else Operation.STARTS_WITH
         literal = Literal(prefix, None, self.fragment(pattern)[0])
-        return UnboundPredicate(op, self.reference(node.this), (literal,))
+        matches = sql.prefix(self.reference(node.this), literal)
+        return matches.negate() if node.args.get("negate") else matches
 
-    def _between(self, node: exp.Between) -> Expression:
+    def _between(self, node: exp.Between) -> Polar:
         if node.args.get("symmetric"):
             raise self.error(
                 node, "uses BETWEEN SYMMETRIC", "order the bounds and use plain BETWEEN"
             )
         ref = self.reference(node.this)
         low, high = self.literal(node.args["low"]), self.literal(node.args["high"])
-        return and_(
-            UnboundPredicate(Operation.GT_EQ, ref, (low,)),
-            UnboundPredicate(Operation.LT_EQ, ref, (high,)),
+        return sql.conjunction(
+            sql.comparison(Operation.GT_EQ, ref, low), sql.comparison(Operation.LT_EQ, ref, high)
         )
 
     # ------------------------------------------------------------------ terms
