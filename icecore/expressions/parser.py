@@ -109,6 +109,7 @@ _STRING_TYPES = frozenset(
 )
 
 _ISO_DATE = re.compile(r"[+-]?\d{4,}-\d{2}-\d{2}")
+_TRUE = Literal(True, None, "true")
 
 
 @functools.lru_cache(maxsize=512)
@@ -289,7 +290,7 @@ class _Converter:
         if isinstance(node, exp.Column | exp.Dot):
             # A bare boolean column, as Spark accepts in WHERE: b = true.
             ref = self.reference(node)
-            return sql.comparison(Operation.EQ, ref, Literal(True, None, "true"))
+            return sql.comparison(Operation.EQ, ref, _TRUE)
         raise self._unsupported(node)
 
     def _unsupported(self, node: exp.Expr) -> FilterError:
@@ -382,6 +383,11 @@ class _Converter:
                 "compares with NULL, which is never true",
                 f"write {self.fragment(column)[0]} {hint}",
             )
+        if isinstance(value, exp.Boolean) and op in (Operation.EQ, Operation.NOT_EQ):
+            # As Spark's optimizer does (and pushes to Iceberg): b = false is NOT b, and
+            # b != false is b, so both engines plan the same files for them.
+            holds = sql.comparison(Operation.EQ, self.reference(column), _TRUE)
+            return holds if (op is Operation.EQ) == bool(value.this) else holds.negate()
         return sql.comparison(op, self.reference(column), self.literal(value))
 
     def _in(self, node: exp.In) -> Polar:
