@@ -285,6 +285,8 @@ class _Converter:
             return sql.nan_check(self.reference(node.this))
         if isinstance(node, exp.Like):
             return self._like(node)
+        if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like):
+            return self._like(node.this, node.args.get("expression"))
         if isinstance(node, exp.Between):
             return self._between(node)
         if isinstance(node, exp.Column | exp.Dot):
@@ -424,21 +426,39 @@ class _Converter:
             "use IS [NOT] NULL, IS [NOT] NAN, or = for values",
         )
 
-    def _like(self, node: exp.Like) -> Polar:
+    def _like(self, node: exp.Like, escape: exp.Expr | None = None) -> Polar:
+        r"""``LIKE`` with Spark's escapes (``\\`` or the ESCAPE character).
+
+        A pattern without wildcards is equality (Spark's optimizer rewrites it so too); one
+        with a single trailing ``%`` is a prefix match; other patterns are refused.
+        """
         pattern = _unparen(node.args["expression"])
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
             raise self.error(node, "uses LIKE without a string pattern", "write col LIKE 'prefix%'")
-        text: str = pattern.this
-        prefix = text[:-1]
-        if not text.endswith("%") or any(c in prefix for c in "%_\\"):
+        escape_char = "\\"
+        if escape is not None:
+            escape = _unparen(escape)
+            if not (isinstance(escape, exp.Literal) and escape.is_string and len(escape.this) == 1):
+                raise self.error(
+                    escape, "is not a single-character ESCAPE", "write ESCAPE '!' or leave it out"
+                )
+            escape_char = escape.this
+        parsed = _like_pattern(pattern.this, escape_char)
+        if parsed is None:
             raise self.error(
                 node,
-                "uses a LIKE pattern that is not a plain prefix: only prefix patterns such as "
-                "'abc%' (one trailing %, no other % or _ wildcards and no escapes) are supported",
+                "uses a LIKE pattern that is neither a plain value nor a prefix: only patterns "
+                "such as 'abc' or 'abc%' (one trailing %, no other % or _ wildcards; escape "
+                f"them with {escape_char}) are supported",
                 "rewrite it as col LIKE 'prefix%'",
             )
-        literal = Literal(prefix, None, self.fragment(pattern)[0])
-        matches = sql.prefix(self.reference(node.this), literal)
+        text, is_prefix = parsed
+        literal = Literal(text, None, self.fragment(pattern)[0])
+        ref = self.reference(node.this)
+        if is_prefix:
+            matches = sql.prefix(ref, literal)
+        else:
+            matches = sql.comparison(Operation.EQ, ref, literal)
         return matches.negate() if node.args.get("negate") else matches
 
     def _between(self, node: exp.Between) -> Polar:
@@ -583,6 +603,31 @@ class _Converter:
                 f"is not a valid {hint.upper()} literal",
                 f"write it as {examples[hint]}",
             ) from e
+
+
+def _like_pattern(pattern: str, escape: str) -> tuple[str, bool] | None:
+    """A LIKE pattern as (literal text, is a prefix), or None for other wildcard patterns.
+
+    Spark's rules: the escape character makes the next ``%``, ``_`` or itself literal (any
+    other character after it is an error in Spark, and is refused here too).
+    """
+    text: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == escape:
+            if i + 1 >= len(pattern) or pattern[i + 1] not in ("%", "_", escape):
+                return None
+            text.append(pattern[i + 1])
+            i += 2
+            continue
+        if c == "%" and i == len(pattern) - 1:
+            return "".join(text), True
+        if c in ("%", "_"):
+            return None
+        text.append(c)
+        i += 1
+    return "".join(text), False
 
 
 def _unparen(node: exp.Expr) -> exp.Expr:
