@@ -9,13 +9,17 @@ string (Spark's backslash escapes still work).
 
 The result is an unbound expression of the model (spec "Scan Planning": a filter is a
 boolean expression of predicates on columns); :func:`icecore.expressions.bind.bind` then
-resolves names and converts literals to the columns' types. Supported:
+resolves names and converts literals to the columns' types. It means what Spark SQL means:
+the conversion keeps, for each condition, where it is TRUE and where it is FALSE
+(:mod:`icecore.expressions.sql_semantics`), so NOT and NULL follow SQL's three-valued logic
+and the result holds no ``Not`` node. Supported:
 
 * ``=``, ``!=``, ``<>``, ``<``, ``<=``, ``>``, ``>=`` between a column and a literal (either
   side: ``5 < id`` reads as ``id > 5``);
-* ``IN (...)``, ``NOT IN (...)``, ``BETWEEN a AND b`` (``>= a AND <= b``);
+* ``IN (...)``, ``NOT IN (...)`` (a NULL in the list: never FALSE), ``BETWEEN a AND b``;
 * ``IS [NOT] NULL``, ``IS [NOT] NAN``, ``isnan(col)``;
-* ``LIKE 'prefix%'`` / ``NOT LIKE 'prefix%'`` (Iceberg's ``startsWith`` / ``notStartsWith``);
+* ``LIKE 'prefix%'`` / ``NOT LIKE 'prefix%'`` (Iceberg's ``startsWith`` / ``notStartsWith``)
+  and ``LIKE 'value'`` (``=``), with Spark's backslash escapes or an ``ESCAPE`` character;
 * ``AND``, ``OR``, ``NOT``, parentheses, ``TRUE``/``FALSE``, a bare boolean column;
 * literals: integers, exact decimals (``1.50`` stays ``Decimal('1.50')``), floats with an
   exponent, strings, booleans, ``X'..'`` bytes, typed ``DATE``/``TIME``/``TIMESTAMP``/

@@ -189,11 +189,11 @@ def test_polar_combinators_follow_kleene_logic() -> None:
     kleene_and = {"TT": "T", "TF": "F", "TN": "N", "FN": "F", "NN": "N", "FF": "F"}
     kleene_or = {"TT": "T", "TF": "T", "TN": "T", "FN": "N", "NN": "N", "FF": "F"}
     for pair, expected in kleene_and.items():
-        for a, b in (pair, pair[::-1]):
+        for a, b in ((pair[0], pair[1]), (pair[1], pair[0])):
             got = conjunction(values[a], values[b])
             assert name[(str(got.true), str(got.false))] == expected, (a, b)
     for pair, expected in kleene_or.items():
-        for a, b in (pair, pair[::-1]):
+        for a, b in ((pair[0], pair[1]), (pair[1], pair[0])):
             got = disjunction(values[a], values[b])
             assert name[(str(got.true), str(got.false))] == expected, (a, b)
     assert values["N"].negate() == values["N"]
