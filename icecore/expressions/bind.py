@@ -109,6 +109,7 @@ FLOAT_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
 """Java's ``Float.MAX_VALUE`` as a Python float."""
 
 _ISO_DATE = re.compile(r"[+-]?\d{4,}-\d{2}-\d{2}")
+_DATE_HEAD = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[ T].*)?")
 _TIMESTAMP_TYPES = (TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
 _ZONED = (TimestamptzType, TimestamptzNanoType)
 _NANO = (TimestampNanoType, TimestamptzNanoType)
@@ -560,13 +561,20 @@ def _to_date(lit: Literal, t: IcebergType) -> Any:
         except IcecoreError:
             raise _Bound(v > 0) from None
     if isinstance(v, str) and lit.type_hint in ("timestamp", "timestamp_ntz"):
-        # Java's TimestampLiteral.to(DATE): the day the timestamp falls on (floor).
-        nanos = iso_to_nanos(v)
-        return days_to_date(nanos // NANOS_PER_DAY)
+        # Spark compares the date as a timestamp (its midnight): a timestamp after midnight
+        # falls between that day and the next (Java's TimestampLiteral.to(DATE) floors it,
+        # which would make d = TIMESTAMP '2024-01-05 12:00:00' hold for 2024-01-05).
+        days, rest = divmod(iso_to_nanos(v), NANOS_PER_DAY)
+        if rest:
+            return _Between(days_to_date(days), days_to_date(days + 1))
+        return days_to_date(days)
     text = _untyped_str(lit)
-    if text is not None and _ISO_DATE.fullmatch(text.strip()):
+    # Spark casts a string to a date by its leading yyyy-mm-dd, ignoring a time after ' '
+    # or 'T' (d = '2024-01-01 10:00:00' holds for 2024-01-01).
+    head = _DATE_HEAD.fullmatch(text.strip()) if text is not None else None
+    if head is not None:
         try:
-            return dt.date.fromisoformat(text.strip())
+            return dt.date.fromisoformat(head.group(1))
         except ValueError:
             pass
     raise _Mismatch("write a date as '2024-08-09' or DATE '2024-08-09'")

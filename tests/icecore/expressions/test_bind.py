@@ -353,12 +353,19 @@ def test_date_literals() -> None:
     assert pred("day = DATE '2024-08-09'").values == (dt.date(2024, 8, 9),)
     # Java's IntegerLiteral.to(DATE): a number is days from the epoch.
     assert pred("day = 19944").values == (dt.date(2024, 8, 9),)
-    # Java's TimestampLiteral.to(DATE): the day the timestamp falls on.
-    assert pred("day >= TIMESTAMP_NTZ '2024-08-09 23:59:59'").values == (dt.date(2024, 8, 9),)
-    assert pred("day = TIMESTAMP '1969-12-31 23:00:00'").values == (dt.date(1969, 12, 31),)
+    # Spark compares a date with a timestamp as the date's midnight: past midnight, the
+    # timestamp lies between two days (Java's TimestampLiteral.to(DATE) would floor it).
+    assert pred("day >= TIMESTAMP_NTZ '2024-08-09 23:59:59'").values == (dt.date(2024, 8, 10),)
+    assert pred("day < TIMESTAMP '1969-12-31 23:00:00'").values == (dt.date(1969, 12, 31),)
+    assert pred("day < TIMESTAMP '1969-12-31 23:00:00'").op is Operation.LT_EQ
+    assert pred("day >= TIMESTAMP '2024-08-09 00:00:00'").values == (dt.date(2024, 8, 9),)
+    assert bound("day = TIMESTAMP '2024-08-09 10:00:00'") == AlwaysFalse()
+    # Spark casts a string to a date by its leading yyyy-mm-dd, time ignored.
+    assert pred("day = '2024-08-09 10:00:00'").values == (dt.date(2024, 8, 9),)
+    assert pred("day < '2024-08-09T23:00:00'").values == (dt.date(2024, 8, 9),)
 
 
-@pytest.mark.parametrize("text", ["day = '2024-08-09 10:00:00'", "day = 'today'", "day = 1.5"])
+@pytest.mark.parametrize("text", ["day = 'today'", "day = 1.5", "day = '2024-13-01'"])
 def test_bad_date_literals(text: str) -> None:
     with pytest.raises(FilterError, match=r"cannot be compared with column 'day' of type date"):
         bound(text)

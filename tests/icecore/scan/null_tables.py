@@ -118,13 +118,18 @@ def _write(
 ) -> None:
     spark.sql(f"CREATE TABLE {name} {ddl}")
     for values in before:
-        spark.sql(f"INSERT INTO {name} VALUES {values}")
+        _insert(spark, name, values)
     spark.sql(f"ALTER TABLE {name} CREATE TAG old")
     spark.sql(f"ALTER TABLE {name} CREATE BRANCH br")
     for values in branch:
-        spark.sql(f"INSERT INTO {name}.branch_br VALUES {values}")
+        _insert(spark, f"{name}.branch_br", values)
     for values in after:
-        spark.sql(f"INSERT INTO {name} VALUES {values}")
+        _insert(spark, name, values)
+
+
+def _insert(spark: Any, name: str, values: str) -> None:
+    """One data file per call: the rows go through one task (``COALESCE(1)``)."""
+    spark.sql(f"INSERT INTO {name} SELECT /*+ COALESCE(1) */ * FROM VALUES {values}")
 
 
 def build_null_tables(spark: Any, warehouse: Path) -> NullTables:
