@@ -7,9 +7,9 @@ and only NULLs in others (:mod:`tests.icecore.scan.null_tables`), at the current
 an old snapshot (tag) and a branch. For each:
 
 * rows equal what Spark on Iceberg returns, which equals what Spark SQL means (the filter
-  evaluated by Spark itself on the table's rows, nothing pushed down) except for the NaN
-  shapes in :data:`NAN_PRUNED`; where Spark on Iceberg returns rows that meaning excludes
-  (:data:`SPARK_ICEBERG_DISAGREE`), Icecore's rows equal the meaning;
+  evaluated by Spark itself on the table's rows, nothing pushed down) except for the NaN and
+  -0.0 shapes in :data:`JAVA_ORDER_PRUNED`; where Spark on Iceberg returns rows that the
+  meaning excludes (:data:`SPARK_ICEBERG_DISAGREE`), Icecore's rows equal the meaning;
 * planned files equal Iceberg Java's ``planFiles()`` for the filter Spark pushes (with the
   ``isnotnull`` predicates its optimizer infers), except for the shapes in
   :data:`NARROWER_THAN_JAVA`, where Icecore plans a subset; in every case the files Spark's
