@@ -168,9 +168,9 @@ NARROWER_THAN_JAVA = {
     "NOT (p = 'x' OR k = 2)",
     "NOT (p < 'y' AND k = 2)",
     # Spark pushes nothing (or only isnotnull) for what Iceberg cannot take as a literal or
-    # function: NaN comparisons, isnan, and a long column against a double (Spark casts the
-    # column). Java then prunes nothing by them; Icecore prunes by is_nan/not_nan metrics
-    # and by the bound comparison.
+    # function: NaN comparisons, isnan, a long column against a double and a date column
+    # against a timestamp (Spark casts the column). Java then prunes nothing by them;
+    # Icecore prunes by is_nan/not_nan metrics and by the bound comparison.
     "f < 'NaN'",
     "f > 'NaN'",
     "f >= 'NaN'",
@@ -181,6 +181,9 @@ NARROWER_THAN_JAVA = {
     "NOT isnan(f)",
     "f < 1.0 OR isnan(f)",
     "l > 1e1",
+    "d < TIMESTAMP '2024-01-05 12:00:00'",
+    "NOT (d >= TIMESTAMP '2024-01-05 12:00:00')",
+    "d = TIMESTAMP '2024-01-05 00:00:00'",
     # Spark pushes no LIKE whose pattern holds an escape; Icecore prunes by the prefix.
     "s LIKE 'p\\_%'",
 }
