@@ -108,7 +108,6 @@ LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 FLOAT_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
 """Java's ``Float.MAX_VALUE`` as a Python float."""
 
-_ISO_DATE = re.compile(r"[+-]?\d{4,}-\d{2}-\d{2}")
 _DATE_HEAD = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[ T].*)?")
 _TIMESTAMP_TYPES = (TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
 _ZONED = (TimestamptzType, TimestamptzNanoType)
