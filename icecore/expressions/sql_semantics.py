@@ -29,9 +29,15 @@ NaN is Spark's: NaN = NaN and NaN is above every other value. Iceberg cannot tak
 literal, so once a literal is bound to a float column, :func:`nan_comparison` and
 :func:`nan_membership` say the comparison with NaN in what it can (``is_nan``, ``not_nan``,
 ``true``, ``false``). Comparisons with ordinary numbers stay as they are: the row filter
-orders NaN above every number, as Spark does, and the planner prunes as Iceberg Java does
-(a NaN-only file cannot match ``f > 1.0`` there, and Spark, which reads only what Java
-plans, returns no row from it either).
+orders NaN above every number and takes -0.0 = 0.0, as Spark does, and the planner prunes
+as Iceberg Java does (a NaN-only file cannot match ``f > 1.0`` there, nor a file of -0.0
+alone ``f = 0.0``; Spark, which reads only what Java plans, returns no row from them
+either). Writing ``T(f > 1.0)`` as ``f > 1.0 OR isnan(f)`` would read those files and show
+rows that Spark does not return.
+
+Plans: Spark pushes ``isnotnull(c)`` only for top-level conjuncts. Under an OR (``NOT (c =
+'x') OR d = 1``) Java keeps files whose ``c`` is all NULL; Icecore's guard lets it prune
+those the other side rules out too: a subset of Java's files, never one with a matching row.
 """
 
 from __future__ import annotations
