@@ -47,6 +47,8 @@ NEGATIONS = [
     "NOT b",
     "b",
     "NOT (b = false)",
+    "b = false",
+    "b != true",
     "NOT (s IS NULL)",
     "NOT (s IS NOT NULL)",
     "NOT (s = 'x' AND i = 5)",
