@@ -654,6 +654,10 @@ def _is_floating(arr: pa.Array) -> bool:
     return pa.types.is_floating(arr.type)
 
 
+def _plus_zero(arr: pa.Array) -> pa.Array:
+    return pc.add(arr, pa.scalar(0.0, arr.type))
+
+
 def _predicate_mask(pred: BoundPredicate, column: pa.Array) -> pa.Array:
     op = pred.op
     t = column.type
@@ -669,7 +673,11 @@ def _predicate_mask(pred: BoundPredicate, column: pa.Array) -> pa.Array:
             nan = pa.repeat(pa.scalar(False), len(column))
         return nan if op is Operation.IS_NAN else pc.invert(nan)
     if op in (Operation.IN, Operation.NOT_IN):
-        found = _member(column, _value_set(pred, t))
+        values = _value_set(pred, t)
+        if _is_floating(column):
+            # Spark: -0.0 = 0.0, but Arrow's hash sets keep the two apart; x + 0.0 is +0.0.
+            column, values = _plus_zero(column), _plus_zero(values)
+        found = _member(column, values)  # NULL for a NULL value, as in SQL
         return found if op is Operation.IN else pc.invert(found)
     if op in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH):
         text = column if pa.types.is_string(t) else column.cast(pa.string())

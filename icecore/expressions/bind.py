@@ -10,7 +10,11 @@ evaluated. Binding follows Iceberg Java's ``UnboundPredicate.bind`` and the conv
 * ``IS NULL`` on a required column whose enclosing structs are all required is always
   false, ``IS NOT NULL`` always true; on a v3 ``unknown`` column the reverse;
 * ``isnan`` only on float and double columns; LIKE 'prefix%' only on string columns;
-* comparing with NaN is refused (Java's ``Literals.from`` rejects NaN): use ``isnan``;
+* a comparison with NaN on a float column (``f = 'NaN'``, which Spark SQL answers; Java's
+  ``Literals.from`` rejects NaN) becomes what Iceberg can say under Spark's order, where
+  NaN = NaN and NaN is above every value: ``is_nan``, ``not_nan``, true or false
+  (:func:`~icecore.expressions.sql_semantics.nan_comparison`); NaN on other columns is
+  refused;
 * IN with one distinct value becomes ``=`` (NOT IN becomes ``!=``), values deduplicated.
 
 Where Java converts a literal inexactly, Icecore keeps the predicate's meaning instead: a
@@ -28,6 +32,7 @@ decimals for float columns.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import math
@@ -62,6 +67,7 @@ from icecore.expressions.model import (
     or_,
     visit,
 )
+from icecore.expressions.sql_semantics import nan_comparison, nan_membership
 from icecore.schema import Schema
 from icecore.types import (
     BinaryType,
@@ -104,7 +110,7 @@ LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 FLOAT_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
 """Java's ``Float.MAX_VALUE`` as a Python float."""
 
-_ISO_DATE = re.compile(r"[+-]?\d{4,}-\d{2}-\d{2}")
+_DATE_HEAD = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[ T].*)?")
 _TIMESTAMP_TYPES = (TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
 _ZONED = (TimestamptzType, TimestamptzNanoType)
 _NANO = (TimestampNanoType, TimestamptzNanoType)
@@ -282,6 +288,8 @@ class _Binder(ExpressionVisitor[Expression]):
         return BoundPredicate(pred.op, ref, (lit.value,))
 
     def _comparison(self, op: Operation, ref: BoundReference, lit: Literal) -> Expression:
+        if _is_float_nan(lit, ref.type):
+            return nan_comparison(op, ref)
         try:
             value = _convert(lit, ref)
         except _Bound as b:
@@ -302,6 +310,9 @@ class _Binder(ExpressionVisitor[Expression]):
         return BoundPredicate(op, ref, (value,))
 
     def _set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
+        if any(_is_float_nan(lit, ref.type) for lit in pred.literals):
+            others = self._set(dataclasses.replace(pred, literals=_no_nan(pred, ref)), ref)
+            return nan_membership(pred.op, ref, others)
         values = _plain_set(pred.literals, ref.type)
         if values is None:
             kept: dict[Any, Any] = {}
@@ -378,6 +389,14 @@ def _is_nan(lit: Literal, t: IcebergType) -> bool:
     return False
 
 
+def _is_float_nan(lit: Literal, t: IcebergType) -> bool:
+    return isinstance(t, FloatType | DoubleType) and _is_nan(lit, t)
+
+
+def _no_nan(pred: UnboundPredicate, ref: BoundReference) -> tuple[Literal, ...]:
+    return tuple(lit for lit in pred.literals if not _is_float_nan(lit, ref.type))
+
+
 def _is_numeric(t: IcebergType) -> bool:
     return isinstance(t, IntegerType | LongType | FloatType | DoubleType | DecimalType)
 
@@ -401,8 +420,8 @@ def _convert(lit: Literal, ref: BoundReference) -> Any:
         )
     if _is_nan(lit, t):
         raise FilterError(
-            f"Column {ref.name!r} is compared with NaN ({_text(lit)}), which Iceberg does not "
-            f"allow; use isnan({ref.name}) or NOT isnan({ref.name})."
+            f"Column {ref.name!r} is compared with NaN ({_text(lit)}), but it is {t}, which "
+            "cannot hold NaN; compare it with a number, or NaN with a float or double column."
         )
     converter = _CONVERTERS.get(type(t))
     try:
@@ -581,13 +600,20 @@ def _to_date(lit: Literal, t: IcebergType) -> Any:
         except IcecoreError:
             raise _Bound(v > 0) from None
     if isinstance(v, str) and lit.type_hint in ("timestamp", "timestamp_ntz"):
-        # Java's TimestampLiteral.to(DATE): the day the timestamp falls on (floor).
-        nanos = iso_to_nanos(v)
-        return days_to_date(nanos // NANOS_PER_DAY)
+        # Spark compares the date as a timestamp (its midnight): a timestamp after midnight
+        # falls between that day and the next (Java's TimestampLiteral.to(DATE) floors it,
+        # which would make d = TIMESTAMP '2024-01-05 12:00:00' hold for 2024-01-05).
+        days, rest = divmod(iso_to_nanos(v), NANOS_PER_DAY)
+        if rest:
+            return _Between(days_to_date(days), days_to_date(days + 1))
+        return days_to_date(days)
     text = _untyped_str(lit)
-    if text is not None and _ISO_DATE.fullmatch(text.strip()):
+    # Spark casts a string to a date by its leading yyyy-mm-dd, ignoring a time after ' '
+    # or 'T' (d = '2024-01-01 10:00:00' holds for 2024-01-01).
+    head = _DATE_HEAD.fullmatch(text.strip()) if text is not None else None
+    if head is not None:
         try:
-            return dt.date.fromisoformat(text.strip())
+            return dt.date.fromisoformat(head.group(1))
         except ValueError:
             pass
     raise _Mismatch("write a date as '2024-08-09' or DATE '2024-08-09'")

@@ -9,13 +9,17 @@ string (Spark's backslash escapes still work).
 
 The result is an unbound expression of the model (spec "Scan Planning": a filter is a
 boolean expression of predicates on columns); :func:`icecore.expressions.bind.bind` then
-resolves names and converts literals to the columns' types. Supported:
+resolves names and converts literals to the columns' types. It means what Spark SQL means:
+the conversion keeps, for each condition, where it is TRUE and where it is FALSE
+(:mod:`icecore.expressions.sql_semantics`), so NOT and NULL follow SQL's three-valued logic
+and the result holds no ``Not`` node. Supported:
 
 * ``=``, ``!=``, ``<>``, ``<``, ``<=``, ``>``, ``>=`` between a column and a literal (either
   side: ``5 < id`` reads as ``id > 5``);
-* ``IN (...)``, ``NOT IN (...)``, ``BETWEEN a AND b`` (``>= a AND <= b``);
+* ``IN (...)``, ``NOT IN (...)`` (a NULL in the list: never FALSE), ``BETWEEN a AND b``;
 * ``IS [NOT] NULL``, ``IS [NOT] NAN``, ``isnan(col)``;
-* ``LIKE 'prefix%'`` / ``NOT LIKE 'prefix%'`` (Iceberg's ``startsWith`` / ``notStartsWith``);
+* ``LIKE 'prefix%'`` / ``NOT LIKE 'prefix%'`` (Iceberg's ``startsWith`` / ``notStartsWith``)
+  and ``LIKE 'value'`` (``=``), with Spark's backslash escapes or an ``ESCAPE`` character;
 * ``AND``, ``OR``, ``NOT``, parentheses, ``TRUE``/``FALSE``, a bare boolean column;
 * literals: integers, exact decimals (``1.50`` stays ``Decimal('1.50')``), floats with an
   exponent, strings, booleans, ``X'..'`` bytes, typed ``DATE``/``TIME``/``TIMESTAMP``/
@@ -42,18 +46,15 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from icecore.errors import FilterError, IcecoreError
+from icecore.expressions import sql_semantics as sql
 from icecore.expressions.model import (
-    AlwaysFalse,
     AlwaysTrue,
     Expression,
     Literal,
     Operation,
     Reference,
-    UnboundPredicate,
-    and_,
-    not_,
-    or_,
 )
+from icecore.expressions.sql_semantics import Polar
 from icecore.values import iso_to_nanos, iso_to_time_micros
 
 
@@ -112,6 +113,7 @@ _STRING_TYPES = frozenset(
 )
 
 _ISO_DATE = re.compile(r"[+-]?\d{4,}-\d{2}-\d{2}")
+_TRUE = Literal(True, None, "true")
 
 
 MAX_NESTING = 40
@@ -156,9 +158,9 @@ def parse_filter(text: str) -> Expression:
     """
     if not text or not text.strip():
         return AlwaysTrue()
-    sql, lists = _long_lists(text)
+    scanned, lists = _long_lists(text)
     try:
-        statements = _parse(text, sql)
+        statements = _parse(text, scanned)
     except FilterError:
         if not lists:
             raise
@@ -172,7 +174,7 @@ def parse_filter(text: str) -> Expression:
             f"The filter {_quoted(text)} holds more than one statement; write a single boolean "
             "expression without ';'."
         )
-    return _Converter(text, lists).boolean(nodes[0])
+    return _Converter(text, lists).boolean(nodes[0]).true
 
 
 def _parse(text: str, sql: str) -> list[exp.Expr | None]:
@@ -404,49 +406,43 @@ class _Converter:
 
     # ------------------------------------------------------------------ booleans
 
-    def boolean(self, node: exp.Expr) -> Expression:
-        """Convert a node that must be a boolean expression."""
+    def boolean(self, node: exp.Expr) -> Polar:
+        """Convert a node that must be a boolean expression: where it is TRUE, where FALSE.
+
+        SQL's three values are kept apart here (:mod:`icecore.expressions.sql_semantics`):
+        NOT swaps the two sides, so no ``Not`` node and no two-valued negation is left.
+        """
         node = _unparen(node)
         if isinstance(node, exp.And | exp.Or):
             # sqlglot reads a chain of 10,000 ORs as a left-deep tree: collect its operands
             # with a loop and join them balanced, so no walk recurses 10,000 levels.
             parts = [self.boolean(operand) for operand in _chain(node)]
-            return and_(*parts) if isinstance(node, exp.And) else or_(*parts)
+            if isinstance(node, exp.And):
+                return sql.conjunction(*parts)
+            return sql.disjunction(*parts)
         if isinstance(node, exp.Not):
-            return self._not(node)
+            return self.boolean(node.this).negate()
         if isinstance(node, exp.Boolean):
-            return AlwaysTrue() if node.this else AlwaysFalse()
+            return sql.constant(bool(node.this))
         if type(node) in _COMPARISONS:
             return self._comparison(node, _COMPARISONS[type(node)])
         if isinstance(node, exp.In):
-            return self._in(node, negate=False)
+            return self._in(node)
         if isinstance(node, exp.Is):
-            return self._is(node, negate=False)
+            return self._is(node)
         if isinstance(node, exp.IsNan):
-            return UnboundPredicate(Operation.IS_NAN, self.reference(node.this))
+            return sql.nan_check(self.reference(node.this))
         if isinstance(node, exp.Like):
-            return self._like(node, negate=bool(node.args.get("negate")))
+            return self._like(node)
+        if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like):
+            return self._like(node.this, node.args.get("expression"))
         if isinstance(node, exp.Between):
             return self._between(node)
         if isinstance(node, exp.Column | exp.Dot):
-            # A bare boolean column, as Spark accepts in WHERE.
+            # A bare boolean column, as Spark accepts in WHERE: b = true.
             ref = self.reference(node)
-            return UnboundPredicate(Operation.EQ, ref, (Literal(True, None, "true"),))
+            return sql.comparison(Operation.EQ, ref, _TRUE)
         raise self._unsupported(node)
-
-    def _not(self, node: exp.Not) -> Expression:
-        child = node.this
-        while isinstance(child, exp.Paren):
-            child = child.this
-        if isinstance(child, exp.In):
-            return self._in(child, negate=True)
-        if isinstance(child, exp.Is):
-            return self._is(child, negate=True)
-        if isinstance(child, exp.IsNan):
-            return UnboundPredicate(Operation.NOT_NAN, self.reference(child.this))
-        if isinstance(child, exp.Like):
-            return self._like(child, negate=not child.args.get("negate"))
-        return not_(self.boolean(child))
 
     def _unsupported(self, node: exp.Expr) -> FilterError:
         if isinstance(node, exp.Alias):
@@ -503,15 +499,15 @@ class _Converter:
 
     # ------------------------------------------------------------------ predicates
 
-    def _comparison(self, node: exp.Expr, op: Operation) -> Expression:
+    def _comparison(self, node: exp.Expr, op: Operation) -> Polar:
         left, right = _unparen(node.args["this"]), _unparen(node.args["expression"])
         left_col, right_col = _is_column(left), _is_column(right)
         for side, other in ((right, left), (left, right)):
             if _is_bare_nan(side) and _is_column(other):
                 raise self.error(
                     node,
-                    "compares with NaN, and NaN is never equal to or ordered with anything",
-                    f"use isnan({self.fragment(other)[0]}) or NOT isnan(...)",
+                    "names NaN without quotes, which SQL reads as a column name",
+                    "write NaN as a string, as Spark SQL does: col = 'NaN', or use isnan(col)",
                 )
         if left_col and right_col:
             raise self.error(
@@ -538,9 +534,14 @@ class _Converter:
                 "compares with NULL, which is never true",
                 f"write {self.fragment(column)[0]} {hint}",
             )
-        return UnboundPredicate(op, self.reference(column), (self.literal(value),))
+        if isinstance(value, exp.Boolean) and op in (Operation.EQ, Operation.NOT_EQ):
+            # As Spark's optimizer does (and pushes to Iceberg): b = false is NOT b, and
+            # b != false is b, so both engines plan the same files for them.
+            holds = sql.comparison(Operation.EQ, self.reference(column), _TRUE)
+            return holds if (op is Operation.EQ) == bool(value.this) else holds.negate()
+        return sql.comparison(op, self.reference(column), self.literal(value))
 
-    def _in(self, node: exp.In, negate: bool) -> Expression:
+    def _in(self, node: exp.In) -> Polar:
         if node.args.get("query") is not None:
             raise self._unsupported(node.args["query"])
         if node.args.get("unnest") is not None or node.args.get("field") is not None:
@@ -548,65 +549,80 @@ class _Converter:
         values: list[exp.Expr] = list(node.expressions)
         if not values:
             raise self.error(node, "has an empty IN list", "list at least one value")
-        op = Operation.NOT_IN if negate else Operation.IN
         if len(values) == 1 and isinstance(values[0], exp.Literal) and values[0].is_string:
             long_list = self.lists.get(values[0].this)
-            if long_list is not None:
-                return UnboundPredicate(op, self.reference(node.this), long_list)
+            if long_list is not None:  # plain literals only: never a NULL among them
+                return sql.membership(self.reference(node.this), long_list, False)
         literals: list[Literal] = []
+        has_null = False
         for value in values:
             value = _unparen(value)
             if isinstance(value, exp.Null):
-                raise self.error(
-                    value,
-                    "is a NULL inside an IN list, which never matches",
-                    "test for nulls separately with IS NULL",
-                )
+                # SQL: c IN (v, NULL) is TRUE when c = v and NULL otherwise, never FALSE.
+                has_null = True
+                continue
             if isinstance(value, exp.Query | exp.Subquery | exp.Select):
                 raise self._unsupported(value)
             literals.append(self.literal(value))
-        return UnboundPredicate(op, self.reference(node.this), tuple(literals))
+        return sql.membership(self.reference(node.this), literals, has_null)
 
-    def _is(self, node: exp.Is, negate: bool) -> Expression:
+    def _is(self, node: exp.Is) -> Polar:
         target = node.args["expression"]
         ref = self.reference(node.this)
         if isinstance(target, exp.Null):
-            return UnboundPredicate(Operation.NOT_NULL if negate else Operation.IS_NULL, ref)
+            return sql.null_check(ref)
         if _is_bare_nan(target):
-            return UnboundPredicate(Operation.NOT_NAN if negate else Operation.IS_NAN, ref)
+            return sql.nan_check(ref)
         raise self.error(
             node,
             "uses IS with something other than NULL or NAN",
             "use IS [NOT] NULL, IS [NOT] NAN, or = for values",
         )
 
-    def _like(self, node: exp.Like, negate: bool) -> Expression:
+    def _like(self, node: exp.Like, escape: exp.Expr | None = None) -> Polar:
+        r"""``LIKE`` with Spark's escapes (``\\`` or the ESCAPE character).
+
+        A pattern without wildcards is equality (Spark's optimizer rewrites it so too); one
+        with a single trailing ``%`` is a prefix match; other patterns are refused.
+        """
         pattern = _unparen(node.args["expression"])
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
             raise self.error(node, "uses LIKE without a string pattern", "write col LIKE 'prefix%'")
-        text: str = pattern.this
-        prefix = text[:-1]
-        if not text.endswith("%") or any(c in prefix for c in "%_\\"):
+        escape_char = "\\"
+        if escape is not None:
+            escape = _unparen(escape)
+            if not (isinstance(escape, exp.Literal) and escape.is_string and len(escape.this) == 1):
+                raise self.error(
+                    escape, "is not a single-character ESCAPE", "write ESCAPE '!' or leave it out"
+                )
+            escape_char = escape.this
+        parsed = _like_pattern(pattern.this, escape_char)
+        if parsed is None:
             raise self.error(
                 node,
-                "uses a LIKE pattern that is not a plain prefix: only prefix patterns such as "
-                "'abc%' (one trailing %, no other % or _ wildcards and no escapes) are supported",
+                "uses a LIKE pattern that is neither a plain value nor a prefix: only patterns "
+                "such as 'abc' or 'abc%' (one trailing %, no other % or _ wildcards; escape "
+                f"them with {escape_char}) are supported",
                 "rewrite it as col LIKE 'prefix%'",
             )
-        op = Operation.NOT_STARTS_WITH if negate else Operation.STARTS_WITH
-        literal = Literal(prefix, None, self.fragment(pattern)[0])
-        return UnboundPredicate(op, self.reference(node.this), (literal,))
+        text, is_prefix = parsed
+        literal = Literal(text, None, self.fragment(pattern)[0])
+        ref = self.reference(node.this)
+        if is_prefix:
+            matches = sql.prefix(ref, literal)
+        else:
+            matches = sql.comparison(Operation.EQ, ref, literal)
+        return matches.negate() if node.args.get("negate") else matches
 
-    def _between(self, node: exp.Between) -> Expression:
+    def _between(self, node: exp.Between) -> Polar:
         if node.args.get("symmetric"):
             raise self.error(
                 node, "uses BETWEEN SYMMETRIC", "order the bounds and use plain BETWEEN"
             )
         ref = self.reference(node.this)
         low, high = self.literal(node.args["low"]), self.literal(node.args["high"])
-        return and_(
-            UnboundPredicate(Operation.GT_EQ, ref, (low,)),
-            UnboundPredicate(Operation.LT_EQ, ref, (high,)),
+        return sql.conjunction(
+            sql.comparison(Operation.GT_EQ, ref, low), sql.comparison(Operation.LT_EQ, ref, high)
         )
 
     # ------------------------------------------------------------------ terms
@@ -754,6 +770,31 @@ def _chain(node: exp.And | exp.Or) -> list[exp.Expr]:
         else:
             operands.append(current)
     return operands
+
+
+def _like_pattern(pattern: str, escape: str) -> tuple[str, bool] | None:
+    """A LIKE pattern as (literal text, is a prefix), or None for other wildcard patterns.
+
+    Spark's rules: the escape character makes the next ``%``, ``_`` or itself literal (any
+    other character after it is an error in Spark, and is refused here too).
+    """
+    text: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == escape:
+            if i + 1 >= len(pattern) or pattern[i + 1] not in ("%", "_", escape):
+                return None
+            text.append(pattern[i + 1])
+            i += 2
+            continue
+        if c == "%" and i == len(pattern) - 1:
+            return "".join(text), True
+        if c in ("%", "_"):
+            return None
+        text.append(c)
+        i += 1
+    return "".join(text), False
 
 
 def _unparen(node: exp.Expr) -> exp.Expr:

@@ -6,6 +6,11 @@ is rewritten first. De Morgan's laws move NOT through AND and OR, and a negated 
 takes its operator's negation (:meth:`Operation.negate`: ``<`` becomes ``>=``, ``IN``
 becomes ``NOT IN``, ``IS NULL`` becomes ``IS NOT NULL``...).
 
+Filters written as SQL text never reach this with a ``Not`` node: the parser resolves NOT by
+SQL's three-valued logic (:mod:`icecore.expressions.sql_semantics`), where ``NOT (c = 'x')``
+does not hold for a NULL ``c``. This rewrite serves expressions built through the API,
+which carry Iceberg's two-valued meaning.
+
 This keeps the meaning because Iceberg evaluates NOT as plain boolean negation of the
 evaluated child (Java's ``Evaluator``: ``not(result) = !result``) and each negated operator
 is evaluated as the exact complement of the original on every row, nulls included (Java's

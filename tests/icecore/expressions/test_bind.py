@@ -102,7 +102,24 @@ SCHEMA = Schema(
 
 
 def bound(text: str, schema: Schema = SCHEMA, case_sensitive: bool = False) -> Expression:
-    return bind(schema, parse_filter(text), case_sensitive)
+    """The bound filter, without the IS NOT NULL guard SQL's meaning puts on one predicate.
+
+    ``c != v`` means ``c IS NOT NULL AND c != v`` (see test_sql_semantics.py); these tests
+    are about how the predicate itself binds, so a guard on the same column is dropped.
+    """
+    return bind(schema, _unguarded(parse_filter(text)), case_sensitive)
+
+
+def _unguarded(expr: Expression) -> Expression:
+    if (
+        isinstance(expr, And)
+        and isinstance(expr.left, UnboundPredicate)
+        and expr.left.op is Operation.NOT_NULL
+        and isinstance(expr.right, UnboundPredicate)
+        and expr.right.term == expr.left.term
+    ):
+        return expr.right
+    return expr
 
 
 def pred(text: str) -> BoundPredicate:
@@ -182,12 +199,22 @@ def test_isnan_only_on_floating_columns() -> None:
 
 
 @pytest.mark.parametrize(
-    "text",
-    ["d = CAST('NaN' AS DOUBLE)", "d = 'NaN'", "f < 'nan'", "d IN (1.0, CAST('NaN' AS DOUBLE))"],
+    ("text", "op"),
+    [
+        ("d = CAST('NaN' AS DOUBLE)", Operation.IS_NAN),
+        ("d = 'NaN'", Operation.IS_NAN),
+        ("f < 'nan'", Operation.NOT_NAN),  # every value but NaN is below NaN
+        ("d >= 'NaN'", Operation.IS_NAN),
+    ],
 )
-def test_comparison_with_nan_is_refused(text: str) -> None:
-    with pytest.raises(FilterError, match=r"NaN .*use isnan\(d\)|NaN .*use isnan\(f\)"):
-        bound(text)
+def test_comparison_with_nan_says_it_with_nan_checks(text: str, op: Operation) -> None:
+    # Spark SQL answers these (NaN = NaN, NaN above all); Iceberg has no NaN literal.
+    assert pred(text).op is op
+
+
+def test_comparison_with_nan_on_a_column_without_nan_is_refused() -> None:
+    with pytest.raises(FilterError, match=r"'i' is compared with NaN.* cannot hold NaN"):
+        bound("i = 'NaN'")
 
 
 # ---------------------------------------------------------------------------- integers
@@ -326,12 +353,19 @@ def test_date_literals() -> None:
     assert pred("day = DATE '2024-08-09'").values == (dt.date(2024, 8, 9),)
     # Java's IntegerLiteral.to(DATE): a number is days from the epoch.
     assert pred("day = 19944").values == (dt.date(2024, 8, 9),)
-    # Java's TimestampLiteral.to(DATE): the day the timestamp falls on.
-    assert pred("day >= TIMESTAMP_NTZ '2024-08-09 23:59:59'").values == (dt.date(2024, 8, 9),)
-    assert pred("day = TIMESTAMP '1969-12-31 23:00:00'").values == (dt.date(1969, 12, 31),)
+    # Spark compares a date with a timestamp as the date's midnight: past midnight, the
+    # timestamp lies between two days (Java's TimestampLiteral.to(DATE) would floor it).
+    assert pred("day >= TIMESTAMP_NTZ '2024-08-09 23:59:59'").values == (dt.date(2024, 8, 10),)
+    assert pred("day < TIMESTAMP '1969-12-31 23:00:00'").values == (dt.date(1969, 12, 31),)
+    assert pred("day < TIMESTAMP '1969-12-31 23:00:00'").op is Operation.LT_EQ
+    assert pred("day >= TIMESTAMP '2024-08-09 00:00:00'").values == (dt.date(2024, 8, 9),)
+    assert bound("day = TIMESTAMP '2024-08-09 10:00:00'") == AlwaysFalse()
+    # Spark casts a string to a date by its leading yyyy-mm-dd, time ignored.
+    assert pred("day = '2024-08-09 10:00:00'").values == (dt.date(2024, 8, 9),)
+    assert pred("day < '2024-08-09T23:00:00'").values == (dt.date(2024, 8, 9),)
 
 
-@pytest.mark.parametrize("text", ["day = '2024-08-09 10:00:00'", "day = 'today'", "day = 1.5"])
+@pytest.mark.parametrize("text", ["day = 'today'", "day = 1.5", "day = '2024-13-01'"])
 def test_bad_date_literals(text: str) -> None:
     with pytest.raises(FilterError, match=r"cannot be compared with column 'day' of type date"):
         bound(text)
@@ -460,7 +494,7 @@ def test_null_inside_in_is_refused() -> None:
 def test_boolean_structure_is_kept_and_folded() -> None:
     result = bound("id = 1 AND NOT (name = 'a' OR i < 5)")
     assert isinstance(result, And)
-    assert isinstance(result.right, Not)
+    assert not isinstance(result.right, Not)  # NOT is resolved by polarity when parsing
     assert bound("id = 1 AND NOT (name = 'a' OR i < 3e10)") == AlwaysFalse()
     assert bound("id = 1 AND i > 3e10") == AlwaysFalse()
     assert pred("id = 1 OR i > 3e10").op is Operation.EQ

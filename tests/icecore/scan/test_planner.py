@@ -71,17 +71,42 @@ CASES = [
 ]
 
 
-def java_plan(spark: Any, table: str, ref: str | None, flt: str) -> dict[str, set[str]]:
-    """Iceberg Java's planFiles: data file path -> delete file paths."""
+def java_plan(
+    spark: Any,
+    table: str,
+    ref: str | None,
+    flt: str,
+    *,
+    name: str | None = None,
+    pushed: bool = False,
+) -> dict[str, set[str]]:
+    """Iceberg Java's planFiles: data file path -> delete file paths.
+
+    Args:
+        spark: the session.
+        table: the demo table (``icecore.demo.<table>``), unless ``name`` is given.
+        ref: a branch or tag to plan, or None for the current snapshot.
+        flt: the SQL filter text ("" for none).
+        name: the table's full Spark name, for tables outside the demo warehouse.
+        pushed: plan with the filter Spark pushes to Iceberg for ``SELECT * ... WHERE flt``
+            (from the physical plan's scan, so with the ``isnotnull`` predicates Spark's
+            optimizer infers), instead of the filter text converted as it is.
+    """
     jvm = spark.sparkContext._jvm
-    name = f"icecore.demo.{table}"
+    name = name or f"icecore.demo.{table}"
     java_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
         spark._jsparkSession, name
     )
     scan = java_table.newScan()
     if ref is not None:
         scan = scan.useRef(ref)
-    if flt:
+    if flt and pushed:
+        exprs = _pushed_filters(spark, name, ref, flt)
+        if exprs is None:
+            return {}  # Spark's optimizer folded the filter to false: it scans nothing
+        for expr in exprs:
+            scan = scan.filter(expr)
+    elif flt:
         converter = jvm.org.apache.spark.sql.execution.datasources.SparkExpressionConverter
         spark_expr = converter.collectResolvedSparkExpression(spark._jsparkSession, name, flt)
         scan = scan.filter(converter.convertToIcebergExpression(spark_expr))
@@ -96,6 +121,38 @@ def java_plan(spark: Any, table: str, ref: str | None, flt: str) -> dict[str, se
         }
     tasks.close()
     return planned
+
+
+def _pushed_filters(spark: Any, name: str, ref: str | None, flt: str) -> list[Any] | None:
+    """The Iceberg expressions Spark pushes into the table's scan for ``WHERE flt``.
+
+    None when the physical plan has no scan of the table (a filter folded to false).
+
+    Read from the physical plan's ``BatchScanExec``: its scan (Iceberg's ``SparkScan``)
+    keeps them in ``filterExpressions()``, which is protected, hence the reflection.
+    """
+    jvm = spark.sparkContext._jvm
+    gateway = spark.sparkContext._gateway
+    source = name + (f" VERSION AS OF '{ref}'" if ref else "")
+    df = spark.sql(f"SELECT * FROM {source} WHERE {flt}")
+    leaves = df._jdf.queryExecution().sparkPlan().collectLeaves()
+    found: list[Any] | None = None
+    for i in range(leaves.size()):
+        node = leaves.apply(i)
+        if node.getClass().getSimpleName() != "BatchScanExec":
+            continue
+        java_scan = node.scan()
+        cls = java_scan.getClass()
+        while cls is not None and cls.getSimpleName() != "SparkScan":
+            cls = cls.getSuperclass()
+        assert cls is not None, f"not an Iceberg scan: {java_scan}"
+        method = cls.getDeclaredMethod(
+            "filterExpressions", gateway.new_array(jvm.java.lang.Class, 0)
+        )
+        method.setAccessible(True)
+        exprs = method.invoke(java_scan, gateway.new_array(jvm.java.lang.Object, 0))
+        found = [exprs.get(j) for j in range(exprs.size())]
+    return found
 
 
 @pytest.mark.parametrize(("table", "ref", "flt"), CASES)

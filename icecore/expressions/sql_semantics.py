@@ -1,0 +1,187 @@
+"""Spark SQL's three-valued filters, said in Iceberg's two-valued expression language.
+
+DESIGN ("Rules of the house"): filters mean what Spark SQL means. In SQL a comparison with
+a NULL operand is NULL, ``NOT NULL`` is NULL, and a row is returned only when the whole
+filter is TRUE; so ``NOT (c = 'x')`` never returns a row whose ``c`` is NULL. Iceberg's
+expression language is two-valued: ``not_eq`` is ``!eq`` and holds for NULL (Java's
+``Evaluator``), and its row evaluator orders NULL first (``null < x`` holds). Pushing NOT
+down by negating operators (``rewrite_not``) therefore keeps NULL rows that Spark drops.
+
+This module translates once, at the front end, by polarity. For each SQL condition ``e``
+the parser builds a :class:`Polar`: ``T(e)``, the rows where ``e`` is TRUE, and ``F(e)``,
+the rows where ``e`` is FALSE, both Not-free Iceberg expressions whose two-valued meaning
+is exact on every row, NULLs included. Then ``T(NOT e) = F(e)``, ``F(NOT e) = T(e)``,
+``T(a AND b) = T(a) AND T(b)``, ``F(a AND b) = F(a) OR F(b)`` (and dually for OR), and the
+filter handed to binding is ``T(filter)``. Every consumer (planner, residuals, row filter,
+CLI, API, the pages) receives exactly the row set Spark returns, and every evaluator keeps
+its plain Iceberg meaning; none needs to know about SQL's third value. The alternative, a
+three-valued NOT in each evaluator, would have to be written (and kept right) five times.
+
+Leaves (``c`` a column, ``v`` a non-NULL literal): an operator that Iceberg evaluates as
+true on NULL (``!=``, ``NOT IN``, ``NOT LIKE``, and ``<``/``<=`` under Java's null-first
+order) is conjoined with ``c IS NOT NULL``. So ``F(c = v) = c IS NOT NULL AND c != v``,
+which is also what Spark pushes (it infers ``isnotnull(c)`` from a null-rejecting
+predicate), and a file whose ``c`` is all NULL is pruned for it. ``isnan(NULL)`` is false
+in Spark (not NULL), so ``F(isnan(c)) = NOT isnan(c)`` keeps NULL rows. An IN list holding
+NULL is never FALSE: ``T = c IN (non-NULL values)``, ``F = false``.
+
+NaN is Spark's: NaN = NaN and NaN is above every other value. Iceberg cannot take NaN as a
+literal, so once a literal is bound to a float column, :func:`nan_comparison` and
+:func:`nan_membership` say the comparison with NaN in what it can (``is_nan``, ``not_nan``,
+``true``, ``false``). Comparisons with ordinary numbers stay as they are: the row filter
+orders NaN above every number and takes -0.0 = 0.0, as Spark does, and the planner prunes
+as Iceberg Java does (a NaN-only file cannot match ``f > 1.0`` there, nor a file of -0.0
+alone ``f = 0.0``; Spark, which reads only what Java plans, returns no row from them
+either). Writing ``T(f > 1.0)`` as ``f > 1.0 OR isnan(f)`` would read those files and show
+rows that Spark does not return.
+
+Plans: Spark pushes ``isnotnull(c)`` only for top-level conjuncts. Under an OR (``NOT (c =
+'x') OR d = 1``) Java keeps files whose ``c`` is all NULL; Icecore's guard lets it prune
+those the other side rules out too: a subset of Java's files, never one with a matching row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from icecore.expressions.model import (
+    AlwaysFalse,
+    AlwaysTrue,
+    BoundPredicate,
+    BoundReference,
+    Expression,
+    Literal,
+    Operation,
+    Reference,
+    UnboundPredicate,
+    and_,
+    or_,
+)
+
+_NULL_TRUE = frozenset(
+    {
+        Operation.NOT_EQ,
+        Operation.NOT_IN,
+        Operation.NOT_STARTS_WITH,
+        Operation.LT,
+        Operation.LT_EQ,
+    }
+)
+"""Operators Iceberg evaluates as true on NULL (``!eq``, ``!in``, null-first ``<``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Polar:
+    """A SQL condition as two Iceberg expressions: where it is TRUE and where it is FALSE.
+
+    Where neither holds, the condition is NULL. Both sides are Not-free and exact on every
+    row (the two never hold together).
+    """
+
+    true: Expression
+    false: Expression
+
+    def negate(self) -> Polar:
+        """``NOT e``: TRUE where ``e`` is FALSE and FALSE where it is TRUE; NULL stays NULL."""
+        return Polar(self.false, self.true)
+
+
+def constant(value: bool) -> Polar:
+    """``TRUE`` or ``FALSE``."""
+    return Polar(AlwaysTrue(), AlwaysFalse()) if value else Polar(AlwaysFalse(), AlwaysTrue())
+
+
+def conjunction(*parts: Polar) -> Polar:
+    """``a AND b AND ...``: TRUE when all are TRUE, FALSE when any is FALSE (built balanced)."""
+    return Polar(and_(*(p.true for p in parts)), or_(*(p.false for p in parts)))
+
+
+def disjunction(*parts: Polar) -> Polar:
+    """``a OR b OR ...``: TRUE when any is TRUE, FALSE when all are FALSE (built balanced)."""
+    return Polar(or_(*(p.true for p in parts)), and_(*(p.false for p in parts)))
+
+
+def _holds(op: Operation, term: Reference, literals: tuple[Literal, ...] = ()) -> Expression:
+    """``term op literals`` where it is TRUE in SQL: never on a NULL ``term``."""
+    pred = UnboundPredicate(op, term, literals)
+    if op in _NULL_TRUE:
+        return and_(UnboundPredicate(Operation.NOT_NULL, term), pred)
+    return pred
+
+
+def comparison(op: Operation, term: Reference, literal: Literal) -> Polar:
+    """``c op v`` for ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` with a non-NULL ``v``."""
+    return Polar(_holds(op, term, (literal,)), _holds(op.negate(), term, (literal,)))
+
+
+def membership(term: Reference, literals: Sequence[Literal], has_null: bool) -> Polar:
+    """``c IN (v1, v2, ...)``; with a NULL in the list it is never FALSE (only NULL)."""
+    values = tuple(literals)
+    true = _holds(Operation.IN, term, values) if values else AlwaysFalse()
+    if has_null:
+        return Polar(true, AlwaysFalse())
+    return Polar(true, _holds(Operation.NOT_IN, term, values))
+
+
+def null_check(term: Reference) -> Polar:
+    """``c IS NULL``: never NULL itself."""
+    return Polar(
+        UnboundPredicate(Operation.IS_NULL, term), UnboundPredicate(Operation.NOT_NULL, term)
+    )
+
+
+def nan_check(term: Reference) -> Polar:
+    """``isnan(c)`` / ``c IS NAN``: Spark's ``isnan(NULL)`` is false, not NULL."""
+    return Polar(
+        UnboundPredicate(Operation.IS_NAN, term), UnboundPredicate(Operation.NOT_NAN, term)
+    )
+
+
+def prefix(term: Reference, literal: Literal) -> Polar:
+    """``c LIKE 'prefix%'``."""
+    return Polar(
+        _holds(Operation.STARTS_WITH, term, (literal,)),
+        _holds(Operation.NOT_STARTS_WITH, term, (literal,)),
+    )
+
+
+def nan_comparison(op: Operation, term: BoundReference) -> Expression:
+    """``term op NaN`` on a float column, as Iceberg can say it.
+
+    Spark orders NaN above every value and equal to itself (``Double.compare``), which is
+    also the order of Iceberg Java's row evaluator; this keeps that two-valued meaning (on
+    NULL too: ``null < NaN`` holds under the null-first order, as ``not_nan`` does), so the
+    polarity translation stays exact.
+    """
+    if op is Operation.EQ or op is Operation.GT_EQ:
+        return BoundPredicate(Operation.IS_NAN, term)
+    if op is Operation.NOT_EQ or op is Operation.LT:
+        return BoundPredicate(Operation.NOT_NAN, term)
+    if op is Operation.LT_EQ:
+        return AlwaysTrue()
+    if op is Operation.GT:
+        return AlwaysFalse()
+    raise ValueError(f"not a comparison: {op}")
+
+
+def nan_membership(op: Operation, term: BoundReference, others: Expression) -> Expression:
+    """``term IN (..., NaN)`` (or NOT IN) on a float column, ``others`` bound without NaN."""
+    if op is Operation.IN:
+        return or_(others, BoundPredicate(Operation.IS_NAN, term))
+    return and_(others, BoundPredicate(Operation.NOT_NAN, term))
+
+
+__all__ = [
+    "Polar",
+    "comparison",
+    "conjunction",
+    "constant",
+    "disjunction",
+    "membership",
+    "nan_check",
+    "nan_comparison",
+    "nan_membership",
+    "null_check",
+    "prefix",
+]
