@@ -616,9 +616,7 @@ class SqlCatalogAdmin:
         folder = (
             metadata.properties.get(METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
         )
-        location = (
-            f"{folder.rstrip('/')}/00000-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
-        )
+        location = f"{folder.rstrip('/')}/00000-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
         protocol, local = normalize_path(location)
         if protocol == "file":  # object stores have no folders; a local one must exist
             Path(local).parent.mkdir(parents=True, exist_ok=True)

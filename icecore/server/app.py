@@ -105,7 +105,9 @@ def _namespace_list(value: Any, what: str) -> tuple[str, ...]:
 def _identifier(value: Any, what: str) -> TableIdentifier:
     if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
         raise bad_request(f"{what} must be an object with 'namespace' and 'name'.")
-    return TableIdentifier(_namespace_list(value.get("namespace"), f"{what}'s namespace"), value["name"])
+    return TableIdentifier(
+        _namespace_list(value.get("namespace"), f"{what}'s namespace"), value["name"]
+    )
 
 
 def _page(items: list[Any], query: Mapping[str, str]) -> tuple[list[Any], str | None]:
@@ -171,6 +173,7 @@ class CatalogService:
         return namespace
 
     def list_namespaces(self, call: Call) -> Any:
+        """``GET /v1/namespaces``: the children of ``parent`` (top level by default), paged."""
         parent: tuple[str, ...] = ()
         if call.query.get("parent"):
             parent = self._existing(call.query["parent"])
@@ -185,6 +188,7 @@ class CatalogService:
         return {"namespaces": [list(ns) for ns in page], "next-page-token": token}
 
     def create_namespace(self, call: Call) -> Any:
+        """``POST /v1/namespaces``: create a namespace with its properties."""
         body = call.body if isinstance(call.body, Mapping) else {}
         namespace = _namespace_list(body.get("namespace"), "'namespace'")
         props = body.get("properties") or {}
@@ -196,6 +200,7 @@ class CatalogService:
         return {"namespace": list(namespace), "properties": dict(props)}
 
     def load_namespace(self, call: Call) -> Any:
+        """``GET /v1/namespaces/{ns}``: the namespace's properties."""
         namespace = namespace_of(call.params["namespace"])
         try:
             props = self.backend.namespace_properties(namespace)
@@ -204,14 +209,17 @@ class CatalogService:
         return {"namespace": list(namespace), "properties": props}
 
     def namespace_exists(self, call: Call) -> Any:
+        """``HEAD /v1/namespaces/{ns}``: 204 if it exists, else 404."""
         self._existing(call.params["namespace"])
         return Response(status_code=204)
 
     def drop_namespace(self, call: Call) -> Any:
+        """``DELETE /v1/namespaces/{ns}``: drop an empty namespace (409 if not empty)."""
         self.backend.drop_namespace(self._existing(call.params["namespace"]))
         return Response(status_code=204)
 
     def update_properties(self, call: Call) -> Any:
+        """``POST .../properties``: set and remove properties; says what was missing."""
         namespace = self._existing(call.params["namespace"])
         body = call.body if isinstance(call.body, Mapping) else {}
         updates = body.get("updates") or {}
@@ -249,6 +257,7 @@ class CatalogService:
         }
 
     def list_tables(self, call: Call) -> Any:
+        """``GET .../tables``: the namespace's tables, paged."""
         namespace = self._existing(call.params["namespace"])
         tables = self.catalog.list_tables(namespace)
         page, token = _page(tables, call.query)
@@ -258,13 +267,16 @@ class CatalogService:
         }
 
     def load_table(self, call: Call) -> Any:
+        """``GET .../tables/{t}``: ``LoadTableResult`` with the current metadata."""
         return self._load_result(self._table(call))
 
     def table_exists(self, call: Call) -> Any:
+        """``HEAD .../tables/{t}``: 204 if it exists, else 404."""
         self._load_result(self._table(call))
         return Response(status_code=204)
 
     def create_table(self, call: Call) -> Any:
+        """``POST .../tables``: create a table, or stage it (``stage-create``: nothing written)."""
         namespace = self._existing(call.params["namespace"])
         body = call.body
         if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
@@ -285,7 +297,9 @@ class CatalogService:
         )
         if body.get("stage-create"):
             if identifier in self.catalog.list_tables(namespace):
-                raise RestError(409, "AlreadyExistsException", f"Table already exists: {identifier}")
+                raise RestError(
+                    409, "AlreadyExistsException", f"Table already exists: {identifier}"
+                )
             return {"metadata": serialize_metadata(metadata), "config": {}}
         new_location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
         return {
@@ -295,6 +309,7 @@ class CatalogService:
         }
 
     def register_table(self, call: Call) -> Any:
+        """``POST .../register``: add a table for an existing metadata file."""
         namespace = self._existing(call.params["namespace"])
         body = call.body if isinstance(call.body, Mapping) else {}
         name, location = body.get("name"), body.get("metadata-location")
@@ -308,6 +323,7 @@ class CatalogService:
         return self._load_result(identifier)
 
     def commit(self, call: Call) -> Any:
+        """``POST .../tables/{t}``: check the requirements and apply the updates atomically."""
         identifier = self._table(call)
         requirements, updates = parse_commit(call.body)
         if any(isinstance(r, AssertCreate) for r in requirements):
@@ -329,7 +345,11 @@ class CatalogService:
             raise RestError(409, "CommitFailedException", f"Table already exists: {identifier}")
         first = {u.get("action"): u for u in updates if isinstance(u, Mapping)}
         schema = next(
-            (u["schema"] for u in updates if isinstance(u, Mapping) and u.get("action") == "add-schema"),
+            (
+                u["schema"]
+                for u in updates
+                if isinstance(u, Mapping) and u.get("action") == "add-schema"
+            ),
             None,
         )
         if not isinstance(schema, Mapping):
@@ -366,12 +386,14 @@ class CatalogService:
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
 
     def drop_table(self, call: Call) -> Any:
+        """``DELETE .../tables/{t}``: remove the table from the catalog (files are kept)."""
         identifier = self._table(call)
         self._load_result(identifier)
         self.backend.drop_table(identifier)
         return Response(status_code=204)
 
     def rename_table(self, call: Call) -> Any:
+        """``POST /v1/tables/rename``: rename (or move) a table."""
         body = call.body if isinstance(call.body, Mapping) else {}
         source = _identifier(body.get("source"), "'source'")
         destination = _identifier(body.get("destination"), "'destination'")
@@ -439,9 +461,7 @@ def create_app(
                 if issuer is not None:
                     issuer.check(request.headers.get("authorization"))
                 if endpoint.writes and read_only:
-                    raise RestError(
-                        403, "ForbiddenException", "This catalog is served read-only."
-                    )
+                    raise RestError(403, "ForbiddenException", "This catalog is served read-only.")
                 body = _json_body(await read_body(request, max_body_bytes))
                 call = Call(dict(request.path_params), dict(request.query_params), body)
                 result = await run_in_threadpool(endpoint.handler, call)
@@ -449,8 +469,9 @@ def create_app(
                 return e.response()
             except IcecoreError as e:
                 not_found = (
-                    "NoSuchTableException" if "{table}" in endpoint.path else
-                    "NoSuchNamespaceException"
+                    "NoSuchTableException"
+                    if "{table}" in endpoint.path
+                    else "NoSuchNamespaceException"
                 )
                 return from_icecore(e, not_found=not_found).response()
             except Exception:

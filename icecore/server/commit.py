@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icecore.catalog.base import Catalog, TableIdentifier
-from icecore.errors import CommitConflict, IcecoreError, InvalidMetadata, ValidationError
+from icecore.errors import CommitConflict, InvalidMetadata, ValidationError
 from icecore.evolution.requirements import (
     AssertCurrentSchemaId,
     AssertDefaultSortOrderId,
@@ -98,7 +98,9 @@ def parse_requirement(obj: Any) -> RestRequirement:
         case "assert-ref-snapshot-id":
             ref, sid = obj.get("ref"), obj.get("snapshot-id")
             if not isinstance(ref, str) or not (sid is None or isinstance(sid, int)):
-                raise bad_request("Requirement assert-ref-snapshot-id needs 'ref' and 'snapshot-id'.")
+                raise bad_request(
+                    "Requirement assert-ref-snapshot-id needs 'ref' and 'snapshot-id'."
+                )
             return AssertRefSnapshotId(ref, sid)
         case "assert-current-schema-id":
             return AssertCurrentSchemaId(_int(obj, "current-schema-id", kind))
@@ -124,9 +126,7 @@ def requirement_failures(requirements: Sequence[RestRequirement], md: TableMetad
             ref = md.refs.get(req.ref)
             now = ref.snapshot_id if ref is not None else None
             if now != req.snapshot_id:
-                failures.append(
-                    f"branch or tag {req.ref} is at {now} instead of {req.snapshot_id}"
-                )
+                failures.append(f"branch or tag {req.ref} is at {now} instead of {req.snapshot_id}")
         else:
             plain.append(req)
     failures.extend(violations(plain, md, lambda: frozenset()))
@@ -287,7 +287,9 @@ class _Applier:
         name = obj.get("ref-name")
         if not isinstance(name, str) or not name:
             raise bad_request("set-snapshot-ref needs a 'ref-name'.")
-        ref = snapshot_ref_from_json({k: v for k, v in obj.items() if k not in ("action", "ref-name")})
+        ref = snapshot_ref_from_json(
+            {k: v for k, v in obj.items() if k not in ("action", "ref-name")}
+        )
         md = self.md
         if md.snapshot_by_id(ref.snapshot_id) is None:
             raise ValidationError(f"Cannot point {name} at unknown snapshot {ref.snapshot_id}.")

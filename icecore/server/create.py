@@ -103,7 +103,9 @@ def new_table_metadata(
 
     Args:
         location: the table's location.
-        schema, partition_spec, write_order: the request's JSON.
+        schema: the request's schema JSON.
+        partition_spec: the request's partition spec JSON, if any.
+        write_order: the request's sort order JSON, if any.
         properties: table properties; ``format-version`` among them picks the version.
         table_uuid: a uuid to keep (a staged create's), else a new one.
         format_version: the version, when given apart from the properties.
@@ -189,7 +191,9 @@ def _highest_id(t: Any) -> int:
         if isinstance(value, int):
             found = max(found, value)
     for f in t.get("fields", []) or []:
-        found = max(found, _highest_id(f), _highest_id(f.get("type") if isinstance(f, Mapping) else None))
+        found = max(
+            found, _highest_id(f), _highest_id(f.get("type") if isinstance(f, Mapping) else None)
+        )
     for key in ("element", "key", "value"):
         found = max(found, _highest_id(t.get(key)))
     return found

@@ -60,7 +60,9 @@ def bad_request(message: str) -> RestError:
 
 def no_such_namespace(namespace: tuple[str, ...]) -> RestError:
     """A 404 naming the namespace."""
-    return RestError(404, "NoSuchNamespaceException", f"Namespace does not exist: {_dot(namespace)}")
+    return RestError(
+        404, "NoSuchNamespaceException", f"Namespace does not exist: {_dot(namespace)}"
+    )
 
 
 def _dot(parts: tuple[str, ...]) -> str:
