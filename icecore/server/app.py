@@ -161,6 +161,7 @@ class CatalogService:
             Endpoint("HEAD", table, self.table_exists),
             Endpoint("POST", table, self.commit, writes=True),
             Endpoint("DELETE", table, self.drop_table, writes=True),
+            Endpoint("POST", table + "/metrics", self.report_metrics),
             Endpoint("POST", "/v1/tables/rename", self.rename_table, writes=True),
         ]
 
@@ -384,6 +385,11 @@ class CatalogService:
         metadata = apply_rest_updates(base, rest, None)
         location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
+
+    def report_metrics(self, call: Call) -> Any:
+        """``POST .../metrics``: scan and commit reports are accepted and not kept."""
+        self._table(call)
+        return Response(status_code=204)
 
     def drop_table(self, call: Call) -> Any:
         """``DELETE .../tables/{t}``: remove the table from the catalog (files are kept)."""

@@ -56,8 +56,13 @@ class RestServer:
         return self.process.poll() is None
 
 
-def start_server(warehouse: Path, *extra: str, env: dict[str, str] | None = None) -> RestServer:
-    """Start ``python -m icecore serve-rest sqlite:///<warehouse>/catalog.db`` and wait for it."""
+def start_server(
+    warehouse: Path, *extra: str, env: dict[str, str] | None = None, catalog_name: str | None = None
+) -> RestServer:
+    """Start ``python -m icecore serve-rest sqlite:///<warehouse>/catalog.db`` and wait for it.
+
+    ``catalog_name`` serves that ``catalog_name`` of the file (``?catalog=NAME``).
+    """
     warehouse.mkdir(parents=True, exist_ok=True)
     db = create_sqlite_catalog(warehouse / "catalog.db")
     port = free_port()
@@ -67,7 +72,7 @@ def start_server(warehouse: Path, *extra: str, env: dict[str, str] | None = None
             "-m",
             "icecore",
             "serve-rest",
-            f"sqlite:///{db}",
+            f"sqlite:///{db}" + (f"?catalog={catalog_name}" if catalog_name else ""),
             "--port",
             str(port),
             *extra,
