@@ -246,8 +246,9 @@ class CatalogService:
         try:
             table = self.catalog.load_table(identifier)
         except NotFound:
-            if not self.backend.namespace_exists(identifier.namespace):
-                raise no_such_namespace(identifier.namespace) from None
+            # NoSuchTable even when the namespace is missing, as Iceberg Java's server
+            # answers: Spark resolves ``ns.t.snapshots`` by first loading table ``snapshots``
+            # in namespace ``ns.t`` and falls back to the metadata table only on NoSuchTable.
             raise RestError(
                 404, "NoSuchTableException", f"Table does not exist: {identifier}"
             ) from None

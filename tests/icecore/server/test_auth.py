@@ -32,7 +32,12 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
 def _token(server: RestServer, secret: str) -> requests.Response:
     return requests.post(
         f"{server.url}/v1/oauth/tokens",
-        data={"grant_type": "client_credentials", "client_id": "reader", "client_secret": secret, "scope": "catalog"},
+        data={
+            "grant_type": "client_credentials",
+            "client_id": "reader",
+            "client_secret": secret,
+            "scope": "catalog",
+        },
         timeout=10,
     )
 
@@ -58,7 +63,9 @@ def test_expired_token_is_401_and_pyiceberg_refreshes(secured: RestServer) -> No
     token = r.json()["access_token"]
     assert r.json()["expires_in"] == int(TTL_S)
     headers = {"Authorization": f"Bearer {token}"}
-    assert requests.get(f"{secured.url}/v1/namespaces", headers=headers, timeout=10).status_code == 200
+    assert (
+        requests.get(f"{secured.url}/v1/namespaces", headers=headers, timeout=10).status_code == 200
+    )
     cat = RestCatalog(
         "secured",
         uri=secured.url,
@@ -90,7 +97,9 @@ def test_token_exchange_refreshes_a_valid_token(secured: RestServer) -> None:
     assert r.status_code == 200
     fresh = r.json()["access_token"]
     assert fresh != token
-    ok = requests.get(f"{secured.url}/v1/namespaces", headers={"Authorization": f"Bearer {fresh}"}, timeout=10)
+    ok = requests.get(
+        f"{secured.url}/v1/namespaces", headers={"Authorization": f"Bearer {fresh}"}, timeout=10
+    )
     assert ok.status_code == 200
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
 import requests
 
@@ -23,9 +25,12 @@ def _still_up(server: RestServer) -> None:
 
 def _table(server: RestServer, ns: str, name: str) -> None:
     requests.post(f"{server.url}/v1/namespaces", json={"namespace": [ns]}, timeout=10)
-    body = {
+    body: dict[str, Any] = {
         "name": name,
-        "schema": {"type": "struct", "fields": [{"id": 1, "name": "a", "required": False, "type": "int"}]},
+        "schema": {
+            "type": "struct",
+            "fields": [{"id": 1, "name": "a", "required": False, "type": "int"}],
+        },
     }
     r = requests.post(f"{server.url}/v1/namespaces/{ns}/tables", json=body, timeout=10)
     assert r.status_code == 200, r.text
@@ -43,8 +48,16 @@ def test_malformed_json_is_400(rest_server: RestServer) -> None:
 
 
 def test_unknown_endpoint_and_method(rest_server: RestServer) -> None:
-    _error(requests.get(f"{rest_server.url}/v1/nothing/here", timeout=10), 404, "NoSuchEndpointException")
-    _error(requests.put(f"{rest_server.url}/v1/namespaces", timeout=10), 405, "MethodNotAllowedException")
+    _error(
+        requests.get(f"{rest_server.url}/v1/nothing/here", timeout=10),
+        404,
+        "NoSuchEndpointException",
+    )
+    _error(
+        requests.put(f"{rest_server.url}/v1/namespaces", timeout=10),
+        405,
+        "MethodNotAllowedException",
+    )
     _still_up(rest_server)
 
 
@@ -52,12 +65,18 @@ def test_unknown_table_and_namespace(rest_server: RestServer) -> None:
     _table(rest_server, "bad_ns", "known")
     r = requests.get(f"{rest_server.url}/v1/namespaces/bad_ns/tables/unknown", timeout=10)
     _error(r, 404, "NoSuchTableException")
+    # Iceberg Java's server answers NoSuchTable here too (Spark relies on it to resolve
+    # metadata tables such as ns.t.snapshots)
     r = requests.get(f"{rest_server.url}/v1/namespaces/missing/tables/unknown", timeout=10)
+    _error(r, 404, "NoSuchTableException")
+    r = requests.get(f"{rest_server.url}/v1/namespaces/missing/tables", timeout=10)
     _error(r, 404, "NoSuchNamespaceException")
     r = requests.get(f"{rest_server.url}/v1/namespaces/missing", timeout=10)
     _error(r, 404, "NoSuchNamespaceException")
-    commit = {"requirements": [], "updates": []}
-    r = requests.post(f"{rest_server.url}/v1/namespaces/bad_ns/tables/unknown", json=commit, timeout=10)
+    commit: dict[str, Any] = {"requirements": [], "updates": []}
+    r = requests.post(
+        f"{rest_server.url}/v1/namespaces/bad_ns/tables/unknown", json=commit, timeout=10
+    )
     _error(r, 404, "NoSuchTableException")
     _still_up(rest_server)
 
@@ -97,7 +116,7 @@ def test_huge_body_is_413_and_the_server_stays_up(rest_server: RestServer) -> No
     r = requests.post(f"{rest_server.url}/v1/namespaces", data=payload, timeout=60)
     _error(r, 413, "RequestTooLargeException")
 
-    def chunks():  # no Content-Length: the limit holds while streaming too
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit holds while streaming too
         for _ in range(10):
             yield b"x" * (1024 * 1024)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 
+import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
@@ -30,6 +31,7 @@ def _add_column(url: str, column: str, start_at: float, out: mp.Queue) -> None: 
         out.put((column, f"error: {type(e).__name__}: {e}"))
 
 
+@pytest.mark.slow
 def test_eight_concurrent_schema_changes(rest_server: RestServer) -> None:
     cat = RestCatalog("main", uri=rest_server.url)
     cat.create_namespace("conc")

@@ -91,7 +91,9 @@ def test_namespaces_create_load_update_list_drop(rest_server: RestServer) -> Non
     assert cat.list_namespaces("sales") == [("sales", "eu"), ("sales", "us")]
     assert cat.load_namespace_properties("sales") == {"owner": "ana"}
     assert cat.load_namespace_properties(("sales", "eu")) == {}
-    summary = cat.update_namespace_properties("sales", removals={"owner", "nope"}, updates={"a": "1"})
+    summary = cat.update_namespace_properties(
+        "sales", removals={"owner", "nope"}, updates={"a": "1"}
+    )
     assert summary.removed == ["owner"] and summary.updated == ["a"] and summary.missing == ["nope"]
     assert cat.load_namespace_properties("sales") == {"a": "1"}
     with pytest.raises(NamespaceNotEmptyError):
@@ -135,7 +137,7 @@ def test_create_table_assigns_fresh_ids_like_iceberg_java(rest_server: RestServe
     # Ids sent by the client are replaced. Iceberg Java's AssignFreshIds numbers a
     # struct's own fields first, then what they hold: a=1, b=2, e=3, then b's c=4, d=5,
     # then e's element=6 (worked out by hand from that rule).
-    body = {
+    body: dict[str, Any] = {
         "name": "fresh",
         "schema": {
             "type": "struct",
@@ -169,12 +171,19 @@ def test_create_table_assigns_fresh_ids_like_iceberg_java(rest_server: RestServe
         },
         "partition-spec": {
             "spec-id": 0,
-            "fields": [{"source-id": 50, "field-id": 1000, "name": "a_b", "transform": "bucket[4]"}],
+            "fields": [
+                {"source-id": 50, "field-id": 1000, "name": "a_b", "transform": "bucket[4]"}
+            ],
         },
         "write-order": {
             "order-id": 1,
             "fields": [
-                {"source-id": 42, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}
+                {
+                    "source-id": 42,
+                    "transform": "identity",
+                    "direction": "asc",
+                    "null-order": "nulls-first",
+                }
             ],
         },
     }
@@ -256,9 +265,10 @@ def test_stage_create_then_commit(rest_server: RestServer, ns: str) -> None:
         assert "staged" not in [t[1] for t in cat.list_tables(ns)]
     table = cat.load_table(f"{ns}.staged")
     assert table.properties["owner"] == "ana"
-    assert SqlCatalog(rest_server.catalog_db).load_table(f"{ns}.staged").metadata.properties[
-        "owner"
-    ] == "ana"
+    assert (
+        SqlCatalog(rest_server.catalog_db).load_table(f"{ns}.staged").metadata.properties["owner"]
+        == "ana"
+    )
     with pytest.raises(TableAlreadyExistsError):
         cat.create_table(f"{ns}.staged", _schema())
 
@@ -266,7 +276,15 @@ def test_stage_create_then_commit(rest_server: RestServer, ns: str) -> None:
 def test_rename_drop_and_register(rest_server: RestServer, ns: str) -> None:
     cat = rest(rest_server)
     table = cat.create_table(f"{ns}.a", _schema())
-    table.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["x"], "ts": pa.array([0], pa.timestamp("us"))}))
+    table.append(
+        pa.table(
+            {
+                "id": pa.array([1], pa.int64()),
+                "name": ["x"],
+                "ts": pa.array([0], pa.timestamp("us")),
+            }
+        )
+    )
     location = cat.load_table(f"{ns}.a").metadata_location
     cat.rename_table(f"{ns}.a", f"{ns}.b")
     assert [t[1] for t in cat.list_tables(ns)] == ["b"]

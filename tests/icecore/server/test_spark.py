@@ -35,7 +35,9 @@ def _register(spark: Any, server: RestServer) -> None:
     spark.conf.set("spark.sql.catalog.served", "org.apache.iceberg.spark.SparkCatalog")
     spark.conf.set("spark.sql.catalog.served.type", "rest")
     spark.conf.set("spark.sql.catalog.served.uri", server.url)
-    for key, value in jdbc_catalog_conf(CATALOG_NAME, str(server.catalog_db), server.warehouse).items():
+    for key, value in jdbc_catalog_conf(
+        CATALOG_NAME, str(server.catalog_db), server.warehouse
+    ).items():
         spark.conf.set(key, value)
 
 
@@ -87,12 +89,14 @@ def test_spark_writes_evolves_and_compacts_through_the_server(
     # Maintenance through REST: rewrite_data_files commits a replace snapshot via the server.
     before = len(direct.snapshots())
     result = spark.sql(
-        "CALL served.system.rewrite_data_files(table => 'sp.t', options => map('min-input-files', '1'))"
+        "CALL served.system.rewrite_data_files(table => 'sp.t', "
+        "options => map('min-input-files', '1'))"
     ).collect()
     assert result[0]["rewritten_data_files_count"] > 0
     after = SqlCatalog(served.catalog_db, catalog_name=CATALOG_NAME).load_table("sp.t")
     assert len(after.snapshots()) == before + 1
-    assert after.metadata.current_snapshot().operation == "replace"
+    current = after.metadata.current_snapshot()
+    assert current is not None and current.operation == "replace"
     assert _rows(spark, "served.sp.t") == through_rest
     assert _rows(spark, f"{CATALOG_NAME}.sp.t") == through_rest
     spark.sql("DROP TABLE served.sp.t")
