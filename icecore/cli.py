@@ -260,6 +260,27 @@ def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
+    """Serve a catalog over the Iceberg REST protocol until interrupted (Ctrl-C)."""
+    from icecore.server import serve
+
+    credential = args.credential or os.environ.get("ICECORE_SERVE_CREDENTIAL") or None
+    if args.port < 0 or args.port > 65535:
+        raise UsageError(f"--port {args.port} is not a TCP port (0 to 65535).")
+    try:
+        serve(
+            args.catalog,
+            host=args.host,
+            port=args.port,
+            read_only=args.read_only,
+            credential=credential,
+            token_ttl_s=args.token_ttl,
+        )
+    except ValueError as e:  # a malformed --credential; its text never holds the secret
+        raise UsageError(str(e)) from None
+    return {"served": args.catalog, "stopped": True}
+
+
 def _add_selectors(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--snapshot", type=int, default=None, help="a snapshot id")
@@ -354,6 +375,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the new metadata and a diff; write nothing"
     )
     evo.set_defaults(run=cmd_evolve)
+    srv = sub.add_parser("serve-rest", help="serve a catalog over the Iceberg REST protocol")
+    srv.add_argument("catalog", help="the catalog to serve, as load_catalog takes it")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8181, help="TCP port (8181)")
+    srv.add_argument("--read-only", action="store_true", help="refuse every write with 403")
+    srv.add_argument(
+        "--credential",
+        default=None,
+        metavar="ID:SECRET",
+        help="require OAuth2 client credentials (or set ICECORE_SERVE_CREDENTIAL)",
+    )
+    srv.add_argument(
+        "--token-ttl", type=float, default=3600.0, help="seconds a token stays valid (3600)"
+    )
+    srv.set_defaults(run=cmd_serve_rest)
     return parser
 
 

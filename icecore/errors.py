@@ -37,6 +37,14 @@ class ValidationError(IcecoreError):
     """A requested change (evolution, property) breaks a rule of the spec or of the table."""
 
 
+class AlreadyExists(ValidationError):
+    """A namespace or table of that name exists already (create, rename, register)."""
+
+
+class NamespaceNotEmpty(ValidationError):
+    """A namespace cannot be dropped: it still holds tables or namespaces."""
+
+
 class CommitConflict(IcecoreError):
     """The table changed under a commit in a way that conflicts with it; retry on a fresh base."""
 

@@ -29,14 +29,16 @@ from urllib.parse import quote
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
 from icecore.errors import (
+    AlreadyExists,
     CommitConflict,
     CommitStateUnknown,
     InvalidMetadata,
+    NamespaceNotEmpty,
     NotFound,
     ValidationError,
 )
 from icecore.failpoints import failpoint
-from icecore.io import FileIO
+from icecore.io import FileIO, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import metadata_file_suffix
 
@@ -345,3 +347,382 @@ class SqlCatalog(CatalogBase):
             conn.execute("ROLLBACK")
         except self._driver_errors():
             pass
+
+
+# Namespace and table management (what a REST server needs) ---------------------------------
+#
+# The SQL is Iceberg Java's JdbcCatalog's (JdbcUtil): a namespace without properties is one
+# row ``exists=true`` in iceberg_namespace_properties, which loading it hides; a namespace
+# also exists while a table (or a deeper namespace) names it; tables are rows of
+# iceberg_tables. Spark's JdbcCatalog and PyIceberg's SqlCatalog therefore see what is made
+# here, and the other way round.
+
+CREATE_TABLES_SQL = (
+    "CREATE TABLE iceberg_tables(catalog_name VARCHAR(255) NOT NULL,table_namespace "
+    "VARCHAR(255) NOT NULL,table_name VARCHAR(255) NOT NULL,metadata_location VARCHAR(1000),"
+    "previous_metadata_location VARCHAR(1000),PRIMARY KEY (catalog_name, table_namespace, "
+    "table_name))"
+)
+"""JdbcCatalog's ``V0_CREATE_CATALOG_SQL``, the schema it creates by default."""
+
+CREATE_NAMESPACES_SQL = (
+    "CREATE TABLE iceberg_namespace_properties(catalog_name VARCHAR(255) NOT NULL,namespace "
+    "VARCHAR(255) NOT NULL,property_key VARCHAR(255),property_value VARCHAR(1000),PRIMARY KEY "
+    "(catalog_name, namespace, property_key))"
+)
+"""JdbcCatalog's ``CREATE_NAMESPACE_PROPERTIES_TABLE_SQL``."""
+
+NAMESPACE_EXISTS_PROPERTY = "exists"
+"""JdbcCatalog's marker row for a namespace created without properties."""
+
+
+def create_sqlite_catalog(path: str | Path) -> Path:
+    """Create an empty JdbcCatalog-schema SQLite catalog at ``path`` (tables kept if present)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(target, isolation_level=None)) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if TABLES not in names:
+            conn.execute(CREATE_TABLES_SQL)
+        if NAMESPACES not in names:
+            conn.execute(CREATE_NAMESPACES_SQL)
+    return target
+
+
+def _like_prefix(namespace: str) -> str:
+    """A LIKE pattern for the namespaces below ``namespace`` (``!`` escapes, as JdbcUtil)."""
+    escaped = namespace.replace("!", "!!").replace("_", "!_").replace("%", "!%")
+    return f"{escaped}.%"
+
+
+class SqlCatalogAdmin:
+    """Namespace and table management on a :class:`SqlCatalog` (create, drop, rename, ...).
+
+    Kept apart from the read-and-commit side so that what a served catalog may change is in
+    one place; every statement runs in one transaction on the catalog's own connection.
+    """
+
+    def __init__(self, catalog: SqlCatalog) -> None:
+        self.catalog = catalog
+
+    @property
+    def warehouse(self) -> str:
+        """Where new tables go by default: the folder holding the catalog database."""
+        path = getattr(self.catalog, "path", None)
+        if isinstance(path, Path):
+            return str(path.resolve().parent)
+        raise ValidationError(
+            f"The SQL catalog {self.catalog.where} has no warehouse folder; give the table a "
+            "location or set the namespace's location property."
+        )
+
+    def _write(self, work: Any) -> Any:
+        """Run ``work(conn)`` in one write transaction; driver errors become one sentence."""
+        cat = self.catalog
+        if cat.read_only:
+            raise ValidationError(
+                f"The SQL catalog {cat.where} is open read-only; open it read-write to change it."
+            )
+        try:
+            with closing(cat._connect()) as conn:
+                cat._begin(conn)
+                try:
+                    result = work(conn)
+                except BaseException:
+                    cat._rollback_quietly(conn)
+                    raise
+                conn.execute("COMMIT")
+                return result
+        except cat._driver_errors() as e:
+            raise CommitStateUnknown(
+                f"The SQL catalog {cat.where} failed while writing ({first_line(e)})."
+            ) from e
+
+    def _run(self, conn: Any, sql: str, params: tuple[object, ...] = ()) -> Any:
+        return conn.execute(sql.replace("?", self.catalog.placeholder), params)
+
+    def _ensure_namespace_table(self) -> None:
+        if not self.catalog._has_namespace_table():
+            self._write(lambda conn: conn.execute(CREATE_NAMESPACES_SQL))
+
+    # Namespaces ----------------------------------------------------------------------------
+
+    def namespace_exists(self, namespace: tuple[str, ...]) -> bool:
+        """JdbcCatalog's rule: a property row, a table or a deeper namespace names it."""
+        cat = self.catalog
+        text = ".".join(namespace)
+        params: tuple[object, ...] = (cat.catalog_name, text, _like_prefix(text))
+        where = "catalog_name = ? AND (table_namespace = ? OR table_namespace LIKE ? ESCAPE '!')"
+        if cat._query(f"SELECT 1 FROM {TABLES} WHERE {where} LIMIT 1", params):
+            return True
+        if not cat._has_namespace_table():
+            return False
+        where = "catalog_name = ? AND (namespace = ? OR namespace LIKE ? ESCAPE '!')"
+        return bool(cat._query(f"SELECT 1 FROM {NAMESPACES} WHERE {where} LIMIT 1", params))
+
+    def all_namespaces(self) -> list[tuple[str, ...]]:
+        """Every namespace, with the parents of nested ones (``a.b`` implies ``a``)."""
+        found: set[tuple[str, ...]] = set()
+        for ns in self.catalog.list_namespaces():
+            for i in range(1, len(ns) + 1):
+                found.add(ns[:i])
+        return sorted(found)
+
+    def namespace_properties(self, namespace: tuple[str, ...]) -> dict[str, str]:
+        """The namespace's properties (without JdbcCatalog's ``exists`` marker).
+
+        Raises:
+            NotFound: no such namespace.
+        """
+        if not self.namespace_exists(namespace):
+            raise NotFound(f"Namespace {'.'.join(namespace)} does not exist.")
+        cat = self.catalog
+        if not cat._has_namespace_table():
+            return {}
+        rows = cat._query(
+            f"SELECT property_key, property_value FROM {NAMESPACES} "
+            "WHERE catalog_name = ? AND namespace = ?",
+            (cat.catalog_name, ".".join(namespace)),
+        )
+        props = {str(k): str(v) for k, v in rows if k is not None and v is not None}
+        props.pop(NAMESPACE_EXISTS_PROPERTY, None)
+        return props
+
+    def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str]) -> None:
+        """Create a namespace with its properties.
+
+        Raises:
+            AlreadyExists: the namespace exists.
+        """
+        if self.namespace_exists(namespace):
+            raise AlreadyExists(f"Namespace {'.'.join(namespace)} already exists.")
+        self._ensure_namespace_table()
+        rows = dict(properties) or {NAMESPACE_EXISTS_PROPERTY: "true"}
+        text = ".".join(namespace)
+
+        def work(conn: Any) -> None:
+            for key, value in rows.items():
+                self._run(
+                    conn,
+                    f"INSERT INTO {NAMESPACES} (catalog_name, namespace, property_key, "
+                    "property_value) VALUES (?, ?, ?, ?)",
+                    (self.catalog.catalog_name, text, key, value),
+                )
+
+        self._write(work)
+
+    def update_namespace_properties(
+        self, namespace: tuple[str, ...], updates: dict[str, str], removals: list[str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Set and remove properties; returns (updated, removed, missing) as the spec's response.
+
+        Raises:
+            NotFound: no such namespace.
+            ValidationError: a key is both set and removed.
+        """
+        overlap = sorted(set(updates) & set(removals))
+        if overlap:
+            raise ValidationError(f"Property {overlap[0]!r} cannot be both set and removed.")
+        current = self.namespace_properties(namespace)
+        self._ensure_namespace_table()
+        text = ".".join(namespace)
+        name = self.catalog.catalog_name
+        removed = [k for k in removals if k in current]
+        missing = [k for k in removals if k not in current]
+
+        def work(conn: Any) -> None:
+            for key in removed:
+                self._run(
+                    conn,
+                    f"DELETE FROM {NAMESPACES} WHERE catalog_name = ? AND namespace = ? "
+                    "AND property_key = ?",
+                    (name, text, key),
+                )
+            for key, value in updates.items():
+                self._run(
+                    conn,
+                    f"DELETE FROM {NAMESPACES} WHERE catalog_name = ? AND namespace = ? "
+                    "AND property_key = ?",
+                    (name, text, key),
+                )
+                self._run(
+                    conn,
+                    f"INSERT INTO {NAMESPACES} (catalog_name, namespace, property_key, "
+                    "property_value) VALUES (?, ?, ?, ?)",
+                    (name, text, key, value),
+                )
+            left = self._run(
+                conn,
+                f"SELECT COUNT(*) FROM {NAMESPACES} WHERE catalog_name = ? AND namespace = ?",
+                (name, text),
+            ).fetchone()[0]
+            if not left:  # keep the namespace alive once its last property is gone
+                self._run(
+                    conn,
+                    f"INSERT INTO {NAMESPACES} (catalog_name, namespace, property_key, "
+                    "property_value) VALUES (?, ?, ?, ?)",
+                    (name, text, NAMESPACE_EXISTS_PROPERTY, "true"),
+                )
+
+        self._write(work)
+        return sorted(updates), removed, missing
+
+    def drop_namespace(self, namespace: tuple[str, ...]) -> None:
+        """Drop an empty namespace.
+
+        Raises:
+            NotFound: no such namespace.
+            NamespaceNotEmpty: it holds tables or namespaces.
+        """
+        if not self.namespace_exists(namespace):
+            raise NotFound(f"Namespace {'.'.join(namespace)} does not exist.")
+        cat = self.catalog
+        text = ".".join(namespace)
+        children = [ns for ns in self.all_namespaces() if ns[: len(namespace)] == namespace]
+        if cat.list_tables(namespace) or any(len(ns) > len(namespace) for ns in children):
+            raise NamespaceNotEmpty(
+                f"Namespace {text} is not empty; drop its tables and namespaces first."
+            )
+        if cat._has_namespace_table():
+            self._write(
+                lambda conn: self._run(
+                    conn,
+                    f"DELETE FROM {NAMESPACES} WHERE catalog_name = ? AND namespace = ?",
+                    (cat.catalog_name, text),
+                )
+            )
+
+    # Tables --------------------------------------------------------------------------------
+
+    def default_table_location(self, identifier: TableIdentifier) -> str:
+        """JdbcCatalog's default: the namespace's ``location`` property, else the warehouse."""
+        props = self.namespace_properties(identifier.namespace)
+        base = props.get("location")
+        if base:
+            return f"{base.rstrip('/')}/{identifier.name}"
+        return "/".join((self.warehouse.rstrip("/"), *identifier.namespace, identifier.name))
+
+    def create_table(
+        self, identifier: TableIdentifier, metadata: TableMetadata, payload: bytes
+    ) -> str:
+        """Write the first metadata file and add the table's row; returns the file's location.
+
+        Raises:
+            NotFound: the namespace does not exist.
+            AlreadyExists: a table of that name exists (the written file is deleted).
+        """
+        if not self.namespace_exists(identifier.namespace):
+            raise NotFound(f"Namespace {'.'.join(identifier.namespace)} does not exist.")
+        folder = (
+            metadata.properties.get(METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
+        )
+        location = f"{folder.rstrip('/')}/00000-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
+        protocol, local = normalize_path(location)
+        if protocol == "file":  # object stores have no folders; a local one must exist
+            Path(local).parent.mkdir(parents=True, exist_ok=True)
+        if not self.catalog.io.create_exclusive(location, payload):
+            raise AlreadyExists(f"The metadata file {location} exists already.")
+        try:
+            self._insert_row(identifier, location)
+        except AlreadyExists:
+            self.catalog.io.delete(location)
+            raise
+        return location
+
+    def register_table(self, identifier: TableIdentifier, metadata_location: str) -> None:
+        """Add a row for an existing metadata file (``registerTable``)."""
+        if not self.namespace_exists(identifier.namespace):
+            raise NotFound(f"Namespace {'.'.join(identifier.namespace)} does not exist.")
+        self._insert_row(identifier, metadata_location)
+
+    def _insert_row(self, identifier: TableIdentifier, location: str) -> None:
+        cat = self.catalog
+        key = (cat.catalog_name, ".".join(identifier.namespace), identifier.name)
+
+        def work(conn: Any) -> None:
+            found = self._run(
+                conn,
+                f"SELECT 1 FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ? "
+                "AND table_name = ?",
+                key,
+            ).fetchall()
+            if found:
+                raise AlreadyExists(f"Table {identifier} already exists.")
+            if cat._has_type_column:
+                self._run(
+                    conn,
+                    f"INSERT INTO {TABLES} (catalog_name, table_namespace, table_name, "
+                    "metadata_location, previous_metadata_location, iceberg_type) "
+                    "VALUES (?, ?, ?, ?, NULL, 'TABLE')",
+                    (*key, location),
+                )
+            else:
+                self._run(
+                    conn,
+                    f"INSERT INTO {TABLES} (catalog_name, table_namespace, table_name, "
+                    "metadata_location, previous_metadata_location) VALUES (?, ?, ?, ?, NULL)",
+                    (*key, location),
+                )
+
+        self._write(work)
+
+    def drop_table(self, identifier: TableIdentifier) -> str:
+        """Remove the table's row (its files stay); returns its last metadata location.
+
+        Raises:
+            NotFound: no such table.
+        """
+        cat = self.catalog
+        location = cat.metadata_location(identifier)
+        key = (cat.catalog_name, ".".join(identifier.namespace), identifier.name)
+
+        def work(conn: Any) -> None:
+            cursor = self._run(
+                conn,
+                f"DELETE FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ? "
+                "AND table_name = ?" + cat._table_filter(),
+                key,
+            )
+            if cursor.rowcount != 1:
+                raise NotFound(f"Table {identifier} does not exist in {cat.where}.")
+
+        self._write(work)
+        return location
+
+    def rename_table(self, source: TableIdentifier, destination: TableIdentifier) -> None:
+        """Rename a table (its files stay where they are, as JdbcCatalog does).
+
+        Raises:
+            NotFound: no such table, or the destination namespace does not exist.
+            AlreadyExists: the destination exists.
+        """
+        cat = self.catalog
+        cat.metadata_location(source)
+        if not self.namespace_exists(destination.namespace):
+            raise NotFound(f"Namespace {'.'.join(destination.namespace)} does not exist.")
+
+        def work(conn: Any) -> None:
+            taken = self._run(
+                conn,
+                f"SELECT 1 FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ? "
+                "AND table_name = ?",
+                (cat.catalog_name, ".".join(destination.namespace), destination.name),
+            ).fetchall()
+            if taken:
+                raise AlreadyExists(f"Table {destination} already exists.")
+            cursor = self._run(
+                conn,
+                f"UPDATE {TABLES} SET table_namespace = ?, table_name = ? WHERE catalog_name = ? "
+                "AND table_namespace = ? AND table_name = ?" + cat._table_filter(),
+                (
+                    ".".join(destination.namespace),
+                    destination.name,
+                    cat.catalog_name,
+                    ".".join(source.namespace),
+                    source.name,
+                ),
+            )
+            if cursor.rowcount != 1:
+                raise NotFound(f"Table {source} does not exist in {cat.where}.")
+
+        self._write(work)

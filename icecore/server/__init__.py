@@ -1,0 +1,34 @@
+"""The Iceberg REST catalog protocol served over any catalog Icecore opens.
+
+``python -m icecore serve-rest CATALOG`` runs :func:`serve`: :mod:`icecore.server.app` holds
+the routes, :mod:`~icecore.server.commit` the atomic commit, :mod:`~icecore.server.create`
+new tables, :mod:`~icecore.server.auth` tokens and :mod:`~icecore.server.errors` the
+``ErrorModel``. Starlette and uvicorn are imported here and nowhere else in the core.
+"""
+
+from __future__ import annotations
+
+from icecore.catalog import load_catalog
+from icecore.server.app import create_app
+from icecore.server.auth import DEFAULT_TOKEN_TTL_S, TokenIssuer
+
+
+def serve(
+    catalog: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8181,
+    read_only: bool = False,
+    credential: str | None = None,
+    token_ttl_s: float = DEFAULT_TOKEN_TTL_S,
+) -> None:
+    """Serve ``catalog`` (as :func:`icecore.load_catalog` takes it) until interrupted."""
+    import uvicorn
+
+    backing = load_catalog(catalog, read_only=read_only)
+    issuer = TokenIssuer.from_credential(credential, token_ttl_s) if credential else None
+    app = create_app(backing, read_only=read_only, issuer=issuer)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+
+
+__all__ = ["create_app", "serve"]

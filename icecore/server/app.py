@@ -1,0 +1,554 @@
+"""The Iceberg REST catalog protocol, served over any catalog Icecore opens (starlette).
+
+Routes follow the REST catalog OpenAPI spec (``open-api/rest-catalog-open-api.yaml`` in
+apache/iceberg) with an empty prefix: ``GET /v1/config`` lists the endpoints served, then
+namespaces, tables, commits, rename, register and, with a credential, ``/v1/oauth/tokens``.
+A namespace in a path is its levels joined by the unit separator (``%1F``), the spec's
+default. Every answer that is not a success is the spec's ``ErrorModel``
+(:mod:`icecore.server.errors`).
+
+Untrusted input stays bounded: a request body over :data:`MAX_BODY_BYTES` is refused with
+413 before it is read whole, page sizes are capped, and catalog work runs in a worker thread
+so one slow request does not stall the others. ``read_only`` refuses every write with 403.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from icecore.catalog.base import Catalog, TableIdentifier
+from icecore.errors import IcecoreError, NotFound
+from icecore.metadata.builder import encode_metadata
+from icecore.metadata.serde import serialize_metadata
+from icecore.server.auth import OAuthError, TokenIssuer
+from icecore.server.backend import Backend
+from icecore.server.commit import (
+    AssertCreate,
+    apply_rest_updates,
+    commit_table,
+    parse_commit,
+)
+from icecore.server.create import new_table_metadata
+from icecore.server.errors import (
+    RestError,
+    bad_request,
+    error_response,
+    from_icecore,
+    no_such_namespace,
+)
+
+log = logging.getLogger("icecore.server")
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""Largest request body accepted (a commit with many updates stays far below)."""
+
+MAX_PAGE_SIZE = 1000
+NAMESPACE_SEPARATOR = "\x1f"
+
+Handler = Callable[["Call"], Any]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request as handlers see it: path parameters, query, the parsed JSON body."""
+
+    params: Mapping[str, str]
+    query: Mapping[str, str]
+    body: Any
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A served route: method, path, handler, and whether it writes."""
+
+    method: str
+    path: str
+    handler: Handler
+    writes: bool = False
+
+    @property
+    def spec_name(self) -> str:
+        """How ``GET /v1/config`` lists it (``{prefix}`` in the spec's spelling)."""
+        return f"{self.method} {self.path.replace('/v1/', '/v1/{prefix}/', 1)}"
+
+
+def namespace_of(text: str) -> tuple[str, ...]:
+    """A path's namespace: levels joined by the unit separator; 400 if empty."""
+    parts = tuple(text.split(NAMESPACE_SEPARATOR))
+    if not text or any(not p for p in parts):
+        raise bad_request(f"Invalid namespace {text[:200]!r}.")
+    return parts
+
+
+def _namespace_list(value: Any, what: str) -> tuple[str, ...]:
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and v and "." not in v for v in value)
+    ):
+        raise bad_request(f"{what} must be a non-empty list of names without dots.")
+    return tuple(value)
+
+
+def _identifier(value: Any, what: str) -> TableIdentifier:
+    if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
+        raise bad_request(f"{what} must be an object with 'namespace' and 'name'.")
+    return TableIdentifier(
+        _namespace_list(value.get("namespace"), f"{what}'s namespace"), value["name"]
+    )
+
+
+def _page(items: list[Any], query: Mapping[str, str]) -> tuple[list[Any], str | None]:
+    """One page of ``items``: ``pageToken`` is the offset, ``pageSize`` the length."""
+    token, size = query.get("pageToken"), query.get("pageSize")
+    start = 0
+    if token:
+        if not token.isdigit():
+            raise bad_request("Invalid pageToken.")
+        start = int(token)
+    if size is None or size == "":
+        if not token:
+            return items, None
+        count = MAX_PAGE_SIZE
+    else:
+        if not size.isdigit() or int(size) < 1:
+            raise bad_request("pageSize must be a positive integer.")
+        count = min(int(size), MAX_PAGE_SIZE)
+    end = start + count
+    return items[start:end], (str(end) if end < len(items) else None)
+
+
+class CatalogService:
+    """The protocol's handlers over one backing catalog.
+
+    Args:
+        catalog: the catalog served.
+        read_only: refuse every write.
+    """
+
+    def __init__(self, catalog: Catalog, *, read_only: bool = False) -> None:
+        self.backend = Backend(catalog)
+        self.catalog = catalog
+        self.read_only = read_only
+
+    def endpoints(self) -> list[Endpoint]:
+        """Every route served (the config and token routes are added by :func:`create_app`)."""
+        ns = "/v1/namespaces/{namespace}"
+        table = ns + "/tables/{table}"
+        return [
+            Endpoint("GET", "/v1/namespaces", self.list_namespaces),
+            Endpoint("POST", "/v1/namespaces", self.create_namespace, writes=True),
+            Endpoint("GET", ns, self.load_namespace),
+            Endpoint("HEAD", ns, self.namespace_exists),
+            Endpoint("DELETE", ns, self.drop_namespace, writes=True),
+            Endpoint("POST", ns + "/properties", self.update_properties, writes=True),
+            Endpoint("GET", ns + "/tables", self.list_tables),
+            Endpoint("POST", ns + "/tables", self.create_table, writes=True),
+            Endpoint("POST", ns + "/register", self.register_table, writes=True),
+            Endpoint("GET", table, self.load_table),
+            Endpoint("HEAD", table, self.table_exists),
+            Endpoint("POST", table, self.commit, writes=True),
+            Endpoint("DELETE", table, self.drop_table, writes=True),
+            Endpoint("POST", table + "/metrics", self.report_metrics),
+            Endpoint("POST", "/v1/tables/rename", self.rename_table, writes=True),
+        ]
+
+    # Namespaces ----------------------------------------------------------------------------
+
+    def _existing(self, text: str) -> tuple[str, ...]:
+        namespace = namespace_of(text)
+        if not self.backend.namespace_exists(namespace):
+            raise no_such_namespace(namespace)
+        return namespace
+
+    def list_namespaces(self, call: Call) -> Any:
+        """``GET /v1/namespaces``: the children of ``parent`` (top level by default), paged."""
+        parent: tuple[str, ...] = ()
+        if call.query.get("parent"):
+            parent = self._existing(call.query["parent"])
+        children = sorted(
+            {
+                ns[: len(parent) + 1]
+                for ns in self.backend.namespaces()
+                if len(ns) > len(parent) and ns[: len(parent)] == parent
+            }
+        )
+        page, token = _page(children, call.query)
+        return {"namespaces": [list(ns) for ns in page], "next-page-token": token}
+
+    def create_namespace(self, call: Call) -> Any:
+        """``POST /v1/namespaces``: create a namespace with its properties."""
+        body = call.body if isinstance(call.body, Mapping) else {}
+        namespace = _namespace_list(body.get("namespace"), "'namespace'")
+        props = body.get("properties") or {}
+        if not isinstance(props, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in props.items()
+        ):
+            raise bad_request("'properties' must map strings to strings.")
+        self.backend.create_namespace(namespace, dict(props))
+        return {"namespace": list(namespace), "properties": dict(props)}
+
+    def load_namespace(self, call: Call) -> Any:
+        """``GET /v1/namespaces/{ns}``: the namespace's properties."""
+        namespace = namespace_of(call.params["namespace"])
+        try:
+            props = self.backend.namespace_properties(namespace)
+        except NotFound:
+            raise no_such_namespace(namespace) from None
+        return {"namespace": list(namespace), "properties": props}
+
+    def namespace_exists(self, call: Call) -> Any:
+        """``HEAD /v1/namespaces/{ns}``: 204 if it exists, else 404."""
+        self._existing(call.params["namespace"])
+        return Response(status_code=204)
+
+    def drop_namespace(self, call: Call) -> Any:
+        """``DELETE /v1/namespaces/{ns}``: drop an empty namespace (409 if not empty)."""
+        self.backend.drop_namespace(self._existing(call.params["namespace"]))
+        return Response(status_code=204)
+
+    def update_properties(self, call: Call) -> Any:
+        """``POST .../properties``: set and remove properties; says what was missing."""
+        namespace = self._existing(call.params["namespace"])
+        body = call.body if isinstance(call.body, Mapping) else {}
+        updates = body.get("updates") or {}
+        removals = body.get("removals") or []
+        if not isinstance(updates, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in updates.items()
+        ):
+            raise bad_request("'updates' must map strings to strings.")
+        if not isinstance(removals, list) or not all(isinstance(r, str) for r in removals):
+            raise bad_request("'removals' must be a list of strings.")
+        updated, removed, missing = self.backend.update_properties(
+            namespace, dict(updates), list(removals)
+        )
+        return {"updated": updated, "removed": removed, "missing": missing or None}
+
+    # Tables --------------------------------------------------------------------------------
+
+    def _table(self, call: Call) -> TableIdentifier:
+        namespace = namespace_of(call.params["namespace"])
+        return TableIdentifier(namespace, call.params["table"])
+
+    def _load_result(self, identifier: TableIdentifier) -> dict[str, Any]:
+        try:
+            table = self.catalog.load_table(identifier)
+        except NotFound:
+            # NoSuchTable even when the namespace is missing, as Iceberg Java's server
+            # answers: Spark resolves ``ns.t.snapshots`` by first loading table ``snapshots``
+            # in namespace ``ns.t`` and falls back to the metadata table only on NoSuchTable.
+            raise RestError(
+                404, "NoSuchTableException", f"Table does not exist: {identifier}"
+            ) from None
+        return {
+            "metadata-location": table.metadata_location,
+            "metadata": serialize_metadata(table.metadata),
+            "config": {},
+        }
+
+    def list_tables(self, call: Call) -> Any:
+        """``GET .../tables``: the namespace's tables, paged."""
+        namespace = self._existing(call.params["namespace"])
+        tables = self.catalog.list_tables(namespace)
+        page, token = _page(tables, call.query)
+        return {
+            "identifiers": [{"namespace": list(t.namespace), "name": t.name} for t in page],
+            "next-page-token": token,
+        }
+
+    def load_table(self, call: Call) -> Any:
+        """``GET .../tables/{t}``: ``LoadTableResult`` with the current metadata."""
+        return self._load_result(self._table(call))
+
+    def table_exists(self, call: Call) -> Any:
+        """``HEAD .../tables/{t}``: 204 if it exists, else 404."""
+        self._load_result(self._table(call))
+        return Response(status_code=204)
+
+    def create_table(self, call: Call) -> Any:
+        """``POST .../tables``: create a table, or stage it (``stage-create``: nothing written)."""
+        namespace = self._existing(call.params["namespace"])
+        body = call.body
+        if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
+            raise bad_request("A create-table request needs a 'name' and a 'schema'.")
+        identifier = TableIdentifier(namespace, body["name"])
+        location = body.get("location") or self.backend.default_location(identifier)
+        if not isinstance(location, str):
+            raise bad_request("'location' must be a string.")
+        props = body.get("properties") or {}
+        if not isinstance(props, Mapping):
+            raise bad_request("'properties' must be an object.")
+        metadata = new_table_metadata(
+            location=location,
+            schema=body.get("schema") or {},
+            partition_spec=body.get("partition-spec"),
+            write_order=body.get("write-order"),
+            properties=props,
+        )
+        if body.get("stage-create"):
+            if identifier in self.catalog.list_tables(namespace):
+                raise RestError(
+                    409, "AlreadyExistsException", f"Table already exists: {identifier}"
+                )
+            return {"metadata": serialize_metadata(metadata), "config": {}}
+        new_location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
+        return {
+            "metadata-location": new_location,
+            "metadata": serialize_metadata(metadata),
+            "config": {},
+        }
+
+    def register_table(self, call: Call) -> Any:
+        """``POST .../register``: add a table for an existing metadata file."""
+        namespace = self._existing(call.params["namespace"])
+        body = call.body if isinstance(call.body, Mapping) else {}
+        name, location = body.get("name"), body.get("metadata-location")
+        if not isinstance(name, str) or not isinstance(location, str):
+            raise bad_request("A register request needs 'name' and 'metadata-location'.")
+        identifier = TableIdentifier(namespace, name)
+        from icecore.table import load_table_at
+
+        load_table_at(identifier, location, self.backend.io)  # refuse what is not metadata
+        self.backend.register_table(identifier, location)
+        return self._load_result(identifier)
+
+    def commit(self, call: Call) -> Any:
+        """``POST .../tables/{t}``: check the requirements and apply the updates atomically."""
+        identifier = self._table(call)
+        requirements, updates = parse_commit(call.body)
+        if any(isinstance(r, AssertCreate) for r in requirements):
+            return self._create_by_commit(identifier, requirements, updates)
+        try:
+            location, metadata = commit_table(self.catalog, identifier, requirements, updates)
+        except NotFound:
+            self._load_result(identifier)  # the precise 404
+            raise
+        return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
+
+    def _create_by_commit(
+        self, identifier: TableIdentifier, requirements: list[Any], updates: list[Any]
+    ) -> Any:
+        """A staged create's commit: the table from its updates, then created (409 if it exists)."""
+        if not self.backend.namespace_exists(identifier.namespace):
+            raise no_such_namespace(identifier.namespace)
+        if identifier in self.catalog.list_tables(identifier.namespace):
+            raise RestError(409, "CommitFailedException", f"Table already exists: {identifier}")
+        first = {u.get("action"): u for u in updates if isinstance(u, Mapping)}
+        schema = next(
+            (
+                u["schema"]
+                for u in updates
+                if isinstance(u, Mapping) and u.get("action") == "add-schema"
+            ),
+            None,
+        )
+        if not isinstance(schema, Mapping):
+            raise bad_request("A create commit needs an add-schema update.")
+        version = first.get("upgrade-format-version", {}).get("format-version")
+        location = first.get("set-location", {}).get("location") or self.backend.default_location(
+            identifier
+        )
+        base = new_table_metadata(
+            location=location,
+            schema=schema,
+            partition_spec=first.get("add-spec", {}).get("spec"),
+            write_order=first.get("add-sort-order", {}).get("sort-order"),
+            properties=first.get("set-properties", {}).get("updates"),
+            table_uuid=first.get("assign-uuid", {}).get("uuid"),
+            format_version=version if isinstance(version, int) else None,
+            fresh_ids=False,
+        )
+        creating = {
+            "add-schema",
+            "set-current-schema",
+            "add-spec",
+            "set-default-spec",
+            "add-sort-order",
+            "set-default-sort-order",
+            "set-location",
+            "set-properties",
+            "assign-uuid",
+            "upgrade-format-version",
+        }
+        rest = [u for u in updates if isinstance(u, Mapping) and u.get("action") not in creating]
+        metadata = apply_rest_updates(base, rest, None)
+        location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
+        return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
+
+    def report_metrics(self, call: Call) -> Any:
+        """``POST .../metrics``: scan and commit reports are accepted and not kept."""
+        self._table(call)
+        return Response(status_code=204)
+
+    def drop_table(self, call: Call) -> Any:
+        """``DELETE .../tables/{t}``: remove the table from the catalog (files are kept)."""
+        identifier = self._table(call)
+        self._load_result(identifier)
+        self.backend.drop_table(identifier)
+        return Response(status_code=204)
+
+    def rename_table(self, call: Call) -> Any:
+        """``POST /v1/tables/rename``: rename (or move) a table."""
+        body = call.body if isinstance(call.body, Mapping) else {}
+        source = _identifier(body.get("source"), "'source'")
+        destination = _identifier(body.get("destination"), "'destination'")
+        self._load_result(source)
+        if not self.backend.namespace_exists(destination.namespace):
+            raise no_such_namespace(destination.namespace)
+        self.backend.rename_table(source, destination)
+        return Response(status_code=204)
+
+
+# The ASGI application -------------------------------------------------------------------------
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 as soon as it is known to exceed ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RestError(413, "RequestTooLargeException", f"The request body exceeds {limit} bytes.")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RestError(
+                413, "RequestTooLargeException", f"The request body exceeds {limit} bytes."
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json_body(raw: bytes) -> Any:
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise bad_request(f"Malformed JSON in the request body: {str(e)[:200]}") from None
+
+
+def create_app(
+    catalog: Catalog,
+    *,
+    read_only: bool = False,
+    issuer: TokenIssuer | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> Starlette:
+    """The ASGI application serving ``catalog`` (see the module docstring).
+
+    Args:
+        catalog: the backing catalog.
+        read_only: answer every write with 403.
+        issuer: when set, ``/v1/oauth/tokens`` issues tokens and every other call needs one.
+        max_body_bytes: the largest request body accepted (413 above).
+    """
+    service = CatalogService(catalog, read_only=read_only)
+    served = service.endpoints()
+    if read_only:
+        names = [e.spec_name for e in served if not e.writes]
+    else:
+        names = [e.spec_name for e in served]
+
+    def wrap(endpoint: Endpoint) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            try:
+                if issuer is not None:
+                    issuer.check(request.headers.get("authorization"))
+                if endpoint.writes and read_only:
+                    raise RestError(403, "ForbiddenException", "This catalog is served read-only.")
+                body = _json_body(await read_body(request, max_body_bytes))
+                call = Call(dict(request.path_params), dict(request.query_params), body)
+                result = await run_in_threadpool(endpoint.handler, call)
+            except RestError as e:
+                return e.response()
+            except IcecoreError as e:
+                not_found = (
+                    "NoSuchTableException"
+                    if "{table}" in endpoint.path
+                    else "NoSuchNamespaceException"
+                )
+                return from_icecore(e, not_found=not_found).response()
+            except Exception:
+                log.exception("Unexpected error on %s %s", endpoint.method, endpoint.path)
+                return error_response(
+                    500,
+                    "InternalServerError",
+                    "The server failed unexpectedly; the error is in its log.",
+                )
+            if isinstance(result, Response):
+                return result
+            return JSONResponse(result)
+
+        return run
+
+    async def config(request: Request) -> Response:
+        try:
+            if issuer is not None:
+                issuer.check(request.headers.get("authorization"))
+        except RestError as e:
+            return e.response()
+        return JSONResponse({"defaults": {}, "overrides": {}, "endpoints": names})
+
+    async def tokens(request: Request) -> Response:
+        if issuer is None:
+            return error_response(
+                404, "NotFoundException", "This server issues no tokens (no --credential)."
+            )
+        try:
+            raw = await read_body(request, 64 * 1024)
+        except RestError as e:
+            return e.response()
+        form = dict(parse_qsl(raw.decode("utf-8", errors="replace")))
+        try:
+            return JSONResponse(issuer.grant(form))
+        except OAuthError as e:
+            return JSONResponse(e.body(), e.code)
+
+    routes = [
+        Route("/v1/config", config, methods=["GET"]),
+        Route("/v1/oauth/tokens", tokens, methods=["POST"]),
+    ]
+    by_path: dict[str, list[Endpoint]] = {}
+    for e in served:
+        by_path.setdefault(e.path, []).append(e)
+    for path, endpoints in by_path.items():
+        for e in endpoints:
+            routes.append(Route(path, wrap(e), methods=[e.method]))
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        kinds = {404: "NoSuchEndpointException", 405: "MethodNotAllowedException"}
+        return error_response(
+            exc.status_code,
+            kinds.get(exc.status_code, "BadRequestException"),
+            f"No such endpoint: {request.method} {request.url.path[:200]}"
+            if exc.status_code in kinds
+            else str(exc.detail)[:200],
+        )
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.exception("Unexpected error", exc_info=exc)
+        return error_response(
+            500, "InternalServerError", "The server failed unexpectedly; the error is in its log."
+        )
+
+    return Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+    )
+
+
+__all__ = ["MAX_BODY_BYTES", "CatalogService", "create_app"]

@@ -1,0 +1,117 @@
+"""Icecore's REST server started for real: ``python -m icecore serve-rest`` on 127.0.0.1.
+
+Each server runs in its own process over a fresh SQLite catalog (JdbcCatalog's schema, as
+Spark and PyIceberg share it), on a free port; tests talk to it over HTTP only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import requests
+
+from icecore.catalog.sql import create_sqlite_catalog
+from tests.conftest import REPO
+
+START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class RestServer:
+    """A running ``serve-rest`` process.
+
+    Attributes:
+        url: its base URL (``http://127.0.0.1:PORT``).
+        warehouse: the folder holding ``catalog.db`` and the tables.
+        process: the server process.
+    """
+
+    url: str
+    warehouse: Path
+    process: subprocess.Popen[bytes] = field(repr=False)
+
+    @property
+    def catalog_db(self) -> Path:
+        """The backing SQLite catalog."""
+        return self.warehouse / "catalog.db"
+
+    def alive(self) -> bool:
+        """Whether the process still runs and answers ``GET /v1/config``."""
+        return self.process.poll() is None
+
+
+def start_server(
+    warehouse: Path, *extra: str, env: dict[str, str] | None = None, catalog_name: str | None = None
+) -> RestServer:
+    """Start ``python -m icecore serve-rest sqlite:///<warehouse>/catalog.db`` and wait for it.
+
+    ``catalog_name`` serves that ``catalog_name`` of the file (``?catalog=NAME``).
+    """
+    warehouse.mkdir(parents=True, exist_ok=True)
+    db = create_sqlite_catalog(warehouse / "catalog.db")
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "icecore",
+            "serve-rest",
+            f"sqlite:///{db}" + (f"?catalog={catalog_name}" if catalog_name else ""),
+            "--port",
+            str(port),
+            *extra,
+        ],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"serve-rest exited: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+        try:
+            requests.get(f"{url}/v1/config", timeout=1)
+            return RestServer(url, warehouse, process)
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("serve-rest did not start in time")
+
+
+def stop_server(server: RestServer) -> None:
+    """Stop the process this fixture started (by its own pid)."""
+    if server.process.poll() is None:
+        server.process.send_signal(signal.SIGINT)
+        try:
+            server.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait()
+    if server.process.stderr is not None:
+        server.process.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
+    """An open server (no credential, read-write) over a fresh SQLite catalog."""
+    server = start_server(tmp_path_factory.mktemp("rest") / "warehouse")
+    yield server
+    stop_server(server)
