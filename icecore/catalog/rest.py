@@ -453,7 +453,7 @@ class RestCatalog(CatalogBase):
         """
         ident = fresh.identifier
         if self.read_only:
-            raise Unsupported(
+            raise ValidationError(
                 f"Cannot commit to {ident}: {self._where()} was opened read-only "
                 "(ICECORE_READ_ONLY or read_only=True); open it read-write to commit."
             )
