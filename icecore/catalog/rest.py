@@ -214,7 +214,7 @@ class RestCatalog(CatalogBase):
             reason = data.get("error") or data.get("error_description") or response.status_code
             raise CatalogUnavailable(
                 self._scrub(
-                    f"{self._where()} refused the client credential from "
+                    f"The REST catalog {self.uri} refused the client credential from "
                     f"{self._credential.source} ({reason}); check the id and secret there."
                 )
             )
@@ -296,7 +296,7 @@ class RestCatalog(CatalogBase):
         if isinstance(error, dict):
             kind, message = error.get("type"), error.get("message")
         detail = ": ".join(str(x) for x in (kind, message) if x) or f"HTTP {status}"
-        return self._scrub(f"{self._where()} answered {what} with {detail}"[:2000])
+        return self._scrub(f"The REST catalog {self.uri} answered {what} with {detail}"[:2000])
 
     def _error(self, status: int, body: Any, what: str) -> IcecoreError:
         """The server's refusal as one sentence of the matching kind."""
@@ -326,11 +326,11 @@ class RestCatalog(CatalogBase):
         status, body = self._request("GET", f"{self._base}/v1/config", params=params)
         if status != 200:
             raise self._error(status, body, "GET /v1/config")
-        return _json_object_value(body, f"{self._where()}'s /v1/config")
+        return _json_object_value(body, f"The /v1/config answer of {self._where()}")
 
     def _require(self, endpoint: str) -> None:
         if self._endpoints is not None and endpoint not in self._endpoints:
-            raise Unsupported(f"{self._where()} does not offer {endpoint}.")
+            raise Unsupported(f"The REST catalog {self.uri} does not offer {endpoint}.")
 
     # Namespaces and tables --------------------------------------------------------------
 
@@ -347,25 +347,32 @@ class RestCatalog(CatalogBase):
             body = _json_object_value(self._call("GET", path, what, params=query), what)
             page = body.get(key)
             if not isinstance(page, list):
-                raise InvalidMetadata(f"{self._where()} answered {what} without a {key} list.")
+                raise InvalidMetadata(
+                    f"The REST catalog {self.uri} answered {what} without a {key} list."
+                )
             items.extend(page)
             nxt = body.get("next-page-token")
             if not isinstance(nxt, str) or not nxt:
                 return items
             if nxt in seen:
-                raise InvalidMetadata(f"{self._where()} repeated a page token in {what}.")
+                raise InvalidMetadata(
+                    f"The REST catalog {self.uri} repeated a page token in {what}."
+                )
             seen.add(nxt)
             token = nxt
-        raise InvalidMetadata(f"{self._where()} sent more than {MAX_PAGES} pages for {what}.")
+        raise InvalidMetadata(
+            f"The REST catalog {self.uri} sent more than {MAX_PAGES} pages for {what}."
+        )
 
     def _children(self, parent: tuple[str, ...]) -> list[tuple[str, ...]]:
         self._require("GET /v1/{prefix}/namespaces")
-        params = {"parent": _namespace_path(parent)} if parent else {}
+        # A query value is encoded by requests: levels joined by the raw unit separator.
+        params = {"parent": "\x1f".join(parent)} if parent else {}
         raw = self._pages("namespaces", "namespaces", "GET namespaces", params)
         out = []
         for ns in raw:
             if not isinstance(ns, list) or not ns or not all(isinstance(p, str) for p in ns):
-                raise InvalidMetadata(f"{self._where()} listed a malformed namespace.")
+                raise InvalidMetadata(f"The REST catalog {self.uri} listed a malformed namespace.")
             out.append(tuple(ns))
         return out
 
@@ -392,7 +399,9 @@ class RestCatalog(CatalogBase):
             path = f"namespaces/{_namespace_path(ns)}/tables"
             for entry in self._pages(path, "identifiers", "GET tables", {}):
                 if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-                    raise InvalidMetadata(f"{self._where()} listed a malformed table identifier.")
+                    raise InvalidMetadata(
+                        f"The REST catalog {self.uri} listed a malformed table identifier."
+                    )
                 entry_ns = entry.get("namespace")
                 tables.append(
                     TableIdentifier(
@@ -413,7 +422,7 @@ class RestCatalog(CatalogBase):
         obj = _json_object_value(body, what)
         location = obj.get("metadata-location")
         if not isinstance(location, str) or not location:
-            raise InvalidMetadata(f"{what} has no metadata-location (a staged table?).")
+            raise InvalidMetadata(f"In {what}, loadTable has no metadata-location (staged?).")
         metadata = parse_metadata_dict(obj.get("metadata"), location)
         return location, metadata, _strings(obj.get("config"))
 
@@ -489,8 +498,8 @@ class RestCatalog(CatalogBase):
     ) -> str:
         """Refused: a REST catalog commits updates (:meth:`commit_table`), not files."""
         raise Unsupported(
-            f"{self._where()} commits changes as updates, not metadata files; commit through "
-            "the table's update methods."
+            f"The REST catalog {self.uri} commits changes as updates, not metadata files; "
+            "commit through the table's update methods."
         )
 
 
