@@ -169,3 +169,37 @@ def test_unreachable_server_is_one_sentence(monkeypatch: pytest.MonkeyPatch) -> 
         CatalogUnavailable, match="Cannot reach the REST catalog http://127.0.0.1:9"
     ):
         icecore.load_catalog("http://127.0.0.1:9")
+
+
+def test_vended_storage_properties_reach_that_tables_fileio_only(
+    reference_classes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loadTable ``config`` (what a catalog vends per table) goes to that table's FileIO."""
+    vended = {"s3.access-key-id": "VENDED-KEY", "s3.secret-access-key": "VENDED-SECRET"}
+    options = [x for k, v in vended.items() for x in ("--table-config", f"{k}={v}")]
+    server = start_reference(reference_classes, tmp_path / "vending", *options)
+    try:
+        ns = requests.post(f"{server.url}/v1/ref/namespaces", json={"namespace": ["v"]}, timeout=30)
+        assert ns.status_code == 200, ns.text
+        schema = {
+            "type": "struct",
+            "schema-id": 0,
+            "fields": [{"id": 1, "name": "id", "type": "int", "required": False}],
+        }
+        created = requests.post(
+            f"{server.url}/v1/ref/namespaces/v/tables",
+            json={"name": "t", "schema": schema},
+            timeout=30,
+        )
+        assert created.status_code == 200, created.text
+        monkeypatch.delenv("ICECORE_REST_CREDENTIAL", raising=False)
+        monkeypatch.delenv("ICECORE_REST_TOKEN", raising=False)
+        catalog = icecore.load_catalog(server.url)
+        table = catalog.load_table("v.t")
+        for key, value in vended.items():
+            assert table.io.properties[key] == value
+            assert key not in catalog.io.properties  # type: ignore[attr-defined]
+        assert "VENDED-SECRET" not in repr(catalog) and "VENDED-SECRET" not in catalog.uri
+        assert "VENDED-SECRET" not in repr(table)  # a Table's repr shows its FileIO
+    finally:
+        server.stop()
