@@ -7,9 +7,19 @@ The file lives at ``./icecore.toml`` unless ``ICECORE_CONFIG`` names another. It
     [catalogs.sales]
     uri = "warehouse"               # what load_catalog takes: a folder, sqlite:///, ...
 
-Each ``[catalogs.NAME]`` entry is a table of string properties, kept whole: ``uri`` is the
-only one read today; later catalog kinds (a REST catalog's ``type``, ``credential-env``)
-add keys without changing the format. ``load_catalog("sales")`` opens the entry by name, and
+Each ``[catalogs.NAME]`` entry is a table of string properties, kept whole. A REST catalog
+(``type = "rest"``, or an ``http(s)://`` uri) reads more of them::
+
+    [catalogs.prod]
+    type = "rest"
+    uri = "https://catalog.example.com/api/catalog"
+    warehouse = "analytics"
+    credential-env = "PROD_REST_CREDENTIAL"   # the variable holding client_id:client_secret
+    scope = "PRINCIPAL_ROLE:ALL"              # token-env = "..." for a bearer token instead
+    "s3.region" = "eu-west-1"                  # other keys: client properties (quoted)
+
+(``credential``/``token`` may also be written in the file itself, which then is a secret.)
+``load_catalog("sales")`` opens the entry by name, and
 the app serves exactly the catalogs named here beside ``ICECORE_CATALOG``. A relative folder
 in ``uri`` is relative to the config file, so the file means the same wherever the process
 starts.
@@ -137,6 +147,13 @@ def _resolve(uri: str, where: Path) -> str:
     return str((where.parent / uri).absolute())
 
 
+def is_rest_entry(properties: Mapping[str, str]) -> bool:
+    """Whether an entry names an Iceberg REST catalog (``type = "rest"`` or an http(s) uri)."""
+    if properties.get("type", "").strip().lower() == "rest":
+        return True
+    return properties.get(URI, "").strip().lower().startswith(("http://", "https://"))
+
+
 def catalog_entry(name: str, config: Config | None = None) -> CatalogEntry:
     """The ``[catalogs.NAME]`` entry called ``name``.
 
@@ -158,6 +175,7 @@ __all__ = [
     "catalog_entry",
     "config_path",
     "is_catalog_name",
+    "is_rest_entry",
     "load_config",
 ]
 

@@ -77,7 +77,9 @@ class FileIO:
             ``s3.secret-access-key``, ``s3.region`` configure S3.
     """
 
-    properties: Mapping[str, str] = field(default_factory=dict)
+    # Kept out of repr: it may hold storage secrets (a REST catalog's vended keys), and a
+    # Table's repr shows its FileIO.
+    properties: Mapping[str, str] = field(default_factory=dict, repr=False)
     _filesystems: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

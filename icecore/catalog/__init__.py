@@ -5,7 +5,10 @@ catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///
 (``?catalog=NAME`` picks one of several catalogs in the file), ``postgresql://...`` (see
 :mod:`icecore.catalog.postgres`), the path of a metadata.json, or the name of a
 ``[catalogs.NAME]`` entry of ``icecore.toml`` (see :mod:`icecore.config`). A configured name
-wins over a folder of the same name: the config is the deployment's word.
+wins over a folder of the same name: the config is the deployment's word. ``http(s)://``
+opens an Iceberg REST catalog (:mod:`icecore.catalog.rest`; secrets from
+``ICECORE_REST_CREDENTIAL``/``ICECORE_REST_TOKEN``), as does an entry with ``type = "rest"``
+or an http(s) ``uri`` (secrets from the variables its ``credential-env``/``token-env`` name).
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from urllib.parse import parse_qs, urlsplit
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog, current_metadata_file
 from icecore.catalog.postgres_uri import is_postgres_uri
+from icecore.catalog.rest import RestCatalog, open_rest_catalog
 from icecore.catalog.sql import SqlCatalog
 from icecore.catalog.static import StaticCatalog
-from icecore.config import catalog_entry, is_catalog_name, load_config
+from icecore.config import catalog_entry, is_catalog_name, is_rest_entry, load_config
 from icecore.config import read_only as config_read_only
 from icecore.errors import IcecoreError, NotFound
 from icecore.io import FileIO, normalize_path
@@ -44,6 +48,7 @@ __all__ = [
     "Catalog",
     "FilesystemCatalog",
     "PostgresCatalog",
+    "RestCatalog",
     "SqlCatalog",
     "StaticCatalog",
     "TableIdentifier",
@@ -84,7 +89,12 @@ def load_catalog(
     if is_catalog_name(text):
         config = load_config()
         if text in config.catalogs:
-            return _open(catalog_entry(text, config).uri, io, read_only)
+            entry = catalog_entry(text, config)
+            if is_rest_entry(entry.properties):
+                return open_rest_catalog(
+                    entry.uri, entry.properties, name=text, read_only=read_only
+                )
+            return _open(entry.uri, io, read_only)
     return _open(text, io, read_only)
 
 
@@ -97,6 +107,8 @@ def _open(text: str, io: FileIO | None, read_only: bool) -> Catalog:
             path = f"{parts.netloc}{path}"
         name = parse_qs(parts.query).get("catalog", [None])[0]
         return SqlCatalog(path, catalog_name=name, io=io, read_only=read_only)
+    if text.startswith(("http://", "https://")):
+        return open_rest_catalog(text, read_only=read_only)
     if is_postgres_uri(text):
         from icecore.catalog.postgres import PostgresCatalog
 
@@ -127,7 +139,7 @@ def _open(text: str, io: FileIO | None, read_only: bool) -> Catalog:
             ) from e
     raise NotFound(
         f"Unknown catalog {text!r}; give a warehouse folder, sqlite:///file.db, "
-        "postgresql://... or a metadata.json path."
+        "postgresql://..., http(s):// (a REST catalog) or a metadata.json path."
     )
 
 

@@ -19,6 +19,11 @@ table is loaded again: the commit succeeded if the written file is current or in
 ``metadata-log``, failed (and is retried) if the table moved on without it; if that cannot
 be learnt either, the error reaches the caller with the file's location, and the file is
 never deleted.
+
+A catalog that applies updates itself (:class:`UpdateCommitter`: the REST catalog) gets the
+requirements and updates instead of a file, after the same local checks; its 409 goes
+through the same re-check-and-retry, and a lost answer is CommitStateUnknown with no file
+to look for, so it reaches the caller (load the table and look before retrying).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from icecore.errors import (
     CommitConflict,
@@ -47,6 +52,26 @@ from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:
     from icecore.table import Table
+
+
+@runtime_checkable
+class UpdateCommitter(Protocol):
+    """A catalog that applies updates itself (the REST catalog's ``CommitTableRequest``).
+
+    It receives the requirements and updates, not a metadata file: the server checks the
+    requirements and applies the updates atomically. A requirement it finds broken is a
+    retryable :class:`CommitConflict` (the loop here loads the table and checks them
+    again); an answer lost after sending is :class:`CommitStateUnknown`.
+    """
+
+    def commit_table(
+        self,
+        fresh: Table,
+        requirements: Sequence[Requirement],
+        updates: Sequence[MetadataUpdate],
+    ) -> Table:
+        """Commit ``updates`` to the table ``fresh`` is the latest known version of."""
+        ...
 
 
 # Retry settings --------------------------------------------------------------------------
@@ -198,9 +223,15 @@ def _attempt(
             f"Cannot commit to {base.identifier} after another writer's change "
             f"({what_changed(base.metadata, fresh.metadata)}): {e}"
         ) from e
-    payload = encode_metadata(new)
     catalog = fresh.catalog
     assert catalog is not None
+    if isinstance(catalog, UpdateCommitter):
+        # The server applies the updates; the local build above only validated them.
+        try:
+            return catalog.commit_table(fresh, requirements, updates)
+        except CommitStateUnknown as e:
+            return _resolve_unknown(base, e)
+    payload = encode_metadata(new)
     try:
         location = catalog.commit_metadata(fresh.identifier, fresh.metadata_location, new, payload)
     except CommitStateUnknown as e:
@@ -241,4 +272,4 @@ def _resolve_unknown(table: Table, error: CommitStateUnknown, tries: int = 3) ->
     ) from error
 
 
-__all__ = ["RetryPolicy", "commit_updates", "live_spec_ids"]
+__all__ = ["RetryPolicy", "UpdateCommitter", "commit_updates", "live_spec_ids"]
