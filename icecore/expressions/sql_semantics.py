@@ -196,26 +196,24 @@ def comparison(op: Operation, term: Reference, literal: Literal) -> Polar:
 def membership(term: Reference, literals: Sequence[Literal], has_null: bool) -> Polar:
     """``c IN (v1, v2, ...)``; with a NULL in the list it is never FALSE (only NULL).
 
-    Spark's IN is not null-intolerant (no ``isnotnull`` is inferred from it) unless its list
-    holds one distinct value, which OptimizeIn turns into ``=``.
+    As pushed: a list of one distinct value is ``c = v`` to Spark (OptimizeIn), null-
+    intolerant, so ``isnotnull(c)`` is inferred from it and its negation is a plain
+    ``c != v``. A longer list is not null-intolerant to Spark (nothing is inferred), but
+    Iceberg's Spark filter converter turns ``NOT (c IN (...))`` into ``c IS NOT NULL AND c
+    NOT IN (...)`` wherever it stands.
     """
     values = tuple(literals)
     if not values:
         return _exact(AlwaysFalse(), AlwaysFalse() if has_null else AlwaysTrue())
-    one = not has_null and len({(lit.value, lit.type_hint) for lit in values}) == 1
-    infer = frozenset({term}) if one else frozenset()
     true = _holds(Operation.IN, term, values)
     loose_true = UnboundPredicate(Operation.IN, term, values)
     if has_null:
-        return Polar(true, AlwaysFalse(), loose_true, AlwaysFalse(), infer, infer)
-    return Polar(
-        true,
-        _holds(Operation.NOT_IN, term, values),
-        loose_true,
-        UnboundPredicate(Operation.NOT_IN, term, values),
-        infer,
-        infer,
-    )
+        return Polar(true, AlwaysFalse(), loose_true, AlwaysFalse())
+    false = _holds(Operation.NOT_IN, term, values)
+    if len({(lit.value, lit.type_hint) for lit in values}) == 1:
+        loose_false = UnboundPredicate(Operation.NOT_IN, term, values)
+        return Polar(true, false, loose_true, loose_false, frozenset({term}), frozenset({term}))
+    return Polar(true, false, loose_true, false)
 
 
 def null_check(term: Reference) -> Polar:

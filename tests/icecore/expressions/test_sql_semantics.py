@@ -218,6 +218,9 @@ PUSHED = {
     "NOT (s = 'x' AND i = 5)": "(s != 'x' OR i != 5)",
     "NOT (p = 'x' OR k = 2)": "(p != 'x' AND k != 2 AND k IS NOT NULL AND p IS NOT NULL)",
     "c IN ('a', 'b')": "c IN ('a', 'b')",
+    # Iceberg's Spark converter guards NOT IN with notNull wherever it stands.
+    "c NOT IN ('a', 'b') OR id = 1": "((c IS NOT NULL AND c NOT IN ('a', 'b')) OR id = 1)",
+    "NOT (c IN ('a')) OR id = 1": "(c NOT IN ('a') OR id = 1)",
     "c IN ('a')": "(c IN ('a') AND c IS NOT NULL)",
     "c IS NULL": "c IS NULL",
     "NOT (c BETWEEN 1 AND 2)": "(c < 1 OR c > 2)",
