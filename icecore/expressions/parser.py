@@ -136,12 +136,11 @@ LONG_LIST = 256
 :func:`_long_lists`), whose tokenizer takes ~10 s for a million values."""
 
 
-@functools.lru_cache(maxsize=512)
 def parse_filter(text: str) -> Expression:
     """Parse a SQL boolean expression into an unbound filter expression.
 
-    Results are cached per text (expressions are immutable): a page that plans the same
-    filter again, or against another snapshot, does not parse it again (~1.3 ms each).
+    The expression holds exactly where the filter is TRUE in Spark SQL (three-valued logic,
+    :mod:`icecore.expressions.sql_semantics`): what rows are kept by.
 
     Args:
         text: the filter, e.g. ``ts >= '2024-08-09' AND city IN ('Milan', 'Paris')``; empty
@@ -156,8 +155,24 @@ def parse_filter(text: str) -> Expression:
             deeper than :data:`MAX_NESTING` or holds more than :data:`MAX_CONDITIONS`
             conditions; the message quotes the offending part and says where it is.
     """
+    return parse_scan_filter(text)[0]
+
+
+@functools.lru_cache(maxsize=512)
+def parse_scan_filter(text: str) -> tuple[Expression, Expression]:
+    """The filter as rows are kept by, and as Spark pushes it to Iceberg for planning.
+
+    Returns ``(rows, pushed)``: ``rows`` is :func:`parse_filter`'s exact meaning; ``pushed``
+    is what Spark hands Iceberg for the same SQL (:func:`sql_semantics.pushed`), so that the
+    files planned are those Iceberg Java's ``planFiles()`` plans for it. ``rows`` implies
+    ``pushed``. Results are cached per text (expressions are immutable): a page that plans
+    the same filter again, or against another snapshot, does not parse it again.
+
+    Raises:
+        FilterError: as :func:`parse_filter`.
+    """
     if not text or not text.strip():
-        return AlwaysTrue()
+        return AlwaysTrue(), AlwaysTrue()
     scanned, lists = _long_lists(text)
     try:
         statements = _parse(text, scanned)
@@ -168,13 +183,14 @@ def parse_filter(text: str) -> Expression:
         statements, lists = _parse(text, text), {}
     nodes = [s for s in statements if s is not None]
     if not nodes:
-        return AlwaysTrue()
+        return AlwaysTrue(), AlwaysTrue()
     if len(nodes) > 1:
         raise FilterError(
             f"The filter {_quoted(text)} holds more than one statement; write a single boolean "
             "expression without ';'."
         )
-    return _Converter(text, lists).boolean(nodes[0]).true
+    condition = _Converter(text, lists).boolean(nodes[0])
+    return condition.true, sql.pushed(condition)
 
 
 def _parse(text: str, sql: str) -> list[exp.Expr | None]:

@@ -35,9 +35,10 @@ alone ``f = 0.0``; Spark, which reads only what Java plans, returns no row from 
 either). Writing ``T(f > 1.0)`` as ``f > 1.0 OR isnan(f)`` would read those files and show
 rows that Spark does not return.
 
-Plans: Spark pushes ``isnotnull(c)`` only for top-level conjuncts. Under an OR (``NOT (c =
-'x') OR d = 1``) Java keeps files whose ``c`` is all NULL; Icecore's guard lets it prune
-those the other side rules out too: a subset of Java's files, never one with a matching row.
+Plans: the planner prunes by what Spark pushes for the same SQL (:func:`pushed`), not by
+``T``: Spark infers ``isnotnull(c)`` only for top-level conjuncts, so under an OR (``NOT (c
+= 'x') OR d = 1``) Iceberg Java keeps files whose ``c`` is all NULL, and so does Icecore. The
+files planned are Java's; the rows read from them are ``T``'s, exactly Spark SQL's.
 """
 
 from __future__ import annotations
@@ -77,29 +78,92 @@ class Polar:
 
     Where neither holds, the condition is NULL. Both sides are Not-free and exact on every
     row (the two never hold together).
+
+    Beside the exact sides, a condition carries what Spark pushes to Iceberg for it, so that
+    planning prunes exactly what Iceberg Java prunes (:func:`pushed`): ``loose_true`` and
+    ``loose_false`` are the two sides in Iceberg's two-valued meaning (``NOT (c = v)`` is
+    ``c != v``, true on NULL, as Spark's converter hands it over), and ``infer_true`` /
+    ``infer_false`` the columns Spark's optimizer infers ``isnotnull`` for when the condition
+    (or its negation) is a top-level conjunct of the filter.
     """
 
     true: Expression
     false: Expression
+    loose_true: Expression
+    loose_false: Expression
+    infer_true: frozenset[Reference] = frozenset()
+    infer_false: frozenset[Reference] = frozenset()
 
     def negate(self) -> Polar:
         """``NOT e``: TRUE where ``e`` is FALSE and FALSE where it is TRUE; NULL stays NULL."""
-        return Polar(self.false, self.true)
+        return Polar(
+            self.false,
+            self.true,
+            self.loose_false,
+            self.loose_true,
+            self.infer_false,
+            self.infer_true,
+        )
+
+
+def _exact(true: Expression, false: Expression, infer: frozenset[Reference] = frozenset()) -> Polar:
+    """A condition whose two-valued sides are already exact (no guard to drop)."""
+    return Polar(true, false, true, false, infer, infer)
 
 
 def constant(value: bool) -> Polar:
     """``TRUE`` or ``FALSE``."""
-    return Polar(AlwaysTrue(), AlwaysFalse()) if value else Polar(AlwaysFalse(), AlwaysTrue())
+    if value:
+        return _exact(AlwaysTrue(), AlwaysFalse())
+    return _exact(AlwaysFalse(), AlwaysTrue())
 
 
 def conjunction(*parts: Polar) -> Polar:
-    """``a AND b AND ...``: TRUE when all are TRUE, FALSE when any is FALSE (built balanced)."""
-    return Polar(and_(*(p.true for p in parts)), or_(*(p.false for p in parts)))
+    """``a AND b AND ...``: TRUE when all are TRUE, FALSE when any is FALSE (built balanced).
+
+    Spark splits a top-level AND into conjuncts and infers ``isnotnull`` from each; ``NOT (a
+    AND b)`` becomes ``NOT a OR NOT b`` (BooleanSimplification), from which it infers nothing.
+    """
+    return Polar(
+        and_(*(p.true for p in parts)),
+        or_(*(p.false for p in parts)),
+        and_(*(p.loose_true for p in parts)),
+        or_(*(p.loose_false for p in parts)),
+        frozenset().union(*(p.infer_true for p in parts)),
+        frozenset(),
+    )
 
 
 def disjunction(*parts: Polar) -> Polar:
-    """``a OR b OR ...``: TRUE when any is TRUE, FALSE when all are FALSE (built balanced)."""
-    return Polar(or_(*(p.true for p in parts)), and_(*(p.false for p in parts)))
+    """``a OR b OR ...``: TRUE when any is TRUE, FALSE when all are FALSE (built balanced).
+
+    Spark infers nothing from an OR; ``NOT (a OR b)`` becomes ``NOT a AND NOT b``.
+    """
+    return Polar(
+        or_(*(p.true for p in parts)),
+        and_(*(p.false for p in parts)),
+        or_(*(p.loose_true for p in parts)),
+        and_(*(p.loose_false for p in parts)),
+        frozenset(),
+        frozenset().union(*(p.infer_false for p in parts)),
+    )
+
+
+def pushed(condition: Polar) -> Expression:
+    """What Spark pushes to Iceberg for a whole filter: planning prunes by exactly this.
+
+    Spark hands Iceberg the filter in Iceberg's two-valued meaning plus the ``isnotnull``
+    predicates its optimizer infers from the top-level conjuncts (InferFiltersFromConstraints
+    over null-intolerant expressions: comparisons, LIKE, NOT; not IN, OR, IS NULL, isnan).
+    Iceberg Java's ``planFiles()`` prunes by that, and so does Icecore's planner: the files
+    planned are Java's, while the rows read are filtered by :attr:`Polar.true`, SQL's exact
+    meaning (Spark filters them again after the scan, too). Every row where ``true`` holds
+    also satisfies this expression, so no file with a matching row is pruned.
+    """
+    guards = sorted(condition.infer_true, key=lambda r: r.name)
+    return and_(
+        condition.loose_true, *(UnboundPredicate(Operation.NOT_NULL, ref) for ref in guards)
+    )
 
 
 def _holds(op: Operation, term: Reference, literals: tuple[Literal, ...] = ()) -> Expression:
@@ -110,40 +174,70 @@ def _holds(op: Operation, term: Reference, literals: tuple[Literal, ...] = ()) -
     return pred
 
 
+def _guarded(
+    op: Operation, negated: Operation, term: Reference, literals: tuple[Literal, ...]
+) -> Polar:
+    """A null-intolerant leaf: exact sides guarded against NULL, loose sides as Iceberg's."""
+    return Polar(
+        _holds(op, term, literals),
+        _holds(negated, term, literals),
+        UnboundPredicate(op, term, literals),
+        UnboundPredicate(negated, term, literals),
+        frozenset({term}),
+        frozenset({term}),
+    )
+
+
 def comparison(op: Operation, term: Reference, literal: Literal) -> Polar:
     """``c op v`` for ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` with a non-NULL ``v``."""
-    return Polar(_holds(op, term, (literal,)), _holds(op.negate(), term, (literal,)))
+    return _guarded(op, op.negate(), term, (literal,))
 
 
 def membership(term: Reference, literals: Sequence[Literal], has_null: bool) -> Polar:
-    """``c IN (v1, v2, ...)``; with a NULL in the list it is never FALSE (only NULL)."""
+    """``c IN (v1, v2, ...)``; with a NULL in the list it is never FALSE (only NULL).
+
+    As pushed: a list of one distinct value is ``c = v`` to Spark (OptimizeIn), null-
+    intolerant, so ``isnotnull(c)`` is inferred from it and its negation is a plain
+    ``c != v``. A longer list is not null-intolerant to Spark (nothing is inferred), but
+    Iceberg's Spark filter converter turns ``NOT (c IN (...))`` into ``c IS NOT NULL AND c
+    NOT IN (...)`` wherever it stands.
+    """
     values = tuple(literals)
-    true = _holds(Operation.IN, term, values) if values else AlwaysFalse()
+    if not values:
+        return _exact(AlwaysFalse(), AlwaysFalse() if has_null else AlwaysTrue())
+    true = _holds(Operation.IN, term, values)
+    loose_true = UnboundPredicate(Operation.IN, term, values)
     if has_null:
-        return Polar(true, AlwaysFalse())
-    return Polar(true, _holds(Operation.NOT_IN, term, values))
+        return Polar(true, AlwaysFalse(), loose_true, AlwaysFalse())
+    false = _holds(Operation.NOT_IN, term, values)
+    if len({(lit.value, lit.type_hint) for lit in values}) == 1:
+        loose_false = UnboundPredicate(Operation.NOT_IN, term, values)
+        return Polar(true, false, loose_true, loose_false, frozenset({term}), frozenset({term}))
+    return Polar(true, false, loose_true, false)
 
 
 def null_check(term: Reference) -> Polar:
-    """``c IS NULL``: never NULL itself."""
+    """``c IS NULL``: never NULL itself; ``NOT (c IS NULL)`` is Spark's ``isnotnull(c)``."""
     return Polar(
-        UnboundPredicate(Operation.IS_NULL, term), UnboundPredicate(Operation.NOT_NULL, term)
+        UnboundPredicate(Operation.IS_NULL, term),
+        UnboundPredicate(Operation.NOT_NULL, term),
+        UnboundPredicate(Operation.IS_NULL, term),
+        UnboundPredicate(Operation.NOT_NULL, term),
+        frozenset(),
+        frozenset({term}),
     )
 
 
 def nan_check(term: Reference) -> Polar:
     """``isnan(c)`` / ``c IS NAN``: Spark's ``isnan(NULL)`` is false, not NULL."""
-    return Polar(
+    return _exact(
         UnboundPredicate(Operation.IS_NAN, term), UnboundPredicate(Operation.NOT_NAN, term)
     )
 
 
 def prefix(term: Reference, literal: Literal) -> Polar:
-    """``c LIKE 'prefix%'``."""
-    return Polar(
-        _holds(Operation.STARTS_WITH, term, (literal,)),
-        _holds(Operation.NOT_STARTS_WITH, term, (literal,)),
-    )
+    """``c LIKE 'prefix%'`` (Spark's StartsWith, null-intolerant)."""
+    return _guarded(Operation.STARTS_WITH, Operation.NOT_STARTS_WITH, term, (literal,))
 
 
 def nan_comparison(op: Operation, term: BoundReference) -> Expression:

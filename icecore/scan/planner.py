@@ -48,7 +48,7 @@ from icecore.expressions.evaluator import row_evaluator
 from icecore.expressions.manifest_eval import manifest_evaluator
 from icecore.expressions.metrics_eval import MetricsEvaluator, metrics_evaluator
 from icecore.expressions.model import AlwaysTrue, Expression, flatten
-from icecore.expressions.parser import parse_filter
+from icecore.expressions.parser import parse_scan_filter
 from icecore.expressions.projection import inclusive_projection
 from icecore.expressions.residual import residual_evaluator
 from icecore.expressions.rewrite_not import rewrite_not
@@ -283,24 +283,33 @@ _SUMMARY_VERDICTS: LRU[tuple[str, str, int, str, str], np.ndarray] = LRU(4096)
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
-    """A filter bound to a schema: as bound, with NOT rewritten away, and as a cache key."""
+    """A filter bound to a schema: as bound, with NOT rewritten away, and as a cache key.
+
+    ``rows`` is what rows are kept by (residuals); ``pruning`` what manifests and files are
+    pruned by: for SQL text, what Spark pushes to Iceberg (``parse_scan_filter``), so the
+    plan is Iceberg Java's; for an expression built through the API, the same expression.
+    """
 
     schema: Schema
     filter: Expression
-    rewritten: Expression
+    rows: Expression
+    pruning: Expression
     key: str
 
 
 def _bind(schema: Schema, filter: str | Expression | None, case_sensitive: bool) -> _Bound:
     if filter is None:
         unbound: Expression = AlwaysTrue()
+        pushed: Expression = unbound
     elif isinstance(filter, str):
-        unbound = parse_filter(filter)
+        unbound, pushed = parse_scan_filter(filter)
     else:
-        unbound = filter
+        unbound = pushed = filter
     bound = bind(schema, unbound, case_sensitive=case_sensitive)
-    rewritten = rewrite_not(bound)
-    return _Bound(schema, bound, rewritten, repr(rewritten))
+    rows = rewrite_not(bound)
+    pruning = rows if pushed is unbound else rewrite_not(bind(schema, pushed, case_sensitive))
+    key = repr(rows) if pruning is rows else f"{rows!r} | pruning {pruning!r}"
+    return _Bound(schema, bound, rows, pruning, key)
 
 
 _BOUND: LRU[tuple[int, str | Expression | None, bool], _Bound] = LRU(1024)
@@ -365,7 +374,8 @@ class TableScan:
             if key is not None:
                 _BOUND.put(key, bound)
         self.filter = bound.filter
-        self._expr = bound.rewritten
+        self._expr = bound.pruning
+        self._rows = bound.rows
         self._expr_key = bound.key
 
     def plan(self) -> Plan:
@@ -486,7 +496,7 @@ class TableScan:
             manifest_reason=lambda m: might_match.explain(m) or f"summaries exclude {projected}",
             partition_matches=row_evaluator(projected),
             partition_expr=projected,
-            residual=residual_evaluator(spec, self.schema, expr, self.case_sensitive),
+            residual=residual_evaluator(spec, self.schema, self._rows, self.case_sensitive),
             summary_filter=arrow_summary_filter(spec, self.schema, projected),
             fingerprint=repr(spec.fields),
         )

@@ -20,7 +20,7 @@ from icecore.errors import FilterError
 from icecore.expressions.bind import bind
 from icecore.expressions.evaluator import row_evaluator
 from icecore.expressions.model import Expression, Not
-from icecore.expressions.parser import parse_filter
+from icecore.expressions.parser import parse_filter, parse_scan_filter
 from icecore.expressions.rewrite_not import rewrite_not
 from icecore.expressions.sql_semantics import Polar, conjunction, disjunction
 from icecore.read import filter_mask
@@ -182,8 +182,9 @@ def test_filters_reach_evaluators_without_not(text: str) -> None:
 
 def test_polar_combinators_follow_kleene_logic() -> None:
     # With TRUE/FALSE/NULL as (T, F) pairs of constants, AND/OR/NOT give Kleene's tables.
-    true, false = Polar(parse_filter("TRUE"), parse_filter("FALSE")), parse_filter("FALSE")
-    null = Polar(false, false)
+    t, f = parse_filter("TRUE"), parse_filter("FALSE")
+    true, false = Polar(t, f, t, f), f
+    null = Polar(false, false, false, false)
     values = {"T": true, "F": true.negate(), "N": null}
     name = {(str(v.true), str(v.false)): k for k, v in values.items()}
     kleene_and = {"TT": "T", "TF": "F", "TN": "N", "FN": "F", "NN": "N", "FF": "F"}
@@ -207,3 +208,30 @@ def test_nan_needs_a_float_column() -> None:
 def test_translated_filter_reads_as_plain_iceberg() -> None:
     assert str(parse_filter("NOT (s = 'x')")) == "(s IS NOT NULL AND s != 'x')"
     assert str(parse_filter("s NOT IN ('a', NULL)")) == "false"
+
+
+PUSHED = {
+    # Spark hands Iceberg the two-valued form plus isnotnull for the columns of null-
+    # intolerant top-level conjuncts (comparisons, LIKE, NOT of them; not IN, OR, IS NULL).
+    "NOT (s = 'x')": "(s != 'x' AND s IS NOT NULL)",
+    "NOT (s = 'x') OR id = 100": "(s != 'x' OR id = 100)",
+    "NOT (s = 'x' AND i = 5)": "(s != 'x' OR i != 5)",
+    "NOT (p = 'x' OR k = 2)": "(p != 'x' AND k != 2 AND k IS NOT NULL AND p IS NOT NULL)",
+    "c IN ('a', 'b')": "c IN ('a', 'b')",
+    # Iceberg's Spark converter guards NOT IN with notNull wherever it stands.
+    "c NOT IN ('a', 'b') OR id = 1": "((c IS NOT NULL AND c NOT IN ('a', 'b')) OR id = 1)",
+    "NOT (c IN ('a')) OR id = 1": "(c NOT IN ('a') OR id = 1)",
+    "c IN ('a')": "(c IN ('a') AND c IS NOT NULL)",
+    "c IS NULL": "c IS NULL",
+    "NOT (c BETWEEN 1 AND 2)": "(c < 1 OR c > 2)",
+    "c BETWEEN 1 AND 2": "(c >= 1 AND c <= 2 AND c IS NOT NULL)",
+    "isnan(f)": "f IS NAN",
+    "NOT b": "(b != true AND b IS NOT NULL)",
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), list(PUSHED.items()))
+def test_planning_prunes_by_what_spark_pushes(text: str, expected: str) -> None:
+    rows, pushed = parse_scan_filter(text)
+    assert str(pushed) == expected
+    assert rows == parse_filter(text)

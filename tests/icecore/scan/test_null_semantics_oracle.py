@@ -157,14 +157,6 @@ PARTITIONED = [
     "NOT (p < 'y' AND k = 2)",
 ]
 NARROWER_THAN_JAVA = {
-    # A negation under OR: Spark infers no isnotnull there, so Java keeps files whose column
-    # is all NULL (not_eq cannot prune them); Icecore reads the negation as IS NOT NULL AND
-    # ... inside the OR too and prunes those the other side of the OR rules out as well.
-    "NOT (s = 'x' AND i = 5)",
-    "NOT (s = 'x') OR id = 100",
-    "NOT (ts < '2024-01-02' AND p = 'x')",
-    "NOT (p = 'x') OR v = 'v5'",
-    "NOT (p < 'y' AND k = 2)",
     # Spark pushes nothing (or only isnotnull) for what Iceberg cannot take as a literal or
     # function: NaN comparisons, isnan, a long column against a double and a date column
     # against a timestamp (Spark casts the column). Java then prunes nothing by them;
