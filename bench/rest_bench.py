@@ -294,14 +294,14 @@ def report(table: str, runs: int, results: dict[str, Any]) -> str:
                 f"{med[tool, 'load']:.3f} | {med[tool, 'plan']:.2f} | {med[tool, 'warm']:.3f} | "
                 f"{med[tool, 'load2']:.3f} | {reqs} | {peak:.0f} |"
             )
+        overhead = {k: med["rest", k] / med["sql", k] for k in ("cold", "warm", "load", "load2")}
+        peer = {k: med["pyiceberg", k] / med["rest", k] for k in ("cold", "warm")}
+        extra_ms = (med["rest", "load2"] - med["sql", "load2"]) * 1000
         ratios.append(
-            f"- {name}: REST overhead (rest / sql) cold **{med['rest', 'cold'] / med['sql', 'cold']:.2f}x**, "
-            f"warm **{med['rest', 'warm'] / med['sql', 'warm']:.2f}x**, loadTable alone cold "
-            f"{med['rest', 'load'] / med['sql', 'load']:.1f}x / warm "
-            f"{med['rest', 'load2'] / med['sql', 'load2']:.1f}x "
-            f"(+{(med['rest', 'load2'] - med['sql', 'load2']) * 1000:.0f} ms); PyIceberg / "
-            f"Icecore through the same server: cold {med['pyiceberg', 'cold'] / med['rest', 'cold']:.1f}x, "
-            f"warm {med['pyiceberg', 'warm'] / med['rest', 'warm']:.1f}x."
+            f"- {name}: REST overhead (rest / sql) cold **{overhead['cold']:.2f}x**, warm "
+            f"**{overhead['warm']:.2f}x**, loadTable alone cold {overhead['load']:.1f}x / warm "
+            f"{overhead['load2']:.1f}x (+{extra_ms:.0f} ms); PyIceberg / Icecore through the "
+            f"same server: cold {peer['cold']:.1f}x, warm {peer['warm']:.1f}x."
         )
     example = next(iter(results.values()))["rest"][0]["requests"]
     lines += [
