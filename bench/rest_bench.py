@@ -328,7 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child(*args.child)
         return 0
-    chosen = filters()
+    chosen = {k: v for k, v in filters().items() if "{" not in v}  # not point: it needs a day
+    unknown = sorted(set(args.filters.split(",")) - set(chosen))
+    if unknown:
+        parser.error(f"unknown filter {', '.join(unknown)}; choose from {', '.join(chosen)}.")
     with tempfile.TemporaryDirectory(prefix="rest-bench-") as work:
         db, identifier = register(args.table, Path(work))
         served = serve(db, identifier, Path(work))
