@@ -549,6 +549,14 @@ def bootstrap(title: str) -> PageContext:
     except IcecoreError as error:
         show_error(error)
         return replace(context, failed=True)
+    if selection.table is not None and selection.table not in tables:
+        # The listing is cached for seconds: a table created since then is asked for once.
+        data.table_names.clear()
+        try:
+            tables = data.table_names(selection.catalog)
+        except IcecoreError as error:
+            show_error(error)
+            return replace(context, failed=True)
     if selection.table is not None:
         try:
             check_listed(selection.table, tables)
