@@ -44,24 +44,26 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
         tmp_path_factory.mktemp("maint-rest") / "warehouse",
         env={"ICECORE_SERVE_CREDENTIAL": CREDENTIAL},  # not on the server's command line either
     )
-    peer = RestCatalog(
-        "peer",
-        uri=running.url,
-        credential=CREDENTIAL,
-        **{"oauth2-server-uri": f"{running.url}/v1/oauth/tokens"},
-    )
-    peer.create_namespace("shop")
-    table = peer.create_table(
-        TABLE,
-        Schema(
-            NestedField(1, "id", LongType(), required=False),
-            NestedField(2, "city", StringType(), required=False),
-        ),
-    )
-    for i in range(FILES):
-        table.append(pa.table({"id": pa.array([i], pa.int64()), "city": [f"c{i}"]}))
-    yield running
-    stop_server(running)
+    try:
+        peer = RestCatalog(
+            "peer",
+            uri=running.url,
+            credential=CREDENTIAL,
+            **{"oauth2-server-uri": f"{running.url}/v1/oauth/tokens"},
+        )
+        peer.create_namespace("shop")
+        table = peer.create_table(
+            TABLE,
+            Schema(
+                NestedField(1, "id", LongType(), required=False),
+                NestedField(2, "city", StringType(), required=False),
+            ),
+        )
+        for i in range(FILES):
+            table.append(pa.table({"id": pa.array([i], pa.int64()), "city": [f"c{i}"]}))
+        yield running
+    finally:  # also when writing the table failed
+        stop_server(running)
 
 
 def _command_lines() -> list[str]:

@@ -42,24 +42,27 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
         "--credential",
         f"{CLIENT_ID}:{SECRET}",
     )
-    peer = RestCatalog(
-        "peer",
-        uri=running.url,
-        credential=f"{CLIENT_ID}:{SECRET}",
-        **{"oauth2-server-uri": f"{running.url}/v1/oauth/tokens"},
-    )
-    peer.create_namespace("shop")
-    table = peer.create_table(
-        TABLE,
-        Schema(
-            NestedField(1, "id", LongType(), required=False),
-            NestedField(2, "city", StringType(), required=False),
-        ),
-    )
-    table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "city": ["Milan", None, "Oslo"]}))
-    table.append(pa.table({"id": pa.array([4], pa.int64()), "city": ["Paris"]}))
-    yield running
-    stop_server(running)
+    try:
+        peer = RestCatalog(
+            "peer",
+            uri=running.url,
+            credential=f"{CLIENT_ID}:{SECRET}",
+            **{"oauth2-server-uri": f"{running.url}/v1/oauth/tokens"},
+        )
+        peer.create_namespace("shop")
+        table = peer.create_table(
+            TABLE,
+            Schema(
+                NestedField(1, "id", LongType(), required=False),
+                NestedField(2, "city", StringType(), required=False),
+            ),
+        )
+        first = {"id": pa.array([1, 2, 3], pa.int64()), "city": ["Milan", None, "Oslo"]}
+        table.append(pa.table(first))
+        table.append(pa.table({"id": pa.array([4], pa.int64()), "city": ["Paris"]}))
+        yield running
+    finally:  # also when writing the table failed
+        stop_server(running)
 
 
 @pytest.fixture
