@@ -3,11 +3,14 @@
 Each job is one call of Spark's Iceberg procedure of the same name (Iceberg 1.10.2), run on
 any Spark master (``--master``, else ``ICECORE_SPARK_MASTER``, else ``local[*]``), so a
 table is maintained where it lives. TABLE is what icecore's CLI takes: ``CATALOG::ns.table``
-(a SQL catalog in SQLite, or a filesystem warehouse) or a table folder (Spark's ``hadoop``
-catalog rooted two levels up). Progress lines go to stderr; the last thing on stdout is one
-JSON object: the job, the table's metadata location and snapshot before and after, and the
-procedure's own result columns. ``--dry-run`` prints icecore's estimate (from metadata
-alone, no Spark) and, for ``remove_orphan_files``, Spark's own dry run too.
+(a SQL catalog in SQLite or PostgreSQL, a filesystem warehouse, or an Iceberg REST catalog:
+a ``[catalogs.NAME]`` entry of icecore.toml or an ``http(s)://`` URI, reached through Spark's
+``type=rest`` catalog with the same credential, set in-process and never printed) or a table
+folder (Spark's ``hadoop`` catalog rooted two levels up). Progress lines go to stderr; the
+last thing on stdout is one JSON object: the job, the table's metadata location and
+snapshot before and after, and the procedure's own result columns. ``--dry-run`` prints
+icecore's estimate (from metadata alone, no Spark) and, for ``remove_orphan_files``,
+Spark's own dry run too.
 
 Failures are one sentence on stderr and exit 1; a failed or killed job commits nothing
 (Iceberg commits are one atomic swap of the metadata location).
@@ -19,6 +22,7 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import os
 import socket
 import sys
 import tempfile
@@ -40,7 +44,9 @@ from icecore.catalog import (
     load_catalog,
     load_table,
 )
+from icecore.catalog.rest import CREDENTIAL_ENV, TOKEN_ENV, RestCatalog
 from icecore.cli import jsonable
+from icecore.config import is_catalog_name, load_config
 from icecore.errors import IcecoreError
 from icecore.expressions.bind import bind
 from icecore.expressions.parser import parse_filter
@@ -53,6 +59,8 @@ from pipeline.spark import (
     check_prerequisites,
     default_master,
     jdbc_catalog_conf,
+    public_conf,
+    rest_catalog_conf,
 )
 
 Progress = Callable[[str], None]
@@ -131,9 +139,41 @@ def spark_table(text: str) -> tuple[SparkTable, Table]:
         conf = jdbc_catalog_conf(spark_name, target, warehouse)
         conf[f"spark.sql.catalog.{spark_name}.cache-enabled"] = "false"
         return SparkTable(spark_name, conf, name), table
+    if isinstance(catalog, RestCatalog):
+        return _rest(catalog_uri, name), table
     raise PipelineError(
-        f"Maintenance runs on SQL catalogs and filesystem tables; {catalog_uri} is neither."
+        f"Maintenance runs on SQL, REST and filesystem catalogs; {catalog_uri} is none of them."
     )
+
+
+def _rest(catalog_uri: str, name: str) -> SparkTable:
+    """Spark's ``type=rest`` catalog for a REST entry of icecore.toml or a bare REST URI.
+
+    The secrets are found as Icecore's client finds them: the variables an entry names
+    (``credential-env``/``token-env``) or its own ``credential``/``token``; for a bare URI
+    ``ICECORE_REST_CREDENTIAL``/``ICECORE_REST_TOKEN``.
+    """
+    entries = load_config().catalogs if is_catalog_name(catalog_uri) else {}
+    entry = entries.get(catalog_uri)
+    properties = dict(entry.properties) if entry is not None else {}
+    uri = entry.uri if entry is not None else catalog_uri
+    secrets = {
+        key: _rest_secret(properties, key, None if entry is not None else env)
+        for key, env in (("credential", CREDENTIAL_ENV), ("token", TOKEN_ENV))
+    }
+    digest = hashlib.sha1(f"{uri}\0{properties.get('warehouse', '')}".encode()).hexdigest()
+    spark_name = f"icecore_rest_{digest[:10]}"
+    conf = rest_catalog_conf(
+        spark_name, uri, properties, credential=secrets["credential"], token=secrets["token"]
+    )
+    conf[f"spark.sql.catalog.{spark_name}.cache-enabled"] = "false"
+    return SparkTable(spark_name, conf, name)
+
+
+def _rest_secret(properties: dict[str, str], key: str, default_env: str | None) -> str | None:
+    env = properties.get(f"{key}-env") or default_env
+    value = os.environ.get(env, "").strip() if env else ""
+    return value or properties.get(key, "").strip() or None
 
 
 def check_master(master: str, timeout: float = 5.0) -> None:
@@ -315,7 +355,11 @@ def on_spark(
 ) -> dict[str, Any]:
     """Start a session with the table's catalog (warehouse in a scratch folder), run, stop."""
     with tempfile.TemporaryDirectory(prefix="icecore-spark-") as scratch:
-        spark = build_session(scratch, master=master, app_name=app_name, extra_conf=target.conf)
+        # Secrets are set in-process by the work (run_job, run_query), never on the JVM's
+        # command line, where PySpark would put every builder setting.
+        spark = build_session(
+            scratch, master=master, app_name=app_name, extra_conf=public_conf(target.conf)
+        )
         try:
             return work(spark)
         finally:

@@ -13,6 +13,14 @@ Debian's SQLite JDBC driver, and registers:
 * ``hadoop`` (on request): Iceberg's filesystem catalog (``metadata/vN.metadata.json`` plus
   ``version-hint.text``) on ``<warehouse>/hadoop``.
 
+A table behind an Iceberg REST catalog is reached through Spark's own ``type=rest`` catalog
+(:func:`rest_catalog_conf`). Its credential or token is a secret: PySpark hands the
+builder's settings to ``spark-submit`` as ``--conf`` arguments (visible in the process
+list), so secrets are never given to :func:`build_session`; they are set on the running
+session (``spark.conf.set``, in-process) before the catalog is first used
+(:func:`public_conf` splits them off), and ``spark.redaction.regex`` also hides
+``credential`` keys from Spark's UI and logs.
+
 Missing prerequisites (Java, the jar, the JDBC driver) raise :class:`PipelineError` with one
 sentence that says what to install, before a JVM is started.
 """
@@ -23,6 +31,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +55,15 @@ POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
 ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 ICEBERG_PACKAGE = "snowpark_connect_deps_iceberg"
 INSTALL_HINT = "apt-get install openjdk-17-jre-headless libxerial-sqlite-jdbc-java"
+
+SECRET_SUFFIXES = (".credential", ".token", ".jdbc.password")
+"""Catalog settings that hold a secret: set on the running session, never on a command line."""
+REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|credential"
+"""Spark's default ``spark.redaction.regex`` plus ``credential`` (a REST catalog's secret)."""
+REST_CLIENT_ONLY = frozenset(
+    {"type", "uri", "credential", "token", "credential-env", "token-env", "name"}
+)
+"""``[catalogs.NAME]`` keys that are not Iceberg catalog properties (or are set explicitly)."""
 
 
 class PipelineError(Exception):
@@ -176,6 +194,45 @@ def jdbc_catalog_conf(name: str, catalog: str, warehouse: str | os.PathLike[str]
     return conf
 
 
+def rest_catalog_conf(
+    name: str,
+    uri: str,
+    properties: Mapping[str, str],
+    *,
+    credential: str | None = None,
+    token: str | None = None,
+) -> dict[str, str]:
+    """Spark settings registering Iceberg's REST catalog ``name`` on the server at ``uri``.
+
+    ``properties`` are the entry's other catalog properties (``warehouse``, ``scope``,
+    ``oauth2-server-uri``, ``s3.*``, ...), passed through as Iceberg's RESTCatalog takes them.
+    With a ``credential`` (``client_id:client_secret``) the token endpoint is named
+    explicitly, defaulting to the catalog's own ``/v1/oauth/tokens`` as Icecore's client does
+    (Iceberg Java warns when it has to guess). The secret keys are :data:`SECRET_SUFFIXES`:
+    keep them out of :func:`build_session` (see :func:`public_conf`).
+    """
+    prefix = f"spark.sql.catalog.{name}"
+    conf = {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": "rest",
+        f"{prefix}.uri": uri.rstrip("/"),
+    }
+    for key, value in properties.items():
+        if key not in REST_CLIENT_ONLY and value != "":
+            conf[f"{prefix}.{key}"] = value
+    if credential is not None:
+        conf[f"{prefix}.credential"] = credential
+        conf.setdefault(f"{prefix}.oauth2-server-uri", f"{uri.rstrip('/')}/v1/oauth/tokens")
+    if token is not None:
+        conf[f"{prefix}.token"] = token
+    return conf
+
+
+def public_conf(conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` without its secrets: what may be given to :func:`build_session`."""
+    return {k: v for k, v in conf.items() if not k.endswith(SECRET_SUFFIXES)}
+
+
 def check_prerequisites() -> SparkSetup:
     """Resolve Java and both jars, raising one clear :class:`PipelineError` for the first gap."""
     return SparkSetup(
@@ -244,6 +301,7 @@ def build_session(
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
+        "spark.redaction.regex": REDACTION_REGEX,
     }
     if hadoop_catalog:
         conf[f"spark.sql.catalog.{HADOOP_CATALOG}"] = "org.apache.iceberg.spark.SparkCatalog"

@@ -6,6 +6,12 @@ are cached by them (STYLE.md): ``cache_resource`` for the catalog and the immuta
 ``max_entries`` for everything else. Unhashable arguments carry a leading underscore and
 are never part of the key; the key names the same thing by its location. Which table a
 name points at is asked of the catalog on every run (cheap), so a commit shows at once.
+
+A REST catalog answers that question with the whole table (``loadTable`` returns the
+metadata, its location and the storage properties vended for that table), so there the one
+request a page run makes per table is kept, by its metadata location, as the table itself:
+nothing reads the metadata file again, and the table keeps the FileIO its credentials were
+vended for. The sidebar's listing asks for names only (``listTables``), never a table each.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import streamlit as st
 from icecore import describe, health, maintenance
 from icecore.catalog import Catalog, TableIdentifier, load_catalog
 from icecore.catalog.base import CatalogBase
+from icecore.catalog.rest import RestCatalog
 from icecore.diff import SnapshotDiff
 from icecore.health import count_live_rows
 from icecore.layout import manifest_files, partition_label, snapshot_files
@@ -65,31 +72,54 @@ def table_rows(catalog: str) -> list[dict[str, str]]:
     ]
 
 
+@st.cache_data(ttl=10, max_entries=32, show_spinner=False)
 def table_names(catalog: str) -> list[str]:
-    """The tables of a catalog as ``namespace.table``."""
-    return [row["table"] for row in table_rows(catalog)]
+    """The tables of a catalog as ``namespace.table`` (a listing only; cached a few seconds)."""
+    return [str(ident) for ident in open_catalog(catalog).list_tables()]
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def table_at(catalog: str, name: str, metadata_location: str) -> Table:
-    """The table as one metadata file has it (a version that never changes)."""
+def table_at(
+    catalog: str, name: str, metadata_location: str, _loaded: Table | None = None
+) -> Table:
+    """The table as one metadata file has it (a version that never changes).
+
+    ``_loaded`` is that version as the catalog just returned it (a REST ``loadTable``): it is
+    kept as is. Otherwise a REST table's older version is read with the FileIO of its current
+    one, the only FileIO that holds the credentials the server vends for this table.
+    """
     opened = open_catalog(catalog)
     identifier = TableIdentifier.parse(name)
+    if _loaded is not None and _loaded.metadata_location == metadata_location:
+        return _loaded
+    if isinstance(opened, RestCatalog):
+        current = opened.load_table(identifier)
+        if current.metadata_location == metadata_location:
+            return current
+        return load_table_at(identifier, metadata_location, current.io, opened)
     if isinstance(opened, CatalogBase):
         return load_table_at(identifier, metadata_location, opened.io, opened)
     return opened.load_table(identifier)  # pragma: no cover - every catalog is a CatalogBase
 
 
 def open_table(catalog: str, name: str) -> Table:
-    """The table's current version: its location asked of the catalog, its metadata cached."""
+    """The table's current version: its location asked of the catalog, its metadata cached.
+
+    A REST catalog's answer is the table itself: one ``loadTable``, kept by its location.
+    """
     opened = open_catalog(catalog)
-    location = opened.metadata_location(TableIdentifier.parse(name))
+    identifier = TableIdentifier.parse(name)
+    if isinstance(opened, RestCatalog):
+        loaded = opened.load_table(identifier)
+        return table_at(catalog, name, loaded.metadata_location, _loaded=loaded)
+    location = opened.metadata_location(identifier)
     return table_at(catalog, name, location)
 
 
 def forget_table_lists() -> None:
     """After a commit: every page asks the catalog for the tables' metadata files again."""
     table_rows.clear()
+    table_names.clear()
 
 
 # --- files, manifests ------------------------------------------------------------------

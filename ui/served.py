@@ -11,6 +11,12 @@ metadata files read, hosts and ports on its network probed. ``ICECORE_OPEN_CATAL
 A served catalog may be named by its name or by its non-secret string (a PostgreSQL URI
 without its password, a folder in any spelling that normalizes to the same path); the app
 then opens the served string itself, never the text of the link.
+
+A REST catalog (``[catalogs.NAME]`` with ``type = "rest"``) is served by its name; its secret
+stays in the environment variable the entry names, so neither the name nor the entry's
+``uri`` ever carries it. A REST URI typed or linked under ``ICECORE_OPEN_CATALOGS`` is kept
+only as ``scheme://host:port/path``: a ``user:secret@`` or a query it held is dropped before
+the string reaches the selection, the link, the page or a cache key.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from icecore.catalog.postgres import hide_password, redact
 from icecore.config import CatalogEntry, load_config
@@ -66,7 +73,22 @@ def default_catalog() -> str:
 
     A PostgreSQL URI's password is kept out of what the app shows and links (hide_password).
     """
-    return hide_password(os.environ.get(CATALOG_ENV) or DEFAULT_WAREHOUSE)
+    return public_catalog(os.environ.get(CATALOG_ENV) or DEFAULT_WAREHOUSE)
+
+
+def public_catalog(text: str) -> str:
+    """``text`` as the app may show, link and cache it: with no secret in it.
+
+    A PostgreSQL URI loses its password (remembered for connecting, see hide_password); a
+    REST URI its ``user:secret@`` and any query or fragment (a REST catalog's secret comes
+    from the environment, never from its URI); other strings are returned unchanged.
+    """
+    text = text.strip()
+    if text.lower().startswith(("http://", "https://")):
+        parts = urlsplit(text)
+        host = parts.netloc.rsplit("@", 1)[-1]
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return hide_password(text)
 
 
 def companion_catalogs(catalog: str) -> list[str]:
@@ -137,7 +159,7 @@ def admit(text: str) -> str:
         if wanted == catalog.key or spellings & catalog.aliases:
             return catalog.key
     if open_catalogs_allowed() and wanted:
-        return hide_password(wanted)
+        return public_catalog(wanted)
     raise NotServed(NOT_SERVED)
 
 
@@ -150,6 +172,7 @@ __all__ = [
     "companions",
     "default_catalog",
     "open_catalogs_allowed",
+    "public_catalog",
     "served_catalogs",
     "served_keys",
 ]

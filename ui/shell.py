@@ -27,7 +27,6 @@ from typing import Any, NoReturn, TypeVar
 import streamlit as st
 
 from icecore.catalog import FilesystemCatalog, TableIdentifier
-from icecore.catalog.postgres import hide_password
 from icecore.config import read_only as config_read_only
 from icecore.errors import IcecoreError, NotFound
 from icecore.metadata import Snapshot
@@ -38,6 +37,7 @@ from ui.served import (
     admit,
     default_catalog,
     open_catalogs_allowed,
+    public_catalog,
     served_keys,
 )
 
@@ -272,7 +272,7 @@ def set_catalog(catalog: str) -> None:
     st.session_state.pop(PENDING_KIND_KEY, None)
     catalog = catalog.strip()
     if open_catalogs_allowed():
-        catalog = hide_password(catalog)
+        catalog = public_catalog(catalog)
     known = st.session_state.setdefault(KNOWN_CATALOGS_KEY, [])
     if catalog and catalog not in known:
         known.append(catalog)
@@ -413,7 +413,7 @@ def _sidebar_catalog(selection: Selection, refused: bool = False) -> None:
         placeholder="Choose a catalog",
         on_change=_on_catalog,
         help="The catalogs this app serves: a name from icecore.toml, a warehouse folder, a "
-        "sqlite:/// or postgresql:// URI, or a metadata.json path.",
+        "sqlite:///, postgresql:// or http(s):// (REST) URI, or a metadata.json path.",
     )
     if not open_catalogs_allowed():
         return
@@ -421,7 +421,7 @@ def _sidebar_catalog(selection: Selection, refused: bool = False) -> None:
         "Open another catalog",
         key="sb_catalog_other",
         on_change=_on_other_catalog,
-        placeholder="folder, sqlite:///…, postgresql://…, or …metadata.json",
+        placeholder="folder, sqlite:///…, postgresql://…, http(s)://… (REST) or …metadata.json",
     )
 
 
@@ -549,6 +549,14 @@ def bootstrap(title: str) -> PageContext:
     except IcecoreError as error:
         show_error(error)
         return replace(context, failed=True)
+    if selection.table is not None and selection.table not in tables:
+        # The listing is cached for seconds: a table created since then is asked for once.
+        data.table_names.clear()
+        try:
+            tables = data.table_names(selection.catalog)
+        except IcecoreError as error:
+            show_error(error)
+            return replace(context, failed=True)
     if selection.table is not None:
         try:
             check_listed(selection.table, tables)

@@ -27,6 +27,7 @@ JOB_TIMEOUT = 300
 
 def test_read_only_hides_maintenance(demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ICECORE_READ_ONLY", "1")
+    monkeypatch.setenv("ICECORE_CATALOG", str(demo_warehouse))  # the served catalog
     at = open_app("pages/8_Maintenance.py", catalog=str(demo_warehouse), table="demo.trips")
     no_problems(at)
     assert not at.button and not at.checkbox
@@ -54,6 +55,7 @@ def test_recommend_estimate_confirm_run_and_compare(
         )
     }
 
+    monkeypatch.setenv("ICECORE_CATALOG", copy.catalog)  # the served catalog
     at = open_app("pages/8_Maintenance.py", catalog=copy.catalog, table=copy.table)
     no_problems(at)
     shown = " ".join(m.value for m in at.markdown)
