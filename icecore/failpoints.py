@@ -5,7 +5,10 @@ the new metadata file, swapping the pointer, writing the version hint. Tests pro
 making a real step fail in a real process, the way a crash or an IO error would: the
 environment variable ``ICECORE_FAILPOINTS`` holds ``name=action`` pairs separated by commas,
 and the step named ``name`` then either ends the process at once (``crash``, as a power cut
-would: no cleanup, no ``finally``) or raises ``OSError(EIO)`` (``ioerror``). Nothing else
+would: no cleanup, no ``finally``), raises ``OSError(EIO)`` (``ioerror``), or raises
+:class:`~icecore.errors.CatalogUnavailable` (``unavailable``: a backing catalog that cannot be
+reached, which a REST server answers with 503). ``name=action/N`` fires only the first ``N``
+times the point is reached in this process (a fault that a retry gets past). Nothing else
 changes behaviour; with the variable unset every point is a no-op.
 """
 
@@ -13,6 +16,10 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
+from collections import Counter
+
+from icecore.errors import CatalogUnavailable
 
 ENV = "ICECORE_FAILPOINTS"
 """The environment variable naming the armed points, e.g. ``fs-after-link=crash``."""
@@ -20,12 +27,16 @@ ENV = "ICECORE_FAILPOINTS"
 CRASH_EXIT_CODE = 86
 """The exit status of a process ended by a ``crash`` point (tests tell it from failures)."""
 
+_hits: Counter[str] = Counter()
+_hits_lock = threading.Lock()
+
 
 def failpoint(name: str) -> None:
     """Fail here if the point ``name`` is armed in ``ICECORE_FAILPOINTS``.
 
     Raises:
         OSError: the point is armed with ``ioerror``.
+        CatalogUnavailable: the point is armed with ``unavailable``.
     """
     armed = os.environ.get(ENV)
     if not armed:
@@ -34,10 +45,18 @@ def failpoint(name: str) -> None:
         point, _, action = item.strip().partition("=")
         if point != name:
             continue
+        action, _, limit = action.partition("/")
+        if limit.isdigit():
+            with _hits_lock:
+                _hits[name] += 1
+                if _hits[name] > int(limit):
+                    continue
         if action == "crash":
             os._exit(CRASH_EXIT_CODE)
         if action == "ioerror":
             raise OSError(errno.EIO, f"injected IO error at {name}")
+        if action == "unavailable":
+            raise CatalogUnavailable(f"The backing catalog is unavailable (injected at {name}).")
 
 
 __all__ = ["CRASH_EXIT_CODE", "ENV", "failpoint"]
