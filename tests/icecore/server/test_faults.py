@@ -10,9 +10,13 @@ the answer learns the outcome by loading the table again, and never commits twic
 
 from __future__ import annotations
 
+import signal
 import socket
+import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -109,6 +113,59 @@ def test_server_killed_mid_commit_leaves_the_table_whole(
             served.update_schema().add_column("note", "string").commit()
         assert _columns(_backing(again)) == ["id", "note"]
         assert PeerCatalog("peer", uri=again.url).load_table(TABLE).schema().field_ids == {1, 2}
+    finally:
+        stop_server(again)
+
+
+def _swap_in_flight(db: Path) -> bool:
+    """Whether a writer holds the catalog's write lock (the swap's transaction is open)."""
+    with closing(sqlite3.connect(db, timeout=0, isolation_level=None)) as probe:
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            assert "locked" in str(e)
+            return True
+        probe.execute("ROLLBACK")
+        return False
+
+
+@pytest.mark.slow
+def test_server_sigkilled_inside_the_swap_transaction_rolls_back(warehouse: Path) -> None:
+    """SIGKILL while the pointer's UPDATE is done but not committed: the table stays as it was."""
+    server = _serve(warehouse, "sql-before-commit=stall")
+    outcome: list[BaseException | str] = []
+    try:
+        before = _create(server)
+        table = load_catalog(server.url).load_table(TABLE)
+
+        def commit() -> None:
+            try:
+                table.update_schema().add_column("note", "string").commit()
+                outcome.append("committed")
+            except BaseException as e:  # checked in the test's thread
+                outcome.append(e)
+
+        committer = threading.Thread(target=commit)
+        committer.start()
+        deadline = time.monotonic() + 60
+        while not _swap_in_flight(server.catalog_db):
+            assert time.monotonic() < deadline, "the commit never reached the swap"
+            time.sleep(0.05)
+        server.process.send_signal(signal.SIGKILL)
+        assert server.process.wait(timeout=30) == -signal.SIGKILL
+        committer.join(timeout=120)
+    finally:
+        stop_server(server)
+    assert len(outcome) == 1 and isinstance(outcome[0], CommitStateUnknown), outcome
+    # The rolled-back swap is invisible; its metadata file was written, and is not current.
+    _assert_whole(_backing(server), before, applied=False)
+    assert len(list(warehouse.rglob("*.metadata.json"))) == 2
+    again = _serve(warehouse)
+    try:
+        load_catalog(again.url).load_table(TABLE).update_schema().add_column(
+            "note", "string"
+        ).commit()
+        _assert_whole(_backing(again), before, applied=True)
     finally:
         stop_server(again)
 
