@@ -6,7 +6,9 @@ The one module that imports ``requests``. Plain HTTP, no Java: ``GET /v1/config`
 loaded with ``loadTable`` (the response carries the metadata itself, its
 ``metadata-location``, and a ``config`` of storage properties the server vends for this
 table: they reach this table's FileIO only), and commits sent as the requirements and
-updates Icecore already builds, which the server checks and applies atomically.
+updates Icecore already builds, which the server checks and applies atomically. A commit
+whose answer is lost (a 5xx, a broken connection) is looked for by loading the table again
+before anything is retried (:meth:`RestCatalog.commit_table`).
 
 Auth: none, a bearer token, or OAuth2 client credentials (``credential`` = ``id:secret``
 posted to ``oauth2-server-uri``, default ``<uri>/v1/oauth/tokens``) with the token fetched
@@ -560,13 +562,16 @@ class RestCatalog(CatalogBase):
             return None
         log = metadata.metadata_log
         if log and log[-1].metadata_file == fresh.metadata_location:
-            expected = serialize_metadata(
-                MetadataBuilder(fresh.metadata)
-                .apply_all(updates)
-                .build(previous_location=fresh.metadata_location)
-            )
+            try:
+                expected = serialize_metadata(
+                    MetadataBuilder(fresh.metadata)
+                    .apply_all(updates)
+                    .build(previous_location=fresh.metadata_location)
+                )
+            except IcecoreError:  # validated before sending; if not, nothing to compare with
+                expected = {}
             found = serialize_metadata(metadata)
-            if all(expected.get(k) == found.get(k) for k in _CHANGED_KEYS):
+            if expected and all(expected.get(k) == found.get(k) for k in _CHANGED_KEYS):
                 io = FileIO(self._io_properties(config)) if config else fresh.io
                 return Table(ident, metadata, location, io, self)
         raise CommitStateUnknown(
