@@ -131,3 +131,26 @@ def test_vend_takes_only_storage_keys_from_set_variables() -> None:
     with pytest.raises(ValueError, match="KEY=ENV_VAR") as bad:
         vended_properties(["hunter2"], {})
     assert "hunter2" not in str(bad.value)  # a misplaced secret is never echoed
+
+
+def test_serve_rest_refuses_a_vend_of_an_unset_variable(tmp_path: Path) -> None:
+    """The server does not start half-configured: one sentence naming the variable."""
+    env = {k: v for k, v in os.environ.items() if k != "NOT_SET_ANYWHERE"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "icecore",
+            "serve-rest",
+            f"sqlite:///{tmp_path / 'catalog.db'}",
+            "--vend",
+            "s3.secret-access-key=NOT_SET_ANYWHERE",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "NOT_SET_ANYWHERE" in done.stderr and "Traceback" not in done.stderr
