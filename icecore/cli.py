@@ -275,6 +275,7 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
             read_only=args.read_only,
             credential=credential,
             token_ttl_s=args.token_ttl,
+            vend=args.vend,
         )
     except ValueError as e:  # a malformed --credential; its text never holds the secret
         raise UsageError(str(e)) from None
@@ -388,6 +389,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.add_argument(
         "--token-ttl", type=float, default=3600.0, help="seconds a token stays valid (3600)"
+    )
+    srv.add_argument(
+        "--vend",
+        action="append",
+        default=[],
+        metavar="KEY=ENV_VAR",
+        help="vend the storage property KEY (s3.endpoint, s3.access-key-id, ...) read from "
+        "the environment variable ENV_VAR to clients asking for vended credentials",
     )
     srv.set_defaults(run=cmd_serve_rest)
     return parser

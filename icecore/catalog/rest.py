@@ -6,7 +6,9 @@ The one module that imports ``requests``. Plain HTTP, no Java: ``GET /v1/config`
 loaded with ``loadTable`` (the response carries the metadata itself, its
 ``metadata-location``, and a ``config`` of storage properties the server vends for this
 table: they reach this table's FileIO only), and commits sent as the requirements and
-updates Icecore already builds, which the server checks and applies atomically.
+updates Icecore already builds, which the server checks and applies atomically. A commit
+whose answer is lost (a 5xx, a broken connection) is looked for by loading the table again
+before anything is retried (:meth:`RestCatalog.commit_table`).
 
 Auth: none, a bearer token, or OAuth2 client credentials (``credential`` = ``id:secret``
 posted to ``oauth2-server-uri``, default ``<uri>/v1/oauth/tokens``) with the token fetched
@@ -47,7 +49,8 @@ from icecore.evolution.requirements import Requirement
 from icecore.identifier import TableIdentifier
 from icecore.io import FileIO
 from icecore.metadata import TableMetadata
-from icecore.metadata.serde import parse_metadata_dict
+from icecore.metadata.builder import MetadataBuilder
+from icecore.metadata.serde import parse_metadata_dict, serialize_metadata
 from icecore.metadata.updates import MetadataUpdate
 from icecore.table import Table
 
@@ -66,6 +69,25 @@ MAX_NAMESPACE_DEPTH = 16
 ACCESS_DELEGATION = "vended-credentials"
 COMMIT_UNKNOWN_STATUSES = frozenset({500, 502, 503, 504})
 """Spec ``CommitTableResponse``: after these the commit may or may not have been applied."""
+RELOAD_TRIES = 3
+"""Loads tried to look at a table after a commit's outcome was lost."""
+_CHANGED_KEYS = (
+    "format-version",
+    "location",
+    "last-column-id",
+    "schemas",
+    "current-schema-id",
+    "partition-specs",
+    "default-spec-id",
+    "last-partition-id",
+    "sort-orders",
+    "default-sort-order-id",
+    "properties",
+    "current-snapshot-id",
+    "snapshots",
+    "refs",
+)
+"""What a commit's updates can change: equal on these keys, two versions hold the same change."""
 DEFAULT_SCOPE = "catalog"
 TOKEN_PATH = "v1/oauth/tokens"
 
@@ -454,10 +476,18 @@ class RestCatalog(CatalogBase):
     ) -> Table:
         """Send one ``CommitTableRequest``; the server checks and applies it atomically.
 
+        When the answer is lost (500/502/503/504, or the connection broke after the request
+        was sent) the table is loaded again and looked at, as the issue asks ("reload and look
+        before any retry"): still at ``fresh``'s version, the commit was not applied and is
+        sent once more (its requirements hold: nothing changed); one commit further, from
+        ``fresh``'s version, holding exactly what the updates make, it was applied. Anything
+        else cannot be told apart from another writer's change, so it is reported, never
+        guessed.
+
         Raises:
             CommitConflict: 409, a requirement failed on the server (retryable: the caller
                 loads the table and checks the requirements again).
-            CommitStateUnknown: 500/502/503/504 or a connection lost after sending.
+            CommitStateUnknown: the answer was lost and looking could not decide.
             IcecoreError: any other refusal, as one sentence with the server's words.
         """
         ident = fresh.identifier
@@ -472,6 +502,22 @@ class RestCatalog(CatalogBase):
             "requirements": requirements_to_json(requirements, fresh.metadata),
             "updates": updates_to_json(updates),
         }
+        try:
+            return self._send_commit(fresh, request)
+        except CommitStateUnknown as unknown:
+            looked = self._look_after_unknown(fresh, updates, unknown)
+        if looked is not None:
+            return looked
+        try:
+            return self._send_commit(fresh, request)
+        except CommitStateUnknown as again:
+            raise CommitStateUnknown(
+                f"{again} (This was the one retry, sent after {ident} was found unchanged.)"
+            ) from None
+
+    def _send_commit(self, fresh: Table, request: Mapping[str, Any]) -> Table:
+        """One ``POST`` of the commit; its answer as a table or an error."""
+        ident = fresh.identifier
         what = f"the commit to {ident}"
         status, body = self._request(
             "POST", self._root + _table_path(ident), body=request, commit=True
@@ -488,6 +534,51 @@ class RestCatalog(CatalogBase):
         location, metadata, config = self._table_response(body, ident)
         io = FileIO(self._io_properties(config)) if config else fresh.io
         return Table(ident, metadata, location, io, self)
+
+    def _look_after_unknown(
+        self, fresh: Table, updates: Sequence[MetadataUpdate], unknown: CommitStateUnknown
+    ) -> Table | None:
+        """After a lost answer: the table holding the commit, or None if it was not applied.
+
+        Raises:
+            CommitStateUnknown: the table cannot be loaded, or it moved on in a way that does
+                not tell whether this commit is in it.
+        """
+        ident = fresh.identifier
+        loaded: tuple[str, TableMetadata, dict[str, str]] | None = None
+        for attempt in range(RELOAD_TRIES):
+            try:
+                loaded = self._load(ident)
+                break
+            except IcecoreError:
+                time.sleep(0.2 * (attempt + 1))
+        if loaded is None:
+            raise CommitStateUnknown(
+                f"{unknown} Loading {ident} again to look failed as well; load it later and "
+                "look before retrying."
+            ) from None
+        location, metadata, config = loaded
+        if location == fresh.metadata_location:
+            return None
+        log = metadata.metadata_log
+        if log and log[-1].metadata_file == fresh.metadata_location:
+            try:
+                expected = serialize_metadata(
+                    MetadataBuilder(fresh.metadata)
+                    .apply_all(updates)
+                    .build(previous_location=fresh.metadata_location)
+                )
+            except IcecoreError:  # validated before sending; if not, nothing to compare with
+                expected = {}
+            found = serialize_metadata(metadata)
+            if expected and all(expected.get(k) == found.get(k) for k in _CHANGED_KEYS):
+                io = FileIO(self._io_properties(config)) if config else fresh.io
+                return Table(ident, metadata, location, io, self)
+        raise CommitStateUnknown(
+            f"{unknown} Looking again found {ident} changed since {fresh.metadata_location} "
+            f"(now {location}) in a way that does not tell whether this commit is in it; "
+            "check the table's history before making the change again."
+        ) from None
 
     def commit_metadata(
         self,

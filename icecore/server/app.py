@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.errors import IcecoreError, NotFound
+from icecore.failpoints import failpoint
 from icecore.metadata.builder import encode_metadata
 from icecore.metadata.serde import serialize_metadata
 from icecore.server.auth import OAuthError, TokenIssuer
@@ -48,6 +49,7 @@ from icecore.server.errors import (
     from_icecore,
     no_such_namespace,
 )
+from icecore.server.vend import DELEGATION_HEADER, wants_vended
 
 log = logging.getLogger("icecore.server")
 
@@ -67,6 +69,8 @@ class Call:
     params: Mapping[str, str]
     query: Mapping[str, str]
     body: Any
+    vend: bool = False
+    """The client asked for vended credentials (``X-Iceberg-Access-Delegation``)."""
 
 
 @dataclass(frozen=True)
@@ -136,12 +140,24 @@ class CatalogService:
     Args:
         catalog: the catalog served.
         read_only: refuse every write.
+        vended: storage properties handed to clients that ask for vended credentials.
     """
 
-    def __init__(self, catalog: Catalog, *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        read_only: bool = False,
+        vended: Mapping[str, str] | None = None,
+    ) -> None:
         self.backend = Backend(catalog)
         self.catalog = catalog
         self.read_only = read_only
+        self.vended = dict(vended or {})
+
+    def _config(self, call: Call) -> dict[str, str]:
+        """A ``LoadTableResult``'s ``config``: the vended properties, if the client asked."""
+        return dict(self.vended) if call.vend else {}
 
     def endpoints(self) -> list[Endpoint]:
         """Every route served (the config and token routes are added by :func:`create_app`)."""
@@ -242,7 +258,7 @@ class CatalogService:
         namespace = namespace_of(call.params["namespace"])
         return TableIdentifier(namespace, call.params["table"])
 
-    def _load_result(self, identifier: TableIdentifier) -> dict[str, Any]:
+    def _load_result(self, identifier: TableIdentifier, call: Call | None = None) -> dict[str, Any]:
         try:
             table = self.catalog.load_table(identifier)
         except NotFound:
@@ -255,7 +271,7 @@ class CatalogService:
         return {
             "metadata-location": table.metadata_location,
             "metadata": serialize_metadata(table.metadata),
-            "config": {},
+            "config": self._config(call) if call is not None else {},
         }
 
     def list_tables(self, call: Call) -> Any:
@@ -270,7 +286,7 @@ class CatalogService:
 
     def load_table(self, call: Call) -> Any:
         """``GET .../tables/{t}``: ``LoadTableResult`` with the current metadata."""
-        return self._load_result(self._table(call))
+        return self._load_result(self._table(call), call)
 
     def table_exists(self, call: Call) -> Any:
         """``HEAD .../tables/{t}``: 204 if it exists, else 404."""
@@ -302,12 +318,12 @@ class CatalogService:
                 raise RestError(
                     409, "AlreadyExistsException", f"Table already exists: {identifier}"
                 )
-            return {"metadata": serialize_metadata(metadata), "config": {}}
+            return {"metadata": serialize_metadata(metadata), "config": self._config(call)}
         new_location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
         return {
             "metadata-location": new_location,
             "metadata": serialize_metadata(metadata),
-            "config": {},
+            "config": self._config(call),
         }
 
     def register_table(self, call: Call) -> Any:
@@ -322,7 +338,7 @@ class CatalogService:
 
         load_table_at(identifier, location, self.backend.io)  # refuse what is not metadata
         self.backend.register_table(identifier, location)
-        return self._load_result(identifier)
+        return self._load_result(identifier, call)
 
     def commit(self, call: Call) -> Any:
         """``POST .../tables/{t}``: check the requirements and apply the updates atomically."""
@@ -330,11 +346,13 @@ class CatalogService:
         requirements, updates = parse_commit(call.body)
         if any(isinstance(r, AssertCreate) for r in requirements):
             return self._create_by_commit(identifier, requirements, updates)
+        failpoint("rest-before-commit")
         try:
             location, metadata = commit_table(self.catalog, identifier, requirements, updates)
         except NotFound:
             self._load_result(identifier)  # the precise 404
             raise
+        failpoint("rest-after-commit")
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
 
     def _create_by_commit(
@@ -446,6 +464,7 @@ def create_app(
     read_only: bool = False,
     issuer: TokenIssuer | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    vended: Mapping[str, str] | None = None,
 ) -> Starlette:
     """The ASGI application serving ``catalog`` (see the module docstring).
 
@@ -454,8 +473,11 @@ def create_app(
         read_only: answer every write with 403.
         issuer: when set, ``/v1/oauth/tokens`` issues tokens and every other call needs one.
         max_body_bytes: the largest request body accepted (413 above).
+        vended: storage properties returned in ``LoadTableResult.config`` to a client that
+            sends ``X-Iceberg-Access-Delegation: vended-credentials``
+            (:mod:`icecore.server.vend`).
     """
-    service = CatalogService(catalog, read_only=read_only)
+    service = CatalogService(catalog, read_only=read_only, vended=vended)
     served = service.endpoints()
     if read_only:
         names = [e.spec_name for e in served if not e.writes]
@@ -470,7 +492,12 @@ def create_app(
                 if endpoint.writes and read_only:
                     raise RestError(403, "ForbiddenException", "This catalog is served read-only.")
                 body = _json_body(await read_body(request, max_body_bytes))
-                call = Call(dict(request.path_params), dict(request.query_params), body)
+                call = Call(
+                    dict(request.path_params),
+                    dict(request.query_params),
+                    body,
+                    vend=wants_vended(request.headers.get(DELEGATION_HEADER)),
+                )
                 result = await run_in_threadpool(endpoint.handler, call)
             except RestError as e:
                 return e.response()

@@ -19,7 +19,7 @@ import requests
 import icecore
 from icecore.catalog import TableIdentifier
 from icecore.catalog.rest import RestCatalog
-from icecore.errors import CommitConflict, CommitStateUnknown, ValidationError
+from icecore.errors import CommitConflict, ValidationError
 from icecore.evolution.requirements import AssertCurrentSchemaId
 from icecore.metadata.updates import SetProperties
 from tests.icecore.catalog.conftest import SPARK_CATALOG
@@ -171,19 +171,21 @@ def test_stale_commit_is_a_conflict(spark: Any, catalog: RestCatalog) -> None:
     assert catalog.load_table("ops.contested").metadata.properties["owner"] == "sales"
 
 
-def test_reply_lost_after_the_commit_is_state_unknown(
+def test_reply_lost_after_the_commit_is_found_applied(
     spark: Any, catalog: RestCatalog, rest_reference: ReferenceServer
 ) -> None:
+    """Java's server applies the commit, then answers 503: loading again finds it applied."""
     name = f"{SPARK_CATALOG}.ops.lost"
     spark.sql(f"CREATE TABLE {name} (id BIGINT) USING iceberg")
     table = catalog.load_table("ops.lost")
     armed = requests.post(f"{rest_reference.url}/test/fail-next-commit-after", timeout=30)
     assert armed.status_code == 204
-    with pytest.raises(CommitStateUnknown) as caught:
-        table.set_properties(marker="once")
-    message = str(caught.value)
-    assert "ServiceUnavailableException" in message and "look before retrying" in message
+    committed = table.set_properties(marker="once")
+    assert committed.metadata.properties["marker"] == "once"
     after = catalog.load_table("ops.lost")
+    assert committed.metadata_location == after.metadata_location
+    spark.sql(f"REFRESH TABLE {name}")
+    assert spark.sql(f"SHOW TBLPROPERTIES {name} ('marker')").collect()[0][1] == "once"
     assert after.metadata.properties["marker"] == "once"
     # Applied exactly once: one metadata version after the create, not a retried second one.
     assert len(after.metadata.metadata_log) == len(table.metadata.metadata_log) + 1
