@@ -229,9 +229,33 @@ def null_check(term: Reference) -> Polar:
 
 
 def nan_check(term: Reference) -> Polar:
-    """``isnan(c)`` / ``c IS NAN``: Spark's ``isnan(NULL)`` is false, not NULL."""
-    return _exact(
-        UnboundPredicate(Operation.IS_NAN, term), UnboundPredicate(Operation.NOT_NAN, term)
+    """``isnan(c)`` / ``c IS NAN``: Spark's ``isnan(NULL)`` is false, not NULL.
+
+    Spark pushes nothing for ``isnan`` (no data source filter says it), so as pushed it is
+    left out, and it is not null-intolerant (nothing inferred).
+    """
+    return Polar(
+        UnboundPredicate(Operation.IS_NAN, term),
+        UnboundPredicate(Operation.NOT_NAN, term),
+        AlwaysTrue(),
+        AlwaysTrue(),
+    )
+
+
+def unpushed(condition: Polar) -> Polar:
+    """``condition`` as one Spark keeps to itself: pushed as nothing (true) either way.
+
+    What Spark infers from it (``isnotnull``) still goes to Iceberg. Used for a LIKE whose
+    pattern holds its escape character: Spark's LikeSimplification then keeps the LIKE,
+    which has no data source filter.
+    """
+    return Polar(
+        condition.true,
+        condition.false,
+        AlwaysTrue(),
+        AlwaysTrue(),
+        condition.infer_true,
+        condition.infer_false,
     )
 
 
@@ -276,6 +300,7 @@ __all__ = [
     "nan_check",
     "nan_comparison",
     "nan_membership",
+    "unpushed",
     "null_check",
     "prefix",
 ]

@@ -225,7 +225,11 @@ PUSHED = {
     "c IS NULL": "c IS NULL",
     "NOT (c BETWEEN 1 AND 2)": "(c < 1 OR c > 2)",
     "c BETWEEN 1 AND 2": "(c >= 1 AND c <= 2 AND c IS NOT NULL)",
-    "isnan(f)": "f IS NAN",
+    # Spark pushes nothing for isnan, nor for a LIKE whose pattern holds its escape (but
+    # infers isnotnull from the LIKE).
+    "isnan(f)": "true",
+    "NOT isnan(f) AND id = 1": "(id = 1 AND id IS NOT NULL)",
+    "s LIKE 'p\\_%'": "s IS NOT NULL",
     "NOT b": "(b != true AND b IS NOT NULL)",
 }
 
