@@ -319,10 +319,28 @@ class _Binder(ExpressionVisitor[Expression]):
             return BoundPredicate(Operation.GT_EQ, ref, (value.above,))
         return BoundPredicate(op, ref, (value,))
 
-    def _set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
+    def _pushed_set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
+        """IN / NOT IN as Iceberg's Spark converter hands it over.
+
+        A list holding NaN on a float column is not converted (Iceberg takes no NaN literal):
+        nothing is pushed. ``NOT IN`` of several values is pushed as ``c IS NOT NULL AND c NOT
+        IN (...)`` (the converter adds the guard for SQL's NULL); one value is Spark's ``=``.
+        """
         if any(_is_float_nan(lit, ref.type) for lit in pred.literals):
-            if self.as_pushed:
-                return AlwaysTrue()
+            return AlwaysTrue()
+        bound = self._exact_set(pred, ref)
+        several = len({(lit.value, lit.type_hint) for lit in pred.literals}) > 1
+        if pred.op is Operation.NOT_IN and several:
+            return and_(BoundPredicate(Operation.NOT_NULL, ref), bound)
+        return bound
+
+    def _set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
+        if self.as_pushed:
+            return self._pushed_set(pred, ref)
+        return self._exact_set(pred, ref)
+
+    def _exact_set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
+        if any(_is_float_nan(lit, ref.type) for lit in pred.literals):
             others = self._set(dataclasses.replace(pred, literals=_no_nan(pred, ref)), ref)
             return nan_membership(pred.op, ref, others)
         values = _plain_set(pred.literals, ref.type)

@@ -197,10 +197,10 @@ def membership(term: Reference, literals: Sequence[Literal], has_null: bool) -> 
     """``c IN (v1, v2, ...)``; with a NULL in the list it is never FALSE (only NULL).
 
     As pushed: a list of one distinct value is ``c = v`` to Spark (OptimizeIn), null-
-    intolerant, so ``isnotnull(c)`` is inferred from it and its negation is a plain
-    ``c != v``. A longer list is not null-intolerant to Spark (nothing is inferred), but
-    Iceberg's Spark filter converter turns ``NOT (c IN (...))`` into ``c IS NOT NULL AND c
-    NOT IN (...)`` wherever it stands.
+    intolerant, so ``isnotnull(c)`` is inferred from it. A longer list is not null-intolerant
+    to Spark (nothing is inferred); Iceberg's Spark filter converter guards its negation with
+    ``notNull`` wherever it stands, which binding as pushed adds (it knows the column's type,
+    and a list holding NaN on a float column is not converted at all).
     """
     values = tuple(literals)
     if not values:
@@ -209,11 +209,16 @@ def membership(term: Reference, literals: Sequence[Literal], has_null: bool) -> 
     loose_true = UnboundPredicate(Operation.IN, term, values)
     if has_null:
         return Polar(true, AlwaysFalse(), loose_true, AlwaysFalse())
-    false = _holds(Operation.NOT_IN, term, values)
-    if len({(lit.value, lit.type_hint) for lit in values}) == 1:
-        loose_false = UnboundPredicate(Operation.NOT_IN, term, values)
-        return Polar(true, false, loose_true, loose_false, frozenset({term}), frozenset({term}))
-    return Polar(true, false, loose_true, false)
+    one = len({(lit.value, lit.type_hint) for lit in values}) == 1
+    infer = frozenset({term}) if one else frozenset()
+    return Polar(
+        true,
+        _holds(Operation.NOT_IN, term, values),
+        loose_true,
+        UnboundPredicate(Operation.NOT_IN, term, values),
+        infer,
+        infer,
+    )
 
 
 def null_check(term: Reference) -> Polar:
