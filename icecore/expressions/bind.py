@@ -132,13 +132,20 @@ class _Between:
     above: Any
 
 
-def bind(schema: Schema, expr: Expression, case_sensitive: bool = False) -> Expression:
+def bind(
+    schema: Schema, expr: Expression, case_sensitive: bool = False, *, as_pushed: bool = False
+) -> Expression:
     """Bind ``expr`` to ``schema`` as Iceberg Java's ``Binder.bind`` does.
 
     Args:
         schema: the schema whose fields the filter names (the snapshot's schema).
         expr: an unbound expression (from :func:`~icecore.expressions.parser.parse_filter`).
         case_sensitive: match column names exactly; by default case is ignored.
+        as_pushed: bind the filter Spark pushes for planning
+            (:func:`~icecore.expressions.sql_semantics.pushed`): a NaN that Iceberg's Spark
+            converter cannot turn into a predicate (an ordering comparison or an IN list with
+            NaN on a float column; only ``= NaN``/``!= NaN`` become is_nan/not_nan) leaves
+            the predicate out (true), as Spark then pushes nothing for it.
 
     Returns:
         A bound expression, constant-folded where binding decides a predicate.
@@ -155,7 +162,7 @@ def bind(schema: Schema, expr: Expression, case_sensitive: bool = False) -> Expr
             "chains of AND or OR are balanced), the most a filter may nest; join the "
             "conditions in fewer levels."
         )
-    return visit(expr, _Binder(schema, case_sensitive))
+    return visit(expr, _Binder(schema, case_sensitive, as_pushed))
 
 
 MAX_DEPTH = 100
@@ -170,9 +177,10 @@ far from Python's recursion limit. A parsed filter cannot come near it
 
 
 class _Binder(ExpressionVisitor[Expression]):
-    def __init__(self, schema: Schema, case_sensitive: bool) -> None:
+    def __init__(self, schema: Schema, case_sensitive: bool, as_pushed: bool = False) -> None:
         self.schema = schema
         self.case_sensitive = case_sensitive
+        self.as_pushed = as_pushed
 
     def always_true(self) -> Expression:
         return AlwaysTrue()
@@ -289,6 +297,8 @@ class _Binder(ExpressionVisitor[Expression]):
 
     def _comparison(self, op: Operation, ref: BoundReference, lit: Literal) -> Expression:
         if _is_float_nan(lit, ref.type):
+            if self.as_pushed and op not in (Operation.EQ, Operation.NOT_EQ):
+                return AlwaysTrue()
             return nan_comparison(op, ref)
         try:
             value = _convert(lit, ref)
@@ -309,7 +319,27 @@ class _Binder(ExpressionVisitor[Expression]):
             return BoundPredicate(Operation.GT_EQ, ref, (value.above,))
         return BoundPredicate(op, ref, (value,))
 
+    def _pushed_set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
+        """IN / NOT IN as Iceberg's Spark converter hands it over.
+
+        A list holding NaN on a float column is not converted (Iceberg takes no NaN literal):
+        nothing is pushed. ``NOT IN`` of several values is pushed as ``c IS NOT NULL AND c NOT
+        IN (...)`` (the converter adds the guard for SQL's NULL); one value is Spark's ``=``.
+        """
+        if any(_is_float_nan(lit, ref.type) for lit in pred.literals):
+            return AlwaysTrue()
+        bound = self._exact_set(pred, ref)
+        several = len({(lit.value, lit.type_hint) for lit in pred.literals}) > 1
+        if pred.op is Operation.NOT_IN and several:
+            return and_(BoundPredicate(Operation.NOT_NULL, ref), bound)
+        return bound
+
     def _set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
+        if self.as_pushed:
+            return self._pushed_set(pred, ref)
+        return self._exact_set(pred, ref)
+
+    def _exact_set(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
         if any(_is_float_nan(lit, ref.type) for lit in pred.literals):
             others = self._set(dataclasses.replace(pred, literals=_no_nan(pred, ref)), ref)
             return nan_membership(pred.op, ref, others)

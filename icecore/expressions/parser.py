@@ -628,6 +628,8 @@ class _Converter:
             matches = sql.prefix(ref, literal)
         else:
             matches = sql.comparison(Operation.EQ, ref, literal)
+        if escape_char in pattern.this:
+            matches = sql.unpushed(matches)
         return matches.negate() if node.args.get("negate") else matches
 
     def _between(self, node: exp.Between) -> Polar:

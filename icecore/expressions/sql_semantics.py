@@ -197,10 +197,10 @@ def membership(term: Reference, literals: Sequence[Literal], has_null: bool) -> 
     """``c IN (v1, v2, ...)``; with a NULL in the list it is never FALSE (only NULL).
 
     As pushed: a list of one distinct value is ``c = v`` to Spark (OptimizeIn), null-
-    intolerant, so ``isnotnull(c)`` is inferred from it and its negation is a plain
-    ``c != v``. A longer list is not null-intolerant to Spark (nothing is inferred), but
-    Iceberg's Spark filter converter turns ``NOT (c IN (...))`` into ``c IS NOT NULL AND c
-    NOT IN (...)`` wherever it stands.
+    intolerant, so ``isnotnull(c)`` is inferred from it. A longer list is not null-intolerant
+    to Spark (nothing is inferred); Iceberg's Spark filter converter guards its negation with
+    ``notNull`` wherever it stands, which binding as pushed adds (it knows the column's type,
+    and a list holding NaN on a float column is not converted at all).
     """
     values = tuple(literals)
     if not values:
@@ -209,11 +209,16 @@ def membership(term: Reference, literals: Sequence[Literal], has_null: bool) -> 
     loose_true = UnboundPredicate(Operation.IN, term, values)
     if has_null:
         return Polar(true, AlwaysFalse(), loose_true, AlwaysFalse())
-    false = _holds(Operation.NOT_IN, term, values)
-    if len({(lit.value, lit.type_hint) for lit in values}) == 1:
-        loose_false = UnboundPredicate(Operation.NOT_IN, term, values)
-        return Polar(true, false, loose_true, loose_false, frozenset({term}), frozenset({term}))
-    return Polar(true, false, loose_true, false)
+    one = len({(lit.value, lit.type_hint) for lit in values}) == 1
+    infer = frozenset({term}) if one else frozenset()
+    return Polar(
+        true,
+        _holds(Operation.NOT_IN, term, values),
+        loose_true,
+        UnboundPredicate(Operation.NOT_IN, term, values),
+        infer,
+        infer,
+    )
 
 
 def null_check(term: Reference) -> Polar:
@@ -229,9 +234,33 @@ def null_check(term: Reference) -> Polar:
 
 
 def nan_check(term: Reference) -> Polar:
-    """``isnan(c)`` / ``c IS NAN``: Spark's ``isnan(NULL)`` is false, not NULL."""
-    return _exact(
-        UnboundPredicate(Operation.IS_NAN, term), UnboundPredicate(Operation.NOT_NAN, term)
+    """``isnan(c)`` / ``c IS NAN``: Spark's ``isnan(NULL)`` is false, not NULL.
+
+    Spark pushes nothing for ``isnan`` (no data source filter says it), so as pushed it is
+    left out, and it is not null-intolerant (nothing inferred).
+    """
+    return Polar(
+        UnboundPredicate(Operation.IS_NAN, term),
+        UnboundPredicate(Operation.NOT_NAN, term),
+        AlwaysTrue(),
+        AlwaysTrue(),
+    )
+
+
+def unpushed(condition: Polar) -> Polar:
+    """``condition`` as one Spark keeps to itself: pushed as nothing (true) either way.
+
+    What Spark infers from it (``isnotnull``) still goes to Iceberg. Used for a LIKE whose
+    pattern holds its escape character: Spark's LikeSimplification then keeps the LIKE,
+    which has no data source filter.
+    """
+    return Polar(
+        condition.true,
+        condition.false,
+        AlwaysTrue(),
+        AlwaysTrue(),
+        condition.infer_true,
+        condition.infer_false,
     )
 
 
@@ -276,6 +305,7 @@ __all__ = [
     "nan_check",
     "nan_comparison",
     "nan_membership",
+    "unpushed",
     "null_check",
     "prefix",
 ]

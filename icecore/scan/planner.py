@@ -307,7 +307,11 @@ def _bind(schema: Schema, filter: str | Expression | None, case_sensitive: bool)
         unbound = pushed = filter
     bound = bind(schema, unbound, case_sensitive=case_sensitive)
     rows = rewrite_not(bound)
-    pruning = rows if pushed is unbound else rewrite_not(bind(schema, pushed, case_sensitive))
+    pruning = (
+        rows
+        if pushed is unbound
+        else rewrite_not(bind(schema, pushed, case_sensitive, as_pushed=True))
+    )
     key = repr(rows) if pruning is rows else f"{rows!r} | pruning {pruning!r}"
     return _Bound(schema, bound, rows, pruning, key)
 

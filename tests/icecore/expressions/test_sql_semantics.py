@@ -218,14 +218,18 @@ PUSHED = {
     "NOT (s = 'x' AND i = 5)": "(s != 'x' OR i != 5)",
     "NOT (p = 'x' OR k = 2)": "(p != 'x' AND k != 2 AND k IS NOT NULL AND p IS NOT NULL)",
     "c IN ('a', 'b')": "c IN ('a', 'b')",
-    # Iceberg's Spark converter guards NOT IN with notNull wherever it stands.
-    "c NOT IN ('a', 'b') OR id = 1": "((c IS NOT NULL AND c NOT IN ('a', 'b')) OR id = 1)",
+    # (Iceberg's Spark converter's notNull guard on NOT IN is added when binding as pushed.)
+    "c NOT IN ('a', 'b') OR id = 1": "(c NOT IN ('a', 'b') OR id = 1)",
     "NOT (c IN ('a')) OR id = 1": "(c NOT IN ('a') OR id = 1)",
     "c IN ('a')": "(c IN ('a') AND c IS NOT NULL)",
     "c IS NULL": "c IS NULL",
     "NOT (c BETWEEN 1 AND 2)": "(c < 1 OR c > 2)",
     "c BETWEEN 1 AND 2": "(c >= 1 AND c <= 2 AND c IS NOT NULL)",
-    "isnan(f)": "f IS NAN",
+    # Spark pushes nothing for isnan, nor for a LIKE whose pattern holds its escape (but
+    # infers isnotnull from the LIKE).
+    "isnan(f)": "true",
+    "NOT isnan(f) AND id = 1": "(id = 1 AND id IS NOT NULL)",
+    "s LIKE 'p\\_%'": "s IS NOT NULL",
     "NOT b": "(b != true AND b IS NOT NULL)",
 }
 
@@ -235,3 +239,22 @@ def test_planning_prunes_by_what_spark_pushes(text: str, expected: str) -> None:
     rows, pushed = parse_scan_filter(text)
     assert str(pushed) == expected
     assert rows == parse_filter(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Iceberg's Spark converter guards NOT IN of several values with notNull anywhere.
+        ("s NOT IN ('a', 'b') OR i = 1", "((s IS NOT NULL AND s NOT IN ('a', 'b')) OR i = 1)"),
+        # One value is Spark's != (OptimizeIn): no guard under OR.
+        ("NOT (s IN ('a')) OR i = 1", "(s != 'a' OR i = 1)"),
+        # Iceberg takes no NaN literal: these are not converted, so nothing is pushed.
+        ("f < 'NaN' OR i = 1", "true"),
+        ("f NOT IN (1.0, 'NaN') OR i = 1", "true"),
+        # = NaN and != NaN become is_nan / not_nan.
+        ("f = 'NaN' OR i = 1", "(f IS NAN OR i = 1)"),
+    ],
+)
+def test_binding_as_pushed_follows_icebergs_spark_converter(text: str, expected: str) -> None:
+    pushed = parse_scan_filter(text)[1]
+    assert str(rewrite_not(bind(SCHEMA, pushed, as_pushed=True))) == expected
