@@ -22,8 +22,9 @@ never deleted.
 
 A catalog that applies updates itself (:class:`UpdateCommitter`: the REST catalog) gets the
 requirements and updates instead of a file, after the same local checks; its 409 goes
-through the same re-check-and-retry, and a lost answer is CommitStateUnknown with no file
-to look for, so it reaches the caller (load the table and look before retrying).
+through the same re-check-and-retry. A lost answer (5xx, a connection broken after sending)
+is settled by the REST catalog itself: it loads the table again and looks (applied: done;
+unchanged: one more try; anything else: CommitStateUnknown reaches the caller).
 """
 
 from __future__ import annotations
