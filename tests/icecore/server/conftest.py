@@ -115,3 +115,47 @@ def rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer
     server = start_server(tmp_path_factory.mktemp("rest") / "warehouse")
     yield server
     stop_server(server)
+
+
+_WRITER = """
+import sys, time
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.types import IntegerType
+url, name, column, start_at = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+table = RestCatalog("w", uri=url).load_table(name)
+print("loaded", flush=True)
+time.sleep(max(0.0, start_at - time.time()))
+try:
+    with table.update_schema() as update:
+        update.add_column(column, IntegerType())
+    print("committed", flush=True)
+except CommitFailedException:
+    print("refused", flush=True)
+"""
+
+
+def add_columns_at_once(url: str, table: str, columns: list[str], lead_s: float) -> dict[str, str]:
+    """Each column added by its own process (PyIceberg's RestCatalog), all at one moment.
+
+    Plain ``python -c`` processes, not multiprocessing: a spawned child imports the test
+    module and everything pytest loaded, which on a loaded 2-core machine took minutes.
+    Every writer loads the table first; the commits start ``lead_s`` seconds after launch.
+    Returns column -> ``committed``, ``refused`` or the error a writer ended with.
+    """
+    start_at = time.time() + lead_s
+    procs = {
+        column: subprocess.Popen(
+            [sys.executable, "-c", _WRITER, url, table, column, str(start_at)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for column in columns
+    }
+    results: dict[str, str] = {}
+    for column, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        lines = out.split()
+        results[column] = lines[-1] if proc.returncode == 0 and lines else f"error: {err[-500:]}"
+    return results

@@ -10,7 +10,6 @@ Spark append landed (Iceberg Java retries its append on a 409 by itself).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import threading
 import time
 from collections.abc import Iterator
@@ -18,12 +17,16 @@ from typing import Any
 
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
-from pyiceberg.types import IntegerType, LongType, NestedField
+from pyiceberg.types import LongType, NestedField
 
 from icecore.catalog.sql import SqlCatalog
-from tests.icecore.server.conftest import RestServer, start_server, stop_server
+from tests.icecore.server.conftest import (
+    RestServer,
+    add_columns_at_once,
+    start_server,
+    stop_server,
+)
 
 WRITERS = 8
 APPENDS = 4
@@ -36,20 +39,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
     server = start_server(tmp_path_factory.mktemp("conc_spark") / "wh", catalog_name=BACKING_NAME)
     yield server
     stop_server(server)
-
-
-def _add_column(url: str, column: str, start_at: float, out: mp.Queue) -> None:  # type: ignore[type-arg]
-    cat = RestCatalog("w", uri=url)
-    table = cat.load_table("cs.t")
-    time.sleep(max(0.0, start_at - time.time()))
-    try:
-        with table.update_schema() as update:
-            update.add_column(column, IntegerType())
-        out.put((column, "committed"))
-    except CommitFailedException:
-        out.put((column, "refused"))
-    except Exception as e:  # anything else is a failure of the test
-        out.put((column, f"error: {type(e).__name__}: {e}"))
 
 
 def _register(spark: Any, server: RestServer) -> None:
@@ -74,15 +63,8 @@ def test_schema_changes_and_a_spark_append_at_once(spark: Any, served: RestServe
     _register(spark, served)
     spark.sql(f"INSERT INTO {SPARK_CATALOG}.cs.t VALUES (0)")  # Spark's JVM and plan warmed up
 
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    start_at = time.time() + 8.0  # every writer has loaded the table before any commits
-    procs = [
-        ctx.Process(target=_add_column, args=(served.url, f"c{i}", start_at, out))
-        for i in range(WRITERS)
-    ]
-    for p in procs:
-        p.start()
+    lead_s = 15.0  # every writer has loaded the table before any commits
+    start_at = time.time() + lead_s
     spark_errors: list[BaseException] = []
 
     def append() -> None:
@@ -95,9 +77,8 @@ def test_schema_changes_and_a_spark_append_at_once(spark: Any, served: RestServe
 
     appender = threading.Thread(target=append)
     appender.start()
-    results = dict(out.get(timeout=180) for _ in procs)
-    for p in procs:
-        p.join(timeout=30)
+    columns = [f"c{i}" for i in range(WRITERS)]
+    results = add_columns_at_once(served.url, "cs.t", columns, lead_s=start_at - time.time())
     appender.join(timeout=300)
     assert not appender.is_alive()
     assert not spark_errors, spark_errors
