@@ -24,6 +24,7 @@ from icecore.evolution.requirements import AssertCurrentSchemaId
 from icecore.metadata.updates import SetProperties
 from tests.icecore.catalog.conftest import SPARK_CATALOG
 from tests.icecore.catalog.rest_reference import ReferenceServer
+from tests.icecore.scan.test_planner import java_plan
 from tests.icecore.test_inspect import _compare
 from tests.oracle import arrow_rows, spark_rows
 
@@ -81,26 +82,7 @@ def test_metadata_tables_match_spark(spark: Any, catalog: RestCatalog, kind: str
 
 def _java_plan(spark: Any, name: str, flt: str) -> dict[str, set[str]]:
     """Iceberg Java's planFiles over its REST client: data file -> delete files."""
-    jvm = spark.sparkContext._jvm
-    java_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-        spark._jsparkSession, name
-    )
-    scan = java_table.newScan()
-    if flt:
-        converter = jvm.org.apache.spark.sql.execution.datasources.SparkExpressionConverter
-        spark_expr = converter.collectResolvedSparkExpression(spark._jsparkSession, name, flt)
-        scan = scan.filter(converter.convertToIcebergExpression(spark_expr))
-    planned: dict[str, set[str]] = {}
-    tasks = scan.planFiles()
-    iterator = tasks.iterator()
-    while iterator.hasNext():
-        task = iterator.next()
-        deletes = task.deletes()
-        planned[str(task.file().location())] = {
-            str(deletes.get(i).location()) for i in range(deletes.size())
-        }
-    tasks.close()
-    return planned
+    return java_plan(spark, "", None, flt, name=name)
 
 
 @pytest.mark.parametrize(
