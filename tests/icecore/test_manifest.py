@@ -19,9 +19,9 @@ from icecore.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
-    read_manifest,
     read_manifest_list,
 )
+from icecore.manifest_arrow import read_manifest
 from icecore.partitioning import PartitionSpec, partition_spec_from_json
 from icecore.schema import Schema, schema_from_json
 
