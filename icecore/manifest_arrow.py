@@ -11,7 +11,7 @@ a snapshot's manifests for every consumer.
 
 Polars decodes the Avro blocks but drops the ``field-id`` attributes, so columns are found
 by the Avro names the file's own header schema gives each field id (Appendix A); a v1
-writer's names and sanitized partition names read the same as with the row reader.
+writer's names and sanitized partition names read the same.
 
 Output columns (field ids in ``field_id`` metadata):
 
@@ -519,8 +519,8 @@ def partition_dicts(partition: pa.Array) -> list[dict[int, Any]]:
     """Partition tuples of a ``partition`` column, keyed by partition field id.
 
     Values come back in :mod:`icecore.values`' Python forms (dates, integer micros or nanos
-    for times and timestamps, ``uuid.UUID``), as :func:`icecore.manifest.read_manifest`
-    gives them.
+    for times and timestamps, ``uuid.UUID``), as :class:`~icecore.manifest.DataFile`
+    documents them.
     """
     if isinstance(partition, pa.ChunkedArray):
         partition = partition.combine_chunks()
@@ -550,10 +550,11 @@ def entries_from_arrow(
     spec_id: int,
     maps: Mapping[str, list[dict[int, Any] | None]] | None = None,
 ) -> list[ManifestEntry]:
-    """The :class:`ManifestEntry` objects of a :func:`read_manifest_arrow` table.
+    """The :class:`ManifestEntry` views of the rows of a :func:`read_manifest_arrow` table.
 
-    For callers that still need objects, and to check the columnar reader against the row
-    reader. Partition values come back keyed by partition field id (:func:`partition_dicts`).
+    For callers that want objects (metadata tables, diff, changelog, delete files in
+    planning); built column by column, no second decode. Partition values come back keyed
+    by partition field id (:func:`partition_dicts`).
 
     Args:
         table: rows in :func:`output_schema`'s columns.
