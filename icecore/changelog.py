@@ -34,12 +34,8 @@ import pyarrow.compute as pc
 
 from icecore.arrow_types import arrow_field
 from icecore.errors import NotFound, Unsupported, ValidationError
-from icecore.manifest import (
-    DataFileContent,
-    ManifestContent,
-    ManifestEntryStatus,
-    read_manifest,
-)
+from icecore.manifest import DataFileContent, ManifestContent, ManifestEntryStatus
+from icecore.manifest_arrow import read_manifest
 from icecore.metadata import Snapshot
 from icecore.read import read_tasks
 from icecore.scan.planner import TableScan

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icecore.diff import schema_changes
-from icecore.manifest import ManifestContent, ManifestEntryStatus, read_manifest
+from icecore.manifest import ManifestContent, ManifestEntryStatus
+from icecore.manifest_arrow import read_manifest
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.schema import Schema
 from icecore.transforms.temporal import TimeTransform

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icecore.errors import InvalidMetadata, ValidationError
-from icecore.manifest import ManifestContent, ManifestEntryStatus, ManifestFile
-from icecore.manifest_arrow import read_manifest_arrow
+from icecore.errors import ValidationError
+from icecore.manifest import ManifestContent, ManifestFile
+from icecore.manifest_arrow import live_files, manifest_entries
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.partitioning import PartitionSpec
 from icecore.types import IcebergType
@@ -141,22 +141,16 @@ def manifest_files(table: Table, manifest: ManifestFile) -> pa.Table:
         NotFound: the manifest does not exist.
         InvalidMetadata: it is corrupt, or names a partition spec the table lacks.
     """
-    metadata = table.metadata
+    live = manifest_entries(table, manifest, table.metadata.current_schema())
+    return _files_table(table.metadata, manifest, live)
+
+
+def _files_table(metadata: TableMetadata, manifest: ManifestFile, live: pa.Table) -> pa.Table:
+    """Decoded live entries of ``manifest`` as :data:`FILES_SCHEMA`."""
     spec = metadata.spec_by_id(manifest.partition_spec_id)
-    if spec is None:
-        raise InvalidMetadata(
-            f"Manifest {manifest.manifest_path} uses partition spec "
-            f"{manifest.partition_spec_id}, which {table.metadata_location} lacks."
-        )
-    entries = read_manifest_arrow(
-        table.io, manifest, metadata.current_schema(), spec, metadata.format_version
-    )
-    live = entries.filter(
-        pc.not_equal(entries.column("status"), pa.scalar(int(ManifestEntryStatus.DELETED)))
-    )
+    assert spec is not None  # the decoder checked it
     n = live.num_rows
-    partition = live.column("partition").combine_chunks()
-    labels = _partition_labels(metadata, spec, partition)
+    labels = _partition_labels(metadata, spec, live.column("partition").combine_chunks())
     return pa.Table.from_arrays(
         [
             pa.array([manifest.manifest_path] * n, pa.string()),
@@ -184,6 +178,8 @@ def snapshot_files(
 ) -> pa.Table:
     """Every live file of ``snapshot`` (an empty table for None), manifest by manifest.
 
+    Files are listed by :func:`icecore.manifest_arrow.live_files`, as everywhere else.
+
     Args:
         table: the table.
         snapshot: the snapshot whose manifest list to walk.
@@ -193,16 +189,18 @@ def snapshot_files(
     """
     if snapshot is None:
         return FILES_SCHEMA.empty_table()
-    manifests = table.manifests(snapshot)
-    reader = read or (lambda m: manifest_files(table, m))
-    parts: list[pa.Table] = []
-    for done, manifest in enumerate(manifests, start=1):
-        parts.append(reader(manifest))
-        if progress is not None:
-            progress(done, len(manifests))
-    if not parts:
-        return FILES_SCHEMA.empty_table()
-    return pa.concat_tables(parts)
+    if read is None:
+        schema = table.metadata.current_schema()
+        decoded = live_files(table, snapshot, schema, progress=progress)
+        parts = [_files_table(table.metadata, m, live) for m, live in decoded]
+    else:
+        manifests = table.manifests(snapshot)
+        parts = []
+        for done, manifest in enumerate(manifests, start=1):
+            parts.append(read(manifest))
+            if progress is not None:
+                progress(done, len(manifests))
+    return pa.concat_tables(parts) if parts else FILES_SCHEMA.empty_table()
 
 
 # ---------------------------------------------------------------------------------------

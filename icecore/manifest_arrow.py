@@ -1,13 +1,17 @@
-"""Manifests as Arrow tables: one row per manifest entry, inheritance applied by columns.
+"""Manifests as Arrow tables: the one manifest decoder, inheritance applied by columns.
 
-The columnar twin of :func:`icecore.manifest.read_manifest` for planning many files (see
-PERFORMANCE.md: per-entry Python objects cost ~8x). It implements the same spec sections
-("Manifests", "Manifest Entry Fields", the ``data_file`` struct, "Sequence Number
-Inheritance", "First Row ID Inheritance") with :mod:`pyarrow.compute` instead of a loop.
+Every reader of manifests goes through :func:`read_manifest_arrow` (see PERFORMANCE.md:
+per-entry Python objects cost ~8x a columnar decode): the planner lays its rows out for
+pruning (:mod:`icecore.scan.planning_manifest`), the layout and the metadata tables read its
+columns, and :func:`read_manifest` builds :class:`~icecore.manifest.ManifestEntry` views
+from its rows for callers that want objects. It implements "Manifests", "Manifest Entry
+Fields", the ``data_file`` struct, "Sequence Number Inheritance" and "First Row ID
+Inheritance" with :mod:`pyarrow.compute`, once. :func:`live_files` lists the live files of
+a snapshot's manifests for every consumer.
 
 Polars decodes the Avro blocks but drops the ``field-id`` attributes, so columns are found
 by the Avro names the file's own header schema gives each field id (Appendix A); a v1
-writer's names and sanitized partition names read the same as with the row reader.
+writer's names and sanitized partition names read the same.
 
 Output columns (field ids in ``field_id`` metadata):
 
@@ -31,9 +35,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,21 +47,18 @@ from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
 from icecore.errors import InvalidMetadata, Unsupported
 from icecore.io import FileIO
 from icecore.manifest import (
+    AvroFields,
     DataFile,
     DataFileContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
     non_null_branch,
-    partition_record_fields,
-    partition_type_for,
 )
+from icecore.metadata import Snapshot, TableMetadata
 from icecore.partitioning import PartitionSpec
-from icecore.schema import Schema
-from icecore.types import (
-    FixedType,
-    IcebergType,
-)
+from icecore.schema import Schema, schema_from_json
+from icecore.types import FixedType, IcebergType, StructType, UnknownType
 
 # Field ids of "Manifest Entry Fields" and the data_file struct.
 _ME_STATUS, _ME_SNAPSHOT_ID, _ME_DATA_FILE, _ME_SEQ, _ME_FILE_SEQ = 0, 1, 2, 3, 4
@@ -127,21 +128,6 @@ def _arrow_partition_type(t: IcebergType) -> pa.DataType:
 # Reading
 
 
-def _names_by_id(record: Any, path: str, what: str) -> tuple[dict[int, str], dict[int, Any]]:
-    """Avro field names and types of one record schema, by Iceberg field id."""
-    record = non_null_branch(record)
-    if not isinstance(record, dict) or record.get("type") != "record":
-        raise InvalidMetadata(f"{what} in {path} is not an Avro record.")
-    names: dict[int, str] = {}
-    types: dict[int, Any] = {}
-    for f in record.get("fields", []):
-        fid = f.get("field-id")
-        if isinstance(fid, int):
-            names[fid] = f["name"]
-            types[fid] = f["type"]
-    return names, types
-
-
 def _header(table: pa.Table, key: str) -> str | None:
     metadata = table.schema.metadata or {}
     raw = metadata.get(HEADER_METADATA_PREFIX + key.encode())
@@ -207,7 +193,7 @@ def read_manifest_arrow(
 ) -> pa.Table:
     """Read a manifest as an Arrow table, one row per entry, inheritance applied ("Manifests").
 
-    Follows :func:`icecore.manifest.read_manifest` exactly, by columns:
+    Inheritance, by columns:
 
     - ``snapshot_id`` null: the manifest's ``added_snapshot_id``.
     - ``sequence_number`` / ``file_sequence_number`` null: the manifest's
@@ -279,7 +265,13 @@ def manifest_table(
 
 
 def _counts_match(manifest_file: ManifestFile, rows: int) -> bool:
-    """Whether the entry count equals the manifest list's added + existing + deleted counts."""
+    """Whether a manifest holds as many entries as its manifest list entry counts.
+
+    A length that disagrees with the manifest list is not proof of damage on its own:
+    Iceberg 1.10's ``rewrite_table_path`` rewrites manifests with new paths but keeps their
+    old lengths (Java never checks them). A complete Avro file whose entry count matches the
+    list's added + existing + deleted file counts is read; anything else is refused.
+    """
     counts = (
         manifest_file.added_files_count,
         manifest_file.existing_files_count,
@@ -306,10 +298,12 @@ def _entries(
         avro_schema = json.loads(avro_schema_text)
     except json.JSONDecodeError as e:
         raise InvalidMetadata(f"Manifest {path}: avro.schema is not JSON: {e}.") from e
-    entry_names, entry_types = _names_by_id(avro_schema, path, "The manifest_entry schema")
+    entry_fields = AvroFields(avro_schema, path, "The manifest_entry schema")
+    entry_names = entry_fields.names
     if _ME_DATA_FILE not in entry_names:
         raise InvalidMetadata(f"Manifest {path} has no data_file field.")
-    df_names, df_types = _names_by_id(entry_types[_ME_DATA_FILE], path, "The data_file schema")
+    df_fields = AvroFields(entry_fields.types[_ME_DATA_FILE], path, "The data_file schema")
+    df_names, df_types = df_fields.names, df_fields.types
     n = raw.num_rows
 
     def top(field_id: int) -> pa.Array | None:
@@ -424,6 +418,55 @@ def _inherit_first_row_ids(
     return pc.if_else(takes, assigned, first_row_id)
 
 
+def partition_record_fields(
+    data_file_types: Mapping[int, Any], spec: PartitionSpec, path: str
+) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """The Avro fields of a manifest's ``partition`` record, checked against its spec.
+
+    Returns the fields in file order and their names by partition field id (``field-id``;
+    very old writers omit it, and callers then match by position).
+
+    Raises:
+        InvalidMetadata: there is no partition record, or its field count differs from the spec's.
+    """
+    record = non_null_branch(data_file_types.get(_DF_PARTITION))
+    if not isinstance(record, dict) or record.get("type") != "record":
+        raise InvalidMetadata(f"Manifest {path} has no partition record.")
+    avro_fields: list[dict[str, Any]] = record.get("fields", [])
+    if len(avro_fields) != len(spec.fields):
+        raise InvalidMetadata(
+            f"Manifest {path} has {len(avro_fields)} partition fields but partition "
+            f"spec {spec.spec_id} has {len(spec.fields)}."
+        )
+    return avro_fields, {f["field-id"]: f["name"] for f in avro_fields if "field-id" in f}
+
+
+def partition_type_for(
+    header_schema: str | None, schema: Schema, spec: PartitionSpec
+) -> StructType:
+    """The spec's partition type; for sources the table schema lacks, the manifest's schema.
+
+    ``header_schema`` is the manifest's ``schema`` header (the table schema it was written
+    with), which still has a column dropped from the table since.
+    """
+    struct = spec.partition_type(schema)
+    if header_schema is None or not any(
+        isinstance(f.field_type, UnknownType) for f in struct.fields
+    ):
+        return struct
+    try:
+        written = schema_from_json(json.loads(header_schema))
+    except (json.JSONDecodeError, InvalidMetadata):
+        return struct
+    fallback = spec.partition_type(written)
+    return StructType(
+        tuple(
+            b if isinstance(a.field_type, UnknownType) else a
+            for a, b in zip(struct.fields, fallback.fields, strict=True)
+        )
+    )
+
+
 def _partition(
     source: pa.Array,
     df_types: Mapping[int, Any],
@@ -476,8 +519,8 @@ def partition_dicts(partition: pa.Array) -> list[dict[int, Any]]:
     """Partition tuples of a ``partition`` column, keyed by partition field id.
 
     Values come back in :mod:`icecore.values`' Python forms (dates, integer micros or nanos
-    for times and timestamps, ``uuid.UUID``), as :func:`icecore.manifest.read_manifest`
-    gives them.
+    for times and timestamps, ``uuid.UUID``), as :class:`~icecore.manifest.DataFile`
+    documents them.
     """
     if isinstance(partition, pa.ChunkedArray):
         partition = partition.combine_chunks()
@@ -507,10 +550,11 @@ def entries_from_arrow(
     spec_id: int,
     maps: Mapping[str, list[dict[int, Any] | None]] | None = None,
 ) -> list[ManifestEntry]:
-    """The :class:`ManifestEntry` objects of a :func:`read_manifest_arrow` table.
+    """The :class:`ManifestEntry` views of the rows of a :func:`read_manifest_arrow` table.
 
-    For callers that still need objects, and to check the columnar reader against the row
-    reader. Partition values come back keyed by partition field id (:func:`partition_dicts`).
+    For callers that want objects (metadata tables, diff, changelog, delete files in
+    planning); built column by column, no second decode. Partition values come back keyed
+    by partition field id (:func:`partition_dicts`).
 
     Args:
         table: rows in :func:`output_schema`'s columns.
@@ -590,3 +634,107 @@ def _python_values(values: pa.Array, meta: Mapping[bytes, bytes]) -> list[Any]:
     if meta.get(b"iceberg_type") == b"uuid":
         return [uuid.UUID(bytes=b) if b is not None else None for b in values.to_pylist()]
     return values.to_pylist()
+
+
+def read_manifest(
+    io: FileIO,
+    manifest_file: ManifestFile,
+    schema: Schema,
+    spec: PartitionSpec,
+    format_version: int,
+) -> list[ManifestEntry]:
+    """A manifest's entries as :class:`ManifestEntry` views over :func:`read_manifest_arrow`.
+
+    Same arguments, inheritance and errors as :func:`read_manifest_arrow`; partition values
+    come back keyed by partition field id (:func:`partition_dicts`).
+    """
+    return entries_from_arrow(
+        read_manifest_arrow(io, manifest_file, schema, spec, format_version), spec.spec_id
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Live files of a snapshot
+
+
+class ManifestSource(Protocol):
+    """What :func:`live_files` needs of a table (:class:`icecore.table.Table` is one)."""
+
+    @property
+    def io(self) -> FileIO:
+        """The FileIO every read goes through."""
+        ...
+
+    @property
+    def metadata(self) -> TableMetadata:
+        """The table metadata (partition specs, format version)."""
+        ...
+
+    @property
+    def metadata_location(self) -> str:
+        """Where the metadata is (for error messages)."""
+        ...
+
+    def manifests(self, snapshot: Snapshot) -> list[ManifestFile]:
+        """The manifest list of a snapshot."""
+        ...
+
+
+def live_rows(entries: pa.Table) -> pa.Table:
+    """The ADDED and EXISTING rows of decoded entries: DELETED ones are informational."""
+    deleted = pc.equal(entries.column("status"), pa.scalar(int(ManifestEntryStatus.DELETED), _I32))
+    return entries.filter(pc.invert(deleted)) if pc.any(deleted).as_py() else entries
+
+
+def manifest_entries(
+    table: ManifestSource, manifest: ManifestFile, schema: Schema, *, live: bool = True
+) -> pa.Table:
+    """One manifest of ``table`` decoded (only its live entries unless ``live`` is False).
+
+    Args:
+        table: the table the manifest belongs to (its specs, format version and FileIO).
+        manifest: the manifest list entry.
+        schema: the schema that types partition values (callers keep their choice: the
+            snapshot's for scans, the current one for metadata tables and the layout).
+        live: drop DELETED entries.
+
+    Raises:
+        NotFound: the manifest does not exist.
+        InvalidMetadata: it is corrupt, or names a partition spec the table lacks.
+    """
+    metadata = table.metadata
+    spec = metadata.spec_by_id(manifest.partition_spec_id)
+    if spec is None:
+        raise InvalidMetadata(
+            f"Manifest {manifest.manifest_path} uses partition spec "
+            f"{manifest.partition_spec_id}, which {table.metadata_location} lacks."
+        )
+    entries = read_manifest_arrow(table.io, manifest, schema, spec, metadata.format_version)
+    return live_rows(entries) if live else entries
+
+
+def live_files(
+    table: ManifestSource,
+    snapshot: Snapshot,
+    schema: Schema,
+    manifests: Iterable[ManifestFile] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[tuple[ManifestFile, pa.Table]]:
+    """The live (ADDED and EXISTING) files of a snapshot, manifest by manifest ("Scan Planning").
+
+    The one listing of a snapshot's files: ``Table.live_entries``, the layout and the
+    metadata tables all read through it. Tables of different manifests may have different
+    ``partition`` structs (one per spec), so they are yielded apart, with their manifest.
+
+    Args:
+        table: the table.
+        snapshot: the snapshot whose manifest list to walk.
+        schema: the schema that types partition values (see :func:`manifest_entries`).
+        manifests: only these of its manifests (default: all of them, in list order).
+        progress: told ``progress(done, total)`` after each manifest.
+    """
+    chosen = table.manifests(snapshot) if manifests is None else list(manifests)
+    for done, manifest in enumerate(chosen, start=1):
+        yield manifest, manifest_entries(table, manifest, schema)
+        if progress is not None:
+            progress(done, len(chosen))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from icecore.changelog import changelog
 from icecore.diff import SnapshotDiff, diff_snapshots
-from icecore.errors import InvalidMetadata, NotFound, Unsupported, ValidationError
+from icecore.errors import NotFound, Unsupported, ValidationError
 from icecore.evolution import (
     Transaction,
     UpdateSchema,
@@ -29,12 +29,8 @@ from icecore.history import HistoryEntry, history, resolve_snapshot
 from icecore.identifier import TableIdentifier
 from icecore.io import FileIO
 from icecore.lru import LRU
-from icecore.manifest import (
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    read_manifest,
-)
+from icecore.manifest import ManifestEntry, ManifestFile
+from icecore.manifest_arrow import entries_from_arrow, live_files
 from icecore.manifest_list_columns import ManifestListColumns, read_manifest_list_columns
 from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
 from icecore.scan.planner import TableScan
@@ -142,23 +138,11 @@ class Table:
             snapshot: the snapshot (its schema decodes partition values).
             manifests: only these of its manifests (default: all of them).
         """
-        schema = self.read_schema(snapshot)
-        entries: list[ManifestEntry] = []
-        for manifest in self.manifests(snapshot) if manifests is None else manifests:
-            spec = self.metadata.spec_by_id(manifest.partition_spec_id)
-            if spec is None:
-                raise InvalidMetadata(
-                    f"Manifest {manifest.manifest_path} uses partition spec "
-                    f"{manifest.partition_spec_id}, which {self.metadata_location} lacks."
-                )
-            entries.extend(
-                e
-                for e in read_manifest(
-                    self.io, manifest, schema, spec, self.metadata.format_version
-                )
-                if e.status is not ManifestEntryStatus.DELETED
-            )
-        return entries
+        return [
+            entry
+            for manifest, files in live_files(self, snapshot, self.read_schema(snapshot), manifests)
+            for entry in entries_from_arrow(files, manifest.partition_spec_id)
+        ]
 
     def inspect(
         self,

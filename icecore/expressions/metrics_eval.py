@@ -3,8 +3,7 @@
 Spec "Scan Planning" and "Manifests" (``value_counts``, ``null_value_counts``,
 ``nan_value_counts``, ``lower_bounds``, ``upper_bounds``; bounds are Appendix D bytes).
 :func:`metrics_evaluator` answers "might some row of this file match?" exactly as Java's
-``InclusiveMetricsEvaluator``; :func:`strict_metrics_evaluator` answers "do all rows
-match?" as Java's ``StrictMetricsEvaluator``.
+``InclusiveMetricsEvaluator``.
 
 Java's rules kept here, each a small pure function so that an Arrow-column version can be
 written against the same definitions later (PERFORMANCE.md):
@@ -27,7 +26,6 @@ from __future__ import annotations
 import math
 import struct
 import uuid
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -123,12 +121,6 @@ def literal_value(t: IcebergType, value: Any) -> Any:
     return value
 
 
-def compare(key: Callable[[Any], Any], left: Any, right: Any) -> int:
-    """-1, 0 or 1 comparing two non-null values under ``key``."""
-    a, b = key(left), key(right)
-    return (a > b) - (a < b)
-
-
 # ---------------------------------------------------------------------------------------
 # Java's string prefix comparisons (UTF-16 code units)
 # ---------------------------------------------------------------------------------------
@@ -166,7 +158,7 @@ def prefix_compare(value: str, prefix: str) -> int:
 
 
 # ---------------------------------------------------------------------------------------
-# Count rules shared by the inclusive and strict evaluators (Java's private helpers)
+# Count rules (Java's private helpers)
 # ---------------------------------------------------------------------------------------
 
 
@@ -568,135 +560,9 @@ def metrics_evaluator(
     return _InclusiveMetricsEvaluator(check, reason, include_column_stats, evaluate_delete_files)
 
 
-# ---------------------------------------------------------------------------------------
-# StrictMetricsEvaluator
-# ---------------------------------------------------------------------------------------
-
-
-def _can_contain_nulls(f: DataFile, field_id: int) -> bool:
-    """Java strict ``canContainNulls``: no null counts at all, or a positive one."""
-    nulls = f.null_value_counts
-    return nulls is None or (nulls.get(field_id) or 0) > 0
-
-
-def _can_contain_nans(f: DataFile, field_id: int) -> bool:
-    return (_get(f.nan_value_counts, field_id) or 0) > 0
-
-
-def _strict_check(pred: BoundPredicate, top_level: frozenset[int]) -> FileCheck:
-    """Java ``StrictMetricsEvaluator.MetricsEvalVisitor`` for one predicate."""
-    fid, op = pred.term.field_id, pred.op
-    col = _Column(fid, pred.term.name, pred.term.type, order_key(pred.term.type))
-    key = col.key
-    lits = tuple(literal_value(col.type, v) for v in pred.values)
-    nested = fid not in top_level
-
-    if op is _O.IS_NAN:
-        return lambda f: contains_nans_only(f, fid)
-    if op is _O.NOT_NAN:
-        return lambda f: _get(f.nan_value_counts, fid) == 0 or contains_nulls_only(f, fid)
-    if nested or op in (_O.STARTS_WITH, _O.NOT_STARTS_WITH):
-        return _false_check
-    if op is _O.IS_NULL:
-        return lambda f: contains_nulls_only(f, fid)
-    if op is _O.NOT_NULL:
-        return lambda f: _get(f.null_value_counts, fid) == 0
-
-    def unsure(f: DataFile) -> bool:
-        return _can_contain_nulls(f, fid) or _can_contain_nans(f, fid)
-
-    if op in (_O.LT, _O.LT_EQ):
-        lit_key = key(lits[0])
-
-        def below(f: DataFile) -> bool:
-            if unsure(f):
-                return False
-            upper = col.upper(f)
-            if upper is None:
-                return False
-            k = key(upper)
-            return k < lit_key if op is _O.LT else k <= lit_key  # type: ignore[no-any-return]
-
-        return below
-    if op in (_O.GT, _O.GT_EQ):
-        lit_key = key(lits[0])
-
-        def above(f: DataFile) -> bool:
-            if unsure(f):
-                return False
-            lower = col.lower(f)
-            if lower is None or is_nan(lower):
-                return False
-            k = key(lower)
-            return k > lit_key if op is _O.GT else k >= lit_key  # type: ignore[no-any-return]
-
-        return above
-    if op in (_O.EQ, _O.IN):
-        lit_keys = frozenset(key(v) for v in lits)
-
-        def equal(f: DataFile) -> bool:
-            if unsure(f):
-                return False
-            lower, upper = col.lower(f), col.upper(f)
-            if lower is None or upper is None:
-                return False
-            lk, uk = key(lower), key(upper)
-            return lk in lit_keys and uk in lit_keys and lk == uk
-
-        return equal
-    # NOT_EQ, NOT_IN: true when no value lies within [lower, upper]. The keys are sorted
-    # once, so a file costs two binary searches however long the list is.
-    sorted_keys = sorted(key(v) for v in lits)
-
-    def outside(f: DataFile) -> bool:
-        if contains_nulls_only(f, fid) or contains_nans_only(f, fid):
-            return True
-        first, end = 0, len(sorted_keys)  # the keys still possible: sorted_keys[first:end]
-        lower = col.lower(f)
-        if lower is not None:
-            if is_nan(lower):
-                return False
-            first = bisect_left(sorted_keys, key(lower))
-            if first == end:
-                return True
-        upper = col.upper(f)
-        if upper is not None:
-            end = bisect_right(sorted_keys, key(upper), first)
-            if first == end:
-                return True
-        return False
-
-    return outside
-
-
-def strict_metrics_evaluator(schema: Schema, expr: Expression) -> FileCheck:
-    """A check of whether every row of a file matches ``expr``, judged by its metrics.
-
-    Java ``StrictMetricsEvaluator`` (1.10): files with no rows match; columns not at the
-    top level of the schema never prove anything; STARTS_WITH never does.
-
-    Args:
-        schema: the table schema ``expr`` is bound to.
-        expr: a bound, NOT-free row filter.
-
-    Returns:
-        A function from a data file to True when all its rows must match.
-    """
-    top_level = frozenset(f.field_id for f in schema.fields)
-    check, _ = _compile(expr, lambda pred: (_strict_check(pred, top_level), _never))
-
-    def evaluate(data_file: DataFile) -> bool:
-        if data_file.record_count <= 0:
-            return True
-        return check(data_file)
-
-    return evaluate
-
-
 __all__ = [
     "IN_PREDICATE_LIMIT",
     "MetricsEvaluator",
-    "compare",
     "contains_nans_only",
     "contains_nulls_only",
     "float_order_key",
@@ -708,7 +574,6 @@ __all__ = [
     "metrics_evaluator",
     "order_key",
     "prefix_compare",
-    "strict_metrics_evaluator",
     "upper_excludes",
     "utf16_len",
     "uuid_order_key",

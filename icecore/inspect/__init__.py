@@ -24,9 +24,13 @@ import pyarrow as pa
 
 from icecore.errors import NotFound
 from icecore.inspect._common import (
+    Decoded,
+    Pick,
     TableView,
+    decoded,
     is_data,
     reachable_manifests,
+    snapshot_files,
     snapshot_manifests,
     table_view,
 )
@@ -46,6 +50,10 @@ from icecore.table import Table
 _Builder = Callable[[TableView, Snapshot | None], pa.Table]
 
 
+def _all(manifests: list[ManifestFile]) -> list[ManifestFile]:
+    return manifests
+
+
 def _data(manifests: list[ManifestFile]) -> list[ManifestFile]:
     return [m for m in manifests if m.content == ManifestContent.DATA]
 
@@ -54,8 +62,8 @@ def _deletes(manifests: list[ManifestFile]) -> list[ManifestFile]:
     return [m for m in manifests if m.content == ManifestContent.DELETES]
 
 
-def _of_snapshot(v: TableView, s: Snapshot | None) -> list[ManifestFile]:
-    return snapshot_manifests(v.table, s)
+def _reachable(v: TableView, pick: Pick, live: bool = True) -> Decoded:
+    return decoded(v, pick(reachable_manifests(v.table)), live=live)
 
 
 _KINDS: dict[str, _Builder] = {
@@ -65,17 +73,17 @@ _KINDS: dict[str, _Builder] = {
     "metadata_log_entries": lambda v, s: metadata_log_table(v.table),
     "manifests": manifests_table,
     "all_manifests": lambda v, s: all_manifests_table(v),
-    "entries": lambda v, s: entries_table(v, _of_snapshot(v, s)),
-    "files": lambda v, s: files_table(v, _of_snapshot(v, s)),
-    "data_files": lambda v, s: files_table(v, _data(_of_snapshot(v, s)), is_data),
-    "delete_files": lambda v, s: files_table(v, _deletes(_of_snapshot(v, s)), is_delete),
-    "partitions": lambda v, s: partitions_table(v, _of_snapshot(v, s)),
-    "all_entries": lambda v, s: entries_table(v, reachable_manifests(v.table)),
-    "all_files": lambda v, s: files_table(v, reachable_manifests(v.table)),
-    "all_data_files": lambda v, s: files_table(v, _data(reachable_manifests(v.table)), is_data),
-    "all_delete_files": lambda v, s: files_table(
-        v, _deletes(reachable_manifests(v.table)), is_delete
+    "entries": lambda v, s: entries_table(
+        v, decoded(v, snapshot_manifests(v.table, s), live=False)
     ),
+    "files": lambda v, s: files_table(v, snapshot_files(v, s, _all)),
+    "data_files": lambda v, s: files_table(v, snapshot_files(v, s, _data), is_data),
+    "delete_files": lambda v, s: files_table(v, snapshot_files(v, s, _deletes), is_delete),
+    "partitions": lambda v, s: partitions_table(v, snapshot_files(v, s, _all)),
+    "all_entries": lambda v, s: entries_table(v, _reachable(v, _all, live=False)),
+    "all_files": lambda v, s: files_table(v, _reachable(v, _all)),
+    "all_data_files": lambda v, s: files_table(v, _reachable(v, _data), is_data),
+    "all_delete_files": lambda v, s: files_table(v, _reachable(v, _deletes), is_delete),
 }
 
 KINDS: tuple[str, ...] = tuple(_KINDS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from icecore.arrow_types import arrow_type
 from icecore.errors import IcecoreError, InvalidMetadata
-from icecore.manifest import DataFile, ManifestEntry, ManifestFile, read_manifest
+from icecore.manifest import DataFile, ManifestEntry, ManifestFile
+from icecore.manifest_arrow import entries_from_arrow, live_files, manifest_entries
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.read import unified_partition_type
@@ -146,6 +147,9 @@ def _key_value(value: Any) -> Any:
 
 _NAN = struct.pack(">d", math.nan)
 
+Pick = Callable[[list[ManifestFile]], list[ManifestFile]]
+"""Which manifests of a list a metadata table reads (all, data or delete manifests)."""
+
 
 def table_view(table: Table) -> TableView:
     """Derive a :class:`TableView` from the table's current metadata."""
@@ -201,16 +205,26 @@ def _with_dropped_sources(
     return Schema(schema.fields + tuple(extra), schema_id=schema.schema_id)
 
 
-def read_entries(view: TableView, manifest: ManifestFile) -> list[ManifestEntry]:
-    """Every entry of one manifest, inheritance applied ("Manifests", "Manifest Lists")."""
-    metadata = view.table.metadata
-    spec = metadata.spec_by_id(manifest.partition_spec_id)
-    if spec is None:
-        raise InvalidMetadata(
-            f"Manifest {manifest.manifest_path} uses partition spec "
-            f"{manifest.partition_spec_id}, which {view.table.metadata_location} lacks."
-        )
-    return read_manifest(view.table.io, manifest, view.schema, spec, metadata.format_version)
+Decoded = Iterable[tuple[ManifestFile, pa.Table]]
+"""Manifests with their decoded entries (:func:`icecore.manifest_arrow.live_files`' form)."""
+
+
+def snapshot_files(view: TableView, snapshot: Snapshot | None, pick: Pick) -> Decoded:
+    """The live files of ``snapshot``'s manifests that ``pick`` keeps (none for None)."""
+    if snapshot is None:
+        return []
+    return live_files(view.table, snapshot, view.schema, pick(view.table.manifests(snapshot)))
+
+
+def decoded(view: TableView, manifests: Iterable[ManifestFile], *, live: bool = True) -> Decoded:
+    """Each manifest with its entries (live ones unless ``live`` is False), read lazily."""
+    return ((m, manifest_entries(view.table, m, view.schema, live=live)) for m in manifests)
+
+
+def entries(decoded: Decoded) -> Iterator[ManifestEntry]:
+    """:class:`ManifestEntry` views of decoded manifests, in order."""
+    for manifest, table in decoded:
+        yield from entries_from_arrow(table, manifest.partition_spec_id)
 
 
 def snapshot_manifests(table: Table, snapshot: Snapshot | None) -> list[ManifestFile]:

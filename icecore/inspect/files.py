@@ -19,20 +19,21 @@ schema (position delete files' ``file_path``/``pos``) are not shown there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from icecore.inspect._common import (
+    Decoded,
     TableView,
     decode_bound,
+    entries,
     from_rows,
     is_data,
-    read_entries,
     value_type,
 )
-from icecore.manifest import DataFile, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icecore.manifest import DataFile
 
 _COUNTS = pa.map_(pa.int32(), pa.int64())
 _BOUNDS = pa.map_(pa.int32(), pa.binary())
@@ -167,13 +168,8 @@ def readable_metrics_row(view: TableView, f: DataFile) -> dict[str, Any]:
     return out
 
 
-def _entries(view: TableView, manifests: Iterable[ManifestFile]) -> Iterable[ManifestEntry]:
-    for manifest in manifests:
-        yield from read_entries(view, manifest)
-
-
-def entries_table(view: TableView, manifests: Iterable[ManifestFile]) -> pa.Table:
-    """Every entry (ADDED, EXISTING and DELETED) of ``manifests``, each read once."""
+def entries_table(view: TableView, manifests: Decoded) -> pa.Table:
+    """Every entry (ADDED, EXISTING and DELETED) of decoded ``manifests``."""
     rows = (
         {
             "status": int(e.status),
@@ -183,24 +179,24 @@ def entries_table(view: TableView, manifests: Iterable[ManifestFile]) -> pa.Tabl
             "data_file": data_file_row(view, e.data_file),
             "readable_metrics": readable_metrics_row(view, e.data_file),
         }
-        for e in _entries(view, manifests)
+        for e in entries(manifests)
     )
     return from_rows(rows, entries_schema(view))
 
 
 def files_table(
     view: TableView,
-    manifests: Iterable[ManifestFile],
+    manifests: Decoded,
     keep: Callable[[DataFile], bool] = lambda f: True,
 ) -> pa.Table:
-    """The live files of ``manifests`` that ``keep`` accepts, with ``readable_metrics``."""
+    """The files of decoded live ``manifests`` that ``keep`` accepts, with metrics."""
     rows = (
         {
             **data_file_row(view, e.data_file),
             "readable_metrics": readable_metrics_row(view, e.data_file),
         }
-        for e in _entries(view, manifests)
-        if e.status != ManifestEntryStatus.DELETED and keep(e.data_file)
+        for e in entries(manifests)
+        if keep(e.data_file)
     )
     return from_rows(rows, files_schema(view))
 

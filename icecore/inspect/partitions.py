@@ -21,14 +21,20 @@ the group's files, which is the same whenever the group holds one spec.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from icecore.inspect._common import TIMESTAMP, TableView, from_rows, ms_to_us, read_entries
-from icecore.manifest import DataFileContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from icecore.inspect._common import (
+    TIMESTAMP,
+    Decoded,
+    TableView,
+    entries,
+    from_rows,
+    ms_to_us,
+)
+from icecore.manifest import DataFileContent, ManifestEntry
 
 
 def partitions_schema(view: TableView) -> pa.Schema:
@@ -106,16 +112,13 @@ class _Totals:
         return out
 
 
-def partitions_table(view: TableView, manifests: Iterable[ManifestFile]) -> pa.Table:
-    """Totals per coerced partition tuple over the live entries of ``manifests``."""
+def partitions_table(view: TableView, manifests: Decoded) -> pa.Table:
+    """Totals per coerced partition tuple over decoded live ``manifests``."""
     groups: dict[tuple[Any, ...], _Totals] = {}
-    for manifest in manifests:
-        for e in read_entries(view, manifest):
-            if e.status == ManifestEntryStatus.DELETED:
-                continue
-            key = view.partition_key(e.data_file.partition)
-            totals = groups.get(key)
-            if totals is None:
-                totals = groups[key] = _Totals(partition=dict(e.data_file.partition))
-            totals.add(view, e)
+    for e in entries(manifests):
+        key = view.partition_key(e.data_file.partition)
+        totals = groups.get(key)
+        if totals is None:
+            totals = groups[key] = _Totals(partition=dict(e.data_file.partition))
+        totals.add(view, e)
     return from_rows((t.row(view) for t in groups.values()), partitions_schema(view))

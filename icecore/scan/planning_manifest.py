@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icecore.errors import InvalidMetadata
-from icecore.manifest import ManifestEntry, ManifestEntryStatus
-from icecore.manifest_arrow import MAP_COLUMNS, entries_from_arrow, partition_dicts
+from icecore.manifest import ManifestEntry
+from icecore.manifest_arrow import MAP_COLUMNS, entries_from_arrow, live_rows, partition_dicts
 from icecore.scan.delete_index import partition_value_key
 
 CODE_COLUMN = "_pcode"
@@ -199,8 +199,7 @@ class PlanningManifest:
 
 def build_planning_manifest(decoded: pa.Table, path: str, spec_id: int) -> PlanningManifest:
     """The planning layout of a manifest decoded by :func:`read_manifest_arrow`."""
-    deleted = pc.equal(decoded.column("status"), pa.scalar(int(ManifestEntryStatus.DELETED), _I32))
-    live = decoded.filter(pc.invert(deleted)) if pc.any(deleted).as_py() else decoded
+    live = live_rows(decoded)
     names: list[str] = []
     arrays: list[pa.Array] = []
     fields: list[pa.Field] = []

@@ -78,6 +78,28 @@ def test_partition_labels_are_the_folders_spark_wrote(
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize(("spark_name", "spec"), TABLES)
+def test_every_consumer_lists_the_same_live_files(
+    spark: Any, demo_warehouse: Path, spark_name: str, spec: str
+) -> None:
+    # Table.live_entries, the layout and the files metadata table read one listing
+    # (manifest_arrow.live_files): at every snapshot they name the same files, and at the
+    # current one the files Spark's .files table names.
+    table = icecore.load_table(spec.format(w=demo_warehouse))
+    for snapshot in table.snapshots():
+        entries = {e.data_file.file_path for e in table.live_entries(snapshot)}
+        layout = set(snapshot_files(table, snapshot).column("file_path").to_pylist())
+        inspected = table.inspect("files", snapshot_id=snapshot.snapshot_id)
+        assert entries == layout == set(inspected.column("file_path").to_pylist())
+    current = table.snapshot()
+    assert current is not None
+    spark_files = spark.sql(f"SELECT file_path FROM {spark_name}.files").collect()
+    assert {e.data_file.file_path for e in table.live_entries(current)} == {
+        r.file_path for r in spark_files
+    }
+
+
+@pytest.mark.spark
 def test_an_empty_snapshot_has_no_files(demo_warehouse: Path) -> None:
     table = icecore.load_table(f"{demo_warehouse}::demo.trips")
     assert snapshot_files(table, None).num_rows == 0

@@ -19,9 +19,9 @@ from icecore.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
-    read_manifest,
     read_manifest_list,
 )
+from icecore.manifest_arrow import read_manifest
 from icecore.partitioning import PartitionSpec, partition_spec_from_json
 from icecore.schema import Schema, schema_from_json
 
@@ -304,6 +304,22 @@ def test_missing_manifest_and_manifest_list(tmp_path: Path) -> None:
         read_manifest(FileIO(), _manifest_file(path, 10), SCHEMA, SPEC, 3)
     with pytest.raises(NotFound, match="gone.avro"):
         read_manifest_list(FileIO(), str(path))
+
+
+@pytest.mark.parametrize(
+    ("entry", "what"),
+    [(_entry(3, "a", 1), "unknown status"), (_entry(1, "a", 1, content=7), "unknown content")],
+)
+def test_unknown_status_or_content_is_one_sentence(
+    tmp_path: Path, entry: dict[str, Any], what: str
+) -> None:
+    # The spec knows statuses 0-2 and contents 0-2; anything else is a broken manifest,
+    # told as InvalidMetadata naming the file (the object reader raised a bare ValueError).
+    path = tmp_path / "m.avro"
+    length = _write_manifest(path, [entry])
+    with pytest.raises(InvalidMetadata, match=what) as err:
+        read_manifest(FileIO(), _manifest_file(path, length), SCHEMA, SPEC, 3)
+    assert str(path) in str(err.value)
 
 
 def test_wrong_spec_is_refused(tmp_path: Path) -> None:

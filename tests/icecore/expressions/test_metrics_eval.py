@@ -19,7 +19,6 @@ from icecore.expressions.metrics_eval import (
     float_order_key,
     metrics_evaluator,
     prefix_compare,
-    strict_metrics_evaluator,
     uuid_order_key,
 )
 from icecore.expressions.model import (
@@ -312,40 +311,6 @@ def test_reasons() -> None:
 def test_not_must_be_rewritten() -> None:
     with pytest.raises(TypeError, match="rewrite_not"):
         metrics_evaluator(SCHEMA, Not(pred(1, Op.EQ, 5)))
-
-
-# ---------------------------------------------------------------------------------------
-# StrictMetricsEvaluator
-# ---------------------------------------------------------------------------------------
-
-
-def test_strict_metrics() -> None:
-    all_match = strict_metrics_evaluator(SCHEMA, pred(1, Op.GT_EQ, 30))
-    assert all_match(IDS)
-    assert not strict_metrics_evaluator(SCHEMA, pred(1, Op.GT, 30))(IDS)
-    assert strict_metrics_evaluator(SCHEMA, pred(1, Op.LT, 80))(IDS)
-    assert strict_metrics_evaluator(SCHEMA, pred(1, Op.NOT_EQ, 80))(IDS)
-    assert strict_metrics_evaluator(SCHEMA, pred(1, Op.NOT_IN, 1, 2, 90))(IDS)
-    assert not strict_metrics_evaluator(SCHEMA, pred(1, Op.NOT_IN, 1, 50))(IDS)
-    single = data_file(values={1: 3}, nulls={1: 0}, lower={1: 7}, upper={1: 7})
-    assert strict_metrics_evaluator(SCHEMA, pred(1, Op.EQ, 7))(single)
-    assert strict_metrics_evaluator(SCHEMA, pred(1, Op.IN, 7, 8))(single)
-    assert strict_metrics_evaluator(SCHEMA, pred(1, Op.NOT_NULL))(single)
-    # Nulls or NaNs make comparisons unprovable; no null counts at all too.
-    nulls = data_file(values={1: 3}, nulls={1: 1}, lower={1: 7}, upper={1: 7})
-    assert not strict_metrics_evaluator(SCHEMA, pred(1, Op.EQ, 7))(nulls)
-    assert not strict_metrics_evaluator(SCHEMA, pred(1, Op.EQ, 7))(
-        data_file(values={1: 3}, lower={1: 7}, upper={1: 7})
-    )
-    # Nested columns never prove anything; empty files always match.
-    assert not strict_metrics_evaluator(SCHEMA, pred(7, Op.NOT_NULL))(
-        data_file(values={7: 3}, nulls={7: 0})
-    )
-    assert strict_metrics_evaluator(SCHEMA, pred(1, Op.EQ, 7))(data_file(record_count=0))
-    # -0.0 is not 0.0 for Java's Set.contains / Double.compare.
-    zero = data_file(values={2: 2}, nulls={2: 0}, nans={2: 0}, lower={2: -0.0}, upper={2: -0.0})
-    assert not strict_metrics_evaluator(SCHEMA, pred(2, Op.EQ, 0.0))(zero)
-    assert strict_metrics_evaluator(SCHEMA, pred(2, Op.EQ, -0.0))(zero)
 
 
 # ---------------------------------------------------------------------------------------
