@@ -635,6 +635,8 @@ def zones_story(spark: SparkSession, steps: _Steps) -> None:
 
 
 TOTAL_STEPS = 18
+SQL_TABLES: tuple[str, ...] = ("accounts", "zones", "trips", "events_v3")
+"""The story's tables in the SQL (or ``--catalog``) catalog, namespace :data:`NAMESPACE`."""
 
 
 def write_story(spark: SparkSession, scale: Scale, progress: Progress) -> list[str]:
@@ -649,12 +651,8 @@ def write_story(spark: SparkSession, scale: Scale, progress: Progress) -> list[s
     customers_story(spark, scale, steps)
     accounts_story(spark, scale, steps)
     steps.step("done")
-    return [
-        f"{NAMESPACE}.accounts",
-        f"{NAMESPACE}.zones",
-        f"{NAMESPACE}.trips",
-        f"{NAMESPACE}.events_v3",
-        f"{HADOOP_SUBDIR}:{NAMESPACE}.customers_v1",
+    return [f"{NAMESPACE}.{name}" for name in SQL_TABLES] + [
+        f"{HADOOP_SUBDIR}:{NAMESPACE}.customers_v1"
     ]
 
 
@@ -742,13 +740,12 @@ def _forget_demo_tables(spark: SparkSession) -> None:
     """Unregister a previous build's tables from a shared catalog (their files went with it).
 
     A folder warehouse forgets its tables with its ``catalog.db``; a PostgreSQL or REST
-    catalog outlives the folder, so ``--force`` drops the rows (not the files: the old folder is
-    already set aside) before the story creates the tables again.
+    catalog outlives the folder, so ``--force`` drops them (not their files: the old folder is
+    set aside, and a REST server decides about its own) before the story creates them again.
+    Only the story's own tables: a shared catalog's ``demo`` namespace may hold others'.
     """
-    if not spark.sql(f"SHOW NAMESPACES IN {SQL_CATALOG} LIKE '{NAMESPACE}'").collect():
-        return
-    for row in spark.sql(f"SHOW TABLES IN {SQL_CATALOG}.{NAMESPACE}").collect():
-        spark.sql(f"DROP TABLE {SQL_CATALOG}.{NAMESPACE}.{row.tableName}")
+    for name in SQL_TABLES:
+        spark.sql(f"DROP TABLE IF EXISTS {SQL_CATALOG}.{NAMESPACE}.{name}")
 
 
 def check_catalog(catalog: str) -> str:

@@ -2,12 +2,13 @@
 
 The demo (mini scale) runs as its own process into Icecore's ``serve-rest`` over a fresh
 SQLite catalog, once open (a bare URI) and once behind OAuth2 client credentials (a named
-entry of icecore.toml whose secret sits in an environment variable). Every table the story
-writes through REST (merge-on-read deletes, a compaction and an expiry, evolution, a tag
-and a branch; deletion vectors; equality deletes committed through Iceberg's Java API) is
-then read by Icecore's REST client and by Spark's own ``type=rest`` catalog on the shared
-session, and the rows must be equal. The secret appears on no process's command line while
-the demo runs, and not in its output.
+entry of icecore.toml whose secret sits in an environment variable; rebuilding with
+``--force`` over a stale table of a previous build, beside a table it must not touch).
+Every table the story writes through REST (merge-on-read deletes, a compaction and an
+expiry, evolution, a tag and a branch; deletion vectors; equality deletes committed
+through Iceberg's Java API) is then read by Icecore's REST client and by Spark's own
+``type=rest`` catalog on the shared session, and the rows must be equal. The secret
+appears on no process's command line while the demo runs, and not in its output.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from typing import Any
 
 import pytest
 import requests
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
 
 import icecore
 from pipeline.spark import rest_catalog_conf
@@ -83,11 +87,13 @@ def _assert_equal_to_spark(spark: Any, spark_catalog: str, catalog: Any) -> None
     assert arrow_rows(trips.scan(ref="audit").plan().to_arrow()) == audit
 
 
-def _assert_story_kept(catalog: Any, server: RestServer) -> None:
+def _assert_story_kept(
+    catalog: Any, server: RestServer, others: frozenset[str] = frozenset()
+) -> None:
     """The REST tables hold what the story is for, in the server's warehouse."""
     listed = {str(t) for t in catalog.list_tables()}
-    assert listed == REST_TABLES
-    for name in listed:
+    assert listed == REST_TABLES | others
+    for name in REST_TABLES:
         location = catalog.load_table(name).metadata.location.removeprefix("file:")
         assert location.startswith(str(server.warehouse.resolve())), (name, location)
     accounts = catalog.load_table("demo.accounts").inspect("files")
@@ -136,6 +142,16 @@ def test_demo_builds_through_oauth2_with_the_secret_off_command_lines(
 ) -> None:
     # Without a token the server refuses: the demo can only have got in with the credential.
     assert requests.get(f"{oauth_server.url}/v1/namespaces", timeout=10).status_code == 401
+    # A previous build's zones (another schema), and someone else's table in the namespace.
+    peer = RestCatalog(
+        "peer",
+        uri=oauth_server.url,
+        credential=CREDENTIAL,
+        **{"oauth2-server-uri": f"{oauth_server.url}/v1/oauth/tokens"},
+    )
+    peer.create_namespace("demo")
+    for name in ("demo.zones", "demo.keep_me"):
+        peer.create_table(name, Schema(NestedField(1, "id", LongType(), required=False)))
     config = tmp_path / "icecore.toml"
     config.write_text(
         f'[catalogs.lake]\ntype = "rest"\nuri = "{oauth_server.url}"\n'
@@ -143,7 +159,7 @@ def test_demo_builds_through_oauth2_with_the_secret_off_command_lines(
     )
     env = _demo_env(ICECORE_CONFIG=str(config), LAKE_DEMO_CREDENTIAL=CREDENTIAL)
     warehouse = tmp_path / "wh"
-    args = ["--warehouse", str(warehouse), "--scale", "mini", "--catalog", "lake"]
+    args = ["--warehouse", str(warehouse), "--scale", "mini", "--catalog", "lake", "--force"]
     result, exposed = run_watching(
         [sys.executable, "-m", "pipeline.demo", *args], SECRET, cwd=REPO, env=env
     )
@@ -157,7 +173,8 @@ def test_demo_builds_through_oauth2_with_the_secret_off_command_lines(
     monkeypatch.setenv("ICECORE_CONFIG", str(config))
     monkeypatch.setenv("LAKE_DEMO_CREDENTIAL", CREDENTIAL)
     catalog = icecore.load_catalog("lake", read_only=True)
-    _assert_story_kept(catalog, oauth_server)
+    # --force replaced the stale zones and left the other table alone.
+    _assert_story_kept(catalog, oauth_server, frozenset({"demo.keep_me"}))
     _spark_sees(spark, "demo_rest_oauth", oauth_server, CREDENTIAL)
     _assert_equal_to_spark(spark, "demo_rest_oauth", catalog)
 
