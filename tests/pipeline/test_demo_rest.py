@@ -27,7 +27,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
 import icecore
-from pipeline.spark import rest_catalog_conf
+from pipeline.spark import catalog_conf, public_conf, rest_catalog_conf, secret_conf
 from tests.icecore.server.conftest import RestServer, free_port, start_server, stop_server
 from tests.oracle import arrow_rows, spark_rows
 
@@ -214,3 +214,26 @@ def test_a_name_that_is_no_rest_entry_is_refused(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "REST entry" in one_sentence(result.stderr)
     assert not (tmp_path / "wh").exists()
+
+
+def test_a_rest_entry_becomes_spark_rest_settings_with_secrets_split_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "icecore.toml"
+    config.write_text(
+        '[catalogs.lake]\ntype = "rest"\nuri = "https://cat.example/api/"\n'
+        'warehouse = "analytics"\ncredential-env = "LAKE_DEMO_CREDENTIAL"\n'
+    )
+    monkeypatch.setenv("ICECORE_CONFIG", str(config))
+    monkeypatch.setenv("LAKE_DEMO_CREDENTIAL", CREDENTIAL)
+    conf = catalog_conf("icecore", "lake", tmp_path / "wh")
+    prefix = "spark.sql.catalog.icecore"
+    assert conf[f"{prefix}.type"] == "rest"
+    assert conf[f"{prefix}.uri"] == "https://cat.example/api"
+    assert conf[f"{prefix}.warehouse"] == "analytics"  # the server's name, not the folder
+    assert conf[f"{prefix}.oauth2-server-uri"] == "https://cat.example/api/v1/oauth/tokens"
+    assert secret_conf(conf) == {f"{prefix}.credential": CREDENTIAL}
+    assert SECRET not in json.dumps(public_conf(conf))
+    assert not any("credential-env" in key for key in conf)
+    # Not a REST entry: Iceberg's JdbcCatalog, as before.
+    assert catalog_conf("icecore", str(tmp_path / "c.db"), tmp_path)[f"{prefix}.type"] == "jdbc"
