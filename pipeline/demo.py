@@ -547,7 +547,9 @@ def write_equality_deletes(
     Spec "Equality Delete Files": the file holds the ``columns`` values of deleted rows and
     applies to data files of lower data sequence number, in its partition (or everywhere when
     written under an unpartitioned spec). ``partition`` gives the partition values by
-    partition-field name for the table's current spec.
+    partition-field name for the table's current spec. The table is the one Spark's catalog
+    loads, so the file is written with that catalog's FileIO and the row delta commits
+    through that catalog, whatever it is (JdbcCatalog, or a REST server's commit endpoint).
     """
     jvm = spark.sparkContext._jvm
     gateway = spark.sparkContext._gateway
