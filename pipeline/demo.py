@@ -1,6 +1,6 @@
 """Build the demo warehouse: real Iceberg tables written by real Spark, with a story to explore.
 
-``python -m pipeline.demo --warehouse warehouse [--force] [--scale full|mini]``
+``python -m pipeline.demo --warehouse warehouse [--force] [--scale full|mini] [--catalog C]``
 
 The story (each step is a Spark SQL statement or Iceberg procedure; see :func:`trips_story`):
 
@@ -16,6 +16,17 @@ The story (each step is a Spark SQL statement or Iceberg procedure; see :func:`t
 * ``demo.events_v3`` (format v3): deletion vectors from several deletes, some hitting the
   same data files twice (the DV is replaced, not stacked).
 * ``demo.zones``: a small unpartitioned lookup table.
+
+With ``--catalog`` the tables of the SQL catalog (all but ``customers_v1``, whose story is
+the filesystem catalog) go to another catalog, registered in Spark as ``icecore``: a
+PostgreSQL database (``postgresql://user@host:port/db``, Iceberg's JdbcCatalog), or an
+Iceberg REST catalog (an ``http(s)://`` URI, or the name of a ``[catalogs.NAME]`` entry of
+icecore.toml with ``type = "rest"``) through Spark's ``type=rest`` catalog; the REST server
+decides where the table files live. Every step works through REST: the equality deletes of
+``accounts`` are committed by Iceberg's Java API on the table Spark's catalog loads, so
+through the same REST client. Secrets (a PostgreSQL password, a REST credential or token)
+are read from the environment or icecore.toml as Icecore reads them and set on the running
+Spark session, never on ``spark-submit``'s command line (see :mod:`pipeline.spark`).
 
 The build is all-or-nothing: prerequisites are checked before Spark starts, the warehouse is
 written in place (Iceberg metadata holds absolute paths, so it can't be built elsewhere and
@@ -33,14 +44,23 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icecore.catalog.postgres import PostgresTarget, is_postgres_uri
-from pipeline.spark import HADOOP_CATALOG, HADOOP_SUBDIR, SQL_CATALOG, PipelineError
+from icecore.catalog import load_catalog
+from icecore.catalog.postgres import PostgresTarget
+from icecore.catalog.postgres_uri import is_postgres_uri
+from icecore.errors import IcecoreError
+from pipeline.spark import (
+    HADOOP_CATALOG,
+    HADOOP_SUBDIR,
+    SQL_CATALOG,
+    PipelineError,
+    is_rest_catalog,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -519,7 +539,7 @@ def write_equality_deletes(
     spark: SparkSession,
     table_name: str,
     columns: list[str],
-    rows: list[list[object]],
+    rows: Sequence[Sequence[object]],
     partition: dict[str, object] | None = None,
 ) -> None:
     """Commit one equality delete file through Iceberg's Java API (Spark SQL can't write them).
@@ -527,7 +547,9 @@ def write_equality_deletes(
     Spec "Equality Delete Files": the file holds the ``columns`` values of deleted rows and
     applies to data files of lower data sequence number, in its partition (or everywhere when
     written under an unpartitioned spec). ``partition`` gives the partition values by
-    partition-field name for the table's current spec.
+    partition-field name for the table's current spec. The table is the one Spark's catalog
+    loads, so the file is written with that catalog's FileIO and the row delta commits
+    through that catalog, whatever it is (JdbcCatalog, or a REST server's commit endpoint).
     """
     jvm = spark.sparkContext._jvm
     gateway = spark.sparkContext._gateway
@@ -615,6 +637,8 @@ def zones_story(spark: SparkSession, steps: _Steps) -> None:
 
 
 TOTAL_STEPS = 18
+SQL_TABLES: tuple[str, ...] = ("accounts", "zones", "trips", "events_v3")
+"""The story's tables in the SQL (or ``--catalog``) catalog, namespace :data:`NAMESPACE`."""
 
 
 def write_story(spark: SparkSession, scale: Scale, progress: Progress) -> list[str]:
@@ -629,12 +653,8 @@ def write_story(spark: SparkSession, scale: Scale, progress: Progress) -> list[s
     customers_story(spark, scale, steps)
     accounts_story(spark, scale, steps)
     steps.step("done")
-    return [
-        f"{NAMESPACE}.accounts",
-        f"{NAMESPACE}.zones",
-        f"{NAMESPACE}.trips",
-        f"{NAMESPACE}.events_v3",
-        f"{HADOOP_SUBDIR}:{NAMESPACE}.customers_v1",
+    return [f"{NAMESPACE}.{name}" for name in SQL_TABLES] + [
+        f"{HADOOP_SUBDIR}:{NAMESPACE}.customers_v1"
     ]
 
 
@@ -721,14 +741,35 @@ def _all_or_nothing(warehouse: Path, force: bool) -> Iterator[None]:
 def _forget_demo_tables(spark: SparkSession) -> None:
     """Unregister a previous build's tables from a shared catalog (their files went with it).
 
-    A folder warehouse forgets its tables with its ``catalog.db``; a PostgreSQL catalog
-    outlives the folder, so ``--force`` drops the rows (not the files: the old folder is
-    already set aside) before the story creates the tables again.
+    A folder warehouse forgets its tables with its ``catalog.db``; a PostgreSQL or REST
+    catalog outlives the folder, so ``--force`` drops them (not their files: the old folder is
+    set aside, and a REST server decides about its own) before the story creates them again.
+    Only the story's own tables: a shared catalog's ``demo`` namespace may hold others'.
     """
-    if not spark.sql(f"SHOW NAMESPACES IN {SQL_CATALOG} LIKE '{NAMESPACE}'").collect():
-        return
-    for row in spark.sql(f"SHOW TABLES IN {SQL_CATALOG}.{NAMESPACE}").collect():
-        spark.sql(f"DROP TABLE {SQL_CATALOG}.{NAMESPACE}.{row.tableName}")
+    for name in SQL_TABLES:
+        spark.sql(f"DROP TABLE IF EXISTS {SQL_CATALOG}.{NAMESPACE}.{name}")
+
+
+def check_catalog(catalog: str) -> str:
+    """Refuse a ``--catalog`` Spark cannot use, before Spark starts; returns its public name.
+
+    A REST catalog is opened once by Icecore's client, so an unreachable server or a refused
+    credential is one sentence now rather than a Java stack trace after Spark has started.
+    The name returned holds no secret (a PostgreSQL URI loses its password).
+    """
+    if is_postgres_uri(catalog):
+        return PostgresTarget.parse(catalog).uri
+    try:
+        if is_rest_catalog(catalog):
+            load_catalog(catalog, read_only=False)
+            return catalog
+    except IcecoreError as e:
+        raise PipelineError(f"The demo cannot use the catalog {catalog}: {e}") from e
+    raise PipelineError(
+        "--catalog takes a postgresql://user@host:port/database URI, an http(s):// REST "
+        'catalog URI or the name of a REST entry of icecore.toml (type = "rest"), '
+        f"not {catalog!r}."
+    )
 
 
 def build_demo(
@@ -752,7 +793,9 @@ def build_demo(
             hadoop catalog); otherwise one is started and stopped here.
         progress: receives one line per step.
         catalog: a ``postgresql://`` URI: keep the SQL catalog in that database (shared with
-            other users and Spark jobs) instead of ``<warehouse>/catalog.db``.
+            other users and Spark jobs) instead of ``<warehouse>/catalog.db``; or a REST
+            catalog (``http(s)://`` URI or icecore.toml entry name) to create those tables
+            through. With ``spark`` given, the session must already have it as ``icecore``.
 
     Raises:
         PipelineError: a prerequisite is missing or the warehouse can't be written; nothing is
@@ -766,10 +809,7 @@ def build_demo(
     if is_built(root) and not force:
         progress(f"Demo warehouse already built at {root}; keeping it (use --force to rebuild).")
         return None
-    if catalog is not None and not is_postgres_uri(catalog):
-        raise PipelineError(
-            f"--catalog takes a postgresql://user@host:port/database URI, not {catalog!r}."
-        )
+    catalog_name = check_catalog(catalog) if catalog is not None else str(root)
     check_prerequisites()
     started = time.monotonic()
     with _all_or_nothing(root, force):
@@ -792,7 +832,7 @@ def build_demo(
             warehouse=str(root),
             scale=scale,
             seconds=round(time.monotonic() - started, 1),
-            sql_catalog=PostgresTarget.parse(catalog).uri if catalog else str(root),
+            sql_catalog=catalog_name,
             hadoop_warehouse=str(root / HADOOP_SUBDIR),
             tables=tables,
         )
@@ -812,8 +852,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--catalog",
         default=None,
-        help="postgresql://user@host:port/db to keep the SQL catalog there "
-        "(password from PGPASSWORD or ~/.pgpass)",
+        help="keep the SQL catalog's tables elsewhere: postgresql://user@host:port/db "
+        "(password from PGPASSWORD or ~/.pgpass), an http(s):// REST catalog URI "
+        "(secret from ICECORE_REST_CREDENTIAL or ICECORE_REST_TOKEN) or the name of a "
+        "REST entry of icecore.toml",
     )
     args = parser.parse_args(argv)
     try:

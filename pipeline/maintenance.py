@@ -22,7 +22,6 @@ import argparse
 import datetime as dt
 import hashlib
 import json
-import os
 import socket
 import sys
 import tempfile
@@ -44,9 +43,8 @@ from icecore.catalog import (
     load_catalog,
     load_table,
 )
-from icecore.catalog.rest import CREDENTIAL_ENV, TOKEN_ENV, RestCatalog
+from icecore.catalog.rest import RestCatalog
 from icecore.cli import jsonable
-from icecore.config import is_catalog_name, load_config
 from icecore.errors import IcecoreError
 from icecore.expressions.bind import bind
 from icecore.expressions.parser import parse_filter
@@ -60,7 +58,7 @@ from pipeline.spark import (
     default_master,
     jdbc_catalog_conf,
     public_conf,
-    rest_catalog_conf,
+    resolve_rest_catalog,
 )
 
 Progress = Callable[[str], None]
@@ -149,31 +147,14 @@ def spark_table(text: str) -> tuple[SparkTable, Table]:
 def _rest(catalog_uri: str, name: str) -> SparkTable:
     """Spark's ``type=rest`` catalog for a REST entry of icecore.toml or a bare REST URI.
 
-    The secrets are found as Icecore's client finds them: the variables an entry names
-    (``credential-env``/``token-env``) or its own ``credential``/``token``; for a bare URI
-    ``ICECORE_REST_CREDENTIAL``/``ICECORE_REST_TOKEN``.
+    The secrets are found as Icecore's client finds them (:func:`resolve_rest_catalog`).
     """
-    entries = load_config().catalogs if is_catalog_name(catalog_uri) else {}
-    entry = entries.get(catalog_uri)
-    properties = dict(entry.properties) if entry is not None else {}
-    uri = entry.uri if entry is not None else catalog_uri
-    secrets = {
-        key: _rest_secret(properties, key, None if entry is not None else env)
-        for key, env in (("credential", CREDENTIAL_ENV), ("token", TOKEN_ENV))
-    }
-    digest = hashlib.sha1(f"{uri}\0{properties.get('warehouse', '')}".encode()).hexdigest()
+    ref = resolve_rest_catalog(catalog_uri)
+    digest = hashlib.sha1(f"{ref.uri}\0{ref.properties.get('warehouse', '')}".encode()).hexdigest()
     spark_name = f"icecore_rest_{digest[:10]}"
-    conf = rest_catalog_conf(
-        spark_name, uri, properties, credential=secrets["credential"], token=secrets["token"]
-    )
+    conf = ref.conf(spark_name)
     conf[f"spark.sql.catalog.{spark_name}.cache-enabled"] = "false"
     return SparkTable(spark_name, conf, name)
-
-
-def _rest_secret(properties: dict[str, str], key: str, default_env: str | None) -> str | None:
-    env = properties.get(f"{key}-env") or default_env
-    value = os.environ.get(env, "").strip() if env else ""
-    return value or properties.get(key, "").strip() or None
 
 
 def check_master(master: str, timeout: float = 5.0) -> None:

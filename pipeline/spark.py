@@ -14,12 +14,15 @@ Debian's SQLite JDBC driver, and registers:
   ``version-hint.text``) on ``<warehouse>/hadoop``.
 
 A table behind an Iceberg REST catalog is reached through Spark's own ``type=rest`` catalog
-(:func:`rest_catalog_conf`). Its credential or token is a secret: PySpark hands the
-builder's settings to ``spark-submit`` as ``--conf`` arguments (visible in the process
-list), so secrets are never given to :func:`build_session`; they are set on the running
-session (``spark.conf.set``, in-process) before the catalog is first used
-(:func:`public_conf` splits them off), and ``spark.redaction.regex`` also hides
-``credential`` keys from Spark's UI and logs.
+(:func:`rest_catalog_conf`, :func:`resolve_rest_catalog`); given a REST catalog as
+``catalog``, :func:`build_session` registers it as ``icecore`` instead of the JdbcCatalog.
+
+Secrets (a REST credential or token, a PostgreSQL password) never reach a command line:
+PySpark hands the builder's settings to ``spark-submit`` as ``--conf`` arguments (visible
+to every user in the process list, and kept in the SparkConf that Spark's UI shows), so
+:func:`build_session` gives the builder only :func:`public_conf` and sets the secrets on the
+running session (``spark.conf.set``, in-process) before any catalog is first used;
+``spark.redaction.regex`` also hides ``credential`` keys from Spark's UI and logs.
 
 Missing prerequisites (Java, the jar, the JDBC driver) raise :class:`PipelineError` with one
 sentence that says what to install, before a JVM is started.
@@ -32,11 +35,14 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icecore.catalog.postgres import PostgresTarget, is_postgres_uri
+from icecore.catalog.postgres import PostgresTarget
+from icecore.catalog.postgres_uri import is_postgres_uri
+from icecore.catalog.rest import CREDENTIAL_ENV, TOKEN_ENV
+from icecore.config import is_catalog_name, is_rest_entry, load_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -229,8 +235,90 @@ def rest_catalog_conf(
 
 
 def public_conf(conf: Mapping[str, str]) -> dict[str, str]:
-    """``conf`` without its secrets: what may be given to :func:`build_session`."""
+    """``conf`` without its secrets: what may be given to a ``SparkSession`` builder."""
     return {k: v for k, v in conf.items() if not k.endswith(SECRET_SUFFIXES)}
+
+
+def secret_conf(conf: Mapping[str, str]) -> dict[str, str]:
+    """Only the secrets of ``conf``: what is set on the running session instead."""
+    return {k: v for k, v in conf.items() if k.endswith(SECRET_SUFFIXES)}
+
+
+def is_rest_catalog(catalog: str) -> bool:
+    """Whether ``catalog`` is an ``http(s)://`` URI or names a REST entry of icecore.toml.
+
+    Raises:
+        ValidationError: ``catalog`` is a name and icecore.toml is malformed.
+    """
+    text = catalog.strip()
+    if text.lower().startswith(("http://", "https://")):
+        return True
+    if not is_catalog_name(text):
+        return False
+    entry = load_config().catalogs.get(text)
+    return entry is not None and is_rest_entry(entry.properties)
+
+
+@dataclass(frozen=True, slots=True)
+class RestCatalogRef:
+    """A REST catalog as Spark will reach it; the secrets stay out of ``repr``.
+
+    Attributes:
+        uri: the server's base URI.
+        properties: the icecore.toml entry's properties (empty for a bare URI).
+        credential: ``client_id:client_secret``, if any.
+        token: a bearer token, if any.
+    """
+
+    uri: str
+    properties: Mapping[str, str]
+    credential: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)
+
+    def conf(self, name: str) -> dict[str, str]:
+        """Spark settings registering this catalog as ``name`` (secrets included)."""
+        return rest_catalog_conf(
+            name, self.uri, self.properties, credential=self.credential, token=self.token
+        )
+
+
+def resolve_rest_catalog(catalog: str) -> RestCatalogRef:
+    """A REST entry of icecore.toml (by name) or a bare REST URI, with its secrets.
+
+    The secrets are found as Icecore's client finds them: an entry's from the variables it
+    names (``credential-env``/``token-env``) or its own ``credential``/``token``; a bare
+    URI's from ``ICECORE_REST_CREDENTIAL`` / ``ICECORE_REST_TOKEN``.
+
+    Raises:
+        ValidationError: ``catalog`` is a name and icecore.toml is malformed.
+    """
+    entries = load_config().catalogs if is_catalog_name(catalog) else {}
+    entry = entries.get(catalog)
+    properties = dict(entry.properties) if entry is not None else {}
+    uri = entry.uri if entry is not None else catalog
+    credential, token = (
+        _rest_secret(properties, key, None if entry is not None else env)
+        for key, env in (("credential", CREDENTIAL_ENV), ("token", TOKEN_ENV))
+    )
+    return RestCatalogRef(uri, properties, credential, token)
+
+
+def _rest_secret(properties: Mapping[str, str], key: str, default_env: str | None) -> str | None:
+    env = properties.get(f"{key}-env") or default_env
+    value = os.environ.get(env, "").strip() if env else ""
+    return value or properties.get(key, "").strip() or None
+
+
+def catalog_conf(name: str, catalog: str, warehouse: str | os.PathLike[str]) -> dict[str, str]:
+    """Spark settings registering ``catalog`` as Spark's catalog ``name``, secrets included.
+
+    A REST catalog (:func:`is_rest_catalog`) becomes Spark's ``type=rest`` catalog (its
+    server decides where tables live); anything else is Iceberg's JdbcCatalog
+    (:func:`jdbc_catalog_conf`) with its tables under ``warehouse``.
+    """
+    if is_rest_catalog(catalog):
+        return resolve_rest_catalog(catalog).conf(name)
+    return jdbc_catalog_conf(name, catalog, warehouse)
 
 
 def check_prerequisites() -> SparkSetup:
@@ -262,15 +350,19 @@ def build_session(
         master: any Spark master URL; defaults to ``ICECORE_SPARK_MASTER`` or ``local[*]``.
         hadoop_catalog: also register the filesystem catalog on ``<warehouse>/hadoop``.
         app_name: the Spark application name shown in logs and the Spark UI.
-        extra_conf: further Spark settings, applied last.
+        extra_conf: further Spark settings, applied last (secrets among them, like the
+            catalog's own, are set on the running session, never on the command line).
         catalog: a ``postgresql://`` URI to keep the SQL catalog in that database instead of
-            ``<warehouse>/catalog.db`` (table files stay under ``warehouse``).
+            ``<warehouse>/catalog.db`` (table files stay under ``warehouse``); or a REST
+            catalog (an ``http(s)://`` URI or the name of a REST entry of icecore.toml),
+            registered as ``icecore`` through Spark's ``type=rest`` catalog.
 
     Returns:
         The session; its catalogs are named :data:`SQL_CATALOG` and :data:`HADOOP_CATALOG`.
 
     Raises:
         PipelineError: Java, the Iceberg jar or a JDBC driver is missing.
+        ValidationError: ``catalog`` is a name and icecore.toml is malformed.
     """
     setup = check_prerequisites()
     postgres_jar = find_postgres_jar(required=catalog is not None and is_postgres_uri(catalog))
@@ -290,7 +382,7 @@ def build_session(
         "spark.sql.extensions": (
             "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
         ),
-        **jdbc_catalog_conf(SQL_CATALOG, catalog or str(root / "catalog.db"), root),
+        **catalog_conf(SQL_CATALOG, catalog or str(root / "catalog.db"), root),
         "spark.sql.defaultCatalog": SQL_CATALOG,
         # Local-mode friendly settings: few shuffle partitions, no UI, small driver overhead.
         "spark.sql.shuffle.partitions": "4",
@@ -310,8 +402,11 @@ def build_session(
     conf.update(extra_conf or {})
 
     builder = SparkSession.builder.master(master or default_master()).appName(app_name)
-    for key, value in conf.items():
+    for key, value in public_conf(conf).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    # Catalogs load on first use, so secrets set now are in place before any connection.
+    for key, value in secret_conf(conf).items():
+        session.conf.set(key, value)
     return session

@@ -28,6 +28,8 @@ from pyiceberg.types import LongType, NestedField, StringType
 from icecore.catalog.sql import SqlCatalog
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 
+from .processes import command_lines
+
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,18 +68,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestServer]:
         stop_server(running)
 
 
-def _command_lines() -> list[str]:
-    """Every process's command line on this machine (readable ones)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-            except OSError:
-                continue
-    return found
-
-
 def test_rewrite_data_files_commits_through_rest(server: RestServer, tmp_path: Path) -> None:
     before = SqlCatalog(server.catalog_db).load_table(TABLE)
     live_before = before.scan().plan()
@@ -106,7 +96,7 @@ def test_rewrite_data_files_commits_through_rest(server: RestServer, tmp_path: P
     exposed: list[str] = []
     deadline = time.monotonic() + 600
     while job.poll() is None and time.monotonic() < deadline:
-        exposed += [line[:200] for line in _command_lines() if SECRET in line]
+        exposed += [line[:200] for line in command_lines() if SECRET in line]
         time.sleep(0.2)
     out, err = job.communicate(timeout=60)
     assert job.returncode == 0, err[-3000:]
