@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -130,6 +131,24 @@ def check_uri(uri: str) -> str:
     return uri.strip().rstrip("/")
 
 
+def scrub(text: str, secrets: list[str]) -> str:
+    """Replace every secret in ``text`` with ``<hidden>``.
+
+    Why word edges for short secrets: replacing a one- or two-character client secret
+    everywhere garbles the message ("variable" became "varia<hidden>le" for secret ``b``)
+    while hiding nothing, since such a secret inside a longer word is not that secret shown.
+    A secret as a whole token (between non-word characters) is always hidden; secrets of
+    eight characters or more are hidden wherever they appear.
+    """
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 8:
+            text = text.replace(secret, "<hidden>")
+        else:
+            edge = rf"(?<![A-Za-z0-9_]){re.escape(secret)}(?![A-Za-z0-9_])"
+            text = re.sub(edge, "<hidden>", text)
+    return text
+
+
 class RestCatalog(CatalogBase):
     """A catalog behind the Iceberg REST protocol.
 
@@ -204,9 +223,7 @@ class RestCatalog(CatalogBase):
     # HTTP -------------------------------------------------------------------------------
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "<hidden>")
-        return text
+        return scrub(text, self._secrets)
 
     def _where(self) -> str:
         return f"the REST catalog {self.uri}"

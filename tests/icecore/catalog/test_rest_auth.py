@@ -16,7 +16,7 @@ import pytest
 import requests
 
 import icecore
-from icecore.catalog.rest import RestCatalog
+from icecore.catalog.rest import RestCatalog, scrub
 from icecore.errors import CatalogUnavailable, IcecoreError, ValidationError
 from tests.icecore.catalog.rest_reference import ReferenceServer, start_reference
 
@@ -203,3 +203,21 @@ def test_vended_storage_properties_reach_that_tables_fileio_only(
         assert "VENDED-SECRET" not in repr(table)  # a Table's repr shows its FileIO
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    ("text", "secrets", "expected"),
+    [
+        # A one-character secret is hidden where it stands alone, not inside words.
+        ("variable b is set; token=b", ["a:b", "b"], "variable <hidden> is set; token=<hidden>"),
+        ("client a:b refused", ["a:b", "b"], "client <hidden> refused"),
+        # A long secret is hidden wherever it appears, even glued to other text.
+        ("x" + SECRET + "y", [SECRET], "x<hidden>y"),
+        # The longer secret first: the credential, not only its secret part.
+        (f"{CLIENT_ID}:{SECRET}", [f"{CLIENT_ID}:{SECRET}", SECRET], "<hidden>"),
+    ],
+)
+def test_scrub_hides_secrets_without_garbling_words(
+    text: str, secrets: list[str], expected: str
+) -> None:
+    assert scrub(text, secrets) == expected
