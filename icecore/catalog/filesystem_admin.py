@@ -11,9 +11,10 @@ Tables"). What HadoopCatalog (Iceberg Java) refuses is refused here too, with on
   written for another place would leave a table whose files are elsewhere.
 
 Creating a table writes ``v1.metadata.json`` by exclusive create, so of two creators exactly
-one wins, then ``version-hint.text``. Dropping a table moves its ``metadata`` folder aside
-(one atomic rename locally): the table is gone from the catalog and no file is deleted;
-purging its files is the caller's next step (:mod:`icecore.server.purge`).
+one wins, then ``version-hint.text``. Dropping a table moves its version files and hint into
+a ``metadata/dropped-...`` folder: the table is gone from the catalog (a folder without
+version files is no table) and no file is deleted; purging its files is the caller's next
+step (:mod:`icecore.server.purge`).
 """
 
 from __future__ import annotations
@@ -26,18 +27,28 @@ from icecore.catalog.filesystem import (
     HINT_FILE,
     MAX_DEPTH,
     FilesystemCatalog,
-    _is_table_dir,
     _version_paths,
+    _versions,
     check_name,
 )
-from icecore.errors import AlreadyExists, NamespaceNotEmpty, NotFound, Unsupported, ValidationError
+from icecore.errors import (
+    AlreadyExists,
+    CommitStateUnknown,
+    NamespaceNotEmpty,
+    NotFound,
+    Unsupported,
+    ValidationError,
+)
 from icecore.io import normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
 from icecore.table import read_table_metadata
 
-DROPPED_PREFIX = "metadata.dropped-"
-"""A dropped table's metadata folder is renamed ``metadata.dropped-<UTC time>-<id>``."""
+DROPPED_PREFIX = "dropped-"
+"""A dropped table's metadata files go to ``metadata/dropped-<UTC time>-<id>/``."""
+
+MOVE_ROUNDS = 5
+"""Times a drop lists ``metadata/`` again for versions committed while it moved files."""
 
 
 def _dot(parts: tuple[str, ...]) -> str:
@@ -62,10 +73,14 @@ class FilesystemCatalogAdmin:
     # Namespaces ----------------------------------------------------------------------------
 
     def _is_table(self, path: str) -> bool:
+        """A folder whose ``metadata/`` holds a version file or a hint (HadoopCatalog's test)."""
         try:
-            return _is_table_dir(self.io.ls(path))
+            listing = self.io.ls(f"{path}/metadata")
         except NotFound:
             return False
+        return bool(_versions(listing)) or any(
+            e.path.rsplit("/", 1)[-1] == HINT_FILE for e in listing
+        )
 
     def namespace_exists(self, namespace: tuple[str, ...]) -> bool:
         """A folder that is neither a table nor inside one (HadoopCatalog's ``isNamespace``)."""
@@ -172,7 +187,7 @@ class FilesystemCatalogAdmin:
         return expected
 
     def _check_absent(self, identifier: TableIdentifier, table_dir: str) -> None:
-        if self.io.exists(f"{table_dir}/metadata"):
+        if self._is_table(table_dir):
             raise AlreadyExists(f"Table {identifier} already exists.")
 
     def _write_first_version(
@@ -223,18 +238,37 @@ class FilesystemCatalogAdmin:
         self._write_first_version(identifier, table_dir, payload, payload[:2] == b"\x1f\x8b")
 
     def drop_table(self, identifier: TableIdentifier) -> str:
-        """Move the table's ``metadata`` folder aside; returns its current file's new location.
+        """Move the table's metadata files aside; returns its current file's new location.
 
-        No file is deleted: the data stays, and the moved metadata can be registered again.
+        The ``v<N>.metadata.json`` files and the hint go to ``metadata/dropped-<time>-<id>/``:
+        with none left in ``metadata/`` the folder is no table, for Icecore as for
+        HadoopCatalog. Nothing is deleted and manifests, manifest lists and data files stay
+        where the metadata says they are, so the moved current file can be registered again.
 
         Raises:
             NotFound: no such table.
         """
         current = self.catalog.metadata_location(identifier)
-        table_dir = self.catalog.table_location(identifier)
+        metadata_dir = f"{self.catalog.table_location(identifier)}/metadata"
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        aside = f"{table_dir}/{DROPPED_PREFIX}{stamp}-{uuid.uuid4().hex[:8]}"
-        self.io.move(f"{table_dir}/metadata", aside)
+        aside = f"{metadata_dir}/{DROPPED_PREFIX}{stamp}-{uuid.uuid4().hex[:8]}"
+        self.io.makedirs(aside)
+        for _ in range(MOVE_ROUNDS):  # a commit racing the drop leaves one more version
+            listing = self.io.ls(metadata_dir)
+            names = [e.path.rsplit("/", 1)[-1] for e in listing if not e.is_dir]
+            hints = [n for n in names if n == HINT_FILE]
+            versions = sorted(_versions(listing).items())
+            if not versions and not hints:
+                break
+            for name in [*hints, *(path.rsplit("/", 1)[-1] for _, path in versions)]:
+                self.io.move(f"{metadata_dir}/{name}", f"{aside}/{name}")
+                if f".{name}.crc" in names:  # Hadoop's checksum of that file goes with it
+                    self.io.move(f"{metadata_dir}/.{name}.crc", f"{aside}/.{name}.crc")
+        else:
+            raise CommitStateUnknown(
+                f"Table {identifier} kept getting new versions while it was dropped; some of "
+                f"its metadata files are in {aside}: look before using the table again."
+            )
         return f"{aside}/{current.rsplit('/', 1)[-1]}"
 
     def rename_table(self, source: TableIdentifier, destination: TableIdentifier) -> None:

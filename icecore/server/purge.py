@@ -118,20 +118,27 @@ def _remove_empty_folders(io: FileIO, location: str, folders: set[str]) -> None:
                 io.remove_empty_dir(folder)
 
 
+def _moved(io: FileIO, path: str, old: str, new: str) -> str:
+    """Where ``path`` is now: in ``new`` if it was directly in ``old`` and moved there."""
+    folder, name = path.rsplit("/", 1)
+    if folder != old or io.exists(path):
+        return path
+    return f"{new}/{name}" if io.exists(f"{new}/{name}") else path
+
+
 def purge_table(table: Table, relocated: tuple[str, str] | None = None) -> PurgeReport:
     """Delete a dropped table's files (see the module docstring).
 
     Args:
         table: the table as loaded just before its catalog entry was removed.
-        relocated: ``(old folder, new folder)`` when dropping moved the metadata folder (a
-            filesystem warehouse moves ``metadata`` aside): paths under the old one are
-            deleted under the new one, and what else the moved folder holds of this table's
-            own writing (``.crc`` files, the hint) goes with it.
+        relocated: ``(old folder, new folder)`` when dropping moved files (a filesystem
+            warehouse moves its version files and hint aside): a file directly in the old
+            folder that is no longer there but in the new one is deleted there.
     """
     files, errors = reachable_files(table)
     if relocated is not None:
         old, new = (_plain(p) for p in relocated)
-        files = [new + f[len(old) :] if _under(f, old) else f for f in files]
+        files = [_moved(table.io, f, old, new) for f in files]
     return purge_files(table.io, table.metadata.location, files, errors)
 
 
