@@ -24,6 +24,7 @@ import uuid
 
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.filesystem import (
+    _VERSION_FILE,
     HINT_FILE,
     MAX_DEPTH,
     FilesystemCatalog,
@@ -46,6 +47,10 @@ from icecore.table import read_table_metadata
 
 DROPPED_PREFIX = "dropped-"
 """A dropped table's metadata files go to ``metadata/dropped-<UTC time>-<id>/``."""
+
+SPARK_OWNER = "owner"
+"""The one property Spark puts on every new namespace; Iceberg's SparkCatalog leaves it out
+when the catalog is a HadoopCatalog (its ``DEFAULT_NS_KEYS``), and so does this one."""
 
 MOVE_ROUNDS = 5
 """Times a drop lists ``metadata/`` again for versions committed while it moved files."""
@@ -125,11 +130,15 @@ class FilesystemCatalogAdmin:
     def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str]) -> None:
         """Create the namespace's folder (and its parents), as HadoopCatalog does.
 
+        Properties are refused, except Spark's automatic ``owner`` alone, which is dropped.
+
         Raises:
             ValidationError: properties were given, or a level is a table.
             AlreadyExists: the namespace exists.
         """
         path = self.catalog.namespace_location(namespace)
+        if set(properties) == {SPARK_OWNER}:
+            properties = {}  # Spark adds it on its own; its SparkCatalog drops it, as here
         if properties:
             raise ValidationError(
                 f"Cannot create namespace {_dot(namespace)} with properties: a filesystem "
@@ -222,7 +231,8 @@ class FilesystemCatalogAdmin:
         """Copy an existing metadata file in as the table's ``v1`` (HadoopCatalog's register).
 
         Only a metadata file whose ``location`` is this table's folder can be registered: the
-        table's files are found through that location.
+        table's files are found through that location. A file a drop moved aside is moved
+        back with the versions before it instead (:meth:`_restore`).
 
         Raises:
             NotFound: the namespace or the file does not exist.
@@ -234,8 +244,41 @@ class FilesystemCatalogAdmin:
         metadata = read_table_metadata(self.io, metadata_location)
         table_dir = self._check_location(identifier, metadata.location, "register table")
         self._check_absent(identifier, table_dir)
+        if self._restore(table_dir, metadata_location):
+            return
         payload = self.io.read(metadata_location)
         self._write_first_version(identifier, table_dir, payload, payload[:2] == b"\x1f\x8b")
+
+    def _restore(self, table_dir: str, metadata_location: str) -> bool:
+        """Undo a drop: move the versions up to the one registered back into ``metadata/``.
+
+        Only for a file that :meth:`drop_table` moved aside; the table then has its history
+        again under the same names, so its metadata log stays true. The newest goes first,
+        so the table reappears at that version at once.
+        """
+        metadata_dir = f"{table_dir}/metadata"
+        folder, name = metadata_location.rsplit("/", 1)
+        parent, aside = folder.rsplit("/", 1)
+        match = _VERSION_FILE.match(name)
+        if match is None or not aside.startswith(DROPPED_PREFIX):
+            return False
+        if not _same_place(parent, metadata_dir):
+            return False
+        version = int(match.group(1))
+        listing = self.io.ls(folder)
+        names = {e.path.rsplit("/", 1)[-1] for e in listing if not e.is_dir}
+        for found, path in sorted(_versions(listing).items(), reverse=True):
+            if found > version:
+                continue
+            base = path.rsplit("/", 1)[-1]
+            self.io.move(path, f"{metadata_dir}/{base}")
+            if f".{base}.crc" in names:
+                self.io.move(f"{folder}/.{base}.crc", f"{metadata_dir}/.{base}.crc")
+        self.io.write(f"{metadata_dir}/{HINT_FILE}", str(version).encode())
+        self.io.delete(f"{folder}/{HINT_FILE}")
+        self.io.delete(f"{folder}/.{HINT_FILE}.crc")
+        self.io.remove_empty_dir(folder)
+        return True
 
     def drop_table(self, identifier: TableIdentifier) -> str:
         """Move the table's metadata files aside; returns its current file's new location.

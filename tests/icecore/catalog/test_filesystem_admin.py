@@ -83,7 +83,9 @@ def test_parallel_creates_of_one_table_one_wins(tmp_path: Path) -> None:
 
 def test_namespaces_are_folders(tmp_path: Path) -> None:
     admin = _admin(tmp_path / "wh")
-    admin.create_namespace(("a", "b"), {})
+    admin.create_namespace(("a", "b"), {"owner": "spark-adds-this"})  # Spark's own: dropped
+    with pytest.raises(ValidationError, match="keeps none"):
+        admin.create_namespace(("c",), {"owner": "x", "comment": "y"})
     assert admin.all_namespaces() == [("a",), ("a", "b")]
     _create(admin, TableIdentifier(("a",), "t"))
     # A table's folder is not a namespace; nor can a namespace be made inside one.
@@ -114,7 +116,10 @@ def test_drop_moves_version_files_only_and_register_brings_the_table_back(
     assert admin.catalog.list_tables() == []
     assert manifest.read_bytes() == b"stands for a manifest list"
     assert Path(moved).name == "v1.metadata.json" and Path(moved).is_file()
-    admin.register_table(identifier, moved)
+    admin.register_table(identifier, moved)  # a moved file goes back: history kept
     assert admin.catalog.list_tables() == [identifier]
+    metadata_dir = tmp_path / "wh" / "db" / "t" / "metadata"
+    assert admin.catalog.metadata_location(identifier) == str(metadata_dir / "v1.metadata.json")
+    assert not Path(moved).parent.exists()
     with pytest.raises(AlreadyExists):
-        admin.register_table(identifier, moved)
+        admin.register_table(identifier, str(metadata_dir / "v1.metadata.json"))

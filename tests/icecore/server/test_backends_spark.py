@@ -122,11 +122,28 @@ def test_spark_rest_over_a_warehouse_folder_equals_spark_hadoop_catalog(
     spark.sql(f"INSERT INTO {hadoop}.sp.t VALUES (6, 'f', DATE'2024-01-04', NULL)")
     assert _rows(spark, f"{rest}.sp.t") == [*EXPECTED, (6, "f", None)]
 
-    # DROP ... PURGE through REST deletes the table's files and leaves the other table's.
+    # Spark's DROP ... PURGE over REST: SparkCatalog (Iceberg 1.10) drops without purge, then
+    # deletes what the old metadata file reaches only if that file still exists. A dropped
+    # filesystem table keeps every file, its version files moved aside: Spark deletes
+    # nothing, and the table can be registered back (or purged through REST).
+    table_dir = fs_served.warehouse / "sp" / "t"
     other_before = _files(fs_served.warehouse / "sp" / "other")
-    assert _files(fs_served.warehouse / "sp" / "t")
+    data_before = {n for n in _files(table_dir) if n.startswith("data/")}
     spark.sql(f"DROP TABLE {rest}.sp.t PURGE")
-    assert not (fs_served.warehouse / "sp" / "t").exists()
+    assert [r[1] for r in spark.sql(f"SHOW TABLES IN {hadoop}.sp").collect()] == ["other"]
+    assert {n for n in _files(table_dir) if n.startswith("data/")} == data_before
+    (current,) = sorted(
+        (table_dir / "metadata").glob("dropped-*/v*.metadata.json"),
+        key=lambda p: int(p.name[1:].split(".")[0]),
+    )[-1:]
+    peer_catalog = RestCatalog("peer", uri=fs_served.url)
+    peer_catalog.register_table("sp.t", str(current))
+    assert _rows(spark, f"{hadoop}.sp.t") == [*EXPECTED, (6, "f", None)]
+    assert _rows(spark, f"{rest}.sp.t") == [*EXPECTED, (6, "f", None)]
+
+    # Purged through REST: the table's files go, the other table's stay.
+    peer_catalog.purge_table("sp.t")
+    assert not table_dir.exists(), sorted(_files(table_dir)) if table_dir.exists() else None
     assert _files(fs_served.warehouse / "sp" / "other") == other_before
     assert [r[1] for r in spark.sql(f"SHOW TABLES IN {hadoop}.sp").collect()] == ["other"]
     assert sorted(r[0] for r in spark.sql(f"SELECT id FROM {hadoop}.sp.other").collect()) == [

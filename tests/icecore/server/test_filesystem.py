@@ -115,6 +115,7 @@ def test_unsafe_table_names_are_refused_with_400(fs_server: RestServer, name: st
     answer = _post(fs_server, "namespaces/names/tables", _create_table_body(name))
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["type"] == "BadRequestException"
+    assert "Invalid table name" in answer.json()["error"]["message"]
     assert _files(fs_server.warehouse.parent) == before  # nothing written, inside or out
 
 
@@ -128,6 +129,7 @@ def test_namespace_levels_outside_the_allow_list_are_refused(
         assert (fs_server.warehouse / level).is_dir()
         return
     assert answer.status_code == 400, answer.text
+    assert "Invalid namespace level" in answer.json()["error"]["message"]
     assert not any(p.name != "wh" for p in fs_server.warehouse.parent.iterdir())
 
 
@@ -224,8 +226,10 @@ def test_pyiceberg_creates_writes_drops_and_registers(fs_server: RestServer) -> 
 
     # A metadata file written for another place cannot be registered here.
     peer.create_namespace("py2")
+    restored = table_dir / "metadata" / current.name  # registering moved it back
+    assert restored.is_file() and not current.exists()
     answer = _post(
-        fs_server, "namespaces/py2/register", {"name": "copy", "metadata-location": str(current)}
+        fs_server, "namespaces/py2/register", {"name": "copy", "metadata-location": str(restored)}
     )
     assert answer.status_code == 400
     assert str(fs_server.warehouse / "py2" / "copy") in answer.json()["error"]["message"]
