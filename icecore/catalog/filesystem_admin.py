@@ -14,7 +14,13 @@ Creating a table writes ``v1.metadata.json`` by exclusive create, so of two crea
 one wins, then ``version-hint.text``. Dropping a table moves its version files and hint into
 a ``metadata/dropped-...`` folder: the table is gone from the catalog (a folder without
 version files is no table) and no file is deleted; purging its files is the caller's next
-step (:mod:`icecore.server.purge`).
+step (:mod:`icecore.server.purge`). Registering a file moved aside moves its versions back.
+
+Spark's ``DROP TABLE ... PURGE`` through REST does not ask the server to purge: Iceberg's
+SparkCatalog (1.10) drops without purge and then deletes what the old metadata file reaches,
+only if that file still exists. Here it has moved, so Spark deletes nothing and the table's
+files stay (HadoopCatalog itself deletes the whole folder on every drop). Purge through the
+REST call instead (``purgeRequested=true``; PyIceberg's ``purge_table``).
 """
 
 from __future__ import annotations
