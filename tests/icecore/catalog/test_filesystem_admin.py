@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import icecore
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.filesystem_admin import FilesystemCatalogAdmin
@@ -123,3 +124,14 @@ def test_drop_moves_version_files_only_and_register_brings_the_table_back(
     assert not Path(moved).parent.exists()
     with pytest.raises(AlreadyExists):
         admin.register_table(identifier, str(metadata_dir / "v1.metadata.json"))
+
+
+def test_a_table_folder_with_a_dotted_name_still_opens_by_path(tmp_path: Path) -> None:
+    admin = _admin(tmp_path / "wh")
+    admin.create_namespace(("db",), {})
+    _create(admin, TableIdentifier(("db",), "t"))
+    moved = tmp_path / "wh" / "d.b" / "my.table"
+    moved.parent.mkdir()
+    (tmp_path / "wh" / "db" / "t").rename(moved)
+    table = icecore.load_table(str(moved))  # no catalog would name it: read on its own
+    assert table.metadata_location == str(moved / "metadata" / "v1.metadata.json")
