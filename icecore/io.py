@@ -280,7 +280,12 @@ class FileIO:
         """
         fs, local = self._resolve(path)
         if normalize_path(path)[0] != "file":
-            return not fs.ls(local)  # object stores have no empty folders to remove
+            try:
+                return not fs.ls(local)  # object stores have no empty folders to remove
+            except FileNotFoundError:
+                return True
+            except OSError as e:
+                raise IcecoreError(f"Cannot list {path}: {e}.") from e
         try:
             os.rmdir(local)
         except FileNotFoundError:

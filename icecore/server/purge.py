@@ -80,12 +80,18 @@ def reachable_files(table: Table) -> tuple[list[str], list[str]]:
 def purge_files(
     io: FileIO, location: str, files: Iterable[str], errors: Iterable[str] = ()
 ) -> PurgeReport:
-    """Delete ``files`` that lie under ``location``; skip and list the others."""
+    """Delete ``files`` that lie under ``location``; skip and list the others.
+
+    A file named twice in two spellings (``file:/x`` and ``/x``) is deleted once.
+    """
     deleted: list[str] = []
     skipped: list[str] = []
     failed = list(errors)
     folders: set[str] = set()
-    for path in files:
+    unique: dict[str, str] = {}
+    for f in files:
+        unique.setdefault(_plain(f), f)
+    for path in unique.values():
         if not _under(path, location):
             skipped.append(path)
             continue
