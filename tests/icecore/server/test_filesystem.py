@@ -286,11 +286,10 @@ def test_purge_deletes_the_tables_files_and_leaves_another_tables_alone(
     assert any(name.startswith("data/") for name in listed)
     assert any(name.endswith(".avro") for name in listed)
 
-    answer = requests.delete(
-        f"{fs_server.url}/v1/namespaces/purge/tables/gone",
-        params={"purgeRequested": "true"},
-        timeout=60,
-    )
+    url = f"{fs_server.url}/v1/namespaces/purge/tables/gone"
+    unclear = requests.delete(url, params={"purgeRequested": "yes"}, timeout=60)
+    assert unclear.status_code == 400 and _files(gone_dir) == listed  # refused, nothing done
+    answer = requests.delete(url, params={"purgeRequested": "true"}, timeout=60)
     assert answer.status_code == 204
     assert not gone_dir.exists()  # every file was reachable: nothing is left, folder included
     assert _files(keep_dir) == keep_before
