@@ -260,6 +260,60 @@ class FileIO:
         except OSError as e:
             raise IcecoreError(f"Cannot delete {path}: {e}.") from e
 
+    def makedirs(self, path: str) -> None:
+        """Create directory ``path`` and its parents (object stores have none: a no-op there).
+
+        Raises:
+            IcecoreError: the directory could not be created.
+        """
+        fs, local = self._resolve(path)
+        try:
+            fs.makedirs(local, exist_ok=True)
+        except OSError as e:
+            raise IcecoreError(f"Cannot create the folder {path}: {e}.") from e
+
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove directory ``path`` if it is empty; returns False when it holds anything.
+
+        Raises:
+            IcecoreError: the directory could not be removed for another reason.
+        """
+        fs, local = self._resolve(path)
+        if normalize_path(path)[0] != "file":
+            try:
+                return not fs.ls(local)  # object stores have no empty folders to remove
+            except FileNotFoundError:
+                return True
+            except OSError as e:
+                raise IcecoreError(f"Cannot list {path}: {e}.") from e
+        try:
+            os.rmdir(local)
+        except FileNotFoundError:
+            return True
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                return False
+            raise IcecoreError(f"Cannot remove the folder {path}: {e}.") from e
+        return True
+
+    def move(self, source: str, destination: str) -> None:
+        """Move a file or directory tree (locally one atomic ``rename``; copies elsewhere).
+
+        Raises:
+            IcecoreError: it could not be moved, or ``destination`` exists (locally).
+        """
+        fs, local = self._resolve(source)
+        target = normalize_path(destination)[1]
+        try:
+            if normalize_path(source)[0] == "file":
+                if os.path.lexists(target):
+                    raise FileExistsError(errno.EEXIST, "exists", target)
+                os.rename(local, target)
+            else:
+                fs.mv(local, target, recursive=True)
+        except OSError as e:
+            raise IcecoreError(f"Cannot move {source} to {destination}: {e}.") from e
+
 
 def _modified_ms(entry: Mapping[str, Any]) -> int | None:
     """A listing entry's modification time: ``mtime`` (seconds, local) or ``LastModified``."""

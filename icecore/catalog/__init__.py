@@ -25,7 +25,7 @@ from icecore.catalog.sql import SqlCatalog
 from icecore.catalog.static import StaticCatalog
 from icecore.config import catalog_entry, is_catalog_name, is_rest_entry, load_config
 from icecore.config import read_only as config_read_only
-from icecore.errors import IcecoreError, NotFound
+from icecore.errors import IcecoreError, NotFound, ValidationError
 from icecore.io import FileIO, normalize_path
 from icecore.table import Table, load_table_at
 
@@ -172,6 +172,9 @@ def load_table(spec: str | Path, io: FileIO | None = None) -> Table:
     # The folder's grandparent, as a filesystem warehouse, holds the table as ns/name: that
     # catalog can commit to it (it resolves and swaps versions in exactly this folder).
     catalog = FilesystemCatalog(root, io=reader) if len(parts) > 2 and root else None
-    if catalog is not None and catalog.table_location(identifier) != folder:
+    try:
+        if catalog is not None and catalog.table_location(identifier) != folder:
+            catalog = None
+    except ValidationError:  # folder names no catalog would use: read the table on its own
         catalog = None
     return load_table_at(identifier, current_metadata_file(reader, folder), reader, catalog)

@@ -19,6 +19,7 @@ from icecore.errors import (
     IcecoreError,
     InvalidMetadata,
     NotFound,
+    ValidationError,
 )
 from icecore.failpoints import failpoint
 from icecore.io import FileInfo, FileIO, normalize_path
@@ -29,6 +30,28 @@ _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 HINT_FILE = "version-hint.text"
 MAX_DEPTH = 8
 """How deep below the warehouse to look for tables (namespace levels + 1)."""
+
+_NAME = re.compile(r"\w[\w$-]{0,254}")
+"""A namespace level or table name that is safe as one folder name (an allow-list).
+
+Letters, digits and ``_`` (any script), then also ``$`` and ``-``: no ``/`` or ``\\``, no
+``.`` (so no ``..`` and no hidden folder, and no clash with dotted identifiers), no NUL or
+other control character, never empty, at most 255 characters as a folder name allows.
+"""
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """``name`` if it can be a folder of the warehouse; else :class:`ValidationError`.
+
+    Names come from requests and links: they must never reach outside the warehouse.
+    """
+    if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+        shown = repr(name)[:80] if isinstance(name, str) else type(name).__name__
+        raise ValidationError(
+            f"Invalid {what} {shown} for a filesystem warehouse: use letters, digits, '_', "
+            "'-' and '$' only (no '/', '.', or control characters; at most 255)."
+        )
+    return name
 
 
 def _versions(listing: list[FileInfo]) -> dict[int, str]:
@@ -200,9 +223,16 @@ class FilesystemCatalog(CatalogBase):
             return tables
         return [t for t in tables if t.namespace == namespace]
 
+    def namespace_location(self, namespace: tuple[str, ...]) -> str:
+        """The folder of ``namespace``; :class:`ValidationError` for a name unsafe as a folder."""
+        if not namespace:
+            raise ValidationError("A namespace needs at least one level.")
+        return "/".join((self.root, *(check_name(p, "namespace level") for p in namespace)))
+
     def table_location(self, identifier: TableIdentifier) -> str:
-        """The folder of ``identifier``."""
-        return "/".join((self.root, *identifier.namespace, identifier.name))
+        """The folder of ``identifier``, always inside the warehouse (names are checked)."""
+        base = self.namespace_location(identifier.namespace)
+        return f"{base}/{check_name(identifier.name, 'table name')}"
 
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """The current metadata.json of ``identifier``."""

@@ -411,10 +411,18 @@ class CatalogService:
         return Response(status_code=204)
 
     def drop_table(self, call: Call) -> Any:
-        """``DELETE .../tables/{t}``: remove the table from the catalog (files are kept)."""
+        """``DELETE .../tables/{t}``: remove the table from the catalog.
+
+        Its files are kept unless ``purgeRequested=true``: then, once the entry is gone, the
+        files its metadata reaches under its location are deleted (the server log lists
+        what was skipped).
+        """
         identifier = self._table(call)
+        purge = call.query.get("purgeRequested", "false").strip().lower()
+        if purge not in ("true", "false"):
+            raise bad_request("purgeRequested must be true or false.")
         self._load_result(identifier)
-        self.backend.drop_table(identifier)
+        self.backend.drop_table(identifier, purge=purge == "true")
         return Response(status_code=204)
 
     def rename_table(self, call: Call) -> Any:

@@ -1,19 +1,93 @@
 """What the server needs of the backing catalog beyond reading and committing.
 
 Reading tables and committing them is the :class:`icecore.catalog.base.Catalog` protocol.
-Namespaces with properties and creating, dropping, renaming and registering tables are
-catalog-specific: the SQL catalogs (SQLite, PostgreSQL) have them in
-:class:`icecore.catalog.sql.SqlCatalogAdmin`; other catalogs are served read-and-commit
-only, and these calls answer ``Unsupported`` (400) there.
+Namespaces and creating, dropping, renaming and registering tables are catalog-specific:
+:class:`CatalogAdmin` is that interface, which the SQL catalogs (SQLite, PostgreSQL) have in
+:class:`icecore.catalog.sql.SqlCatalogAdmin` and a filesystem warehouse in
+:class:`icecore.catalog.filesystem_admin.FilesystemCatalogAdmin`. Other catalogs are served
+read-and-commit only, and these calls answer ``Unsupported`` (400) there.
+
+Dropping with purge (any admin) deletes the table's files after its catalog entry is gone
+(:mod:`icecore.server.purge`).
 """
 
 from __future__ import annotations
 
+import logging
+from typing import Protocol
+
 from icecore.catalog.base import Catalog, TableIdentifier
+from icecore.catalog.filesystem import FilesystemCatalog
+from icecore.catalog.filesystem_admin import FilesystemCatalogAdmin
 from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin
 from icecore.errors import NotFound, Unsupported
 from icecore.io import FileIO
 from icecore.metadata import TableMetadata
+from icecore.server.purge import PurgeReport, purge_table
+from icecore.table import load_table_at
+
+log = logging.getLogger("icecore.server")
+
+
+class CatalogAdmin(Protocol):
+    """Namespace and table management of a served catalog (what ``Backend`` calls)."""
+
+    def all_namespaces(self) -> list[tuple[str, ...]]:
+        """Every namespace, parents of nested ones included."""
+        ...
+
+    def namespace_exists(self, namespace: tuple[str, ...]) -> bool:
+        """Whether the namespace exists."""
+        ...
+
+    def namespace_properties(self, namespace: tuple[str, ...]) -> dict[str, str]:
+        """The namespace's properties; NotFound if it does not exist."""
+        ...
+
+    def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str]) -> None:
+        """Create a namespace; AlreadyExists if it exists."""
+        ...
+
+    def update_namespace_properties(
+        self, namespace: tuple[str, ...], updates: dict[str, str], removals: list[str]
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Set and remove properties: (updated, removed, missing)."""
+        ...
+
+    def drop_namespace(self, namespace: tuple[str, ...]) -> None:
+        """Drop an empty namespace; NamespaceNotEmpty otherwise."""
+        ...
+
+    def default_table_location(self, identifier: TableIdentifier) -> str:
+        """Where a new table goes when the request names no location."""
+        ...
+
+    def create_table(
+        self, identifier: TableIdentifier, metadata: TableMetadata, payload: bytes
+    ) -> str:
+        """Write the first metadata file and add the table; returns its location."""
+        ...
+
+    def register_table(self, identifier: TableIdentifier, metadata_location: str) -> None:
+        """Add a table for an existing metadata file."""
+        ...
+
+    def drop_table(self, identifier: TableIdentifier) -> str:
+        """Remove the table from the catalog, deleting no file; returns its current file now."""
+        ...
+
+    def rename_table(self, source: TableIdentifier, destination: TableIdentifier) -> None:
+        """Rename a table."""
+        ...
+
+
+def admin_for(catalog: Catalog) -> CatalogAdmin | None:
+    """The management side of ``catalog``, if it has one."""
+    if isinstance(catalog, SqlCatalog):
+        return SqlCatalogAdmin(catalog)
+    if isinstance(catalog, FilesystemCatalog):
+        return FilesystemCatalogAdmin(catalog)
+    return None
 
 
 class Backend:
@@ -25,7 +99,7 @@ class Backend:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self.admin = SqlCatalogAdmin(catalog) if isinstance(catalog, SqlCatalog) else None
+        self.admin = admin_for(catalog)
 
     @property
     def io(self) -> FileIO:
@@ -33,11 +107,12 @@ class Backend:
         io = getattr(self.catalog, "io", None)
         return io if isinstance(io, FileIO) else FileIO()
 
-    def _need_admin(self, what: str) -> SqlCatalogAdmin:
+    def _need_admin(self, what: str) -> CatalogAdmin:
         if self.admin is None:
             raise Unsupported(
                 f"This served catalog ({type(self.catalog).__name__}) cannot {what}; serve a "
-                "SQL catalog (SQLite or PostgreSQL) to manage namespaces and tables."
+                "SQL catalog (SQLite or PostgreSQL) or a warehouse folder to manage namespaces "
+                "and tables."
             )
         return self.admin
 
@@ -94,9 +169,38 @@ class Backend:
         """Add a table for an existing metadata file."""
         self._need_admin("register tables").register_table(identifier, metadata_location)
 
-    def drop_table(self, identifier: TableIdentifier) -> str:
-        """Remove a table from the catalog; returns its last metadata location."""
-        return self._need_admin("drop tables").drop_table(identifier)
+    def drop_table(self, identifier: TableIdentifier, *, purge: bool = False) -> PurgeReport | None:
+        """Remove a table from the catalog; with ``purge``, then delete its files.
+
+        Without ``purge`` no file is deleted. The table is loaded before the entry goes, so
+        the files purged are those of the metadata current at the drop.
+
+        Returns:
+            What the purge deleted and skipped (None without purge).
+        """
+        admin = self._need_admin("drop tables")
+        before = self.catalog.metadata_location(identifier) if purge else None
+        now_at = admin.drop_table(identifier)
+        if before is None:
+            return None
+        # The metadata current when the entry went (a commit may have come in between).
+        table = load_table_at(identifier, now_at, self.io)
+        old, new = before.rsplit("/", 1)[0], now_at.rsplit("/", 1)[0]
+        report = purge_table(table, relocated=(old, new) if old != new else None)
+        log.info(
+            "Purged %s: %d files deleted, %d skipped, %d failed",
+            identifier,
+            len(report.deleted),
+            len(report.skipped),
+            len(report.failed),
+        )
+        for path in report.skipped:
+            log.warning(
+                "Purge of %s skipped %s: it is outside the table's location", identifier, path
+            )
+        for problem in report.failed:
+            log.warning("Purge of %s: %s", identifier, problem)
+        return report
 
     def rename_table(self, source: TableIdentifier, destination: TableIdentifier) -> None:
         """Rename a table."""

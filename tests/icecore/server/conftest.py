@@ -57,14 +57,21 @@ class RestServer:
 
 
 def start_server(
-    warehouse: Path, *extra: str, env: dict[str, str] | None = None, catalog_name: str | None = None
+    warehouse: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    catalog_name: str | None = None,
+    catalog: str | None = None,
 ) -> RestServer:
     """Start ``python -m icecore serve-rest sqlite:///<warehouse>/catalog.db`` and wait for it.
 
-    ``catalog_name`` serves that ``catalog_name`` of the file (``?catalog=NAME``).
+    ``catalog_name`` serves that ``catalog_name`` of the file (``?catalog=NAME``); ``catalog``
+    serves that catalog instead (a warehouse folder, ``postgresql://...``).
     """
     warehouse.mkdir(parents=True, exist_ok=True)
-    db = create_sqlite_catalog(warehouse / "catalog.db")
+    if catalog is None:
+        db = create_sqlite_catalog(warehouse / "catalog.db")
+        catalog = f"sqlite:///{db}" + (f"?catalog={catalog_name}" if catalog_name else "")
     port = free_port()
     process = subprocess.Popen(
         [
@@ -72,7 +79,7 @@ def start_server(
             "-m",
             "icecore",
             "serve-rest",
-            f"sqlite:///{db}" + (f"?catalog={catalog_name}" if catalog_name else ""),
+            catalog,
             "--port",
             str(port),
             *extra,
