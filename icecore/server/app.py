@@ -32,11 +32,13 @@ from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.errors import IcecoreError, NotFound
 from icecore.failpoints import failpoint
 from icecore.metadata.builder import encode_metadata
+from icecore.metadata.requirements import AssertCreate, Requirement
 from icecore.metadata.serde import serialize_metadata
+from icecore.metadata.updates import MetadataUpdate
+from icecore.metadata.updates_json import updates_to_json
 from icecore.server.auth import OAuthError, TokenIssuer
 from icecore.server.backend import Backend
 from icecore.server.commit import (
-    AssertCreate,
     apply_rest_updates,
     commit_table,
     parse_commit,
@@ -356,22 +358,19 @@ class CatalogService:
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
 
     def _create_by_commit(
-        self, identifier: TableIdentifier, requirements: list[Any], updates: list[Any]
+        self,
+        identifier: TableIdentifier,
+        requirements: list[Requirement],
+        updates: list[MetadataUpdate],
     ) -> Any:
         """A staged create's commit: the table from its updates, then created (409 if it exists)."""
         if not self.backend.namespace_exists(identifier.namespace):
             raise no_such_namespace(identifier.namespace)
         if identifier in self.catalog.list_tables(identifier.namespace):
             raise RestError(409, "CommitFailedException", f"Table already exists: {identifier}")
-        first = {u.get("action"): u for u in updates if isinstance(u, Mapping)}
-        schema = next(
-            (
-                u["schema"]
-                for u in updates
-                if isinstance(u, Mapping) and u.get("action") == "add-schema"
-            ),
-            None,
-        )
+        raw = updates_to_json(updates)
+        first = {u["action"]: u for u in raw}
+        schema = next((u["schema"] for u in raw if u["action"] == "add-schema"), None)
         if not isinstance(schema, Mapping):
             raise bad_request("A create commit needs an add-schema update.")
         version = first.get("upgrade-format-version", {}).get("format-version")
@@ -400,7 +399,7 @@ class CatalogService:
             "assign-uuid",
             "upgrade-format-version",
         }
-        rest = [u for u in updates if isinstance(u, Mapping) and u.get("action") not in creating]
+        rest = [u for u in updates if u.action not in creating]
         metadata = apply_rest_updates(base, rest, None)
         location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
