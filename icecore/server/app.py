@@ -39,9 +39,12 @@ from icecore.metadata.updates_json import updates_to_json
 from icecore.server.auth import OAuthError, TokenIssuer
 from icecore.server.backend import Backend
 from icecore.server.commit import (
+    TableChange,
     apply_rest_updates,
     commit_table,
+    commit_transaction,
     parse_commit,
+    supports_transactions,
 )
 from icecore.server.create import new_table_metadata
 from icecore.server.errors import (
@@ -83,6 +86,9 @@ class Endpoint:
     path: str
     handler: Handler
     writes: bool = False
+    advertised: bool = True
+    """Listed by ``GET /v1/config``; False where the backing catalog cannot do it (it
+    answers 406 then), so clients do not try."""
 
     @property
     def spec_name(self) -> str:
@@ -181,6 +187,13 @@ class CatalogService:
             Endpoint("DELETE", table, self.drop_table, writes=True),
             Endpoint("POST", table + "/metrics", self.report_metrics),
             Endpoint("POST", "/v1/tables/rename", self.rename_table, writes=True),
+            Endpoint(
+                "POST",
+                "/v1/transactions/commit",
+                self.commit_transaction,
+                writes=True,
+                advertised=supports_transactions(self.catalog),
+            ),
         ]
 
     # Namespaces ----------------------------------------------------------------------------
@@ -404,6 +417,27 @@ class CatalogService:
         location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
 
+    def commit_transaction(self, call: Call) -> Any:
+        """``POST /v1/transactions/commit``: several tables' changes, all applied or none."""
+        body = call.body
+        raw = body.get("table-changes") if isinstance(body, Mapping) else None
+        if not isinstance(raw, list) or not raw:
+            raise bad_request("A transaction needs a non-empty 'table-changes' list.")
+        changes: list[TableChange] = []
+        for item in raw:
+            if not isinstance(item, Mapping):
+                raise bad_request("Each table change must be an object.")
+            identifier = _identifier(item.get("identifier"), "A table change's 'identifier'")
+            requirements, updates = parse_commit(item)
+            if any(isinstance(r, AssertCreate) for r in requirements):
+                raise bad_request("A transaction cannot create tables (assert-create).")
+            changes.append(TableChange(identifier, requirements, updates))
+        names = [c.identifier for c in changes]
+        if len(set(names)) != len(names):
+            raise bad_request("A transaction names a table twice; send one change per table.")
+        commit_transaction(self.catalog, changes)
+        return Response(status_code=204)
+
     def report_metrics(self, call: Call) -> Any:
         """``POST .../metrics``: scan and commit reports are accepted and not kept."""
         self._table(call)
@@ -478,10 +512,7 @@ def create_app(
     """
     service = CatalogService(catalog, read_only=read_only, vended=vended)
     served = service.endpoints()
-    if read_only:
-        names = [e.spec_name for e in served if not e.writes]
-    else:
-        names = [e.spec_name for e in served]
+    names = [e.spec_name for e in served if e.advertised and not (read_only and e.writes)]
 
     def wrap(endpoint: Endpoint) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:

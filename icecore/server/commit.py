@@ -17,7 +17,8 @@ checks.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.errors import CommitConflict, InvalidMetadata
@@ -115,7 +116,88 @@ def commit_table(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TableChange:
+    """One table's part of a ``CommitTransactionRequest``."""
+
+    identifier: TableIdentifier
+    requirements: list[Requirement]
+    updates: list[MetadataUpdate]
+
+
+class AtomicCatalog(Protocol):
+    """A catalog that can swap several tables' metadata in one transaction."""
+
+    def commit_metadata_all(
+        self, commits: Sequence[tuple[TableIdentifier, str, TableMetadata, bytes]]
+    ) -> list[str]:
+        """Every swap, or none (see :meth:`icecore.catalog.sql.SqlCatalog.commit_metadata_all`)."""
+        ...
+
+
+def supports_transactions(catalog: Catalog) -> bool:
+    """Whether ``catalog`` can commit several tables atomically (the SQL catalogs)."""
+    return callable(getattr(catalog, "commit_metadata_all", None))
+
+
+def commit_transaction(catalog: Catalog, changes: Sequence[TableChange]) -> None:
+    """Check and apply every table's changes, then swap them all at once, or none.
+
+    Each attempt loads every table, checks every requirement (409 on the first that fails:
+    nothing is written), applies the updates and hands all swaps to the catalog's one
+    transaction; a lost swap repeats the whole attempt on the new state.
+
+    Raises:
+        RestError: 406 if the catalog cannot commit atomically, 409 on a failed requirement
+            or when every attempt lost a swap.
+        IcecoreError: the catalog refused (NotFound, CommitStateUnknown, ...).
+    """
+    if not supports_transactions(catalog):
+        raise RestError(
+            406,
+            "UnsupportedOperationException",
+            "This catalog cannot commit several tables atomically; commit each table alone.",
+        )
+    atomic: AtomicCatalog = catalog  # type: ignore[assignment]
+    last_conflict = ""
+    for _ in range(COMMIT_ATTEMPTS):
+        commits: list[tuple[TableIdentifier, str, TableMetadata, bytes]] = []
+        for change in changes:
+            table = catalog.load_table(change.identifier)
+            base, base_location = table.metadata, table.metadata_location
+            failed = requirement_failures(change.requirements, base)
+            if failed:
+                raise RestError(
+                    409,
+                    "CommitFailedException",
+                    f"Transaction failed: {change.identifier}: requirement not met: "
+                    f"{failed[0]}; no table was changed.",
+                )
+            try:
+                new = apply_rest_updates(base, change.updates, base_location)
+                payload = encode_metadata(new)
+            except InvalidMetadata as e:
+                raise bad_request(f"The change to {change.identifier} is invalid: {e}") from e
+            commits.append((change.identifier, base_location, new, payload))
+        try:
+            atomic.commit_metadata_all(commits)
+        except CommitConflict as e:
+            last_conflict = str(e)
+            continue
+        return
+    raise RestError(
+        409,
+        "CommitFailedException",
+        f"Transaction failed: other writers kept committing ({last_conflict}); no table was "
+        "changed.",
+    )
+
+
 __all__ = [
+    "AtomicCatalog",
+    "TableChange",
+    "commit_transaction",
+    "supports_transactions",
     "AssertCreate",
     "AssertRefSnapshotId",
     "apply_rest_updates",
