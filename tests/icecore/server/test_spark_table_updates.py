@@ -58,7 +58,7 @@ def test_statistics_and_expiry_with_metadata_cleanup_through_the_server(
     spark.sql(f"CREATE NAMESPACE {SERVED}.up")
     table = f"{SERVED}.up.t"
     spark.sql(
-        f"CREATE TABLE {table} (id BIGINT, name STRING) USING iceberg "
+        f"CREATE TABLE {table} (id BIGINT, name STRING) USING iceberg PARTITIONED BY (name) "
         "TBLPROPERTIES ('format-version'='2')"
     )
     spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
@@ -91,7 +91,7 @@ def test_statistics_and_expiry_with_metadata_cleanup_through_the_server(
 
     # A new schema and a new partition spec; the overwrite leaves no file of the old spec.
     spark.sql(f"ALTER TABLE {table} ADD COLUMN note STRING")
-    spark.sql(f"ALTER TABLE {table} ADD PARTITION FIELD name")
+    spark.sql(f"ALTER TABLE {table} ADD PARTITION FIELD bucket(4, id)")
     spark.sql(f"INSERT OVERWRITE {table} SELECT id, name, 'n' FROM {table}")
     before = _load(served, "up.t").metadata
     assert sorted(s.schema_id for s in before.schemas) == [0, 1]
