@@ -21,6 +21,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
 from icecore.catalog.sql import SqlCatalog
+from icecore.errors import CommitConflict
+from icecore.metadata.builder import MetadataBuilder, encode_metadata
+from icecore.metadata.updates import SetProperties
 from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, free_port
 
@@ -173,3 +176,25 @@ def test_a_filesystem_catalog_does_not_offer_transactions(tmp_path: Path) -> Non
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_a_lost_swap_rolls_back_the_tables_already_swapped(rest_server: RestServer) -> None:
+    # The catalog's half of the transaction: b's row moved after it was loaded, so the swap
+    # of a (done first, in the same SQL transaction) is rolled back and the new files go.
+    ns, names = "tx_swap", ["a", "b"]
+    _tables(rest_server, ns, names)
+    direct = SqlCatalog(rest_server.catalog_db)
+    loaded = {n: direct.load_table(f"{ns}.{n}") for n in names}
+    with RestCatalog("tx", uri=rest_server.url).load_table(f"{ns}.b").transaction() as tx:
+        tx.set_properties(moved="yes")
+    before = _locations(rest_server, ns, names)
+    commits = []
+    for n in names:
+        t = loaded[n]
+        new = MetadataBuilder(t.metadata).apply(SetProperties({"tx": n})).build(t.metadata_location)
+        commits.append((t.identifier, t.metadata_location, new, encode_metadata(new)))
+    with pytest.raises(CommitConflict, match=f"{ns}.b"):
+        direct.commit_metadata_all(commits)
+    assert _locations(rest_server, ns, names) == before
+    files = [p for p in rest_server.warehouse.rglob("*.metadata.json") if f"{ns}" in str(p)]
+    assert len(files) == 3  # two creates and b's property change; the new files were deleted
