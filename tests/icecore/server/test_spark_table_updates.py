@@ -92,11 +92,19 @@ def test_statistics_and_expiry_with_metadata_cleanup_through_the_server(
     # A new schema and a new partition spec; the overwrite leaves no file of the old spec.
     spark.sql(f"ALTER TABLE {table} ADD COLUMN note STRING")
     spark.sql(f"ALTER TABLE {table} ADD PARTITION FIELD bucket(4, id)")
+    # Two overwrites: the first one's manifests still list the old files as deleted (spec 0),
+    # the second one's only files of spec 1; expiring all but it leaves spec 0 and schema 0
+    # reachable from no snapshot (Iceberg Java's RemoveSnapshots.cleanExpiredMetadata).
     spark.sql(f"INSERT OVERWRITE {table} SELECT id, name, 'n' FROM {table}")
+    spark.sql(f"INSERT OVERWRITE {table} SELECT id, name, note FROM {table}")
     before = _load(served, "up.t").metadata
     assert sorted(s.schema_id for s in before.schemas) == [0, 1]
     assert sorted(s.spec_id for s in before.partition_specs) == [0, 1]
     newest = before.current_snapshot_id
+    manifest_specs = {
+        r[0] for r in spark.sql(f"SELECT partition_spec_id FROM {table}.manifests").collect()
+    }
+    assert manifest_specs == {1}
 
     # expire_snapshots with clean_expired_metadata: remove-snapshots, -schemas, -partition-specs.
     result = spark.sql(
@@ -107,7 +115,8 @@ def test_statistics_and_expiry_with_metadata_cleanup_through_the_server(
     assert result[0]["deleted_manifest_lists_count"] >= 1
     after = _load(served, "up.t").metadata
     assert [s.snapshot_id for s in after.snapshots] == [newest]
-    assert [s.schema_id for s in after.schemas] == [1]
+    assert [s.schema_id for s in after.snapshots] == [1]
+    assert [s.schema_id for s in after.schemas] == [1], after.metadata_log
     assert [s.spec_id for s in after.partition_specs] == [1]
     # The statistics of the expired snapshot went with it.
     assert after.statistics == () and after.partition_statistics == ()

@@ -167,7 +167,7 @@ def test_a_filesystem_catalog_does_not_offer_transactions(tmp_path: Path) -> Non
                     raise
                 time.sleep(0.1)
         assert ENDPOINT not in body["endpoints"]
-        change = {"identifier": {"namespace": ["db"], "name": "t"}, "updates": []}
+        change: dict[str, Any] = {"identifier": {"namespace": ["db"], "name": "t"}, "updates": []}
         answer = requests.post(
             f"{url}/v1/transactions/commit", json={"table-changes": [change]}, timeout=30
         )
