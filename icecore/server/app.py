@@ -2,7 +2,9 @@
 
 Routes follow the REST catalog OpenAPI spec (``open-api/rest-catalog-open-api.yaml`` in
 apache/iceberg) with an empty prefix: ``GET /v1/config`` lists the endpoints served, then
-namespaces, tables, commits, rename, register and, with a credential, ``/v1/oauth/tokens``.
+namespaces, tables, commits, rename, register, multi-table transactions
+(``/v1/transactions/commit``, listed only where the backing catalog commits several tables
+in one transaction: the SQL catalogs) and, with a credential, ``/v1/oauth/tokens``.
 A namespace in a path is its levels joined by the unit separator (``%1F``), the spec's
 default. Every answer that is not a success is the spec's ``ErrorModel``
 (:mod:`icecore.server.errors`).
