@@ -24,7 +24,7 @@ from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.errors import CommitConflict, InvalidMetadata
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import MetadataBuilder, encode_metadata
-from icecore.metadata.requirements import AssertCreate, AssertRefSnapshotId, Requirement, violations
+from icecore.metadata.requirements import Requirement, violations
 from icecore.metadata.updates import MetadataUpdate
 from icecore.metadata.updates_json import (
     requirement_from_json,
@@ -35,9 +35,6 @@ from icecore.server.errors import RestError, bad_request
 
 COMMIT_ATTEMPTS = 4
 """Attempts on lost swaps before answering 409 (Iceberg Java's server retries too)."""
-
-RestRequirement = Requirement
-"""A requirement as the REST spec sends it (kept for the routes that name it)."""
 
 
 def parse_requirement(obj: Any) -> Requirement:
@@ -196,13 +193,11 @@ def commit_transaction(catalog: Catalog, changes: Sequence[TableChange]) -> None
 __all__ = [
     "AtomicCatalog",
     "TableChange",
-    "commit_transaction",
-    "supports_transactions",
-    "AssertCreate",
-    "AssertRefSnapshotId",
     "apply_rest_updates",
     "commit_table",
+    "commit_transaction",
     "parse_commit",
     "parse_requirement",
     "requirement_failures",
+    "supports_transactions",
 ]
