@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,17 @@ from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from icecore.catalog.sql import SqlCatalog
+from icecore.catalog import load_catalog
+from icecore.catalog.base import TableIdentifier
+from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin
 from icecore.errors import CommitConflict
 from icecore.metadata.builder import MetadataBuilder, encode_metadata
 from icecore.metadata.updates import SetProperties
+from icecore.server.commit import supports_transactions
+from icecore.server.create import new_table_metadata
 from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, free_port
+from tests.pg_server import PgServer, with_catalog_tables
 
 ENDPOINT = "POST /v1/{prefix}/transactions/commit"
 
@@ -198,3 +204,44 @@ def test_a_lost_swap_rolls_back_the_tables_already_swapped(rest_server: RestServ
     assert _locations(rest_server, ns, names) == before
     files = [p for p in rest_server.warehouse.rglob("*.metadata.json") if f"{ns}" in str(p)]
     assert len(files) == 3  # two creates and b's property change; the new files were deleted
+
+
+def test_the_transaction_is_atomic_on_postgresql_too(pg_server: PgServer, tmp_path: Path) -> None:
+    # Same all-or-none on a real PostgreSQL server (READ COMMITTED, row locks).
+    uri = with_catalog_tables(pg_server.create_database(f"tx_{uuid.uuid4().hex[:8]}"))
+    catalog = load_catalog(uri)
+    assert isinstance(catalog, SqlCatalog) and supports_transactions(catalog)
+    admin = SqlCatalogAdmin(catalog)
+    admin.create_namespace(("db",), {})
+    schema = {
+        "type": "struct",
+        "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}],
+    }
+    for name in ("a", "b"):
+        md = new_table_metadata(location=str(tmp_path / name), schema=schema)
+        admin.create_table(TableIdentifier(("db",), name), md, encode_metadata(md))
+    loaded = {n: catalog.load_table(f"db.{n}") for n in ("a", "b")}
+
+    def commits(tag: str) -> list[Any]:
+        out = []
+        for t in loaded.values():
+            new = (
+                MetadataBuilder(t.metadata)
+                .apply(SetProperties({"tx": tag}))
+                .build(t.metadata_location)
+            )
+            out.append((t.identifier, t.metadata_location, new, encode_metadata(new)))
+        return out
+
+    stale = commits("stale")
+    stale[1] = (stale[1][0], "elsewhere.metadata.json", stale[1][2], stale[1][3])
+    with pytest.raises(CommitConflict):
+        catalog.commit_metadata_all(stale)
+    assert {n: catalog.metadata_location(t.identifier) for n, t in loaded.items()} == {
+        n: t.metadata_location for n, t in loaded.items()
+    }
+    catalog.commit_metadata_all(commits("ok"))
+    assert [catalog.load_table(f"db.{n}").metadata.properties["tx"] for n in ("a", "b")] == [
+        "ok",
+        "ok",
+    ]
