@@ -5,7 +5,11 @@ their meaning (as Iceberg Java's ``TableMetadata.Builder``): it assigns schema, 
 order ids (reusing the id of an identical entry, else the highest id + 1), records each
 update that changed something, and builds the next :class:`TableMetadata` with a new
 ``last-updated-ms`` and a ``metadata-log`` entry for the replaced file, trimmed to
-``write.metadata.previous-versions-max`` ("Table Metadata Fields"). The deprecated v1
+``write.metadata.previous-versions-max`` ("Table Metadata Fields"). It applies every
+``TableUpdate`` of the REST catalog: besides schemas, specs, sort orders and properties, the
+uuid, format version and location, snapshots and refs, statistics and partition statistics
+files (one per snapshot), schema and spec removal (never the current schema or default spec,
+nor a schema a remaining snapshot names) and v3 encryption keys. The deprecated v1
 ``schema`` and ``partition-spec`` fields follow the current schema and default spec when
 :mod:`icecore.metadata.serde` writes the result.
 
