@@ -35,7 +35,8 @@ st.caption(
 if context.failed:
     stop()
 
-rows: list[dict[str, str]] = []
+rows: list[dict[str, str | None]] = []
+lazy: list[tuple[str, str]] = []  # (catalog, table) whose location is loaded on demand
 for catalog in [context.catalog, *companions(context.catalog)]:
     try:
         found = data.table_rows(catalog)
@@ -43,8 +44,10 @@ for catalog in [context.catalog, *companions(context.catalog)]:
         show_error(error)
         continue
     for row in found:
-        link = "Overview?" + urlencode({"catalog": catalog, "table": row["table"]})
+        link = "Overview?" + urlencode({"catalog": catalog, "table": str(row["table"])})
         rows.append({**row, "open": link})
+        if row["metadata location"] is None:
+            lazy.append((catalog, str(row["table"])))
 
 if rows:
     st.subheader(f"{len(rows)} tables")
@@ -57,6 +60,21 @@ if rows:
             "open": st.column_config.LinkColumn("open", display_text="Overview →"),
         },
     )
+    if lazy:
+        # A REST catalog answers a table's location only with the whole table: one request
+        # per table, so the listing leaves it out and loads the one asked for.
+        picked = st.selectbox(
+            "Metadata location of (REST tables load on demand)",
+            options=range(len(lazy)),
+            format_func=lambda i: f"{lazy[i][1]} ({lazy[i][0]})",
+            index=None,
+            key="home_location_of",
+        )
+        if picked is not None:
+            try:
+                st.text(data.metadata_location(*lazy[picked]))
+            except IcecoreError as error:
+                show_error(error)
 else:
     st.info("No tables found in this catalog.")
 

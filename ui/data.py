@@ -59,17 +59,34 @@ def open_catalog(uri: str) -> Catalog:
 
 
 @st.cache_data(ttl=10, max_entries=32, show_spinner=False)
-def table_rows(catalog: str) -> list[dict[str, str]]:
-    """Rows of (catalog, table, metadata location); cached for a few seconds."""
+def table_rows(catalog: str) -> list[dict[str, str | None]]:
+    """Rows of (catalog, table, metadata location); cached for a few seconds.
+
+    A REST catalog knows a table's metadata location only by loading the whole table
+    (``loadTable``: the metadata, and credentials vended for it), one request per table: its
+    rows leave the location out (None) and :func:`metadata_location` loads it on demand.
+    """
     opened = open_catalog(catalog)
+    lazy = is_rest(catalog)
     return [
         {
             "catalog": catalog,
             "table": str(ident),
-            "metadata location": opened.metadata_location(ident),
+            "metadata location": None if lazy else opened.metadata_location(ident),
         }
         for ident in opened.list_tables()
     ]
+
+
+def is_rest(catalog: str) -> bool:
+    """Whether ``catalog`` is a REST catalog (where each table's location costs a load)."""
+    return isinstance(open_catalog(catalog), RestCatalog)
+
+
+@st.cache_data(ttl=10, max_entries=32, show_spinner=False)
+def metadata_location(catalog: str, name: str) -> str:
+    """One table's current metadata location (for a REST catalog, one ``loadTable``)."""
+    return open_catalog(catalog).metadata_location(TableIdentifier.parse(name))
 
 
 @st.cache_data(ttl=10, max_entries=32, show_spinner=False)
@@ -120,6 +137,7 @@ def forget_table_lists() -> None:
     """After a commit: every page asks the catalog for the tables' metadata files again."""
     table_rows.clear()
     table_names.clear()
+    metadata_location.clear()
 
 
 # --- files, manifests ------------------------------------------------------------------

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import uuid
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -302,6 +303,91 @@ class SqlCatalog(CatalogBase):
             raise CommitConflict(f"{now} was committed after {base_location}")
         return location
 
+    def commit_metadata_all(
+        self, commits: Sequence[tuple[TableIdentifier, str, TableMetadata, bytes]]
+    ) -> list[str]:
+        """Commit to several tables at once: every swap in one transaction, all or none.
+
+        Each entry is what :meth:`commit_metadata` takes. The new files are written first;
+        then one transaction compare-and-swaps every row, and is rolled back (the new files
+        deleted) if any row moved since it was loaded: no table sees the change of another
+        without its own (the REST ``CommitTransactionRequest``).
+
+        Raises:
+            CommitConflict: a table's metadata_location is no longer its base, or the
+                database stayed locked; nothing changed.
+            CommitStateUnknown: the database failed mid-transaction; the files are kept.
+        """
+        if self.read_only:
+            raise ValidationError(
+                f"Cannot commit to the SQL catalog {self.where}: it is open read-only."
+            )
+        locations = [self._new_location(base, md) for _, base, md, _ in commits]
+        written: list[str] = []
+
+        def undo() -> None:
+            for loc in written:
+                self.io.delete(loc)
+
+        with closing(self._connect()) as conn:
+            for location, (_, _, _, payload) in zip(locations, commits, strict=True):
+                if not self.io.create_exclusive(location, payload):
+                    undo()
+                    raise CommitConflict(f"the new metadata file {location} exists already")
+                written.append(location)
+            try:
+                self._begin(conn)
+                moved = None
+                # Rows in one order: two such transactions on PostgreSQL cannot deadlock.
+                swaps = sorted(zip(locations, commits, strict=True), key=lambda lc: lc[1][0])
+                for location, (identifier, base, _, _) in swaps:
+                    if not self._swap_row(conn, identifier, base, location):
+                        moved = identifier
+                        break
+                if moved is not None:
+                    conn.execute("ROLLBACK")
+                else:
+                    conn.execute("COMMIT")
+            except (*self._driver_errors(), OSError) as e:  # type: ignore[misc]
+                if not self._is_busy(e):
+                    raise CommitStateUnknown(
+                        f"The SQL catalog {self.where} failed while committing "
+                        f"{len(commits)} tables ({first_line(e)}).",
+                        locations[0] if locations else None,
+                    ) from e
+                self._rollback_quietly(conn)
+                undo()
+                raise CommitConflict(
+                    f"the SQL catalog {self.where} stayed locked by another writer for "
+                    f"{self.lock_timeout:g}s ({first_line(e)})"
+                ) from e
+        if moved is not None:
+            undo()
+            raise CommitConflict(f"table {moved} changed since it was loaded")
+        return locations
+
+    def _swap_row(
+        self, conn: Any, identifier: TableIdentifier, base_location: str, location: str
+    ) -> bool:
+        """The compare-and-swap statement of one row, inside the caller's transaction."""
+        cursor = conn.execute(
+            (
+                f"UPDATE {TABLES} SET metadata_location = ?, "
+                "previous_metadata_location = ? WHERE catalog_name = ? "
+                "AND table_namespace = ? AND table_name = ? AND metadata_location = ?"
+                + self._table_filter()
+            ).replace("?", self.placeholder),
+            (
+                location,
+                base_location,
+                self.catalog_name,
+                ".".join(identifier.namespace),
+                identifier.name,
+                base_location,
+            ),
+        )
+        return bool(cursor.rowcount == 1)
+
     def _swap(
         self, conn: Any, identifier: TableIdentifier, base_location: str, location: str
     ) -> bool:
@@ -313,23 +399,7 @@ class SqlCatalog(CatalogBase):
         """
         self._begin(conn)
         try:
-            cursor = conn.execute(
-                (
-                    f"UPDATE {TABLES} SET metadata_location = ?, "
-                    "previous_metadata_location = ? WHERE catalog_name = ? "
-                    "AND table_namespace = ? AND table_name = ? AND metadata_location = ?"
-                    + self._table_filter()
-                ).replace("?", self.placeholder),
-                (
-                    location,
-                    base_location,
-                    self.catalog_name,
-                    ".".join(identifier.namespace),
-                    identifier.name,
-                    base_location,
-                ),
-            )
-            if cursor.rowcount != 1:
+            if not self._swap_row(conn, identifier, base_location, location):
                 conn.execute("ROLLBACK")
                 return False
             failpoint("sql-before-commit")

@@ -5,7 +5,11 @@ their meaning (as Iceberg Java's ``TableMetadata.Builder``): it assigns schema, 
 order ids (reusing the id of an identical entry, else the highest id + 1), records each
 update that changed something, and builds the next :class:`TableMetadata` with a new
 ``last-updated-ms`` and a ``metadata-log`` entry for the replaced file, trimmed to
-``write.metadata.previous-versions-max`` ("Table Metadata Fields"). The deprecated v1
+``write.metadata.previous-versions-max`` ("Table Metadata Fields"). It applies every
+``TableUpdate`` of the REST catalog: besides schemas, specs, sort orders and properties, the
+uuid, format version and location, snapshots and refs, statistics and partition statistics
+files (one per snapshot), schema and spec removal (never the current schema or default spec,
+nor a schema a remaining snapshot names) and v3 encryption keys. The deprecated v1
 ``schema`` and ``partition-spec`` fields follow the current schema and default spec when
 :mod:`icecore.metadata.serde` writes the result.
 
@@ -28,20 +32,35 @@ import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-from icecore.errors import InvalidMetadata, Unsupported, ValidationError
-from icecore.metadata.model import MetadataLogEntry, TableMetadata
+from icecore.errors import CommitConflict, InvalidMetadata, Unsupported, ValidationError
+from icecore.metadata.model import MetadataLogEntry, SnapshotLogEntry, TableMetadata
 from icecore.metadata.serde import parse_metadata, serialize_metadata
 from icecore.metadata.updates import (
     LAST_ADDED,
+    AddEncryptionKey,
     AddPartitionSpec,
     AddSchema,
+    AddSnapshot,
     AddSortOrder,
+    AssignUUID,
     MetadataUpdate,
+    RemoveEncryptionKey,
+    RemovePartitionSpecs,
+    RemovePartitionStatistics,
     RemoveProperties,
+    RemoveSchemas,
+    RemoveSnapshotRef,
+    RemoveSnapshots,
+    RemoveStatistics,
     SetCurrentSchema,
     SetDefaultSortOrder,
     SetDefaultSpec,
+    SetLocation,
+    SetPartitionStatistics,
     SetProperties,
+    SetSnapshotRef,
+    SetStatistics,
+    UpgradeFormatVersion,
 )
 from icecore.partitioning import PARTITION_DATA_ID_START, PartitionSpec
 from icecore.schema import Schema
@@ -67,6 +86,12 @@ from icecore.types import (
     check_type,
 )
 from icecore.values import from_json
+
+MAIN_BRANCH = "main"
+"""The branch that is the table's current snapshot ("Snapshot References")."""
+
+MAX_FORMAT_VERSION = 3
+"""The highest format version Icecore reads and writes."""
 
 MAX_FIELD_ID = 2147483447
 """Spec "Reserved Field IDs": field ids above this are reserved for metadata columns."""
@@ -404,10 +429,17 @@ class MetadataBuilder:
 
     Args:
         base: the metadata the updates start from (never changed).
+        now_ms: the commit's time: the new ``last-updated-ms`` and the ``snapshot-log``
+            stamp of a ref moved to a snapshot not added in this commit (now, by default).
     """
 
-    def __init__(self, base: TableMetadata) -> None:
+    def __init__(self, base: TableMetadata, now_ms: int | None = None) -> None:
         self.base = base
+        self.now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        # Everything the schema/spec/order/property fields below do not cover (snapshots,
+        # refs, statistics, keys, uuid, location) evolves here, one replace per update.
+        self._md = base
+        self._added_snapshots: dict[int, int] = {}  # snapshot id -> timestamp-ms
         self.format_version = base.format_version
         self.schemas: list[Schema] = list(base.schemas)
         self.current_schema_id = base.current_schema_id
@@ -448,9 +480,38 @@ class MetadataBuilder:
                 self._set_properties(update.updates)
             case RemoveProperties():
                 self._remove_properties(update.removals)
+            case RemoveSchemas():
+                self._remove_schemas(update)
+            case RemovePartitionSpecs():
+                self._remove_specs(update)
+            case _:
+                self._apply_table_update(update)
+        return self
+
+    def _apply_table_update(self, update: MetadataUpdate) -> None:
+        match update:
+            case AssignUUID():
+                self._assign_uuid(update)
+            case UpgradeFormatVersion():
+                self._upgrade(update)
+            case SetLocation():
+                self._set_location(update)
+            case AddSnapshot():
+                self._add_snapshot(update)
+            case SetSnapshotRef():
+                self._set_ref(update)
+            case RemoveSnapshotRef():
+                self._remove_ref(update)
+            case RemoveSnapshots():
+                self._remove_snapshots(update)
+            case SetStatistics() | RemoveStatistics():
+                self._statistics(update)
+            case SetPartitionStatistics() | RemovePartitionStatistics():
+                self._partition_statistics(update)
+            case AddEncryptionKey() | RemoveEncryptionKey():
+                self._encryption_keys(update)
             case _:  # pragma: no cover - the union is closed
                 raise Unsupported(f"Unknown metadata update {update!r}.")
-        return self
 
     def apply_all(self, updates: Iterable[MetadataUpdate]) -> MetadataBuilder:
         """Apply updates in order."""
@@ -466,14 +527,17 @@ class MetadataBuilder:
 
     def _add_schema(self, update: AddSchema) -> None:
         schema = update.schema
-        if update.last_column_id < self.last_column_id:
+        last = update.last_column_id
+        if last is None:
+            last = max(self.last_column_id, schema.highest_field_id)
+        if last < self.last_column_id:
             raise ValidationError(
                 f"The update would lower last-column-id from {self.last_column_id} to "
-                f"{update.last_column_id}; ids must never be reused."
+                f"{last}; ids must never be reused."
             )
         existing = next((s for s in self.schemas if same_schema(s, schema)), None)
         if existing is None:
-            self._check_new_field_ids(schema, update.last_column_id)
+            self._check_new_field_ids(schema, last)
             check_schema(schema, self.format_version)
             new_id = max((s.schema_id for s in self.schemas), default=-1) + 1
             schema = dataclasses.replace(schema, schema_id=new_id)
@@ -481,9 +545,9 @@ class MetadataBuilder:
         else:
             schema = existing
         self._last_added_schema = schema.schema_id
-        if existing is None or update.last_column_id != self.last_column_id:
-            self.last_column_id = update.last_column_id
-            self.changes.append(AddSchema(schema, update.last_column_id))
+        if existing is None or last != self.last_column_id:
+            self.last_column_id = last
+            self.changes.append(AddSchema(schema, last))
 
     def _check_new_field_ids(self, schema: Schema, new_last_column_id: int) -> None:
         """New fields get ids above last-column-id, never an id a dropped column had.
@@ -635,6 +699,242 @@ class MetadataBuilder:
         if present:
             self.changes.append(RemoveProperties(present))
 
+    # Schemas and specs no longer used -----------------------------------------------------
+
+    def _remove_schemas(self, update: RemoveSchemas) -> None:
+        """Drop schemas (REST ``remove-schemas``, sent by expiry with ``clean_expired_metadata``).
+
+        As Iceberg Java's ``TableMetadata.Builder.removeSchemas``, the current schema cannot
+        go; Icecore also refuses a schema a remaining snapshot names as its ``schema-id``
+        ("Snapshots"): readers of that snapshot resolve its columns with it. Ids not in the
+        table are ignored.
+        """
+        ids = set(update.schema_ids)
+        if self.current_schema_id in ids:
+            raise ValidationError(
+                f"Cannot remove schema {self.current_schema_id}: it is the current schema."
+            )
+        used = sorted(
+            s.schema_id
+            for s in self._md.snapshots
+            if s.schema_id is not None and s.schema_id in ids
+        )
+        if used:
+            raise ValidationError(
+                f"Cannot remove schema {used[0]}: a snapshot still in the table was written "
+                "with it; expire that snapshot first."
+            )
+        gone = tuple(s.schema_id for s in self.schemas if s.schema_id in ids)
+        if gone:
+            self.schemas = [s for s in self.schemas if s.schema_id not in ids]
+            self.changes.append(RemoveSchemas(gone))
+
+    def _remove_specs(self, update: RemovePartitionSpecs) -> None:
+        """Drop partition specs (REST ``remove-partition-specs``).
+
+        As Iceberg Java's ``TableMetadata.Builder.removeSpecs``, the default spec cannot go.
+        Whether a live manifest still uses a spec is not in the metadata: the writer that
+        found the spec unused pins the default spec and every branch (requirements
+        ``assert-default-spec-id`` and ``assert-ref-snapshot-id``, as Java's
+        ``UpdateRequirements``), so the commit fails if a snapshot was added since.
+        """
+        ids = set(update.spec_ids)
+        if self.default_spec_id in ids:
+            raise ValidationError(
+                f"Cannot remove partition spec {self.default_spec_id}: it is the default spec."
+            )
+        gone = tuple(s.spec_id for s in self.specs if s.spec_id in ids)
+        if gone:
+            self.specs = [s for s in self.specs if s.spec_id not in ids]
+            self.changes.append(RemovePartitionSpecs(gone))
+
+    # Table identity, format version, location ----------------------------------------------
+
+    def _replace(self, update: MetadataUpdate, **changes: object) -> None:
+        self._md = dataclasses.replace(self._md, **changes)  # type: ignore[arg-type]
+        self.changes.append(update)
+
+    def _assign_uuid(self, update: AssignUUID) -> None:
+        """``table-uuid`` is set once ("Table Metadata Fields"); another value is refused."""
+        current = self._md.table_uuid
+        if current == update.uuid:
+            return
+        if current is not None:
+            raise ValidationError(
+                f"Cannot assign uuid {update.uuid}: the table's uuid is {current}."
+            )
+        self._replace(update, table_uuid=update.uuid)
+
+    def _upgrade(self, update: UpgradeFormatVersion) -> None:
+        """Raise ``format-version`` ("Format Versioning"); v3 starts row lineage at 0."""
+        version = update.format_version
+        if version == self.format_version:
+            return
+        if version < self.format_version or version > MAX_FORMAT_VERSION:
+            raise ValidationError(
+                f"Cannot change format-version from {self.format_version} to {version}."
+            )
+        self.format_version = version
+        next_row_id = self._md.next_row_id
+        if version >= 3 and next_row_id is None:
+            next_row_id = 0
+        self._replace(update, format_version=version, next_row_id=next_row_id)
+
+    def _set_location(self, update: SetLocation) -> None:
+        if not update.location:
+            raise ValidationError("A table location cannot be empty.")
+        self._replace(update, location=update.location.rstrip("/"))
+
+    # Snapshots and refs --------------------------------------------------------------------
+
+    def _add_snapshot(self, update: AddSnapshot) -> None:
+        """Add a snapshot ("Snapshots", "Sequence Numbers", v3 "Row Lineage").
+
+        Raises:
+            CommitConflict: its sequence number or first row id is below what the table
+                assigned meanwhile (the writer must retry on the new state).
+        """
+        snapshot, md = update.snapshot, self._md
+        if md.snapshot_by_id(snapshot.snapshot_id) is not None:
+            raise ValidationError(f"Snapshot {snapshot.snapshot_id} exists already.")
+        if (
+            self.format_version > 1
+            and snapshot.parent_snapshot_id is not None
+            and snapshot.sequence_number <= md.last_sequence_number
+        ):
+            raise CommitConflict(
+                f"snapshot {snapshot.snapshot_id} has sequence number "
+                f"{snapshot.sequence_number}, not above the table's {md.last_sequence_number}"
+            )
+        next_row_id = md.next_row_id
+        if self.format_version >= 3:
+            if snapshot.first_row_id is None or snapshot.added_rows is None:
+                raise ValidationError("A v3 snapshot needs first-row-id and added-rows.")
+            if next_row_id is not None and snapshot.first_row_id < next_row_id:
+                raise CommitConflict(
+                    f"snapshot first-row-id {snapshot.first_row_id} is below the table's "
+                    f"next-row-id {next_row_id}"
+                )
+            next_row_id = snapshot.first_row_id + snapshot.added_rows
+        self._added_snapshots[snapshot.snapshot_id] = snapshot.timestamp_ms
+        self._replace(
+            update,
+            snapshots=(*md.snapshots, snapshot),
+            last_sequence_number=max(md.last_sequence_number, snapshot.sequence_number),
+            next_row_id=next_row_id,
+        )
+
+    def _set_ref(self, update: SetSnapshotRef) -> None:
+        """Create or move a ref; moving ``main`` makes the snapshot current and logs it."""
+        name, ref, md = update.ref_name, update.ref, self._md
+        if not name:
+            raise ValidationError("A branch or tag needs a name.")
+        if md.snapshot_by_id(ref.snapshot_id) is None:
+            raise ValidationError(f"Cannot point {name} at unknown snapshot {ref.snapshot_id}.")
+        refs = {**md.refs, name: ref}
+        if name != MAIN_BRANCH:
+            self._replace(update, refs=refs)
+            return
+        stamp = self._added_snapshots.get(ref.snapshot_id, self.now_ms)
+        log = md.snapshot_log
+        if md.current_snapshot_id != ref.snapshot_id:
+            log = (*log, SnapshotLogEntry(stamp, ref.snapshot_id))
+        self._replace(update, refs=refs, current_snapshot_id=ref.snapshot_id, snapshot_log=log)
+
+    def _remove_ref(self, update: RemoveSnapshotRef) -> None:
+        md = self._md
+        refs = {k: v for k, v in md.refs.items() if k != update.ref_name}
+        current = None if update.ref_name == MAIN_BRANCH else md.current_snapshot_id
+        self._replace(update, refs=refs, current_snapshot_id=current)
+
+    def _remove_snapshots(self, update: RemoveSnapshots) -> None:
+        """Expire snapshots with their refs and statistics files.
+
+        The snapshot log keeps only what follows the last removed entry (Iceberg Java), so
+        it never names a snapshot that is gone.
+        """
+        gone, md = set(update.snapshot_ids), self._md
+        refs = {k: v for k, v in md.refs.items() if v.snapshot_id not in gone}
+        current = None if md.current_snapshot_id in gone else md.current_snapshot_id
+        log: list[SnapshotLogEntry] = []
+        for entry in md.snapshot_log:
+            if entry.snapshot_id in gone:
+                log.clear()
+            else:
+                log.append(entry)
+        self._replace(
+            update,
+            snapshots=tuple(s for s in md.snapshots if s.snapshot_id not in gone),
+            refs=refs,
+            current_snapshot_id=current,
+            snapshot_log=tuple(log),
+            statistics=tuple(s for s in md.statistics if s.snapshot_id not in gone),
+            partition_statistics=tuple(
+                s for s in md.partition_statistics if s.snapshot_id not in gone
+            ),
+        )
+
+    # Statistics and encryption keys --------------------------------------------------------
+
+    def _statistics(self, update: SetStatistics | RemoveStatistics) -> None:
+        """Spec "Table Statistics": at most one statistics file per snapshot.
+
+        ``set-statistics`` replaces the snapshot's file (Iceberg Java's ``setStatistics``);
+        ``remove-statistics`` of a snapshot without one changes nothing.
+        """
+        files = self._md.statistics
+        if isinstance(update, SetStatistics):
+            sid = update.statistics.snapshot_id
+            kept = tuple(f for f in files if f.snapshot_id != sid)
+            self._replace(update, statistics=(*kept, update.statistics))
+            return
+        kept = tuple(f for f in files if f.snapshot_id != update.snapshot_id)
+        if len(kept) != len(files):
+            self._replace(update, statistics=kept)
+
+    def _partition_statistics(
+        self, update: SetPartitionStatistics | RemovePartitionStatistics
+    ) -> None:
+        """Spec "Partition Statistics": at most one partition statistics file per snapshot."""
+        files = self._md.partition_statistics
+        if isinstance(update, SetPartitionStatistics):
+            sid = update.partition_statistics.snapshot_id
+            kept = tuple(f for f in files if f.snapshot_id != sid)
+            self._replace(update, partition_statistics=(*kept, update.partition_statistics))
+            return
+        kept = tuple(f for f in files if f.snapshot_id != update.snapshot_id)
+        if len(kept) != len(files):
+            self._replace(update, partition_statistics=kept)
+
+    def _encryption_keys(self, update: AddEncryptionKey | RemoveEncryptionKey) -> None:
+        """Spec "Encryption Keys" (v3): keys by unique ``key-id``.
+
+        A key id is never given two keys, and a key a remaining snapshot's ``key-id`` names
+        stays (its manifest list could not be decrypted without it).
+        """
+        keys = self._md.encryption_keys
+        if isinstance(update, AddEncryptionKey):
+            key = update.encryption_key
+            if self.format_version < 3:
+                raise ValidationError(
+                    f"Encryption keys need format version 3; this table is version "
+                    f"{self.format_version}."
+                )
+            same = next((k for k in keys if k.key_id == key.key_id), None)
+            if same == key:
+                return
+            if same is not None:
+                raise ValidationError(f"Encryption key {key.key_id!r} exists already.")
+            self._replace(update, encryption_keys=(*keys, key))
+            return
+        if any(s.key_id == update.key_id for s in self._md.snapshots):
+            raise ValidationError(
+                f"Cannot remove encryption key {update.key_id!r}: a snapshot still uses it."
+            )
+        kept = tuple(k for k in keys if k.key_id != update.key_id)
+        if len(kept) != len(keys):
+            self._replace(update, encryption_keys=kept)
+
     # Building ------------------------------------------------------------------------------
 
     def build(self, previous_location: str | None, now_ms: int | None = None) -> TableMetadata:
@@ -643,20 +943,22 @@ class MetadataBuilder:
         Args:
             previous_location: where the base metadata file is; it enters ``metadata-log``
                 with the base's ``last-updated-ms``. None for metadata not yet in a file.
-            now_ms: the new ``last-updated-ms`` (now, by default); never below the base's.
+            now_ms: the new ``last-updated-ms`` (the builder's ``now_ms``, by default); never
+                below the base's.
 
         Raises:
             ValidationError: the result breaks a rule of the spec.
         """
         base = self.base
-        now = int(time.time() * 1000) if now_ms is None else now_ms
+        now = self.now_ms if now_ms is None else now_ms
         log = list(base.metadata_log)
         if previous_location is not None:
             keep = max(1, _int_property(self.properties, PREVIOUS_VERSIONS_MAX))
             log.append(MetadataLogEntry(base.last_updated_ms, previous_location))
             log = log[-keep:]
         built = dataclasses.replace(
-            base,
+            self._md,
+            format_version=self.format_version,
             last_updated_ms=max(now, base.last_updated_ms),
             last_column_id=self.last_column_id,
             schemas=tuple(self.schemas),

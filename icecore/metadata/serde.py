@@ -443,6 +443,48 @@ def _encryption_key_to_json(key: EncryptedKey) -> dict[str, Any]:
     return _with_extra(out, key.extra)
 
 
+def statistics_file_from_json(obj: Any, where: str = "file") -> StatisticsFile:
+    """Parse one table statistics file object ("Table Statistics").
+
+    Raises:
+        InvalidMetadata: a required field is missing or mistyped.
+    """
+    return _statistics_file(obj, where)
+
+
+def statistics_file_to_json(stats: StatisticsFile) -> dict[str, Any]:
+    """Serialize one table statistics file, unknown keys included."""
+    return _statistics_file_to_json(stats)
+
+
+def partition_statistics_file_from_json(obj: Any, where: str = "file") -> PartitionStatisticsFile:
+    """Parse one partition statistics file object ("Partition Statistics").
+
+    Raises:
+        InvalidMetadata: a required field is missing or mistyped.
+    """
+    return _partition_statistics_file(obj, where)
+
+
+def partition_statistics_file_to_json(stats: PartitionStatisticsFile) -> dict[str, Any]:
+    """Serialize one partition statistics file, unknown keys included."""
+    return _with_extra(_pstats_json(stats), stats.extra)
+
+
+def encryption_key_from_json(obj: Any, where: str = "key") -> EncryptedKey:
+    """Parse one encryption key object (v3 "Encryption Keys").
+
+    Raises:
+        InvalidMetadata: a required field is missing or mistyped.
+    """
+    return _encryption_key(obj, where)
+
+
+def encryption_key_to_json(key: EncryptedKey) -> dict[str, Any]:
+    """Serialize one encryption key, unknown keys included."""
+    return _encryption_key_to_json(key)
+
+
 def _with_extra(out: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in extra.items():
         out.setdefault(key, copy.deepcopy(value))
@@ -892,12 +934,18 @@ def _legacy_spec_json(md: TableMetadata, default: PartitionSpec) -> Any:
 
 
 __all__ = [
+    "encryption_key_from_json",
+    "encryption_key_to_json",
     "parse_metadata",
     "parse_metadata_dict",
     "serialize_metadata",
+    "partition_statistics_file_from_json",
+    "partition_statistics_file_to_json",
     "serialize_metadata_json",
     "snapshot_from_json",
     "snapshot_ref_from_json",
     "snapshot_ref_to_json",
     "snapshot_to_json",
+    "statistics_file_from_json",
+    "statistics_file_to_json",
 ]

@@ -19,6 +19,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar
 
+from icecore.metadata.model import (
+    EncryptedKey,
+    PartitionStatisticsFile,
+    Snapshot,
+    SnapshotRef,
+    StatisticsFile,
+)
 from icecore.partitioning import PartitionSpec
 from icecore.schema import Schema
 from icecore.sorting import SortOrder
@@ -33,12 +40,13 @@ class AddSchema:
 
     Attributes:
         schema: the new schema; new fields carry ids above the base's ``last-column-id``.
-        last_column_id: the table's ``last-column-id`` after this update.
+        last_column_id: the table's ``last-column-id`` after this update; None (the REST
+            field is deprecated and optional) for the higher of the table's and the schema's.
     """
 
     action: ClassVar[str] = "add-schema"
     schema: Schema
-    last_column_id: int
+    last_column_id: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,27 +111,178 @@ class RemoveProperties:
     removals: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class AssignUUID:
+    """Give the table its uuid ("Table Metadata Fields": ``table-uuid``); never change it."""
+
+    action: ClassVar[str] = "assign-uuid"
+    uuid: str
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradeFormatVersion:
+    """Raise the format version (never lower it: "Format Versioning")."""
+
+    action: ClassVar[str] = "upgrade-format-version"
+    format_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetLocation:
+    """Move the table's base ``location``."""
+
+    action: ClassVar[str] = "set-location"
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddSnapshot:
+    """Add a snapshot written by an engine ("Snapshots"); a ref update makes it current."""
+
+    action: ClassVar[str] = "add-snapshot"
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class SetSnapshotRef:
+    """Create or move a branch or tag ("Snapshot References"); ``main`` is the current one."""
+
+    action: ClassVar[str] = "set-snapshot-ref"
+    ref_name: str
+    ref: SnapshotRef
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSnapshotRef:
+    """Drop a branch or tag (dropping ``main`` leaves no current snapshot)."""
+
+    action: ClassVar[str] = "remove-snapshot-ref"
+    ref_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSnapshots:
+    """Expire snapshots, with the refs and statistics that pointed at them."""
+
+    action: ClassVar[str] = "remove-snapshots"
+    snapshot_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SetStatistics:
+    """Register a Puffin table statistics file, replacing the snapshot's previous one."""
+
+    action: ClassVar[str] = "set-statistics"
+    statistics: StatisticsFile
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveStatistics:
+    """Unregister the table statistics file of a snapshot."""
+
+    action: ClassVar[str] = "remove-statistics"
+    snapshot_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetPartitionStatistics:
+    """Register a partition statistics file, replacing the snapshot's previous one."""
+
+    action: ClassVar[str] = "set-partition-statistics"
+    partition_statistics: PartitionStatisticsFile
+
+
+@dataclass(frozen=True, slots=True)
+class RemovePartitionStatistics:
+    """Unregister the partition statistics file of a snapshot."""
+
+    action: ClassVar[str] = "remove-partition-statistics"
+    snapshot_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveSchemas:
+    """Drop schemas no longer used (never the current one, nor one a snapshot names)."""
+
+    action: ClassVar[str] = "remove-schemas"
+    schema_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RemovePartitionSpecs:
+    """Drop partition specs no longer used (never the default one)."""
+
+    action: ClassVar[str] = "remove-partition-specs"
+    spec_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AddEncryptionKey:
+    """Track a table encryption key (v3 "Encryption Keys")."""
+
+    action: ClassVar[str] = "add-encryption-key"
+    encryption_key: EncryptedKey
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveEncryptionKey:
+    """Stop tracking a table encryption key (v3 "Encryption Keys")."""
+
+    action: ClassVar[str] = "remove-encryption-key"
+    key_id: str
+
+
 MetadataUpdate = (
-    AddSchema
+    AssignUUID
+    | UpgradeFormatVersion
+    | AddSchema
     | SetCurrentSchema
     | AddPartitionSpec
     | SetDefaultSpec
     | AddSortOrder
     | SetDefaultSortOrder
+    | AddSnapshot
+    | SetSnapshotRef
+    | RemoveSnapshots
+    | RemoveSnapshotRef
+    | SetLocation
     | SetProperties
     | RemoveProperties
+    | SetStatistics
+    | RemoveStatistics
+    | SetPartitionStatistics
+    | RemovePartitionStatistics
+    | RemoveSchemas
+    | RemovePartitionSpecs
+    | AddEncryptionKey
+    | RemoveEncryptionKey
 )
-"""Any update a commit can apply."""
+"""Any update a commit can apply: every ``TableUpdate`` of the REST catalog's OpenAPI."""
 
 __all__ = [
     "LAST_ADDED",
+    "AddEncryptionKey",
     "AddPartitionSpec",
     "AddSchema",
+    "AddSnapshot",
     "AddSortOrder",
+    "AssignUUID",
     "MetadataUpdate",
+    "RemoveEncryptionKey",
+    "RemovePartitionSpecs",
+    "RemovePartitionStatistics",
     "RemoveProperties",
+    "RemoveSchemas",
+    "RemoveSnapshotRef",
+    "RemoveSnapshots",
+    "RemoveStatistics",
     "SetCurrentSchema",
     "SetDefaultSortOrder",
     "SetDefaultSpec",
+    "SetLocation",
+    "SetPartitionStatistics",
     "SetProperties",
+    "SetSnapshotRef",
+    "SetStatistics",
+    "UpgradeFormatVersion",
 ]

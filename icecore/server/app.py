@@ -2,7 +2,9 @@
 
 Routes follow the REST catalog OpenAPI spec (``open-api/rest-catalog-open-api.yaml`` in
 apache/iceberg) with an empty prefix: ``GET /v1/config`` lists the endpoints served, then
-namespaces, tables, commits, rename, register and, with a credential, ``/v1/oauth/tokens``.
+namespaces, tables, commits, rename, register, multi-table transactions
+(``/v1/transactions/commit``, listed only where the backing catalog commits several tables
+in one transaction: the SQL catalogs) and, with a credential, ``/v1/oauth/tokens``.
 A namespace in a path is its levels joined by the unit separator (``%1F``), the spec's
 default. Every answer that is not a success is the spec's ``ErrorModel``
 (:mod:`icecore.server.errors`).
@@ -32,14 +34,19 @@ from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.errors import IcecoreError, NotFound
 from icecore.failpoints import failpoint
 from icecore.metadata.builder import encode_metadata
+from icecore.metadata.requirements import AssertCreate, Requirement
 from icecore.metadata.serde import serialize_metadata
+from icecore.metadata.updates import MetadataUpdate
+from icecore.metadata.updates_json import updates_to_json
 from icecore.server.auth import OAuthError, TokenIssuer
 from icecore.server.backend import Backend
 from icecore.server.commit import (
-    AssertCreate,
+    TableChange,
     apply_rest_updates,
     commit_table,
+    commit_transaction,
     parse_commit,
+    supports_transactions,
 )
 from icecore.server.create import new_table_metadata
 from icecore.server.errors import (
@@ -81,6 +88,9 @@ class Endpoint:
     path: str
     handler: Handler
     writes: bool = False
+    advertised: bool = True
+    """Listed by ``GET /v1/config``; False where the backing catalog cannot do it (it
+    answers 406 then), so clients do not try."""
 
     @property
     def spec_name(self) -> str:
@@ -179,6 +189,13 @@ class CatalogService:
             Endpoint("DELETE", table, self.drop_table, writes=True),
             Endpoint("POST", table + "/metrics", self.report_metrics),
             Endpoint("POST", "/v1/tables/rename", self.rename_table, writes=True),
+            Endpoint(
+                "POST",
+                "/v1/transactions/commit",
+                self.commit_transaction,
+                writes=True,
+                advertised=supports_transactions(self.catalog),
+            ),
         ]
 
     # Namespaces ----------------------------------------------------------------------------
@@ -356,22 +373,19 @@ class CatalogService:
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
 
     def _create_by_commit(
-        self, identifier: TableIdentifier, requirements: list[Any], updates: list[Any]
+        self,
+        identifier: TableIdentifier,
+        requirements: list[Requirement],
+        updates: list[MetadataUpdate],
     ) -> Any:
         """A staged create's commit: the table from its updates, then created (409 if it exists)."""
         if not self.backend.namespace_exists(identifier.namespace):
             raise no_such_namespace(identifier.namespace)
         if identifier in self.catalog.list_tables(identifier.namespace):
             raise RestError(409, "CommitFailedException", f"Table already exists: {identifier}")
-        first = {u.get("action"): u for u in updates if isinstance(u, Mapping)}
-        schema = next(
-            (
-                u["schema"]
-                for u in updates
-                if isinstance(u, Mapping) and u.get("action") == "add-schema"
-            ),
-            None,
-        )
+        raw = updates_to_json(updates)
+        first = {u["action"]: u for u in raw}
+        schema = next((u["schema"] for u in raw if u["action"] == "add-schema"), None)
         if not isinstance(schema, Mapping):
             raise bad_request("A create commit needs an add-schema update.")
         version = first.get("upgrade-format-version", {}).get("format-version")
@@ -400,10 +414,31 @@ class CatalogService:
             "assign-uuid",
             "upgrade-format-version",
         }
-        rest = [u for u in updates if isinstance(u, Mapping) and u.get("action") not in creating]
+        rest = [u for u in updates if u.action not in creating]
         metadata = apply_rest_updates(base, rest, None)
         location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
+
+    def commit_transaction(self, call: Call) -> Any:
+        """``POST /v1/transactions/commit``: several tables' changes, all applied or none."""
+        body = call.body
+        raw = body.get("table-changes") if isinstance(body, Mapping) else None
+        if not isinstance(raw, list) or not raw:
+            raise bad_request("A transaction needs a non-empty 'table-changes' list.")
+        changes: list[TableChange] = []
+        for item in raw:
+            if not isinstance(item, Mapping):
+                raise bad_request("Each table change must be an object.")
+            identifier = _identifier(item.get("identifier"), "A table change's 'identifier'")
+            requirements, updates = parse_commit(item)
+            if any(isinstance(r, AssertCreate) for r in requirements):
+                raise bad_request("A transaction cannot create tables (assert-create).")
+            changes.append(TableChange(identifier, requirements, updates))
+        names = [c.identifier for c in changes]
+        if len(set(names)) != len(names):
+            raise bad_request("A transaction names a table twice; send one change per table.")
+        commit_transaction(self.catalog, changes)
+        return Response(status_code=204)
 
     def report_metrics(self, call: Call) -> Any:
         """``POST .../metrics``: scan and commit reports are accepted and not kept."""
@@ -487,10 +522,7 @@ def create_app(
     """
     service = CatalogService(catalog, read_only=read_only, vended=vended)
     served = service.endpoints()
-    if read_only:
-        names = [e.spec_name for e in served if not e.writes]
-    else:
-        names = [e.spec_name for e in served]
+    names = [e.spec_name for e in served if e.advertised and not (read_only and e.writes)]
 
     def wrap(endpoint: Endpoint) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:

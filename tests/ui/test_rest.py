@@ -216,3 +216,20 @@ def test_a_rest_uri_is_typed_only_with_open_catalogs(
     )
     assert SECRET not in shown(at)
     assert SECRET not in repr(at.session_state)
+
+
+def test_the_landing_page_lists_rest_tables_without_loading_them(
+    sales: RestServer, sent: Requests
+) -> None:
+    at = open_app(catalog="sales")
+    no_problems(at)
+    listing = next(df.value for df in at.dataframe if "table" in df.value.columns)
+    assert list(listing["table"]) == [TABLE]
+    assert sent.loads(TABLE) == 0, sent.sent  # the listing is listTables only
+    assert "GET /v1/namespaces/shop/tables" in sent.sent
+    # Asked for, one table is loaded, and its location is the backing catalog's.
+    at.selectbox(key="home_location_of").set_value(0).run()
+    no_problems(at)
+    assert sent.loads(TABLE) == 1, sent.sent
+    backing = SqlCatalog(sales.catalog_db).load_table(TABLE).metadata_location
+    assert backing in [t.value for t in at.text]
