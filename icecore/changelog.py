@@ -48,7 +48,7 @@ from icecore.schema import Schema
 from icecore.types import ListType, MapType, StructType
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 CHANGE_TYPE = "_change_type"
 CHANGE_ORDINAL = "_change_ordinal"

@@ -27,7 +27,7 @@ from icecore.read import arrow_schema_for
 from icecore.scan.planner import Plan
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 MAX_PROTECTED_TABLES = 10_000
 """How many of a catalog's tables ``protected_paths`` lists (bounded in time)."""

@@ -30,7 +30,7 @@ from icecore.partitioning import PartitionSpec
 from icecore.types import IcebergType
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 UNPARTITIONED = "(unpartitioned)"
 """The partition label of a file written with an unpartitioned spec."""

@@ -41,7 +41,7 @@ from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 
 class Job(StrEnum):

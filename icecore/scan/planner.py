@@ -81,7 +81,7 @@ from icecore.schema import Schema
 from icecore.types import StructType
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 
 KEPT_TASKS = 100_000
