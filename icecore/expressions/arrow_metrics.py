@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icecore.arrow_types import bool_scalar
 from icecore.expressions.metrics_eval import IN_PREDICATE_LIMIT, literal_value
 from icecore.expressions.model import (
     AlwaysFalse,
@@ -58,9 +59,9 @@ from icecore.values import EPOCH_DATE
 
 _O = Operation
 _I64 = pa.int64()
-_TRUE = pa.scalar(True)
-_FALSE = pa.scalar(False)
-_UNKNOWN = pa.scalar(None, pa.bool_())
+_TRUE = bool_scalar(True)
+_FALSE = bool_scalar(False)
+_UNKNOWN = bool_scalar(None)
 _NAN_KEY = (1 << 63) - 1
 _FLIP = (1 << 63) - 1
 _SUPPLEMENTARY = r"[\x{10000}-\x{10FFFF}]"
