@@ -3,8 +3,8 @@
     python -m bench.plan_bench --table /tmp/benchwh/hadoop/bench/files_100000 [--runs 3]
         [--filters sel,time10,none,point] [--record bench/plan_bench.results.md]
 
-Tables come from ``python -m bench.tables`` (PERFORMANCE.md's workload). Each run is a fresh
-process that loads the table and plans (cold), then plans the same scan again (warm); the
+Tables come from ``python -m bench.tables`` (bench/README.md "Benchmark tables"). Each run is a
+fresh process that loads the table and plans (cold), then plans the same scan again (warm); the
 tools alternate run by run. Planned file counts must agree between the tools.
 """
 

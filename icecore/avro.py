@@ -5,8 +5,8 @@ Lists", "Appendix A: Avro"). Two readers share one header parse:
 
 - :func:`read_avro` decodes every record as a Python dict (small files, per-entry logic).
 - :func:`read_avro_arrow` decodes to a :class:`pyarrow.Table` for bulk planning (see
-  PERFORMANCE.md). Today it goes through fastavro; the signature is what a faster columnar
-  decoder will keep.
+  docs/ARCHITECTURE.md "Performance"). Today it goes through fastavro; the signature is what a
+  faster columnar decoder will keep.
 - :func:`read_avro_polars_arrow` decodes to Arrow through polars' native Avro reader, about
   6x faster than fastavro on manifests; it falls back to :func:`read_avro_arrow` for files
   polars refuses (an empty file, or a damaged one, which that path then reports).

@@ -9,7 +9,7 @@ table with 100,000 files still draws as a few thousand nodes: beyond the budget,
 smallest files of a manifest (and the smallest manifests) are folded into one node each.
 
 Manifests are read with the columnar reader (:mod:`icecore.manifest_arrow`): a Python
-object per entry costs ~8x (PERFORMANCE.md).
+object per entry costs ~8x (docs/ARCHITECTURE.md "Performance").
 """
 
 from __future__ import annotations

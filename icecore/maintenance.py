@@ -17,7 +17,7 @@ The rules are the ones Spark's Iceberg procedures apply by default (Iceberg 1.10
   metadata log, the current metadata and ``version-hint.text``) and that are older than its
   ``older_than`` (three days by default).
 
-The job itself is ``python -m pipeline.maintenance JOB TABLE [options]`` (DESIGN.md
+The job itself is ``python -m pipeline.maintenance JOB TABLE [options]`` (docs/ARCHITECTURE.md
 "Contracts"); :attr:`Recommendation.options` are its options.
 """
 

@@ -1,8 +1,8 @@
 """Manifests as Arrow tables: one row per manifest entry, inheritance applied by columns.
 
 The columnar twin of :func:`icecore.manifest.read_manifest` for planning many files (see
-PERFORMANCE.md: per-entry Python objects cost ~8x). It implements the same spec sections
-("Manifests", "Manifest Entry Fields", the ``data_file`` struct, "Sequence Number
+docs/ARCHITECTURE.md "Performance": per-entry Python objects cost ~8x). It implements the same spec
+sections ("Manifests", "Manifest Entry Fields", the ``data_file`` struct, "Sequence Number
 Inheritance", "First Row ID Inheritance") with :mod:`pyarrow.compute` instead of a loop.
 
 Polars decodes the Avro blocks but drops the ``field-id`` attributes, so columns are found

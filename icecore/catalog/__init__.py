@@ -1,7 +1,7 @@
 """Catalogs: find tables and their current metadata.json.
 
-``load_catalog`` takes what a user types (DESIGN.md "Contracts"): a warehouse folder (an SQL
-catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///x.db``
+``load_catalog`` takes what a user types (docs/ARCHITECTURE.md "Contracts"): a warehouse folder (an
+SQL catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///x.db``
 (``?catalog=NAME`` picks one of several catalogs in the file), ``postgresql://...`` (see
 :mod:`icecore.catalog.postgres`), the path of a metadata.json, or the name of a
 ``[catalogs.NAME]`` entry of ``icecore.toml`` (see :mod:`icecore.config`). A configured name
@@ -156,7 +156,7 @@ def _open(text: str, io: FileIO | None, read_only: bool) -> Catalog:
 
 
 def load_table(spec: str | Path, io: FileIO | None = None) -> Table:
-    """Open a table from what a user types (DESIGN.md "Contracts").
+    """Open a table from what a user types (docs/ARCHITECTURE.md "Contracts").
 
     Accepts ``CATALOG::ns.table``, a table folder in the Hadoop layout, or a metadata.json path.
     """

@@ -2,9 +2,9 @@
 
 The vectorized twin of :func:`icecore.expressions.metrics_eval.metrics_evaluator` (Java's
 ``InclusiveMetricsEvaluator``; spec "Scan Planning" and "Manifests" for the metrics), for
-planning a million files without a Python object per file (PERFORMANCE.md). Every rule is
-the one the row evaluator documents, applied to columns: counts as int64, Appendix D bounds
-reinterpreted in place (little-endian ints, IEEE floats mapped to integers that sort in
+planning a million files without a Python object per file (docs/ARCHITECTURE.md "Performance").
+Every rule is the one the row evaluator documents, applied to columns: counts as int64, Appendix D
+bounds reinterpreted in place (little-endian ints, IEEE floats mapped to integers that sort in
 ``Double.compare`` order, strings and binaries compared byte-wise, which for UTF-8 is code
 point order: Java's ``Comparators.charSequences()``).
 

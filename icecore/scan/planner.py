@@ -21,7 +21,7 @@ Data manifests are read in columns (:mod:`icecore.scan.planning_manifest`, cache
 distinct partition tuple) and all at once by metrics (:mod:`icecore.expressions.arrow_metrics`;
 files it cannot judge go to the row evaluator, so the verdicts are exactly the row
 evaluator's). Tasks and pruned items are made when read, so a plan of a million files holds
-arrays, not a million objects (PERFORMANCE.md).
+arrays, not a million objects (docs/ARCHITECTURE.md "Performance").
 """
 
 from __future__ import annotations
