@@ -30,9 +30,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icecore.arrow_types import arrow_field
+from icecore.compute import pc
 from icecore.errors import NotFound, Unsupported, ValidationError
 from icecore.manifest import (
     DataFileContent,

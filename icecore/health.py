@@ -33,8 +33,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.layout import DELETION_VECTOR, content_name
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import MAIN_BRANCH, Snapshot, TableMetadata

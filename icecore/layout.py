@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata, ValidationError
 from icecore.manifest import ManifestContent, ManifestEntryStatus, ManifestFile
 from icecore.manifest_arrow import read_manifest_arrow

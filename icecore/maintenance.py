@@ -31,9 +31,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icecore import health
+from icecore.compute import pc
 from icecore.health import Finding, Status, format_bytes
 from icecore.io import FileInfo, normalize_path
 from icecore.layout import DELETION_VECTOR, content_name, manifest_files

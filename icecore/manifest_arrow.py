@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icecore.arrow_types import arrow_type
 from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata, Unsupported
 from icecore.io import FileIO
 from icecore.manifest import (

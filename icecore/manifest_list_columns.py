@@ -20,8 +20,8 @@ from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata
 from icecore.io import FileIO
 from icecore.manifest import (

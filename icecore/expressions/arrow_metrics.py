@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icecore.arrow_types import bool_scalar
+from icecore.compute import pc
 from icecore.expressions.metrics_eval import IN_PREDICATE_LIMIT, literal_value
 from icecore.expressions.model import (
     AlwaysFalse,

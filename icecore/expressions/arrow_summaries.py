@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icecore.arrow_types import bool_scalar
+from icecore.compute import pc
 from icecore.expressions.arrow_metrics import (
     BoundKeys,
     Verdict,

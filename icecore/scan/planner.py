@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata
 from icecore.expressions.arrow_metrics import (
     METRIC_KINDS,

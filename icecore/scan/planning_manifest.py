@@ -26,8 +26,8 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata
 from icecore.manifest import ManifestEntry, ManifestEntryStatus
 from icecore.manifest_arrow import MAP_COLUMNS, entries_from_arrow, partition_dicts
