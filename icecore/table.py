@@ -29,12 +29,10 @@ from icecore.identifier import TableIdentifier
 from icecore.inspect import inspect_table
 from icecore.io import FileIO
 from icecore.scan.planner import TableScan
-from icecore.table_data import TableData, read_table_metadata
+from icecore.table_data import TableData, TableSource, read_table_metadata
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from icecore.catalog.base import Catalog
 
 __all__ = ["Table", "load_table_at"]
 
@@ -158,7 +156,7 @@ def load_table_at(
     identifier: TableIdentifier,
     metadata_location: str,
     io: FileIO,
-    catalog: Catalog | None = None,
+    catalog: TableSource | None = None,
 ) -> Table:
     """Build a :class:`Table` by reading the metadata file at ``metadata_location``."""
     return Table(

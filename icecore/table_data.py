@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from icecore.errors import InvalidMetadata, NotFound, Unsupported, ValidationError
 from icecore.history import HistoryEntry, history, resolve_snapshot
@@ -30,8 +30,35 @@ from icecore.manifest_list_columns import ManifestListColumns, read_manifest_lis
 from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
 from icecore.schema import Schema
 
-if TYPE_CHECKING:
-    from icecore.catalog.base import Catalog
+
+class TableSource(Protocol):
+    """What a table and its features ask of the catalog it came from.
+
+    Every :class:`icecore.catalog.base.Catalog` is one; it is declared here, below the
+    features, so that a table can name its catalog without importing the catalogs above it.
+    """
+
+    def list_tables(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
+        """Tables in ``namespace``, or in every namespace when it is ``None``; sorted."""
+        ...
+
+    def metadata_location(self, identifier: TableIdentifier) -> str:
+        """Location of the table's current metadata.json."""
+        ...
+
+    def load_table(self, identifier: TableIdentifier) -> TableData:
+        """The table's current version."""
+        ...
+
+    def commit_metadata(
+        self,
+        identifier: TableIdentifier,
+        base_location: str,
+        metadata: TableMetadata,
+        payload: bytes,
+    ) -> str:
+        """Make ``payload`` the table's next metadata file (see ``Catalog.commit_metadata``)."""
+        ...
 
 
 def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
@@ -63,7 +90,7 @@ class TableData:
     metadata: TableMetadata
     metadata_location: str
     io: FileIO
-    catalog: Catalog | None = None
+    catalog: TableSource | None = None
 
     @property
     def format_version(self) -> int:
