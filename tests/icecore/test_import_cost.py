@@ -3,8 +3,9 @@
 polars (manifest decoding), sqlglot (filters), duckdb (user SQL), pandas (pulled in by the
 first Python-to-Arrow conversion), psycopg and requests (two kinds of catalog), fastavro,
 fsspec and pyarrow.compute/parquet cost from 7 to 45 MiB and up to 0.2 s each; a CLI
-``history`` or an app page that only reads metadata must not pay for them (issue 18 item 5; the figures are in bench/import_bench.results.md).
-Each check runs in a fresh interpreter, since this test process has loaded them all.
+``history`` or an app page that only reads metadata must not pay for them (issue 18 item 5;
+the figures are in bench/import_bench.results.md). Each check runs in a fresh interpreter,
+since this test process has loaded them all.
 """
 
 from __future__ import annotations
