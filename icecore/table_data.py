@@ -34,8 +34,8 @@ from icecore.schema import Schema
 class TableSource(Protocol):
     """What a table and its features ask of the catalog it came from.
 
-    Every :class:`icecore.catalog.base.Catalog` is one; it is declared here, below the
-    features, so that a table can name its catalog without importing the catalogs above it.
+    :class:`icecore.catalog.base.Catalog` extends it; it is declared here, below the features,
+    so that a table can name its catalog without importing the catalogs above it.
     """
 
     def list_tables(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
@@ -57,7 +57,16 @@ class TableSource(Protocol):
         metadata: TableMetadata,
         payload: bytes,
     ) -> str:
-        """Make ``payload`` the table's next metadata file (see ``Catalog.commit_metadata``)."""
+        """Write ``payload`` as the table's next metadata file and make it current.
+
+        The swap succeeds only if ``base_location`` is still current (spec "Metastore
+        Tables", "File System Tables"). Returns the new file's location.
+
+        Raises:
+            CommitConflict: another writer committed first; nothing of this commit is current.
+            CommitStateUnknown: whether the swap happened cannot be told; the file is kept.
+            Unsupported: the catalog cannot commit.
+        """
         ...
 
 
