@@ -1,4 +1,4 @@
-"""Build metadata-only Iceberg v2 benchmark tables (the workload of PERFORMANCE.md).
+"""Build metadata-only Iceberg v2 benchmark tables (bench/README.md "Benchmark tables").
 
 The tables look like taxi trips (``id long, pickup_ts timestamptz, vendor int, zone string,
 fare double, tip double, passengers int, payment string``), are partitioned by

@@ -82,3 +82,16 @@ def arrow_type(t: IcebergType) -> pa.DataType:
 def arrow_field(f: NestedField) -> pa.Field:
     """The Arrow field of an Iceberg field (named as the schema names it)."""
     return pa.field(f.name, arrow_type(f.field_type), nullable=not f.required)
+
+
+def bool_scalar(value: bool | None) -> pa.BooleanScalar:
+    """A boolean Arrow scalar built from its bit, for constants made at import.
+
+    ``pa.scalar`` converts a Python object, and pyarrow's first conversion imports pandas
+    (~40 MiB, ~0.2 s) to look for its types; a module constant made that way would make
+    every ``import icecore`` pay for pandas.
+    """
+    if value is None:
+        return pa.nulls(1, pa.bool_())[0]
+    bit = pa.py_buffer(b"\x01" if value else b"\x00")
+    return pa.Array.from_buffers(pa.bool_(), 1, [None, bit])[0]

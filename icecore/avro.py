@@ -5,8 +5,8 @@ Lists", "Appendix A: Avro"). Two readers share one header parse:
 
 - :func:`read_avro` decodes every record as a Python dict (small files, per-entry logic).
 - :func:`read_avro_arrow` decodes to a :class:`pyarrow.Table` for bulk planning (see
-  PERFORMANCE.md). Today it goes through fastavro; the signature is what a faster columnar
-  decoder will keep.
+  docs/ARCHITECTURE.md "Performance"). Today it goes through fastavro; the signature is what a
+  faster columnar decoder will keep.
 - :func:`read_avro_polars_arrow` decodes to Arrow through polars' native Avro reader, about
   6x faster than fastavro on manifests; it falls back to :func:`read_avro_arrow` for files
   polars refuses (an empty file, or a damaged one, which that path then reports).
@@ -24,8 +24,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import fastavro
-import polars as pl  # imported with icecore: ~0.1 s, which a first plan would otherwise pay
 import pyarrow as pa
 
 from icecore.errors import InvalidMetadata
@@ -83,6 +81,8 @@ def _text_metadata(raw: Mapping[str, Any], path: str) -> dict[str, str]:
 
 
 def _open(data: bytes, path: str) -> tuple[Any, dict[str, str], dict[str, Any]]:
+    import fastavro  # ~7 MiB: loaded by the first Avro file read, not by import
+
     _check_magic(data, path)
     try:
         reader = fastavro.reader(io.BytesIO(data))
@@ -320,6 +320,8 @@ def read_avro_polars_arrow(data: bytes, path: str) -> pa.Table:
     Raises:
         InvalidMetadata: the bytes are not one complete, well-formed container file.
     """
+    import polars as pl  # ~0.1 s and ~45 MiB: paid by the first manifest read, not by import
+
     _, metadata, _ = _open(data, path)
     try:
         table = pl.read_avro(io.BytesIO(data)).to_arrow()

@@ -30,9 +30,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icecore.arrow_types import arrow_field
+from icecore.compute import pc
 from icecore.errors import NotFound, Unsupported, ValidationError
 from icecore.manifest import DataFileContent, ManifestContent, ManifestEntryStatus
 from icecore.manifest_arrow import read_manifest
@@ -44,7 +44,7 @@ from icecore.schema import Schema
 from icecore.types import ListType, MapType, StructType
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 CHANGE_TYPE = "_change_type"
 CHANGE_ORDINAL = "_change_ordinal"

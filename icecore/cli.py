@@ -1,6 +1,6 @@
 """``python -m icecore``: JSON on stdout; on error one sentence on stderr and exit 1.
 
-Commands (DESIGN.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE
+Commands (docs/ARCHITECTURE.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE
 KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``changelog TABLE FROM
 [TO]``, ``sql TABLE QUERY``, ``evolve TABLE --schema-change ... | --spec-change ...
 [--dry-run]``. TABLE is ``CATALOG::ns.table``, a table directory, or a metadata.json path.

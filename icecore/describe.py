@@ -41,7 +41,7 @@ from icecore.types import (
 from icecore.values import from_bytes, to_human_string
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from icecore.schema import Schema
 from icecore.types import NestedField
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 
 @dataclass(frozen=True, slots=True)

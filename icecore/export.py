@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
-import pyarrow.parquet as pq
 
 from icecore.errors import IcecoreError, ValidationError
 from icecore.read import arrow_schema_for
 from icecore.scan.planner import Plan
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 MAX_PROTECTED_TABLES = 10_000
 """How many of a catalog's tables ``protected_paths`` lists (bounded in time)."""
@@ -163,6 +162,8 @@ def _write(batches: Iterable[pa.RecordBatch], schema: pa.Schema, output: str | P
         raise IcecoreError(f"Cannot write {target}: {e.strerror or e}.") from e
     partial = Path(name)
     rows = 0
+    import pyarrow.parquet as pq  # loaded by the first export, not by the CLI's start
+
     try:
         with os.fdopen(handle, "wb") as sink, pq.ParquetWriter(sink, schema) as writer:
             for batch in batches:
@@ -181,6 +182,8 @@ def _write(batches: Iterable[pa.RecordBatch], schema: pa.Schema, output: str | P
 
 def parquet_bytes(table: pa.Table) -> bytes:
     """An Arrow table as the bytes of one Parquet file (for a download)."""
+    import pyarrow.parquet as pq
+
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     return buffer.getvalue()

@@ -33,14 +33,15 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.layout import DELETION_VECTOR, content_name
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import MAIN_BRANCH, Snapshot, TableMetadata
+from icecore.scan.planner import TableScan
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 MiB = 1024 * 1024
 
@@ -185,7 +186,7 @@ def count_live_rows(
     Reads only row positions (and the key columns equality deletes need), so it costs one
     pass over the data files, no column decoding beyond that.
     """
-    plan = table.scan(snapshot_id=snapshot_id, ref=ref, as_of=as_of).plan()
+    plan = TableScan(table, snapshot_id=snapshot_id, ref=ref, as_of=as_of).plan()
     return sum(batch.num_rows for batch in plan.to_batches(columns=[], metadata_columns=["_pos"]))
 
 

@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import fsspec
-
 from icecore.errors import IcecoreError, NotFound
 from icecore.failpoints import failpoint
 
@@ -87,6 +85,8 @@ class FileIO:
         with self._lock:
             fs = self._filesystems.get(protocol)
             if fs is None:
+                import fsspec  # ~12 MiB: loaded by the first file touched, not by import
+
                 fs = fsspec.filesystem(protocol, **self._options(protocol))
                 self._filesystems[protocol] = fs
             return fs

@@ -9,7 +9,7 @@ table with 100,000 files still draws as a few thousand nodes: beyond the budget,
 smallest files of a manifest (and the smallest manifests) are folded into one node each.
 
 Manifests are read with the columnar reader (:mod:`icecore.manifest_arrow`): a Python
-object per entry costs ~8x (PERFORMANCE.md).
+object per entry costs ~8x (docs/ARCHITECTURE.md "Performance").
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.errors import ValidationError
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.manifest_arrow import live_files, manifest_entries
@@ -30,7 +30,7 @@ from icecore.partitioning import PartitionSpec
 from icecore.types import IcebergType
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 UNPARTITIONED = "(unpartitioned)"
 """The partition label of a file written with an unpartitioned spec."""

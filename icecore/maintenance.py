@@ -17,7 +17,7 @@ The rules are the ones Spark's Iceberg procedures apply by default (Iceberg 1.10
   metadata log, the current metadata and ``version-hint.text``) and that are older than its
   ``older_than`` (three days by default).
 
-The job itself is ``python -m pipeline.maintenance JOB TABLE [options]`` (DESIGN.md
+The job itself is ``python -m pipeline.maintenance JOB TABLE [options]`` (docs/ARCHITECTURE.md
 "Contracts"); :attr:`Recommendation.options` are its options.
 """
 
@@ -31,9 +31,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icecore import health
+from icecore.compute import pc
 from icecore.health import Finding, Status, format_bytes
 from icecore.io import FileInfo, normalize_path
 from icecore.layout import DELETION_VECTOR, content_name, manifest_files
@@ -41,7 +41,7 @@ from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 
 class Job(StrEnum):

@@ -1,6 +1,7 @@
 """Manifests as Arrow tables: the one manifest decoder, inheritance applied by columns.
 
-Every reader of manifests goes through :func:`read_manifest_arrow` (see PERFORMANCE.md:
+Every reader of manifests goes through :func:`read_manifest_arrow` (see
+docs/ARCHITECTURE.md "Performance":
 per-entry Python objects cost ~8x a columnar decode): the planner lays its rows out for
 pruning (:mod:`icecore.scan.planning_manifest`), the layout and the metadata tables read its
 columns, and :func:`read_manifest` builds :class:`~icecore.manifest.ManifestEntry` views
@@ -40,10 +41,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icecore.arrow_types import arrow_type
 from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata, Unsupported
 from icecore.io import FileIO
 from icecore.manifest import (

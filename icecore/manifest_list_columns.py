@@ -4,8 +4,8 @@ Spec "Manifest Lists": a plan reads every entry's content, partition spec id, li
 and partition field summaries, but needs a :class:`~icecore.manifest.ManifestFile` only for
 the manifests it keeps. Building one object per entry cost ~24 µs (47 ms for a 2,000-entry
 list, more than decoding it), and judging summaries one manifest at a time in Python another
-~10 ms per plan (PERFORMANCE.md: per-entry Python objects). Here the records are read once
-into arrays, summaries per (spec, position) into Arrow columns for
+~10 ms per plan (docs/ARCHITECTURE.md "Performance": per-entry Python objects). Here the records are
+read once into arrays, summaries per (spec, position) into Arrow columns for
 :mod:`icecore.expressions.arrow_summaries`, and ``ManifestFile`` objects are made (and kept)
 on first use. A :class:`ManifestListColumns` is immutable in what it answers and safe to
 share between threads: memoized values are pure functions of the file.
@@ -20,8 +20,8 @@ from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata
 from icecore.io import FileIO
 from icecore.manifest import (

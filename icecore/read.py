@@ -40,10 +40,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icecore.arrow_types import arrow_field, arrow_type
 from icecore.avro import read_avro_arrow
+from icecore.compute import pc
 from icecore.errors import IcecoreError, InvalidMetadata, Unsupported
 from icecore.expressions.model import (
     AlwaysFalse,

@@ -36,10 +36,11 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from icecore.errors import IcecoreError, ValidationError
-from icecore.inspect import KINDS
+from icecore.inspect import KINDS, inspect_table
+from icecore.scan.planner import TableScan
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 ROWS_TABLE = "rows"
 """The name of the scan's rows in user SQL."""
@@ -244,10 +245,10 @@ def run_sql(
     selectors: dict[str, Any] = {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
 
     def inspect_of(kind: str) -> Callable[[], pa.Table]:
-        return lambda: table.inspect(kind, **selectors)
+        return lambda: inspect_table(table, kind, **selectors)
 
     def rows() -> pa.Table:
-        return table.scan(filter=filter, **selectors).plan().to_arrow(limit=row_limit)
+        return TableScan(table, filter, **selectors).plan().to_arrow(limit=row_limit)
 
     sources: dict[str, pa.Table | Callable[[], pa.Table]] = {k: inspect_of(k) for k in KINDS}
     sources[ROWS_TABLE] = rows

@@ -1,22 +1,22 @@
-"""A table as a user holds it: its current metadata, where it came from, and how to read it.
+"""A table as a user holds it: :class:`~icecore.table_data.TableData` and every feature's door.
 
-``Table`` is immutable: it is one metadata file (metadata locations never change), so
-anything derived from it can be cached by ``metadata_location``. ``refresh()`` returns a new
-``Table`` for whatever the catalog now says is current, and so does every commit
-(``update_schema()``, ``update_spec()``, ``update_sort_order()``, ``set_properties()``,
-``remove_properties()``, ``transaction()``; see :mod:`icecore.evolution`).
+``Table`` adds no state to ``TableData``; it is where the feature entry points users know
+(``scan``, ``inspect``, ``diff``, ``changelog``, ``update_schema``, ...) meet, so it sits above
+the features, and the features take the plain ``TableData`` below them (docs/ARCHITECTURE.md).
+``refresh()`` returns a new ``Table`` for whatever the catalog now says is current, and so
+does every commit (``update_schema()``, ``update_spec()``, ``update_sort_order()``,
+``set_properties()``, ``remove_properties()``, ``transaction()``; see :mod:`icecore.evolution`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, cast
 
 from icecore.changelog import changelog
 from icecore.diff import SnapshotDiff, diff_snapshots
-from icecore.errors import NotFound, Unsupported, ValidationError
+from icecore.errors import NotFound
 from icecore.evolution import (
     Transaction,
     UpdateSchema,
@@ -25,124 +25,30 @@ from icecore.evolution import (
     transaction_of,
 )
 from icecore.expressions.model import Expression
-from icecore.history import HistoryEntry, history, resolve_snapshot
 from icecore.identifier import TableIdentifier
+from icecore.inspect import inspect_table
 from icecore.io import FileIO
-from icecore.lru import LRU
-from icecore.manifest import ManifestEntry, ManifestFile
-from icecore.manifest_arrow import entries_from_arrow, live_files
-from icecore.manifest_list_columns import ManifestListColumns, read_manifest_list_columns
-from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
 from icecore.scan.planner import TableScan
-from icecore.schema import Schema
+from icecore.table_data import TableData, TableSource, read_table_metadata
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from icecore.catalog.base import Catalog
+__all__ = ["Table", "load_table_at"]
 
 
-def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
-    """Read and parse one metadata.json through ``io``."""
-    return parse_metadata(io.read(location), location=location)
+class Table(TableData):
+    """One version of an Iceberg table, with every feature a user reaches from it.
 
-
-MANIFEST_LISTS_CACHED = 256
-"""Manifest lists kept per process: a snapshot's list never changes once written (spec
-"Manifest Lists"), so planning or inspecting a snapshot again does not decode it again
-(2,000 entries: ~60 ms). Keyed by table uuid, list path and format version."""
-
-_MANIFEST_LISTS: LRU[tuple[str, str, int], ManifestListColumns] = LRU(MANIFEST_LISTS_CACHED)
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """One version of an Iceberg table.
-
-    Attributes:
-        identifier: the table's name in its catalog.
-        metadata: the parsed metadata.json.
-        metadata_location: where that metadata.json is.
-        io: the FileIO every read of this table goes through.
-        catalog: the catalog it was loaded from (None for a bare metadata file).
+    Its fields are :class:`TableData`'s; catalogs and :func:`load_table_at` return it, and a
+    commit's result (a ``dataclasses.replace`` of a refreshed ``Table``) keeps the class.
     """
 
-    identifier: TableIdentifier
-    metadata: TableMetadata
-    metadata_location: str
-    io: FileIO
-    catalog: Catalog | None = None
+    __slots__ = ()
 
-    @property
-    def format_version(self) -> int:
-        """The table's format version (1, 2 or 3)."""
-        return self.metadata.format_version
-
-    @property
-    def location(self) -> str:
-        """The table's base location."""
-        return self.metadata.location
-
-    def snapshots(self) -> tuple[Snapshot, ...]:
-        """Every snapshot still in the metadata, in the order the file lists them."""
-        return tuple(self.metadata.snapshots)
-
-    def history(self) -> list[HistoryEntry]:
-        """When each snapshot became current, oldest first (Spark's ``history`` table)."""
-        return history(self.metadata)
-
-    def refs(self) -> Mapping[str, SnapshotRef]:
-        """Branches and tags by name (``main`` implied for tables written without refs)."""
-        return self.metadata.refs
-
-    def snapshot(
-        self,
-        *,
-        snapshot_id: int | None = None,
-        ref: str | None = None,
-        as_of: str | int | dt.datetime | None = None,
-    ) -> Snapshot | None:
-        """The snapshot a selector names, or the current one (None for an empty table)."""
-        return resolve_snapshot(self.metadata, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-
-    def manifests(self, snapshot: Snapshot) -> list[ManifestFile]:
-        """The manifest list of ``snapshot`` (v1 inline ``manifests`` are not supported yet)."""
-        return self.manifest_list(snapshot).manifests()
-
-    def manifest_list(self, snapshot: Snapshot) -> ManifestListColumns:
-        """The manifest list of ``snapshot`` as columns, decoded once per process."""
-        if snapshot.manifest_list is None:
-            raise Unsupported(
-                f"Snapshot {snapshot.snapshot_id} lists its manifests inline (a v1 layout "
-                "from before manifest lists); Icecore reads manifest lists only."
-            )
-        key = (
-            self.metadata.table_uuid or self.metadata.location,
-            snapshot.manifest_list,
-            self.metadata.format_version,
-        )
-        location = snapshot.manifest_list
-        return _MANIFEST_LISTS.get_or_make(
-            key,
-            lambda: read_manifest_list_columns(
-                self.io, location, format_version=self.metadata.format_version
-            ),
-        )
-
-    def live_entries(
-        self, snapshot: Snapshot, manifests: Iterable[ManifestFile] | None = None
-    ) -> list[ManifestEntry]:
-        """Every live (ADDED or EXISTING) data and delete file entry of ``snapshot``.
-
-        Args:
-            snapshot: the snapshot (its schema decodes partition values).
-            manifests: only these of its manifests (default: all of them).
-        """
-        return [
-            entry
-            for manifest, files in live_files(self, snapshot, self.read_schema(snapshot), manifests)
-            for entry in entries_from_arrow(files, manifest.partition_spec_id)
-        ]
+    def refresh(self) -> Table:
+        """The table as its catalog has it now (itself when it has no catalog)."""
+        return cast(Table, TableData.refresh(self))
 
     def inspect(
         self,
@@ -153,8 +59,6 @@ class Table:
         as_of: str | int | dt.datetime | None = None,
     ) -> pa.Table:
         """A metadata table as Arrow, with Spark's column names (see :mod:`icecore.inspect`)."""
-        from icecore.inspect import inspect_table
-
         return inspect_table(self, kind, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
 
     def diff(self, from_point: str | int | None, to_point: str | int | None = None) -> SnapshotDiff:
@@ -193,24 +97,6 @@ class Table:
             columns=columns,
         )
 
-    def point(self, text: str | int) -> Snapshot:
-        """Resolve what a user typed as a point in time: a snapshot id, a ref, or a time."""
-        if isinstance(text, int) or (isinstance(text, str) and text.strip().lstrip("-").isdigit()):
-            snapshot = self.snapshot(snapshot_id=int(text))
-        elif isinstance(text, str) and text in self.metadata.refs:
-            snapshot = self.snapshot(ref=text)
-        else:
-            try:
-                snapshot = self.snapshot(as_of=text)
-            except ValidationError as e:
-                raise NotFound(
-                    f"{text!r} is neither a snapshot id, a branch or tag of {self.identifier}, "
-                    "nor an ISO-8601 time."
-                ) from e
-        if snapshot is None:
-            raise NotFound(f"Table {self.identifier} has no snapshot at {text!r}.")
-        return snapshot
-
     def scan(
         self,
         filter: str | Expression | None = None,
@@ -220,7 +106,7 @@ class Table:
         as_of: str | int | dt.datetime | None = None,
         case_sensitive: bool = False,
     ) -> TableScan:
-        """A filtered read of one snapshot; ``.plan()`` plans it (DESIGN.md "Contracts")."""
+        """A filtered read of one snapshot; ``.plan()`` plans it (spec "Scan Planning")."""
         return TableScan(
             self,
             filter,
@@ -230,46 +116,7 @@ class Table:
             case_sensitive=case_sensitive,
         )
 
-    def schema_for(
-        self,
-        *,
-        snapshot_id: int | None = None,
-        ref: str | None = None,
-        as_of: str | int | dt.datetime | None = None,
-    ) -> Schema:
-        """The schema a read of that point uses (see :meth:`read_schema`)."""
-        snapshot = self.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-        return self.read_schema(
-            snapshot, ref=ref, time_travel=snapshot_id is not None or as_of is not None
-        )
-
-    def read_schema(
-        self, snapshot: Snapshot | None, *, ref: str | None = None, time_travel: bool = True
-    ) -> Schema:
-        """The schema to read ``snapshot`` with, as Iceberg Java's ``SnapshotUtil.schemaFor``.
-
-        A branch (and the current table) reads with the table's current schema, since its
-        next write will; a tag, a snapshot id or a time reads with that snapshot's schema.
-
-        Args:
-            snapshot: the resolved snapshot (None for an empty table).
-            ref: the branch or tag it was reached by, if any.
-            time_travel: it was chosen by snapshot id or time rather than by a ref.
-        """
-        metadata = self.metadata
-        named = metadata.refs.get(ref) if ref is not None else None
-        reads_branch = not time_travel and (named is None or named.is_branch)
-        if reads_branch or snapshot is None or snapshot.schema_id is None:
-            return metadata.current_schema()
-        return metadata.schema_by_id(snapshot.schema_id) or metadata.current_schema()
-
-    def refresh(self) -> Table:
-        """The table as its catalog has it now (itself when it has no catalog)."""
-        if self.catalog is None:
-            return self
-        return self.catalog.load_table(self.identifier)
-
-    # Evolution (DESIGN.md "Contracts"; spec "Schema Evolution", "Partition Evolution") -----
+    # Evolution (spec "Schema Evolution", "Partition Evolution"; icecore.evolution) ---------
 
     def update_schema(self, *, case_sensitive: bool = True) -> UpdateSchema:
         """A schema change that commits on ``commit()`` or on leaving its ``with`` block.
@@ -289,23 +136,27 @@ class Table:
     def set_properties(self, properties: Mapping[str, str] | None = None, /, **more: str) -> Table:
         """Set table properties now; returns the committed table."""
         transaction = transaction_of(self).set_properties(properties, **more)
-        return transaction.result if transaction.result is not None else self
+        return self._committed(transaction)
 
     def remove_properties(self, *keys: str) -> Table:
         """Remove table properties now; returns the committed table."""
-        transaction = transaction_of(self).remove_properties(*keys)
-        return transaction.result if transaction.result is not None else self
+        return self._committed(transaction_of(self).remove_properties(*keys))
 
     def transaction(self) -> Transaction:
         """Several changes committed as one metadata version (``commit()`` or ``with``)."""
         return Transaction(self)
+
+    def _committed(self, transaction: Transaction) -> Table:
+        # A commit's result is a replace() of this Table refreshed through its catalog, whose
+        # load_table returns a Table: the class survives, only the type checker cannot see it.
+        return self if transaction.result is None else cast(Table, transaction.result)
 
 
 def load_table_at(
     identifier: TableIdentifier,
     metadata_location: str,
     io: FileIO,
-    catalog: Catalog | None = None,
+    catalog: TableSource | None = None,
 ) -> Table:
     """Build a :class:`Table` by reading the metadata file at ``metadata_location``."""
     return Table(

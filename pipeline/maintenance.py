@@ -357,7 +357,7 @@ class OneSentenceParser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line (DESIGN.md "Contracts", maintenance jobs)."""
+    """The command line (docs/ARCHITECTURE.md "Contracts", maintenance jobs)."""
     p = OneSentenceParser(prog="python -m pipeline.maintenance", description=__doc__)
     p.add_argument("job", choices=[str(j) for j in Job])
     p.add_argument("table", help="CATALOG::ns.table or a table folder")
@@ -375,7 +375,7 @@ def _say(line: str) -> None:
 
 
 def answer(body: Callable[[], dict[str, Any]]) -> int:
-    """Run a command the way every pipeline CLI ends (DESIGN.md "Contracts").
+    """Run a command the way every pipeline CLI ends (docs/ARCHITECTURE.md "Contracts").
 
     The JSON result is the last line on stdout (exit 0); a :class:`PipelineError` or
     :class:`IcecoreError` is its one sentence on stderr (exit 1).

@@ -6,9 +6,9 @@ the tests start Spark. It finds the Iceberg Spark runtime jar inside the pinned
 Debian's SQLite JDBC driver, and registers:
 
 * ``icecore``: Iceberg's JdbcCatalog on ``<warehouse>/catalog.db`` (SQLite), the embedded
-  default catalog of DESIGN.md; its ``iceberg_tables`` schema is the one PyIceberg's
-  SqlCatalog shares. Given a ``postgresql://`` catalog URI instead, the same JdbcCatalog runs
-  on that PostgreSQL database through Debian's JDBC driver (``libpostgresql-jdbc-java``), the
+  default catalog (README.md "The demo warehouse"); its ``iceberg_tables`` schema is the one
+  PyIceberg's SqlCatalog shares. Given a ``postgresql://`` catalog URI instead, the same JdbcCatalog
+  runs on that PostgreSQL database through Debian's JDBC driver (``libpostgresql-jdbc-java``), the
   multi-user catalog Icecore and PyIceberg share (:func:`jdbc_catalog_conf`).
 * ``hadoop`` (on request): Iceberg's filesystem catalog (``metadata/vN.metadata.json`` plus
   ``version-hint.text``) on ``<warehouse>/hadoop``.

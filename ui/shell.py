@@ -52,7 +52,7 @@ KNOWN_CATALOGS_KEY = "known_catalogs"
 PENDING_KIND_KEY = "sb_pending_kind"
 """The time-selector kind the user chose before giving it a value (a time not yet typed)."""
 PARAMS = ("catalog", "table", "snapshot", "ref", "as_of", "filter")
-"""The query parameters of a shared link (DESIGN.md "Contracts", App)."""
+"""The query parameters of a shared link (docs/ARCHITECTURE.md "Contracts", App)."""
 
 TIME_CURRENT = "Current"
 TIME_SNAPSHOT = "Snapshot"

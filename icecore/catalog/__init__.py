@@ -1,7 +1,7 @@
 """Catalogs: find tables and their current metadata.json.
 
-``load_catalog`` takes what a user types (DESIGN.md "Contracts"): a warehouse folder (an SQL
-catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///x.db``
+``load_catalog`` takes what a user types (docs/ARCHITECTURE.md "Contracts"): a warehouse folder (an
+SQL catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///x.db``
 (``?catalog=NAME`` picks one of several catalogs in the file), ``postgresql://...`` (see
 :mod:`icecore.catalog.postgres`), the path of a metadata.json, or the name of a
 ``[catalogs.NAME]`` entry of ``icecore.toml`` (see :mod:`icecore.config`). A configured name
@@ -20,7 +20,6 @@ from urllib.parse import parse_qs, urlsplit
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog, current_metadata_file
 from icecore.catalog.postgres_uri import is_postgres_uri
-from icecore.catalog.rest import RestCatalog, open_rest_catalog
 from icecore.catalog.sql import SqlCatalog
 from icecore.catalog.static import StaticCatalog
 from icecore.config import catalog_entry, is_catalog_name, is_rest_entry, load_config
@@ -31,14 +30,23 @@ from icecore.table import Table, load_table_at
 
 if TYPE_CHECKING:
     from icecore.catalog.postgres import PostgresCatalog
+    from icecore.catalog.rest import RestCatalog
 
 
 def __getattr__(name: str) -> Any:
-    """``PostgresCatalog``, imported with its driver only when asked for."""
+    """``PostgresCatalog`` and ``RestCatalog``, imported with their drivers when asked for.
+
+    psycopg and requests (with its TLS stack: ~15 MiB, ~50 ms) load only for the catalogs
+    that speak them, so ``import icecore`` for a folder or SQLite catalog never pays for them.
+    """
     if name == "PostgresCatalog":
         from icecore.catalog.postgres import PostgresCatalog
 
         return PostgresCatalog
+    if name == "RestCatalog":
+        from icecore.catalog.rest import RestCatalog
+
+        return RestCatalog
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -91,6 +99,8 @@ def load_catalog(
         if text in config.catalogs:
             entry = catalog_entry(text, config)
             if is_rest_entry(entry.properties):
+                from icecore.catalog.rest import open_rest_catalog
+
                 return open_rest_catalog(
                     entry.uri, entry.properties, name=text, read_only=read_only
                 )
@@ -108,6 +118,8 @@ def _open(text: str, io: FileIO | None, read_only: bool) -> Catalog:
         name = parse_qs(parts.query).get("catalog", [None])[0]
         return SqlCatalog(path, catalog_name=name, io=io, read_only=read_only)
     if text.startswith(("http://", "https://")):
+        from icecore.catalog.rest import open_rest_catalog
+
         return open_rest_catalog(text, read_only=read_only)
     if is_postgres_uri(text):
         from icecore.catalog.postgres import PostgresCatalog
@@ -144,7 +156,7 @@ def _open(text: str, io: FileIO | None, read_only: bool) -> Catalog:
 
 
 def load_table(spec: str | Path, io: FileIO | None = None) -> Table:
-    """Open a table from what a user types (DESIGN.md "Contracts").
+    """Open a table from what a user types (docs/ARCHITECTURE.md "Contracts").
 
     Accepts ``CATALOG::ns.table``, a table folder in the Hadoop layout, or a metadata.json path.
     """

@@ -14,12 +14,16 @@ from icecore.identifier import TableIdentifier
 from icecore.io import FileIO
 from icecore.metadata import TableMetadata
 from icecore.table import Table, load_table_at
+from icecore.table_data import TableSource
 
 __all__ = ["Catalog", "CatalogBase", "TableIdentifier"]
 
 
-class Catalog(Protocol):
-    """A catalog: names to current metadata files, and the swap that commits a new one."""
+class Catalog(TableSource, Protocol):
+    """A catalog: names to current metadata files, and the swap that commits a new one.
+
+    ``list_tables``, ``metadata_location`` and ``commit_metadata`` are :class:`TableSource`'s.
+    """
 
     @property
     def uri(self) -> str:
@@ -30,35 +34,8 @@ class Catalog(Protocol):
         """Every namespace that holds a table or was created explicitly."""
         ...
 
-    def list_tables(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
-        """Tables in ``namespace``, or in every namespace when it is ``None``; sorted."""
-        ...
-
-    def metadata_location(self, identifier: TableIdentifier) -> str:
-        """Location of the table's current metadata.json; :class:`NotFound` if no such table."""
-        ...
-
     def load_table(self, identifier: str | TableIdentifier) -> Table:
         """The table's current version."""
-        ...
-
-    def commit_metadata(
-        self,
-        identifier: TableIdentifier,
-        base_location: str,
-        metadata: TableMetadata,
-        payload: bytes,
-    ) -> str:
-        """Write ``payload`` as the table's next metadata file and make it current.
-
-        The swap succeeds only if ``base_location`` is still current (spec "Metastore
-        Tables", "File System Tables"). Returns the new file's location.
-
-        Raises:
-            CommitConflict: another writer committed first; nothing of this commit is current.
-            CommitStateUnknown: whether the swap happened cannot be told; the file is kept.
-            Unsupported: the catalog cannot commit.
-        """
         ...
 
 

@@ -49,7 +49,7 @@ from icecore.errors import (
 from icecore.io import normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
-from icecore.table import read_table_metadata
+from icecore.table_data import read_table_metadata
 
 DROPPED_PREFIX = "dropped-"
 """A dropped table's metadata files go to ``metadata/dropped-<UTC time>-<id>/``."""

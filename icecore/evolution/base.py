@@ -18,7 +18,7 @@ from icecore.metadata import TableMetadata
 from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 Plan = tuple[tuple[MetadataUpdate, ...], tuple[Requirement, ...]]
 """What a builder computes: the updates to apply and what must hold to apply them."""

@@ -52,7 +52,7 @@ from icecore.metadata.builder import MetadataBuilder, encode_metadata
 from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 
 @runtime_checkable

@@ -38,7 +38,7 @@ from icecore.sorting import SortOrder
 from icecore.types import NestedField
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 
 # What a change does, in words ------------------------------------------------------------

@@ -32,7 +32,7 @@ from icecore.metadata.builder import MetadataBuilder
 from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 
 class Transaction(CommitsOnExit):

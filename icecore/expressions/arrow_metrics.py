@@ -2,9 +2,9 @@
 
 The vectorized twin of :func:`icecore.expressions.metrics_eval.metrics_evaluator` (Java's
 ``InclusiveMetricsEvaluator``; spec "Scan Planning" and "Manifests" for the metrics), for
-planning a million files without a Python object per file (PERFORMANCE.md). Every rule is
-the one the row evaluator documents, applied to columns: counts as int64, Appendix D bounds
-reinterpreted in place (little-endian ints, IEEE floats mapped to integers that sort in
+planning a million files without a Python object per file (docs/ARCHITECTURE.md "Performance").
+Every rule is the one the row evaluator documents, applied to columns: counts as int64, Appendix D
+bounds reinterpreted in place (little-endian ints, IEEE floats mapped to integers that sort in
 ``Double.compare`` order, strings and binaries compared byte-wise, which for UTF-8 is code
 point order: Java's ``Comparators.charSequences()``).
 
@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.arrow_types import bool_scalar
+from icecore.compute import pc
 from icecore.expressions.metrics_eval import IN_PREDICATE_LIMIT, literal_value
 from icecore.expressions.model import (
     AlwaysFalse,
@@ -58,9 +59,9 @@ from icecore.values import EPOCH_DATE
 
 _O = Operation
 _I64 = pa.int64()
-_TRUE = pa.scalar(True)
-_FALSE = pa.scalar(False)
-_UNKNOWN = pa.scalar(None, pa.bool_())
+_TRUE = bool_scalar(True)
+_FALSE = bool_scalar(False)
+_UNKNOWN = bool_scalar(None)
 _NAN_KEY = (1 << 63) - 1
 _FLIP = (1 << 63) - 1
 _SUPPLEMENTARY = r"[\x{10000}-\x{10FFFF}]"

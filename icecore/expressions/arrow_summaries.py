@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.arrow_types import bool_scalar
+from icecore.compute import pc
 from icecore.expressions.arrow_metrics import (
     BoundKeys,
     Verdict,
@@ -45,9 +46,9 @@ from icecore.schema import Schema
 from icecore.types import DoubleType, FloatType, IcebergType, StringType
 
 _O = Operation
-_TRUE = pa.scalar(True)
-_FALSE = pa.scalar(False)
-_UNKNOWN = pa.scalar(None, pa.bool_())
+_TRUE = bool_scalar(True)
+_FALSE = bool_scalar(False)
+_UNKNOWN = bool_scalar(None)
 
 
 class Summaries(Protocol):

@@ -6,7 +6,7 @@ Spec "Scan Planning" and "Manifests" (``value_counts``, ``null_value_counts``,
 ``InclusiveMetricsEvaluator``.
 
 Java's rules kept here, each a small pure function so that an Arrow-column version can be
-written against the same definitions later (PERFORMANCE.md):
+written against the same definitions later (docs/ARCHITECTURE.md "Performance"):
 
 * a file with ``record_count == 0`` cannot match, one with a negative count might;
 * missing metrics never prune; a column whose value and null counts are equal holds only

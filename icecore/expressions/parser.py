@@ -1,7 +1,7 @@
 """Filter text -> unbound expressions: SQL boolean expressions parsed with sqlglot.
 
-DESIGN ("Rules of the house"): filters are written as SQL boolean expressions and parsed
-with a well-kept SQL parser. This is the only module that imports sqlglot. It parses with
+docs/ARCHITECTURE.md ("Rules of the house"): filters are written as SQL boolean expressions and
+parsed with a well-kept SQL parser. This is the only module that imports sqlglot. It parses with
 Spark's dialect (the pipeline's engine) adjusted in two ways so that filters copied from
 other tools read as meant: double quotes delimit names (as in standard SQL and in
 PyIceberg's filter grammar) rather than strings, and ``''`` escapes a quote inside a

@@ -1,7 +1,7 @@
 """Spark SQL's three-valued filters, said in Iceberg's two-valued expression language.
 
-DESIGN ("Rules of the house"): filters mean what Spark SQL means. In SQL a comparison with
-a NULL operand is NULL, ``NOT NULL`` is NULL, and a row is returned only when the whole
+docs/ARCHITECTURE.md ("Rules of the house"): filters mean what Spark SQL means. In SQL a comparison
+with a NULL operand is NULL, ``NOT NULL`` is NULL, and a row is returned only when the whole
 filter is TRUE; so ``NOT (c = 'x')`` never returns a row whose ``c`` is NULL. Iceberg's
 expression language is two-valued: ``not_eq`` is ``!eq`` and holds for NULL (Java's
 ``Evaluator``), and its row evaluator orders NULL first (``null < x`` holds). Pushing NOT

@@ -45,7 +45,7 @@ from icecore.inspect.snapshots import (
 )
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot
-from icecore.table import Table
+from icecore.table_data import TableData as Table
 
 _Builder = Callable[[TableView, Snapshot | None], pa.Table]
 

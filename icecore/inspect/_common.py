@@ -24,7 +24,7 @@ from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.read import unified_partition_type
 from icecore.schema import Schema
-from icecore.table import Table
+from icecore.table_data import TableData as Table
 from icecore.types import (
     GeographyType,
     GeometryType,

@@ -13,7 +13,7 @@ import pyarrow as pa
 from icecore.history import history
 from icecore.inspect._common import TIMESTAMP, from_rows, ms_to_us
 from icecore.metadata import TableMetadata
-from icecore.table import Table
+from icecore.table_data import TableData as Table
 
 SNAPSHOTS_SCHEMA = pa.schema(
     [

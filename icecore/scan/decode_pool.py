@@ -1,7 +1,7 @@
 """Decode many manifests in worker processes, handing results over through the disk cache.
 
-A cold plan of a million files is mostly manifest decoding (PERFORMANCE.md), and most of
-that holds Python's GIL, so threads barely help on two cores. Worker processes do: each
+A cold plan of a million files is mostly manifest decoding (docs/ARCHITECTURE.md "Performance"), and
+most of that holds Python's GIL, so threads barely help on two cores. Worker processes do: each
 decodes a batch of manifests into the planning layout and writes it to the disk cache of
 :mod:`icecore.scan.manifest_cache`, where the planner then memory-maps it. Nothing but the
 cache file crosses the process boundary, and a worker that fails leaves the manifest to the

@@ -1,8 +1,8 @@
 """A read-only sequence whose items are made on demand, segment by segment.
 
 A plan of a million files must not hold a million task or pruned-item objects
-(PERFORMANCE.md: peak memory), yet callers expect ``len()``, indexing, slicing and
-iteration. :class:`LazySequence` gives them that over segments that each know their length
+(docs/ARCHITECTURE.md "Performance": peak memory), yet callers expect ``len()``, indexing, slicing
+and iteration. :class:`LazySequence` gives them that over segments that each know their length
 and can produce any slice of their items; nothing is kept after it is returned.
 """
 

@@ -9,11 +9,12 @@ partition type it was decoded with, the format version, and the layout version o
 
 Decoded manifests are written as uncompressed Arrow IPC files and read back a few columns
 at a time, so a plan holds only the columns its filter reads
-(PERFORMANCE.md: peak memory at 1,000,000 files). The directory is ``ICECORE_CACHE_DIR``
-(``off`` keeps everything in memory instead), else ``$XDG_CACHE_HOME/icecore/manifests``
-or ``~/.cache/icecore/manifests``; it is bounded by ``ICECORE_CACHE_MAX_BYTES`` (default
-4 GiB; least recently used files go first). A damaged or unreadable cache file is deleted
-and the manifest decoded again: the cache can cost time, never correctness.
+(docs/ARCHITECTURE.md "Performance": peak memory at 1,000,000 files). The directory is
+``ICECORE_CACHE_DIR`` (``off`` keeps everything in memory instead), else
+``$XDG_CACHE_HOME/icecore/manifests`` or ``~/.cache/icecore/manifests``; it is bounded by
+``ICECORE_CACHE_MAX_BYTES`` (default 4 GiB; least recently used files go first). A damaged or
+unreadable cache file is deleted and the manifest decoded again: the cache can cost time, never
+correctness.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Data manifests are read in columns (:mod:`icecore.scan.planning_manifest`, cache
 distinct partition tuple) and all at once by metrics (:mod:`icecore.expressions.arrow_metrics`;
 files it cannot judge go to the row evaluator, so the verdicts are exactly the row
 evaluator's). Tasks and pruned items are made when read, so a plan of a million files holds
-arrays, not a million objects (PERFORMANCE.md).
+arrays, not a million objects (docs/ARCHITECTURE.md "Performance").
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata
 from icecore.expressions.arrow_metrics import (
     METRIC_KINDS,
@@ -48,7 +48,6 @@ from icecore.expressions.evaluator import row_evaluator
 from icecore.expressions.manifest_eval import manifest_evaluator
 from icecore.expressions.metrics_eval import MetricsEvaluator, metrics_evaluator
 from icecore.expressions.model import AlwaysTrue, Expression, flatten
-from icecore.expressions.parser import parse_scan_filter
 from icecore.expressions.projection import inclusive_projection
 from icecore.expressions.residual import residual_evaluator
 from icecore.expressions.rewrite_not import rewrite_not
@@ -81,7 +80,7 @@ from icecore.schema import Schema
 from icecore.types import StructType
 
 if TYPE_CHECKING:
-    from icecore.table import Table
+    from icecore.table_data import TableData as Table
 
 
 KEPT_TASKS = 100_000
@@ -302,6 +301,9 @@ def _bind(schema: Schema, filter: str | Expression | None, case_sensitive: bool)
         unbound: Expression = AlwaysTrue()
         pushed: Expression = unbound
     elif isinstance(filter, str):
+        # The parser holds sqlglot (~70 ms, ~25 MiB): loaded by the first filter, not by import.
+        from icecore.expressions.parser import parse_scan_filter
+
         unbound, pushed = parse_scan_filter(filter)
     else:
         unbound = pushed = filter

@@ -1,7 +1,7 @@
 """A manifest decoded once into the columns scan planning reads, keyed for reuse.
 
 Spec "Manifests": a manifest never changes once written, so its decoded form can be reused
-by every later plan (PERFORMANCE.md: decoding is most of a cold plan). A
+by every later plan (docs/ARCHITECTURE.md "Performance": decoding is most of a cold plan). A
 :class:`PlanningManifest` holds the *live* entries (ADDED and EXISTING, "Scan Planning") of
 one manifest as Arrow columns, laid out for vectorized pruning:
 
@@ -26,8 +26,8 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata
 from icecore.manifest import ManifestEntry
 from icecore.manifest_arrow import MAP_COLUMNS, entries_from_arrow, live_rows, partition_dicts
@@ -122,7 +122,7 @@ class PlanningManifest:
     Nothing read from :attr:`source` is kept between plans: a plan reads the columns its
     filter needs, judges them and lets them go, and what it concluded is cached instead
     (:mod:`icecore.scan.planner`), so the memory a plan leaves behind does not grow with the
-    columns it read (PERFORMANCE.md: memory at 1,000,000 files).
+    columns it read (docs/ARCHITECTURE.md "Performance": memory at 1,000,000 files).
 
     Attributes:
         path: the manifest's path (for reports).

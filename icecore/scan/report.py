@@ -1,13 +1,14 @@
 """The pruning report: what a scan planned, what it skipped at each level, and why.
 
-DESIGN.md "Rules of the house": pruning is explainable. The planner fills a
+docs/ARCHITECTURE.md "Rules of the house": pruning is explainable. The planner fills a
 :class:`ReportBuilder` as it goes; the frozen :class:`PlanReport` keeps counts per level
 (always) and the individual pruned items (manifest or file path + reason). Files inside a
 pruned manifest are counted from the manifest list's file counts, not read.
 
 At a million files the items are not kept: files pruned in bulk are recorded as segments
 that produce their items, reasons included, when someone reads them
-(:class:`~icecore.scan.lazy.LazySequence`), so the report stays small (PERFORMANCE.md).
+(:class:`~icecore.scan.lazy.LazySequence`), so the report stays small (docs/ARCHITECTURE.md
+"Performance").
 """
 
 from __future__ import annotations

@@ -57,6 +57,7 @@ from icecore.server.errors import (
     no_such_namespace,
 )
 from icecore.server.vend import DELEGATION_HEADER, wants_vended
+from icecore.table_data import read_table_metadata
 
 log = logging.getLogger("icecore.server")
 
@@ -351,9 +352,7 @@ class CatalogService:
         if not isinstance(name, str) or not isinstance(location, str):
             raise bad_request("A register request needs 'name' and 'metadata-location'.")
         identifier = TableIdentifier(namespace, name)
-        from icecore.table import load_table_at
-
-        load_table_at(identifier, location, self.backend.io)  # refuse what is not metadata
+        read_table_metadata(self.backend.io, location)  # refuse what is not metadata
         self.backend.register_table(identifier, location)
         return self._load_result(identifier, call)
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from icecore.compute import pc
 from icecore.errors import ValidationError
 from icecore.types import (
     DateType,

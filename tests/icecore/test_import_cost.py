@@ -1,0 +1,76 @@
+"""``import icecore`` loads no heavy dependency; each is loaded by the first use that needs it.
+
+polars (manifest decoding), sqlglot (filters), duckdb (user SQL), pandas (pulled in by the
+first Python-to-Arrow conversion), psycopg and requests (two kinds of catalog), fastavro,
+fsspec and pyarrow.compute/parquet cost from 7 to 45 MiB and up to 0.2 s each; a CLI
+``history`` or an app page that only reads metadata must not pay for them (issue 18 item 5;
+the figures are in bench/import_bench.results.md). Each check runs in a fresh interpreter,
+since this test process has loaded them all.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = (
+    "polars",
+    "sqlglot",
+    "duckdb",
+    "pandas",
+    "psycopg",
+    "requests",
+    "fastavro",
+    "pyarrow.compute",
+    "fsspec",
+    "pyarrow.parquet",
+)
+SMALL_TABLE = REPO / "tests/data/metadata/spark/trips-00024.metadata.json"
+
+
+def loaded_after(code: str) -> list[str]:
+    """The HEAVY modules a fresh interpreter holds after running ``code``."""
+    listing = f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    probe = f"{code}\nimport json, sys\n{listing}"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_import_icecore_loads_no_heavy_dependency() -> None:
+    assert loaded_after("import icecore") == []
+
+
+def test_history_of_a_table_reads_metadata_only() -> None:
+    # The CLI's `history`: load a table by its metadata file and list its snapshots. Only
+    # the metadata file is read, so only the file system layer (fsspec) is needed.
+    code = (
+        "import contextlib, io, sys\n"
+        "from icecore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['history', {str(SMALL_TABLE)!r}])"
+    )
+    assert loaded_after(code) == ["fsspec"]
+
+
+@pytest.mark.parametrize(
+    ("code", "needed"),
+    [
+        ("from icecore.expressions.parser import parse_filter; parse_filter('id = 5')", "sqlglot"),
+        ("import icecore.catalog as c; c.RestCatalog", "requests"),
+    ],
+)
+def test_first_use_loads_the_dependency(code: str, needed: str) -> None:
+    # The other side: laziness must not lose the dependency where it is needed.
+    assert needed in loaded_after(f"import icecore\n{code}")
