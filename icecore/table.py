@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icecore.catalog.base import Catalog
+    from icecore.scan.context import PlanContext
 
 
 def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
@@ -235,8 +236,12 @@ class Table:
         ref: str | None = None,
         as_of: str | int | dt.datetime | None = None,
         case_sensitive: bool = False,
+        context: PlanContext | None = None,
     ) -> TableScan:
-        """A filtered read of one snapshot; ``.plan()`` plans it (DESIGN.md "Contracts")."""
+        """A filtered read of one snapshot; ``.plan()`` plans it (DESIGN.md "Contracts").
+
+        ``context`` holds the caches plans share (default: the process's own).
+        """
         return TableScan(
             self,
             filter,
@@ -244,6 +249,7 @@ class Table:
             ref=ref,
             as_of=as_of,
             case_sensitive=case_sensitive,
+            context=context,
         )
 
     def schema_for(
