@@ -7,6 +7,9 @@ fields' names and nullability (spec "Schemas and Data Types").
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import pyarrow as pa
 
 from icecore.errors import Unsupported
@@ -82,3 +85,20 @@ def arrow_type(t: IcebergType) -> pa.DataType:
 def arrow_field(f: NestedField) -> pa.Field:
     """The Arrow field of an Iceberg field (named as the schema names it)."""
     return pa.field(f.name, arrow_type(f.field_type), nullable=not f.required)
+
+
+def arrow_value(t: IcebergType, value: Any) -> Any:
+    """A value of :mod:`icecore.values`' Python form as ``pa.scalar`` accepts it."""
+    if value is None:
+        return None
+    if isinstance(t, UUIDType) and isinstance(value, uuid.UUID):
+        return value.bytes
+    if isinstance(t, StructType):
+        return {f.name: arrow_value(f.field_type, value.get(f.field_id)) for f in t.fields}
+    if isinstance(t, ListType):
+        return [arrow_value(t.element_type, v) for v in value]
+    if isinstance(t, MapType):
+        return [
+            (arrow_value(t.key_type, k), arrow_value(t.value_type, v)) for k, v in value.items()
+        ]
+    return value
