@@ -193,6 +193,19 @@ def _record_batch(arrays: list[pa.Array], schema: pa.Schema, num_rows: int) -> p
     return pa.record_batch([pa.nulls(num_rows)], names=["_"]).select([])
 
 
+def _read_schema(
+    projection: Schema | Sequence[int] | None, first: FileScanTask | None
+) -> Schema | None:
+    """The schema a read projects from: ``projection``, or the first task's (None: nothing)."""
+    if isinstance(projection, Schema):
+        return projection
+    if first is None:
+        return None
+    if projection is None:
+        return first.schema
+    return project_schema(first.schema, field_ids=list(projection))
+
+
 def read_tasks(
     io: FileIO,
     tasks: Iterable[FileScanTask],
@@ -244,16 +257,9 @@ def read_tasks(
         rest = list(task_iter)
         task_iter = iter(rest)
         specs = {t.spec.spec_id: t.spec for t in ([first] if first is not None else []) + rest}
-    if first is None and projection is None:
+    base = _read_schema(projection, first)
+    if base is None:
         return
-    if isinstance(projection, Schema):
-        base = projection
-    elif first is not None:
-        base = first.schema
-    else:
-        return
-    if projection is not None and not isinstance(projection, Schema):
-        base = project_schema(base, field_ids=list(projection))
     projected = project_schema(base, columns, case_sensitive=case_sensitive)
     if partition_type is None:
         partition_type = unified_partition_type(specs.values(), base)
@@ -311,14 +317,9 @@ def read_arrow(
     batches = list(read_tasks(io, task_list, projection, **options))
     if batches:
         return pa.Table.from_batches(batches)
-    if isinstance(projection, Schema):
-        base = projection
-    elif task_list:
-        base = task_list[0].schema
-    else:
+    base = _read_schema(projection, task_list[0] if task_list else None)
+    if base is None:
         return pa.table({})
-    if projection is not None and not isinstance(projection, Schema):
-        base = project_schema(base, field_ids=list(projection))
     return arrow_schema_for(
         base,
         options.get("columns"),

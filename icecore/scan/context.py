@@ -9,8 +9,8 @@ an object (an address is reused once its object is gone):
 - ``bound`` (:data:`BOUND_FILTERS` entries): a filter bound to a schema, keyed by
   :class:`ScanKey` (table uuid, metadata location, schema id, filter, case sensitivity).
 - ``compiled`` (:data:`COMPILED` entries): evaluators compiled for a scan (projections,
-  manifest, metrics and residual evaluators), keyed by the :class:`ScanKey` of the scan's
-  bound filter text plus what was compiled (``("spec", spec id)``, ...).
+  manifest, metrics and residual evaluators), keyed by (table uuid, metadata location, schema
+  id, bound filter text, case sensitivity) and what was compiled (``("spec", spec id)``, ...).
 - ``summary_verdicts`` (:data:`SUMMARY_VERDICTS` entries): which manifests of a manifest
   list a filter keeps, by (table uuid, list path, spec id, spec fields, bound filter text).
 - ``file_verdicts`` (``ICECORE_VERDICT_CACHE_BYTES``, default 64 MiB): which files of a

@@ -136,3 +136,29 @@ def test_big_plans_with_deletes_make_tasks_again_instead_of_keeping_them(
         assert made == kept[case], case
         with_deletes += isinstance(made, dict) and bool(made["deletes"])
     assert with_deletes  # the fixture's deletes are exercised
+
+
+def test_a_reloaded_table_plans_from_the_same_context(demo_warehouse: Path) -> None:
+    """Keys name the table version (uuid, metadata location, schema id), not a Python object.
+
+    A table loaded again is a new metadata object at the same location: planning it again
+    in the same context binds and compiles nothing new. A context of its own shares nothing
+    with the process's default one.
+    """
+    from icecore.scan.context import default_context
+
+    flt = "fare > 50 AND vendor_id = 2"
+    default = default_context()
+    default_sizes = (len(default.bound), len(default.compiled), len(default.file_verdicts))
+    context = _memory_only()
+    first = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    planned = _summary(first.scan(filter=flt, context=context).plan())
+    sizes = (len(context.bound), len(context.compiled), len(context.file_verdicts))
+    assert all(sizes)
+    reloaded = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    assert reloaded.metadata is not first.metadata
+    assert _summary(reloaded.scan(filter=flt, context=context).plan()) == planned
+    assert (len(context.bound), len(context.compiled), len(context.file_verdicts)) == sizes
+    assert (len(default.bound), len(default.compiled), len(default.file_verdicts)) == (
+        default_sizes
+    )
