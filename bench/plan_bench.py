@@ -121,9 +121,10 @@ def child(tool: str, table: str, flt: str) -> None:
             from icecore.scan.decode_pool import worker_pids
 
             workers = max((peak_mib(pid) for pid in worker_pids()), default=0.0)
-            from icecore.scan.manifest_cache import MANIFESTS
+            from icecore.scan.context import default_context
 
-            MANIFESTS.flush()  # the cache files left to the writer, before the directory goes
+            # the cache files left to the writer, before the directory goes
+            default_context().manifests.flush()
     print(
         json.dumps(
             {

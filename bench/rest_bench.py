@@ -246,9 +246,10 @@ def child(tool: str, db: str, url: str, identifier: str, flt: str) -> None:
         result = measure(tool, db, url, identifier, flt)
         result["peak_mib"] = peak_mib()
         if tool != "pyiceberg":
-            from icecore.scan.manifest_cache import MANIFESTS
+            from icecore.scan.context import default_context
 
-            MANIFESTS.flush()  # the cache files left to the writer, before the directory goes
+            # the cache files left to the writer, before the directory goes
+            default_context().manifests.flush()
     print(json.dumps(result))
 
 

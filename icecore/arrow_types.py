@@ -7,6 +7,9 @@ fields' names and nullability (spec "Schemas and Data Types").
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import pyarrow as pa
 
 from icecore.errors import Unsupported
@@ -95,3 +98,20 @@ def bool_scalar(value: bool | None) -> pa.BooleanScalar:
         return pa.nulls(1, pa.bool_())[0]
     bit = pa.py_buffer(b"\x01" if value else b"\x00")
     return pa.Array.from_buffers(pa.bool_(), 1, [None, bit])[0]
+
+
+def arrow_value(t: IcebergType, value: Any) -> Any:
+    """A value of :mod:`icecore.values`' Python form as ``pa.scalar`` accepts it."""
+    if value is None:
+        return None
+    if isinstance(t, UUIDType) and isinstance(value, uuid.UUID):
+        return value.bytes
+    if isinstance(t, StructType):
+        return {f.name: arrow_value(f.field_type, value.get(f.field_id)) for f in t.fields}
+    if isinstance(t, ListType):
+        return [arrow_value(t.element_type, v) for v in value]
+    if isinstance(t, MapType):
+        return [
+            (arrow_value(t.key_type, k), arrow_value(t.value_type, v)) for k, v in value.items()
+        ]
+    return value

@@ -34,6 +34,8 @@ from icecore.table_data import TableData, TableSource, read_table_metadata
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from icecore.scan.context import PlanContext
+
 __all__ = ["Table", "load_table_at"]
 
 
@@ -105,8 +107,12 @@ class Table(TableData):
         ref: str | None = None,
         as_of: str | int | dt.datetime | None = None,
         case_sensitive: bool = False,
+        context: PlanContext | None = None,
     ) -> TableScan:
-        """A filtered read of one snapshot; ``.plan()`` plans it (spec "Scan Planning")."""
+        """A filtered read of one snapshot; ``.plan()`` plans it (spec "Scan Planning").
+
+        ``context`` holds the caches plans share (default: the process's own).
+        """
         return TableScan(
             self,
             filter,
@@ -114,6 +120,7 @@ class Table(TableData):
             ref=ref,
             as_of=as_of,
             case_sensitive=case_sensitive,
+            context=context,
         )
 
     # Evolution (spec "Schema Evolution", "Partition Evolution"; icecore.evolution) ---------

@@ -31,6 +31,7 @@ from icecore.health import count_live_rows
 from icecore.layout import manifest_files, partition_label, snapshot_files
 from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
+from icecore.scan.planner import Plan
 from icecore.sql import run_sql
 from icecore.table import Table, load_table_at
 from ui.evolve import Change, DryRun, dry_run
@@ -216,12 +217,22 @@ def filter_examples(location: str, snapshot_id: int | None, _table: Table) -> li
     return describe.filter_examples(_table, snapshot, _table.read_schema(snapshot))
 
 
-@st.cache_data(max_entries=32, show_spinner="Planning the scan…")
+@st.cache_resource(max_entries=8, show_spinner="Planning the scan…")
+def planned(location: str, selectors: Selectors, filter: str | None, _table: Table) -> Plan:
+    """The plan of a filtered scan, made once per (table version, point, filter).
+
+    The report, the preview rows and the row count all read this one plan. A plan is
+    immutable and holds arrays, not a task per file, so it is shared like a table.
+    """
+    return _table.scan(filter=filter, **_selectors(selectors)).plan()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
 def plan(location: str, selectors: Selectors, filter: str | None, _table: Table) -> PlanView:
     """Plan a filtered scan and keep what the page shows (counts, first items)."""
-    planned = _table.scan(filter=filter, **_selectors(selectors)).plan()
+    found = planned(location, selectors, filter, _table)
     metadata = _table.metadata
-    return plan_view(planned, lambda spec, values: partition_label(metadata, spec, values))
+    return plan_view(found, lambda spec, values: partition_label(metadata, spec, values))
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the first rows…")
@@ -234,15 +245,15 @@ def preview(
     _table: Table,
 ) -> pa.Table:
     """The first ``limit`` rows of the scan (deletes and filter applied)."""
-    planned = _table.scan(filter=filter, **_selectors(selectors)).plan()
-    return planned.to_arrow(columns=list(columns) if columns is not None else None, limit=limit)
+    found = planned(location, selectors, filter, _table)
+    return found.to_arrow(columns=list(columns) if columns is not None else None, limit=limit)
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the planned files…")
 def matching_rows(location: str, selectors: Selectors, filter: str | None, _table: Table) -> int:
     """How many rows the scan returns: every planned file read, deletes and filter applied."""
-    planned = _table.scan(filter=filter, **_selectors(selectors)).plan()
-    return sum(b.num_rows for b in planned.to_batches(columns=[], metadata_columns=["_pos"]))
+    found = planned(location, selectors, filter, _table)
+    return sum(b.num_rows for b in found.to_batches(columns=[], metadata_columns=["_pos"]))
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading data files with deletes applied…")

@@ -473,7 +473,3 @@ class FileSource:
         """Copies of the given rows, every column (nothing else is copied out of the file)."""
         with pa.memory_map(str(self.path), "r") as source:
             return pa.ipc.open_file(source).read_all().take(rows)
-
-
-MANIFESTS = ManifestCache.from_environment()
-"""The process's cache; safe to share because keys carry the table uuid and decode inputs."""

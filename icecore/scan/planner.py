@@ -43,16 +43,13 @@ from icecore.expressions.arrow_metrics import (
     referenced_field_ids,
 )
 from icecore.expressions.arrow_summaries import ArrowSummaryFilter, arrow_summary_filter
-from icecore.expressions.bind import bind
 from icecore.expressions.evaluator import row_evaluator
 from icecore.expressions.manifest_eval import manifest_evaluator
 from icecore.expressions.metrics_eval import MetricsEvaluator, metrics_evaluator
 from icecore.expressions.model import AlwaysTrue, Expression, flatten
 from icecore.expressions.projection import inclusive_projection
 from icecore.expressions.residual import residual_evaluator
-from icecore.expressions.rewrite_not import rewrite_not
 from icecore.io import FileIO
-from icecore.lru import LRU
 from icecore.manifest import (
     DataFile,
     DataFileContent,
@@ -65,10 +62,17 @@ from icecore.manifest_list_columns import ManifestListColumns, SpecManifests
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.read import NAME_MAPPING_PROPERTY, arrow_schema_for, read_tasks, unified_partition_type
+from icecore.scan.context import (
+    FileVerdicts,
+    PlanContext,
+    ScanKey,
+    bind_filter,
+    default_context,
+)
 from icecore.scan.decode_pool import DecodeJob, decode_in_workers, env_count, read_ahead
 from icecore.scan.delete_index import DeleteIndex
 from icecore.scan.lazy import LazySequence, Producer
-from icecore.scan.manifest_cache import MANIFESTS, ManifestKey
+from icecore.scan.manifest_cache import ManifestKey
 from icecore.scan.planning_manifest import (
     PlanningManifest,
     build_planning_manifest,
@@ -237,96 +241,6 @@ class _Columns:
         return self._chunked(metric_column(kind, field_id))
 
 
-@dataclass(frozen=True, slots=True)
-class _FileVerdicts:
-    """What one filter keeps of one data manifest's live entries.
-
-    A pure function of the manifest (immutable, spec "File System Operations"), its partition
-    spec and the bound filter, so it is cached under those (:data:`_VERDICTS`): planning the
-    same filter again, at this snapshot or any later one sharing the manifest, reads no
-    column of it.
-
-    Attributes:
-        kept: rows planned.
-        pruned: rows pruned, by partition or by metrics.
-        by_partition: per pruned row, whether its partition values pruned it.
-        data_files, rows: live data files and their records.
-        rows_planned: records of the planned rows.
-    """
-
-    kept: np.ndarray
-    pruned: np.ndarray
-    by_partition: np.ndarray
-    data_files: int
-    rows: int
-    rows_planned: int
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.kept.nbytes + self.pruned.nbytes + self.by_partition.nbytes) + 200
-
-
-def _verdict_cache_bytes() -> int:
-    """``ICECORE_VERDICT_CACHE_BYTES`` (default 64 MiB): memory kept for file verdicts."""
-    return env_count("ICECORE_VERDICT_CACHE_BYTES", 64 << 20)
-
-
-_VERDICTS: LRU[tuple[ManifestKey, str, str], _FileVerdicts] = LRU(
-    1 << 20, max_bytes=_verdict_cache_bytes(), size=lambda v: v.nbytes
-)
-"""File verdicts by (manifest, spec fields, bound filter)."""
-
-_SUMMARY_VERDICTS: LRU[tuple[str, str, int, str, str], np.ndarray] = LRU(4096)
-"""Manifest-list summary verdicts by (table, list path, content, spec fields, bound filter)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Bound:
-    """A filter bound to a schema: as bound, with NOT rewritten away, and as a cache key.
-
-    ``rows`` is what rows are kept by (residuals); ``pruning`` what manifests and files are
-    pruned by: for SQL text, what Spark pushes to Iceberg (``parse_scan_filter``), so the
-    plan is Iceberg Java's; for an expression built through the API, the same expression.
-    """
-
-    schema: Schema
-    filter: Expression
-    rows: Expression
-    pruning: Expression
-    key: str
-
-
-def _bind(schema: Schema, filter: str | Expression | None, case_sensitive: bool) -> _Bound:
-    if filter is None:
-        unbound: Expression = AlwaysTrue()
-        pushed: Expression = unbound
-    elif isinstance(filter, str):
-        # The parser holds sqlglot (~70 ms, ~25 MiB): loaded by the first filter, not by import.
-        from icecore.expressions.parser import parse_scan_filter
-
-        unbound, pushed = parse_scan_filter(filter)
-    else:
-        unbound = pushed = filter
-    bound = bind(schema, unbound, case_sensitive=case_sensitive)
-    rows = rewrite_not(bound)
-    pruning = (
-        rows
-        if pushed is unbound
-        else rewrite_not(bind(schema, pushed, case_sensitive, as_pushed=True))
-    )
-    key = repr(rows) if pruning is rows else f"{rows!r} | pruning {pruning!r}"
-    return _Bound(schema, bound, rows, pruning, key)
-
-
-_BOUND: LRU[tuple[int, str | Expression | None, bool], _Bound] = LRU(1024)
-"""Filters bound per (schema object, filter, case sensitivity); the entry holds the schema,
-and is used only for that very object."""
-
-_COMPILED: LRU[tuple[Any, ...], Any] = LRU(1024)
-"""Evaluators compiled for a (table metadata, spec, filter): keyed by the metadata object's
-identity, which the entry holds, so a key is never reused by another metadata object."""
-
-
 def _verdicts(found: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(might match, decided) as numpy booleans from a Kleene verdict column."""
     decided = pc.is_valid(found).to_numpy(zero_copy_only=False)
@@ -342,6 +256,7 @@ class TableScan:
         filter: a SQL boolean expression (or an already built expression).
         snapshot_id, ref, as_of: which snapshot (default: the current one).
         case_sensitive: whether column names in the filter must match case.
+        context: the caches plans share (default: the process's :func:`default_context`).
     """
 
     def __init__(
@@ -353,6 +268,7 @@ class TableScan:
         ref: str | None = None,
         as_of: Any = None,
         case_sensitive: bool = False,
+        context: PlanContext | None = None,
     ) -> None:
         self.table = table
         self.snapshot: Snapshot | None = table.snapshot(
@@ -366,19 +282,30 @@ class TableScan:
             # Balanced before it is hashed as a key: hashing a chain of 10,000 hand-built
             # ANDs would recurse 10,000 levels.
             filter = flatten(filter)
-        key: tuple[int, str | Expression | None, bool] | None = (
-            id(self.schema),
+        self.context = context if context is not None else default_context()
+        metadata = table.metadata
+        key: ScanKey | None = ScanKey(
+            metadata.table_uuid or metadata.location,
+            table.metadata_location,
+            self.schema.schema_id,
             filter,
             case_sensitive,
         )
         try:
-            bound = _BOUND.get(key)  # type: ignore[arg-type]
+            bound = self.context.bound.get(key)  # type: ignore[arg-type]
         except TypeError:  # an expression holding unhashable values: bind it every time
             bound, key = None, None
-        if bound is None or bound.schema is not self.schema:
-            bound = _bind(self.schema, filter, case_sensitive)
+        if bound is None:
+            bound = bind_filter(self.schema, filter, case_sensitive)
             if key is not None:
-                _BOUND.put(key, bound)
+                self.context.bound.put(key, bound)
+        self._compiled_key = (
+            metadata.table_uuid or metadata.location,
+            table.metadata_location,
+            self.schema.schema_id,
+            bound.key,
+            case_sensitive,
+        )
         self.filter = bound.filter
         self._expr = bound.pruning
         self._rows = bound.rows
@@ -386,7 +313,7 @@ class TableScan:
 
     def plan(self) -> Plan:
         """Plan the scan: tasks with their deletes and residuals, and the pruning report."""
-        with MANIFESTS.planning():
+        with self.context.manifests.planning():
             return self._planned()
 
     def _planned(self) -> Plan:
@@ -476,12 +403,7 @@ class TableScan:
         Compiling the filter for a spec (projections, summary and row evaluators, residuals)
         is most of what planning the same filter again costs; they depend on nothing else.
         """
-        metadata = self.table.metadata
-        key = (id(metadata), self.schema.schema_id, self._expr_key, self.case_sensitive, *what)
-        held = _COMPILED.get(key)
-        if held is None:
-            held = _COMPILED.put(key, (metadata, make()))
-        return held[1]
+        return self.context.compiled.get_or_make((*self._compiled_key, *what), make)
 
     def _file_metrics(self, expr: Expression) -> MetricsEvaluator:
         """The row evaluator of data files' column metrics, compiled once."""
@@ -540,8 +462,9 @@ class TableScan:
             )
             jobs.append(DecodeJob(key, manifest, spec.spec_id))
         specs = metadata.specs_by_id()
+        manifests_cache = self.context.manifests
         decode_in_workers(
-            MANIFESTS, self.table.io, self.schema, specs, metadata.format_version, jobs
+            manifests_cache, self.table.io, self.schema, specs, metadata.format_version, jobs
         )
 
         io = self.table.io
@@ -553,7 +476,7 @@ class TableScan:
 
         # Files are read and their Avro decoded on threads (no GIL), ahead of this thread,
         # which gives the entries their meaning and lays them out.
-        missing = [job for job in jobs if not MANIFESTS.contains(job.key)]
+        missing = [job for job in jobs if not manifests_cache.contains(job.key)]
         ahead = read_ahead(
             partial(read_manifest_avro, io), [job.manifest for job in missing], _plan_threads()
         )
@@ -561,7 +484,7 @@ class TableScan:
         out: list[tuple[ManifestKey, PlanningManifest]] = []
         for job in jobs:
             raw = next(ahead) if id(job) in is_missing else None
-            out.append((job.key, MANIFESTS.get_or_load(job.key, partial(decode, job, raw))))
+            out.append((job.key, manifests_cache.get_or_load(job.key, partial(decode, job, raw))))
         return out
 
     # -- data files ------------------------------------------------------------------
@@ -588,7 +511,7 @@ class TableScan:
                 evaluator.fingerprint,
                 expr_key,
             )
-            keep[group.rows] = _SUMMARY_VERDICTS.get_or_make(
+            keep[group.rows] = self.context.summary_verdicts.get_or_make(
                 summary_key, partial(_manifest_verdicts, manifest_list, group, evaluator)
             )
         pruned = np.flatnonzero(is_data & ~keep)
@@ -607,15 +530,18 @@ class TableScan:
             for i in np.flatnonzero(keep).tolist()
         ]
         loaded = self._load([m for m, _ in kept])
-        judged: list[_FileVerdicts | None] = [
-            _VERDICTS.get((key, evaluator.fingerprint, expr_key))
+        verdicts_cache = self.context.file_verdicts
+        judged: list[FileVerdicts | None] = [
+            verdicts_cache.get((key, evaluator.fingerprint, expr_key))
             for (key, _), (_, evaluator) in zip(loaded, kept, strict=True)
         ]
         missing = [j for j, v in enumerate(judged) if v is None]
         if missing:
             fresh = self._judge([(loaded[j][1], kept[j][1]) for j in missing], expr)
             for j, made in zip(missing, fresh, strict=True):
-                judged[j] = _VERDICTS.put((loaded[j][0], kept[j][1].fingerprint, expr_key), made)
+                judged[j] = verdicts_cache.put(
+                    (loaded[j][0], kept[j][1].fingerprint, expr_key), made
+                )
         file_might_match = self._file_metrics(expr)
         blocks: list[_Block] = []
         for (_, pm), (_, evaluator), verdicts in zip(loaded, kept, judged, strict=True):
@@ -643,7 +569,7 @@ class TableScan:
 
     def _judge(
         self, pending: Sequence[tuple[PlanningManifest, _SpecEvaluators]], expr: Expression
-    ) -> list[_FileVerdicts]:
+    ) -> list[FileVerdicts]:
         """File verdicts for manifests not judged before under this filter.
 
         Each manifest's columns are read once, metrics judged over many manifests at a time
@@ -666,7 +592,7 @@ class TableScan:
         )
         file_might_match = self._file_metrics(expr)
         tuples: dict[tuple[int, tuple[Any, ...]], bool] = {}
-        out: list[_FileVerdicts] = []
+        out: list[FileVerdicts] = []
         batch: list[tuple[PlanningManifest, _SpecEvaluators, pa.Table]] = []
         rows = 0
 
@@ -779,7 +705,7 @@ def _judge_manifest(
     decided: np.ndarray,
     file_might_match: MetricsEvaluator,
     tuples: dict[tuple[int, tuple[Any, ...]], bool],
-) -> _FileVerdicts:
+) -> FileVerdicts:
     """One manifest's file verdicts: partition first, then metrics, as ``ManifestGroup``.
 
     ``might``/``decided`` are the vectorized metrics verdicts of its rows; the rows the
@@ -797,7 +723,7 @@ def _judge_manifest(
     by_partition = is_data & ~in_partition
     pruned = np.flatnonzero(by_partition | (candidates & ~file_ok))
     kept = np.flatnonzero(candidates & file_ok)
-    return _FileVerdicts(
+    return FileVerdicts(
         kept=kept.astype(np.int32),
         pruned=pruned.astype(np.int32),
         by_partition=by_partition[pruned],
@@ -922,16 +848,8 @@ def _partition_type_text(spec: PartitionSpec, schema: Schema) -> str:
 
 
 def clear_plan_caches() -> None:
-    """Forget everything planning keeps in this process (the disk cache stays).
-
-    Verdicts, compiled evaluators and open manifests are kept between plans because the
-    files they come from never change; this is for freeing memory, and for tests that
-    compare a warm plan with a cold one.
-    """
-    _VERDICTS.clear()
-    _SUMMARY_VERDICTS.clear()
-    _COMPILED.clear()
-    MANIFESTS.clear()
+    """Forget what the process's :func:`default_context` holds in memory (to free it)."""
+    default_context().clear()
 
 
 __all__ = ["Plan", "TableScan", "TaskList", "clear_plan_caches"]

@@ -171,6 +171,7 @@ def test_icecore_plans_in_worker_processes_as_spark_counts(
     """Cold plans decode manifests in worker processes; warm ones reuse the disk cache."""
     import icecore
     from icecore.scan import decode_pool, planner
+    from icecore.scan.context import PlanContext
     from icecore.scan.manifest_cache import ManifestCache
 
     _, result = built
@@ -190,12 +191,12 @@ def test_icecore_plans_in_worker_processes_as_spark_counts(
     monkeypatch.setenv("ICECORE_PLAN_PROCESSES", "2")
     monkeypatch.setattr(decode_pool, "MIN_MANIFESTS", 2)
     monkeypatch.setattr(planner, "decode_in_workers", counted)
-    monkeypatch.setattr(planner, "MANIFESTS", ManifestCache(tmp_path / "cache"))
+    context = PlanContext(ManifestCache(tmp_path / "cache"))
     table = icecore.load_table(result["metadata"])
     flt = f"id >= {low} AND id <= {high}"
-    cold = table.scan(filter=flt).plan()
+    cold = table.scan(filter=flt, context=context).plan()
     assert decoded == [EXPECTED_MANIFESTS, 0]  # every data manifest; no delete manifests
-    warm = table.scan(filter=flt).plan()
+    warm = table.scan(filter=flt, context=PlanContext(context.manifests)).plan()
     assert decoded[2:] == [0, 0]
     assert len(cold.tasks) == len(warm.tasks) == expected
     assert cold.data_files == warm.data_files == [t.file_path for t in warm.tasks]

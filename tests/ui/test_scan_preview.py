@@ -83,3 +83,33 @@ def test_a_bad_filter_is_one_inline_sentence(open_page: OpenPage, bad: str, says
     assert not at.exception
     assert len(at.error) == 1 and says in as_shown(at.error[0].value)
     assert "Traceback" not in at.error[0].value
+
+
+def test_one_page_run_plans_its_scan_once(
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report, the preview rows and the row count read one plan of (table, point, filter).
+
+    A filter no other test of the page uses, so no earlier run's cache answers for it.
+    """
+    import streamlit as st
+
+    from icecore.scan.planner import TableScan
+
+    plans: list[str | None] = []
+    original = TableScan.plan
+
+    def counting(self: TableScan) -> Any:
+        plans.append(str(self.filter))
+        return original(self)
+
+    monkeypatch.setattr(TableScan, "plan", counting)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = open_page(PAGE, table="demo.trips", filter="fare > 12.5 AND vendor_id = 1")
+    no_problems(at)
+    assert len(plans) == 1, plans
+    at.button(key="scan_count").click().run()
+    no_problems(at)
+    assert "Rows returned (deletes and filter applied)" in metrics(at)
+    assert len(plans) == 1, plans

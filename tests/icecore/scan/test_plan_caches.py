@@ -1,9 +1,9 @@
-"""Planning again from the process's caches gives exactly the plan a cold process gives.
+"""Planning again from a context's caches gives exactly the plan a cold context gives.
 
 Verdicts are cached per (manifest, spec fields, bound filter) and shared by every snapshot
-that lists the manifest; compiled evaluators per (metadata, schema, filter, spec). These
-tests plan every filter of the oracle test on every ref in one order with warm caches and
-compare each plan, item for item, with the same plan made after clearing every cache
+that lists the manifest; compiled evaluators per (table, metadata location, schema, filter,
+spec). These tests plan every filter of the oracle test on every ref in one order with warm
+caches and compare each plan, item for item, with the same plan made in a fresh context
 (the disk cache off, so nothing is read back either).
 """
 
@@ -17,29 +17,31 @@ import pytest
 
 import icecore
 from icecore.errors import FilterError
-from icecore.scan import manifest_cache
+from icecore.scan.context import PlanContext
 from icecore.scan.manifest_cache import ManifestCache
-from icecore.scan.planner import Plan, clear_plan_caches
+from icecore.scan.planner import Plan
 from icecore.table import Table
 from tests.icecore.scan.test_planner import FILTERS, REFS
 
 pytestmark = pytest.mark.spark
 
 
+def _memory_only() -> PlanContext:
+    """A context of its own: a manifest cache without a directory, every cache empty."""
+    return PlanContext(ManifestCache(None))
+
+
 @pytest.fixture
-def memory_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A manifest cache without a directory, and every planning cache empty."""
-    monkeypatch.setattr(manifest_cache, "MANIFESTS", ManifestCache(None))
-    monkeypatch.setattr("icecore.scan.planner.MANIFESTS", manifest_cache.MANIFESTS)
-    clear_plan_caches()
-    yield
-    clear_plan_caches()
+def memory_only() -> Iterator[PlanContext]:
+    yield _memory_only()
 
 
-def _planned(table: Table, ref: str | None, flt: str) -> dict[str, Any] | str:
+def _planned(
+    table: Table, ref: str | None, flt: str, context: PlanContext | None = None
+) -> dict[str, Any] | str:
     """The plan's summary, or the error for a filter the snapshot's schema cannot bind."""
     try:
-        return _summary(table.scan(filter=flt or None, ref=ref).plan())
+        return _summary(table.scan(filter=flt or None, ref=ref, context=context).plan())
     except FilterError as error:
         return str(error)
 
@@ -59,24 +61,25 @@ def _summary(plan: Plan) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("table", ["trips", "events_v3", "accounts"])
-def test_warm_plans_equal_cold_plans(demo_warehouse: Path, memory_only: None, table: str) -> None:
+def test_warm_plans_equal_cold_plans(
+    demo_warehouse: Path, memory_only: PlanContext, table: str
+) -> None:
     t = icecore.load_table(f"{demo_warehouse}::demo.{table}")
     cases = [(ref, flt) for flt in FILTERS[table] for ref in REFS[table]]
-    warm = {case: _planned(t, *case) for case in cases}
-    again = {case: _planned(t, *case) for case in cases}
+    warm = {case: _planned(t, *case, memory_only) for case in cases}
+    again = {case: _planned(t, *case, memory_only) for case in cases}
     assert sum(isinstance(v, dict) for v in warm.values()) > len(cases) // 2
     for case in cases:
-        clear_plan_caches()
-        cold = _planned(t, *case)
+        cold = _planned(t, *case, _memory_only())
         assert warm[case] == cold, case
         assert again[case] == cold, case
     reloaded = icecore.load_table(f"{demo_warehouse}::demo.{table}")  # new metadata object
     for case in cases:
-        assert _planned(reloaded, *case) == again[case]
+        assert _planned(reloaded, *case, memory_only) == again[case]
 
 
 def test_one_manifest_judged_once_per_filter(
-    demo_warehouse: Path, memory_only: None, monkeypatch: pytest.MonkeyPatch
+    demo_warehouse: Path, memory_only: PlanContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A manifest already judged under a filter is not read again for it.
 
@@ -95,7 +98,7 @@ def test_one_manifest_judged_once_per_filter(
     monkeypatch.setattr(PlanningManifest, "read", counting)
     t = icecore.load_table(f"{demo_warehouse}::demo.trips")
     flt = "fare > 50 AND vendor_id = 2"
-    t.scan(filter=flt).plan()
+    t.scan(filter=flt, context=memory_only).plan()
     first = set(reads)
     assert first
     current = t.snapshot()
@@ -108,10 +111,10 @@ def test_one_manifest_judged_once_per_filter(
         and mine & {m.manifest_path for m in t.manifests(s)} & first
     )
     reads.clear()
-    t.scan(filter=flt, snapshot_id=older).plan()
+    t.scan(filter=flt, snapshot_id=older, context=memory_only).plan()
     assert not shared & set(reads)  # shared manifests were not read again
     reads.clear()
-    t.scan(filter="fare > 51 AND vendor_id = 2").plan()
+    t.scan(filter="fare > 51 AND vendor_id = 2", context=memory_only).plan()
     assert set(reads) == first
 
 
@@ -133,3 +136,29 @@ def test_big_plans_with_deletes_make_tasks_again_instead_of_keeping_them(
         assert made == kept[case], case
         with_deletes += isinstance(made, dict) and bool(made["deletes"])
     assert with_deletes  # the fixture's deletes are exercised
+
+
+def test_a_reloaded_table_plans_from_the_same_context(demo_warehouse: Path) -> None:
+    """Keys name the table version (uuid, metadata location, schema id), not a Python object.
+
+    A table loaded again is a new metadata object at the same location: planning it again
+    in the same context binds and compiles nothing new. A context of its own shares nothing
+    with the process's default one.
+    """
+    from icecore.scan.context import default_context
+
+    flt = "fare > 50 AND vendor_id = 2"
+    default = default_context()
+    default_sizes = (len(default.bound), len(default.compiled), len(default.file_verdicts))
+    context = _memory_only()
+    first = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    planned = _summary(first.scan(filter=flt, context=context).plan())
+    sizes = (len(context.bound), len(context.compiled), len(context.file_verdicts))
+    assert all(sizes)
+    reloaded = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    assert reloaded.metadata is not first.metadata
+    assert _summary(reloaded.scan(filter=flt, context=context).plan()) == planned
+    assert (len(context.bound), len(context.compiled), len(context.file_verdicts)) == sizes
+    assert (len(default.bound), len(default.compiled), len(default.file_verdicts)) == (
+        default_sizes
+    )

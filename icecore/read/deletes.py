@@ -1,0 +1,194 @@
+"""Delete files applied to a data file's rows (spec "Delete Formats").
+
+Position delete files (rows whose ``file_path`` is the data file), deletion vectors (from the
+latest spec, :mod:`icecore.scan.puffin`) and equality delete files (delete columns matched
+by id, NULL equal to NULL, read from the data file even after the column was dropped from the
+table). The files of a run of tasks are read once and kept for the next task.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import partial
+from typing import Any
+
+import pyarrow as pa
+
+from icecore.arrow_types import arrow_type
+from icecore.compute import pc
+from icecore.errors import InvalidMetadata
+from icecore.io import FileIO
+from icecore.lru import LRU
+from icecore.manifest import DataFile
+from icecore.read.files import SourceFile, column_at, file_field
+from icecore.read.name_mapping import MappedField
+from icecore.read.projection import cast_array
+from icecore.scan.delete_index import DELETE_FILE_PATH_ID, DELETE_POS_ID, is_deletion_vector
+from icecore.scan.puffin import deletion_vector_positions
+from icecore.schema import Schema
+
+_DELETE_CACHE_SIZE = 32
+
+
+def _key_type(field_id: int, schema: Schema, fallback: pa.DataType) -> pa.DataType:
+    t = schema.find_type(field_id)
+    return arrow_type(t) if t is not None else fallback
+
+
+def _sentinel(t: pa.DataType) -> pa.Scalar:
+    """Some valid value of type ``t`` (stands in for NULL keys in a hash join)."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_fixed_size_binary(t):
+        return pa.scalar(b"\x00" * t.byte_width, t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False, t)
+    if pa.types.is_decimal(t):
+        return pa.scalar(Decimal(0), t)
+    if pa.types.is_date(t):
+        return pa.scalar(dt.date(1970, 1, 1), t)
+    return pa.scalar(0, t)
+
+
+def _null_safe_keys(columns: Sequence[pa.Array]) -> dict[str, pa.Array]:
+    keys: dict[str, pa.Array] = {}
+    for i, col in enumerate(columns):
+        keys[f"v{i}"] = pc.fill_null(col, _sentinel(col.type)) if col.null_count else col
+        keys[f"n{i}"] = pc.is_null(col)
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class EqualityDeletes:
+    """The distinct delete keys of one equality delete file, ready to match rows."""
+
+    field_ids: tuple[int, ...]
+    types: tuple[pa.DataType, ...]
+    keys: pa.Table
+
+    def matches(self, columns: Sequence[pa.Array]) -> pa.Array:
+        """Which rows equal some delete key (NULL equals NULL, spec "Equality Delete Files")."""
+        n = len(columns[0]) if columns else 0
+        if self.keys.num_rows == 0 or n == 0:
+            return pa.repeat(pa.scalar(False), n)
+        if len(columns) == 1:
+            return pc.is_in(columns[0], value_set=self.keys.column(0), skip_nulls=False)
+        left = pa.table(_null_safe_keys(columns) | {"__row": pa.array(range(n), pa.int64())})
+        names = [c for c in left.column_names if c != "__row"]
+        hit = left.join(self.keys, keys=names, join_type="left semi", use_threads=False)
+        return pc.is_in(pa.array(range(n), pa.int64()), value_set=hit.column("__row"))
+
+
+class DeleteLoader:
+    """Reads delete files for a run of tasks, caching the most recently used ones."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        schema: Schema,
+        name_mapping: Sequence[MappedField] | None,
+        batch_size: int,
+    ) -> None:
+        self._io = io
+        self._schema = schema
+        self._mapping = name_mapping
+        self._batch_size = batch_size
+        self._cache: LRU[tuple[str, int | None], Any] = LRU(_DELETE_CACHE_SIZE)
+
+    def _cached(self, key: tuple[str, int | None], load: Callable[[], Any]) -> Any:
+        return self._cache.get_or_make(key, load)
+
+    def positions(self, data_path: str, deletes: Sequence[DataFile]) -> list[int]:
+        """Sorted, distinct deleted positions of a data file from its position deletes/DVs."""
+        parts: list[pa.Array] = []
+        for d in deletes:
+            if is_deletion_vector(d):
+                dv = self._cached(
+                    (d.file_path, d.content_offset),
+                    partial(self._deletion_vector, d),
+                )
+                parts.append(dv.cast(pa.int64()))
+            else:
+                table = self._cached((d.file_path, None), partial(self._position_file, d))
+                mask = pc.equal(table.column(0), pa.scalar(data_path, pa.string()))
+                parts.append(table.column(1).filter(mask).combine_chunks())
+        if not parts:
+            return []
+        merged = pc.unique(pa.concat_arrays(parts))
+        return sorted(merged.to_pylist())
+
+    def _deletion_vector(self, d: DataFile) -> pa.Array:
+        return pa.array(deletion_vector_positions(self._io, d), pa.uint64())
+
+    def _position_file(self, d: DataFile) -> pa.Table:
+        source = SourceFile(self._io, d, "Position delete file", self._mapping)
+        for fid in (DELETE_FILE_PATH_ID, DELETE_POS_ID):
+            if fid not in source.index:
+                raise InvalidMetadata(
+                    f"Position delete file {d.file_path} has no column with field id {fid}."
+                )
+        paths: list[pa.Array] = []
+        positions: list[pa.Array] = []
+        for batch in source.batches({DELETE_FILE_PATH_ID, DELETE_POS_ID}, self._batch_size):
+            paths.append(
+                cast_array(
+                    column_at(batch, source.schema, source.index[DELETE_FILE_PATH_ID]),
+                    pa.string(),
+                    d.file_path,
+                )
+            )
+            positions.append(
+                cast_array(
+                    column_at(batch, source.schema, source.index[DELETE_POS_ID]),
+                    pa.int64(),
+                    d.file_path,
+                )
+            )
+        if not paths:
+            return pa.table(
+                {"file_path": pa.array([], pa.string()), "pos": pa.array([], pa.int64())}
+            )
+        return pa.table({"file_path": pa.chunked_array(paths), "pos": pa.chunked_array(positions)})
+
+    def equality(self, d: DataFile) -> EqualityDeletes:
+        """The keys of an equality delete file, typed as the scan's schema types them."""
+        return self._cached((d.file_path, -1), lambda: self._equality_file(d))
+
+    def _equality_file(self, d: DataFile) -> EqualityDeletes:
+        ids = tuple(d.equality_ids or ())
+        if not ids:
+            raise InvalidMetadata(f"Equality delete file {d.file_path} has no equality_ids.")
+        source = SourceFile(self._io, d, "Equality delete file", self._mapping)
+        missing = [fid for fid in ids if fid not in source.index]
+        if missing:
+            raise InvalidMetadata(
+                f"Equality delete file {d.file_path} has no column for equality field id(s) "
+                f"{missing}."
+            )
+        types = tuple(
+            _key_type(fid, self._schema, file_field(source.schema, source.index[fid]).type)
+            for fid in ids
+        )
+        columns: list[list[pa.Array]] = [[] for _ in ids]
+        for batch in source.batches(set(ids), self._batch_size):
+            for i, fid in enumerate(ids):
+                arr = column_at(batch, source.schema, source.index[fid])
+                columns[i].append(cast_array(arr, types[i], d.file_path))
+        arrays = [
+            pa.concat_arrays(parts) if parts else pa.array([], t)
+            for parts, t in zip(columns, types, strict=True)
+        ]
+        if len(ids) == 1:
+            keys = pa.table({"v0": pc.unique(arrays[0])})
+        else:
+            keys = (
+                pa.table(_null_safe_keys(arrays))
+                .group_by([f"{p}{i}" for i in range(len(ids)) for p in ("v", "n")])
+                .aggregate([])
+            )
+        return EqualityDeletes(ids, types, keys)
