@@ -20,7 +20,7 @@ from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.filesystem_admin import FilesystemCatalogAdmin
 from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin
-from icecore.errors import NotFound, Unsupported
+from icecore.errors import IcecoreError, NotFound, Unsupported
 from icecore.io import FileIO
 from icecore.metadata import TableMetadata
 from icecore.server.purge import PurgeReport, purge_table
@@ -186,7 +186,9 @@ class Backend:
         # The metadata current when the entry went (a commit may have come in between).
         table = load_table_at(identifier, now_at, self.io)
         old, new = before.rsplit("/", 1)[0], now_at.rsplit("/", 1)[0]
-        report = purge_table(table, relocated=(old, new) if old != new else None)
+        report = purge_table(
+            table, relocated=(old, new) if old != new else None, others=self._other_locations()
+        )
         log.info(
             "Purged %s: %d files deleted, %d skipped, %d failed",
             identifier,
@@ -196,11 +198,30 @@ class Backend:
         )
         for path in report.skipped:
             log.warning(
-                "Purge of %s skipped %s: it is outside the table's location", identifier, path
+                "Purge of %s skipped %s: outside its location or inside another table's",
+                identifier,
+                path,
             )
         for problem in report.failed:
             log.warning("Purge of %s: %s", identifier, problem)
         return report
+
+    def _other_locations(self) -> list[str]:
+        """Where the catalog's remaining tables keep their files (a purge leaves them alone).
+
+        Taken from each table's metadata location (``<location>/metadata/<file>``, as every
+        writer lays it out) rather than by loading every table; a table whose metadata lies
+        elsewhere protects that folder instead, which errs on the side of keeping files.
+        """
+        found: list[str] = []
+        for identifier in self.catalog.list_tables():
+            try:
+                where = self.catalog.metadata_location(identifier)
+            except IcecoreError:
+                continue
+            folder = where.rsplit("/", 1)[0]
+            found.append(folder[: -len("/metadata")] if folder.endswith("/metadata") else folder)
+        return found
 
     def rename_table(self, source: TableIdentifier, destination: TableIdentifier) -> None:
         """Rename a table."""

@@ -78,12 +78,21 @@ def reachable_files(table: Table) -> tuple[list[str], list[str]]:
 
 
 def purge_files(
-    io: FileIO, location: str, files: Iterable[str], errors: Iterable[str] = ()
+    io: FileIO,
+    location: str,
+    files: Iterable[str],
+    errors: Iterable[str] = (),
+    others: Iterable[str] = (),
 ) -> PurgeReport:
     """Delete ``files`` that lie under ``location``; skip and list the others.
 
+    A file under one of ``others`` (the locations of the catalog's remaining tables) is
+    skipped too, even inside ``location``: a table registered with a broad location (its
+    metadata says ``location: /``, or the warehouse root) must not purge the tables beneath it,
+    nor a second entry for the same location the files the first still reads.
     A file named twice in two spellings (``file:/x`` and ``/x``) is deleted once.
     """
+    kept = [_plain(o) for o in others]
     deleted: list[str] = []
     skipped: list[str] = []
     failed = list(errors)
@@ -92,7 +101,7 @@ def purge_files(
     for f in files:
         unique.setdefault(_plain(f), f)
     for path in unique.values():
-        if not _under(path, location):
+        if not _under(path, location) or any(_under(path, o) or _plain(path) == o for o in kept):
             skipped.append(path)
             continue
         try:
@@ -132,7 +141,9 @@ def _moved(io: FileIO, path: str, old: str, new: str) -> str:
     return f"{new}/{name}" if io.exists(f"{new}/{name}") else path
 
 
-def purge_table(table: Table, relocated: tuple[str, str] | None = None) -> PurgeReport:
+def purge_table(
+    table: Table, relocated: tuple[str, str] | None = None, others: Iterable[str] = ()
+) -> PurgeReport:
     """Delete a dropped table's files (see the module docstring).
 
     Args:
@@ -140,12 +151,13 @@ def purge_table(table: Table, relocated: tuple[str, str] | None = None) -> Purge
         relocated: ``(old folder, new folder)`` when dropping moved files (a filesystem
             warehouse moves its version files and hint aside): a file directly in the old
             folder that is no longer there but in the new one is deleted there.
+        others: the locations of the catalog's remaining tables, whose files stay.
     """
     files, errors = reachable_files(table)
     if relocated is not None:
         old, new = (_plain(p) for p in relocated)
         files = [_moved(table.io, f, old, new) for f in files]
-    return purge_files(table.io, table.metadata.location, files, errors)
+    return purge_files(table.io, table.metadata.location, files, errors, others)
 
 
 __all__ = ["PurgeReport", "purge_files", "purge_table", "reachable_files"]

@@ -7,6 +7,7 @@ reference for what is refused: namespace properties, custom locations, renames.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterator
@@ -313,3 +314,40 @@ def test_purge_over_a_sql_catalog_and_drop_without_purge(rest_server: RestServer
         peer.load_table("sqlpurge.gone")
     assert not gone_dir.exists()
     assert _files(keep_dir) == keep_before
+
+
+def test_purge_of_a_table_registered_over_others_leaves_their_files(
+    rest_server: RestServer,
+) -> None:
+    """A table registered with the whole warehouse as its location purges no table beneath it.
+
+    The remaining tables' folders are protected, not only what lies outside the location.
+    """
+    peer = RestCatalog("peer", uri=rest_server.url)
+    peer.create_namespace("broad")
+    keep = peer.create_table("broad.keep", SCHEMA)
+    keep.append(ROWS)
+    keep_dir = Path(keep.location().removeprefix("file://").removeprefix("file:"))
+    keep_before = _files(keep_dir)
+    root = keep_dir.parent.parent
+    metadata = requests.get(f"{rest_server.url}/v1/namespaces/broad/tables/keep", timeout=60)
+    crafted = dict(metadata.json()["metadata"], location=f"file:{root}")
+    target = root / "crafted" / "v1.metadata.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(crafted))
+    registered = _post(
+        rest_server,
+        "namespaces/broad/register",
+        {"name": "wide", "metadata-location": f"file:{target}"},
+    )
+    assert registered.status_code == 200, registered.text
+
+    answer = requests.delete(
+        f"{rest_server.url}/v1/namespaces/broad/tables/wide",
+        params={"purgeRequested": "true"},
+        timeout=60,
+    )
+    assert answer.status_code == 204
+    assert _files(keep_dir) == keep_before
+    assert sorted(peer.load_table("broad.keep").scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    assert not target.exists()  # its own metadata file, under no other table, went
