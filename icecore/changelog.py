@@ -44,7 +44,7 @@ from icecore.schema import Schema
 from icecore.types import ListType, MapType, StructType
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 CHANGE_TYPE = "_change_type"
 CHANGE_ORDINAL = "_change_ordinal"
@@ -64,7 +64,7 @@ class ChangeType(StrEnum):
 
 
 def changelog_snapshots(
-    table: Table, from_snapshot_id: int | None, to_snapshot_id: int
+    table: TableData, from_snapshot_id: int | None, to_snapshot_id: int
 ) -> list[Snapshot]:
     """The snapshots a changelog covers, oldest first, ``replace`` snapshots left out.
 
@@ -111,7 +111,7 @@ class _FileChanges:
 class _ChangelogReader:
     """Reads one changelog's rows; plans are cached per snapshot for this call only."""
 
-    def __init__(self, table: Table, schema: Schema) -> None:
+    def __init__(self, table: TableData, schema: Schema) -> None:
         self.table = table
         self.schema = schema
         self.name_mapping = table.metadata.properties.get(NAME_MAPPING_PROPERTY)
@@ -231,14 +231,14 @@ def _has_map(t: Any) -> bool:
     return False
 
 
-def _resolve(table: Table, point: str | int | Snapshot | None) -> Snapshot | None:
+def _resolve(table: TableData, point: str | int | Snapshot | None) -> Snapshot | None:
     if point is None or isinstance(point, Snapshot):
         return point
     return table.point(point)
 
 
 def changelog(
-    table: Table,
+    table: TableData,
     from_point: str | int | Snapshot | None,
     to_point: str | int | Snapshot | None = None,
     *,

@@ -41,7 +41,7 @@ from icecore.types import (
 from icecore.values import from_bytes, to_human_string
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +271,7 @@ def _quote_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def filter_examples(table: Table, snapshot: Snapshot | None, schema: Schema) -> list[str]:
+def filter_examples(table: TableData, snapshot: Snapshot | None, schema: Schema) -> list[str]:
     """A few filters that fit this table, with values taken from one of its data files.
 
     One on the time column the default spec partitions by (prunes by partition), one on a
@@ -327,7 +327,7 @@ def _partition_time_column(metadata: TableMetadata, schema: Schema) -> NestedFie
 
 
 def _first_file_bounds(
-    table: Table, snapshot: Snapshot | None, schema: Schema
+    table: TableData, snapshot: Snapshot | None, schema: Schema
 ) -> Mapping[int, tuple[Any, Any]]:
     """Lower and upper bounds, by field id, of the first live data file that has any."""
     if snapshot is None:

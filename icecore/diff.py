@@ -31,7 +31,7 @@ from icecore.schema import Schema
 from icecore.types import NestedField
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +179,9 @@ def _partition_label(spec: PartitionSpec | None, data_file: DataFile, schema: Sc
     return f"spec {data_file.spec_id}: " + "/".join(parts)
 
 
-def _shared_data_specs(table: Table, snapshot: Snapshot, shared: list[ManifestFile]) -> set[int]:
+def _shared_data_specs(
+    table: TableData, snapshot: Snapshot, shared: list[ManifestFile]
+) -> set[int]:
     """Spec ids of the live data files in manifests both snapshots list.
 
     From the manifest list's file counts; a manifest whose counts a v1 writer left null is
@@ -203,7 +205,7 @@ def _shared_data_specs(table: Table, snapshot: Snapshot, shared: list[ManifestFi
     return specs
 
 
-def diff_snapshots(table: Table, before: Snapshot | None, after: Snapshot) -> SnapshotDiff:
+def diff_snapshots(table: TableData, before: Snapshot | None, after: Snapshot) -> SnapshotDiff:
     """Compare two snapshots (``before`` may be None: everything in ``after`` is added)."""
     old_list = table.manifests(before) if before is not None else []
     new_list = table.manifests(after)

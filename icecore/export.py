@@ -26,7 +26,7 @@ from icecore.read import arrow_schema_for
 from icecore.scan.planner import Plan
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 MAX_PROTECTED_TABLES = 10_000
 """How many of a catalog's tables ``protected_paths`` lists (bounded in time)."""
@@ -43,7 +43,7 @@ def local_path(location: str) -> str | None:
     return location
 
 
-def protected_paths(table: Table) -> tuple[list[str], list[str]]:
+def protected_paths(table: TableData) -> tuple[list[str], list[str]]:
     """The folders and files an output must never touch, for a table being read.
 
     The table's location, the folder of its metadata file (and the table folder above a

@@ -41,7 +41,7 @@ from icecore.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icecore.scan.planner import TableScan
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 MiB = 1024 * 1024
 
@@ -175,7 +175,7 @@ def _sum(table: pa.Table, column: str) -> int:
 
 
 def count_live_rows(
-    table: Table,
+    table: TableData,
     *,
     snapshot_id: int | None = None,
     ref: str | None = None,

@@ -30,7 +30,7 @@ from icecore.partitioning import PartitionSpec
 from icecore.types import IcebergType
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 UNPARTITIONED = "(unpartitioned)"
 """The partition label of a file written with an unpartitioned spec."""
@@ -134,7 +134,7 @@ def _partition_labels(
     return pc.binary_join_element_wise(*pieces, "/")
 
 
-def manifest_files(table: Table, manifest: ManifestFile) -> pa.Table:
+def manifest_files(table: TableData, manifest: ManifestFile) -> pa.Table:
     """The live files of one manifest (ADDED and EXISTING entries), as :data:`FILES_SCHEMA`.
 
     Raises:
@@ -171,7 +171,7 @@ Progress = Callable[[int, int], None]
 
 
 def snapshot_files(
-    table: Table,
+    table: TableData,
     snapshot: Snapshot | None,
     progress: Progress | None = None,
     read: Callable[[ManifestFile], pa.Table] | None = None,

@@ -41,7 +41,7 @@ from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 
 class Job(StrEnum):
@@ -270,7 +270,7 @@ def _key(path: str) -> str:
     return local if protocol == "file" else f"{protocol}://{local}"
 
 
-def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
+def reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
     """Manifest lists, manifests and live files of ``snapshots`` (each manifest read once)."""
     lists: set[str] = set()
     manifests: dict[str, ManifestFile] = {}
@@ -290,7 +290,7 @@ def reach(table: Table, snapshots: Iterable[Snapshot]) -> Reach:
 
 
 def expire_snapshots(
-    table: Table,
+    table: TableData,
     now_ms: int,
     *,
     older_than_ms: int | None = None,
@@ -349,7 +349,7 @@ def _iso(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
-def metadata_files(table: Table) -> set[str]:
+def metadata_files(table: TableData) -> set[str]:
     """Metadata files the table's metadata reaches beyond snapshots (spec "Table Metadata")."""
     metadata = table.metadata
     found = {table.metadata_location, *(e.metadata_file for e in metadata.metadata_log)}
@@ -374,7 +374,7 @@ class Orphans:
     listed: int
 
 
-def orphan_files(table: Table, older_than_ms: int) -> Orphans:
+def orphan_files(table: TableData, older_than_ms: int) -> Orphans:
     """List the table location against everything reachable from its metadata."""
     metadata = table.metadata
     everything = reach(table, metadata.snapshots)
@@ -394,7 +394,7 @@ def orphan_files(table: Table, older_than_ms: int) -> Orphans:
 
 
 def remove_orphan_files(
-    table: Table, now_ms: int, older_than_ms: int | None = None
+    table: TableData, now_ms: int, older_than_ms: int | None = None
 ) -> Recommendation:
     """Orphan candidates found by listing, split by ``remove_orphan_files``' age cutoff."""
     cutoff = older_than_ms if older_than_ms is not None else now_ms - ORPHAN_MIN_AGE_MS
@@ -421,7 +421,7 @@ def remove_orphan_files(
 
 
 def recommendations(
-    table: Table,
+    table: TableData,
     manifest_list: Sequence[ManifestFile],
     files: pa.Table,
     now_ms: int | None = None,
@@ -452,7 +452,7 @@ def recommendations(
 
 
 def recommendation(
-    table: Table,
+    table: TableData,
     job: Job,
     manifest_list: Sequence[ManifestFile],
     files: pa.Table,

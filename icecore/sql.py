@@ -40,7 +40,7 @@ from icecore.inspect import KINDS, inspect_table
 from icecore.scan.planner import TableScan
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 ROWS_TABLE = "rows"
 """The name of the scan's rows in user SQL."""
@@ -176,7 +176,7 @@ def _timeout_error(timeout: float) -> IcecoreError:
 
 def query_arrow(
     sql: str,
-    tables: Mapping[str, pa.Table | Callable[[], pa.Table]],
+    tables: Mapping[str, pa.TableData | Callable[[], pa.Table]],
     limits: SqlLimits | None = None,
 ) -> pa.Table:
     """Run one SELECT over named Arrow tables; callables are built only when the SQL uses them.
@@ -231,7 +231,7 @@ def _error(answer: dict[str, str], timeout: float, limits: SqlLimits) -> Icecore
 
 
 def run_sql(
-    table: Table,
+    table: TableData,
     sql: str,
     *,
     filter: str | None = None,
@@ -250,6 +250,6 @@ def run_sql(
     def rows() -> pa.Table:
         return TableScan(table, filter, **selectors).plan().to_arrow(limit=row_limit)
 
-    sources: dict[str, pa.Table | Callable[[], pa.Table]] = {k: inspect_of(k) for k in KINDS}
+    sources: dict[str, pa.TableData | Callable[[], pa.Table]] = {k: inspect_of(k) for k in KINDS}
     sources[ROWS_TABLE] = rows
     return query_arrow(sql, sources, limits)

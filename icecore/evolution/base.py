@@ -18,7 +18,7 @@ from icecore.metadata import TableMetadata
 from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 Plan = tuple[tuple[MetadataUpdate, ...], tuple[Requirement, ...]]
 """What a builder computes: the updates to apply and what must hold to apply them."""
@@ -29,7 +29,7 @@ _U = TypeVar("_U", bound="PendingUpdate")
 class Stage(Protocol):
     """Where a builder's plan goes: a transaction (see :mod:`icecore.evolution.transaction`)."""
 
-    table: Table
+    table: TableData
     metadata: TableMetadata
     autocommit: bool
 
@@ -43,7 +43,7 @@ class Stage(Protocol):
         """What committing would write."""
         ...
 
-    def commit(self) -> Table:
+    def commit(self) -> TableData:
         """Commit what was staged."""
         ...
 
@@ -76,7 +76,7 @@ class PendingUpdate(CommitsOnExit, ABC):
         self._transaction = transaction
         self._base: TableMetadata = transaction.metadata
         self._done = False
-        self.result: Table | None = None
+        self.result: TableData | None = None
 
     @abstractmethod
     def plan(self) -> Plan:
@@ -90,7 +90,7 @@ class PendingUpdate(CommitsOnExit, ABC):
         """The metadata this change would commit and a readable diff; writes nothing."""
         return self._transaction.preview(self.plan())
 
-    def commit(self) -> Table | None:
+    def commit(self) -> TableData | None:
         """Stage the change; returns the new table when made from a Table.
 
         In a transaction it returns None: the transaction commits later.

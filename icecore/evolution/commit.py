@@ -52,7 +52,7 @@ from icecore.metadata.builder import MetadataBuilder, encode_metadata
 from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 
 @runtime_checkable
@@ -67,10 +67,10 @@ class UpdateCommitter(Protocol):
 
     def commit_table(
         self,
-        fresh: Table,
+        fresh: TableData,
         requirements: Sequence[Requirement],
         updates: Sequence[MetadataUpdate],
-    ) -> Table:
+    ) -> TableData:
         """Commit ``updates`` to the table ``fresh`` is the latest known version of."""
         ...
 
@@ -111,7 +111,7 @@ class RetryPolicy:
 # Live files per partition spec -----------------------------------------------------------
 
 
-def live_spec_ids(table: Table) -> frozenset[int]:
+def live_spec_ids(table: TableData) -> frozenset[int]:
     """Ids of the partition specs that files live in any branch or tag were written with.
 
     Reads only manifest lists: a manifest with added or existing files (or unknown counts,
@@ -142,10 +142,10 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def commit_updates(
-    table: Table,
+    table: TableData,
     updates: Sequence[MetadataUpdate],
     requirements: Sequence[Requirement],
-) -> Table:
+) -> TableData:
     """Commit ``updates`` to the table ``table`` was loaded from; returns the new version.
 
     ``table`` is the version the updates were computed from: the table is loaded again
@@ -199,11 +199,11 @@ def _refused(message: str) -> CommitConflict:
 
 
 def _attempt(
-    base: Table,
-    fresh: Table,
+    base: TableData,
+    fresh: TableData,
     updates: Sequence[MetadataUpdate],
     requirements: Sequence[Requirement],
-) -> Table | None:
+) -> TableData | None:
     """One try: the committed table, or None when the swap was lost and may be retried."""
     failed = violations(requirements, fresh.metadata, lambda: live_spec_ids(fresh))
     if failed:
@@ -240,7 +240,9 @@ def _attempt(
     return dataclasses.replace(fresh, metadata=new, metadata_location=location)
 
 
-def _resolve_unknown(table: Table, error: CommitStateUnknown, tries: int = 3) -> Table | None:
+def _resolve_unknown(
+    table: TableData, error: CommitStateUnknown, tries: int = 3
+) -> TableData | None:
     """After an unknown outcome: the table with the commit in it, or None if it did not land.
 
     The commit landed if the file it wrote is current or in the ``metadata-log`` of the

@@ -38,7 +38,7 @@ from icecore.sorting import SortOrder
 from icecore.types import NestedField
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 
 # What a change does, in words ------------------------------------------------------------
@@ -228,7 +228,7 @@ def _requirement_json(requirement: Requirement) -> dict[str, Any]:
 
 
 def preview_updates(
-    table: Table, updates: Sequence[MetadataUpdate], requirements: Sequence[Requirement]
+    table: TableData, updates: Sequence[MetadataUpdate], requirements: Sequence[Requirement]
 ) -> Preview:
     """What committing ``updates`` to ``table`` (as loaded) would write; writes nothing.
 

@@ -32,7 +32,7 @@ from icecore.metadata.builder import MetadataBuilder
 from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 
 class Transaction(CommitsOnExit):
@@ -43,13 +43,13 @@ class Transaction(CommitsOnExit):
         autocommit: commit as soon as one builder stages (a builder made from a Table).
     """
 
-    def __init__(self, table: Table, *, autocommit: bool = False) -> None:
+    def __init__(self, table: TableData, *, autocommit: bool = False) -> None:
         self.table = table
         self.autocommit = autocommit
         self.metadata: TableMetadata = table.metadata
         self.updates: tuple[MetadataUpdate, ...] = ()
         self.requirements: tuple[Requirement, ...] = ()
-        self.result: Table | None = None
+        self.result: TableData | None = None
 
     # Builders ------------------------------------------------------------------------------
 
@@ -108,7 +108,7 @@ class Transaction(CommitsOnExit):
             requirements = merge_requirements(requirements, plan[1])
         return preview_updates(self.table, updates, requirements)
 
-    def commit(self) -> Table:
+    def commit(self) -> TableData:
         """Commit every staged change as one new metadata version; returns the new table.
 
         Raises:
@@ -127,7 +127,7 @@ class Transaction(CommitsOnExit):
         return self
 
 
-def transaction_of(table: Table) -> Transaction:
+def transaction_of(table: TableData) -> Transaction:
     """A transaction of one change that commits when its builder does."""
     return Transaction(table, autocommit=True)
 

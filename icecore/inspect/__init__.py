@@ -45,7 +45,7 @@ from icecore.inspect.snapshots import (
 )
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot
-from icecore.table_data import TableData as Table
+from icecore.table_data import TableData
 
 _Builder = Callable[[TableView, Snapshot | None], pa.Table]
 
@@ -96,7 +96,7 @@ SNAPSHOT_KINDS = frozenset(
 
 
 def inspect_table(
-    table: Table,
+    table: TableData,
     kind: str,
     *,
     snapshot_id: int | None = None,

@@ -24,7 +24,7 @@ from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.read import unified_partition_type
 from icecore.schema import Schema
-from icecore.table_data import TableData as Table
+from icecore.table_data import TableData
 from icecore.types import (
     GeographyType,
     GeometryType,
@@ -98,7 +98,7 @@ class TableView:
             sorted as Java sorts them, the fields of ``readable_metrics``.
     """
 
-    table: Table
+    table: TableData
     schema: Schema
     partition_type: StructType
     metric_columns: tuple[tuple[str, NestedField], ...]
@@ -151,7 +151,7 @@ Pick = Callable[[list[ManifestFile]], list[ManifestFile]]
 """Which manifests of a list a metadata table reads (all, data or delete manifests)."""
 
 
-def table_view(table: Table) -> TableView:
+def table_view(table: TableData) -> TableView:
     """Derive a :class:`TableView` from the table's current metadata."""
     metadata = table.metadata
     schema = metadata.current_schema()
@@ -227,12 +227,12 @@ def entries(decoded: Decoded) -> Iterator[ManifestEntry]:
         yield from entries_from_arrow(table, manifest.partition_spec_id)
 
 
-def snapshot_manifests(table: Table, snapshot: Snapshot | None) -> list[ManifestFile]:
+def snapshot_manifests(table: TableData, snapshot: Snapshot | None) -> list[ManifestFile]:
     """The manifest list of ``snapshot``; none for an empty table."""
     return table.manifests(snapshot) if snapshot is not None else []
 
 
-def reachable_manifests(table: Table) -> list[ManifestFile]:
+def reachable_manifests(table: TableData) -> list[ManifestFile]:
     """Every manifest of every valid snapshot, each path once (Java's ``reachableManifests``)."""
     seen: dict[str, ManifestFile] = {}
     for snapshot in table.metadata.snapshots:

@@ -13,7 +13,7 @@ import pyarrow as pa
 from icecore.history import history
 from icecore.inspect._common import TIMESTAMP, from_rows, ms_to_us
 from icecore.metadata import TableMetadata
-from icecore.table_data import TableData as Table
+from icecore.table_data import TableData
 
 SNAPSHOTS_SCHEMA = pa.schema(
     [
@@ -57,7 +57,7 @@ METADATA_LOG_SCHEMA = pa.schema(
 )
 
 
-def snapshots_table(table: Table) -> pa.Table:
+def snapshots_table(table: TableData) -> pa.Table:
     """One row per valid snapshot, in metadata order; ``summary`` without ``operation``."""
     rows = []
     for s in table.metadata.snapshots:
@@ -75,7 +75,7 @@ def snapshots_table(table: Table) -> pa.Table:
     return from_rows(rows, SNAPSHOTS_SCHEMA)
 
 
-def history_table(table: Table) -> pa.Table:
+def history_table(table: TableData) -> pa.Table:
     """The snapshot-log: when each snapshot became current on ``main``, oldest first.
 
     ``parent_id`` is null when the snapshot itself was expired (the log keeps its id).
@@ -92,7 +92,7 @@ def history_table(table: Table) -> pa.Table:
     return from_rows(rows, HISTORY_SCHEMA)
 
 
-def refs_table(table: Table) -> pa.Table:
+def refs_table(table: TableData) -> pa.Table:
     """Branches and tags; ``type`` is ``BRANCH`` or ``TAG`` as Java's enum prints it."""
     rows = [
         {
@@ -117,7 +117,7 @@ def _main_snapshot_as_of(metadata: TableMetadata, at_ms: int) -> int | None:
     return found
 
 
-def metadata_log_table(table: Table) -> pa.Table:
+def metadata_log_table(table: TableData) -> pa.Table:
     """Previous metadata files and, as the last row, the current one.
 
     ``latest_*`` describe the snapshot that the *current* ``snapshot-log`` says was current

@@ -84,7 +84,7 @@ from icecore.schema import Schema
 from icecore.types import StructType
 
 if TYPE_CHECKING:
-    from icecore.table_data import TableData as Table
+    from icecore.table_data import TableData
 
 
 KEPT_TASKS = 100_000
@@ -261,7 +261,7 @@ class TableScan:
 
     def __init__(
         self,
-        table: Table,
+        table: TableData,
         filter: str | Expression | None = None,
         *,
         snapshot_id: int | None = None,
