@@ -1,33 +1,43 @@
-"""Prune many data files at once by their column metrics, over Arrow columns.
+"""Prune data files by their column metrics, as Iceberg Java 1.10's metrics evaluator does.
 
-The vectorized twin of :func:`icecore.expressions.metrics_eval.metrics_evaluator` (Java's
-``InclusiveMetricsEvaluator``; spec "Scan Planning" and "Manifests" for the metrics), for
-planning a million files without a Python object per file (PERFORMANCE.md). Every rule is
-the one the row evaluator documents, applied to columns: counts as int64, Appendix D bounds
+Spec "Scan Planning" and "Manifests" (``value_counts``, ``null_value_counts``,
+``nan_value_counts``, ``lower_bounds``, ``upper_bounds``; bounds are Appendix D bytes).
+The verdict is Java ``InclusiveMetricsEvaluator``'s "might some row of this file match?":
+
+* a file with ``record_count == 0`` cannot match, one with a negative count might;
+* missing metrics never prune; a column whose value and null counts are equal holds only
+  nulls (so ``0 == 0`` counts too), one whose NaN count equals its value count only NaNs;
+* a NaN lower bound is unreliable and never prunes; upper bounds are compared as they are
+  (NaN sorts above everything, as in ``Double.compare``);
+* IN with more than :data:`IN_PREDICATE_LIMIT` values, ``!=`` and NOT IN never prune;
+* STARTS_WITH compares bounds cut to the prefix's length in UTF-16 code units, with
+  Java's ``Comparators.charSequences()`` order (truncated upper bounds work unchanged);
+* UUIDs order as ``java.util.UUID.compareTo`` does (signed halves), as Java 1.10 does.
+
+A million files are judged over Arrow columns (PERFORMANCE.md): counts as int64, bounds
 reinterpreted in place (little-endian ints, IEEE floats mapped to integers that sort in
 ``Double.compare`` order, strings and binaries compared byte-wise, which for UTF-8 is code
-point order: Java's ``Comparators.charSequences()``).
-
-Exactness comes first: where a column cannot be judged this way — a type without a
-vectorized form (decimal, uuid, boolean), a bound of another width (written before a type
-promotion), a string that is not UTF-8, supplementary characters in a STARTS_WITH —
-the verdict is *unknown* (null) for those rows and the caller asks the row evaluator. The
-tree is combined with Kleene logic, so an unknown only survives where it could change the
-answer.
+point order). Where the kernels cannot be exact (decimal, uuid and boolean bounds, a bound
+of another width written before a type promotion, a string that is not UTF-8,
+supplementary characters in a STARTS_WITH, NOT STARTS_WITH, literals without a key form),
+each leaf judges those rows one by one from their raw metrics with the same rules (the
+*slow path*); ``explain`` gives the reason for one row. Expressions must be bound to the
+table schema and NOT-free (``rewrite_not`` first).
 """
 
 from __future__ import annotations
 
 import math
 import struct
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icecore.expressions.metrics_eval import IN_PREDICATE_LIMIT, literal_value
 from icecore.expressions.model import (
     AlwaysFalse,
     AlwaysTrue,
@@ -38,6 +48,7 @@ from icecore.expressions.model import (
     Or,
     reject_node,
 )
+from icecore.expressions.projection import utf16_length
 from icecore.types import (
     BinaryType,
     DateType,
@@ -53,8 +64,12 @@ from icecore.types import (
     TimestamptzNanoType,
     TimestamptzType,
     TimeType,
+    UUIDType,
 )
-from icecore.values import EPOCH_DATE
+from icecore.values import EPOCH_DATE, from_bytes, to_human_string
+
+IN_PREDICATE_LIMIT = 200
+"""Java's limit: IN predicates with more values are not evaluated against bounds."""
 
 _O = Operation
 _I64 = pa.int64()
@@ -64,9 +79,81 @@ _UNKNOWN = pa.scalar(None, pa.bool_())
 _NAN_KEY = (1 << 63) - 1
 _FLIP = (1 << 63) - 1
 _SUPPLEMENTARY = r"[\x{10000}-\x{10FFFF}]"
+_SIGN = 1 << 63
+_MASK64 = (1 << 64) - 1
+_F32 = struct.Struct("<f")
 
 Verdict: TypeAlias = pa.ChunkedArray | pa.Array | pa.Scalar
 """Per file: True (might match), False (cannot), null (ask the row evaluator)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Java orderings (Literal comparators) and string prefixes (UTF-16 code units)
+# ---------------------------------------------------------------------------------------
+
+
+def float_order_key(value: float) -> tuple[int, float]:
+    """A sort key giving ``Double.compare`` order: ``-0.0 < 0.0``, NaN above +infinity."""
+    if math.isnan(value):
+        return (3, 0.0)
+    if value == 0.0:
+        return (2, 0.0) if math.copysign(1.0, value) > 0 else (1, 0.0)
+    return (0 if value < 0 else 2, value)
+
+
+def uuid_order_key(value: Any) -> tuple[int, int]:
+    """A sort key giving ``java.util.UUID.compareTo`` order (signed 64-bit halves)."""
+    n = value.int if isinstance(value, uuid.UUID) else int.from_bytes(bytes(value), "big")
+    return ((n >> 64) ^ _SIGN, (n & _MASK64) ^ _SIGN)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def order_key(t: IcebergType) -> Callable[[Any], Any]:
+    """The key that makes Python's ``<`` follow the Java literal comparator of type ``t``.
+
+    Strings need none: Java's ``Comparators.charSequences()`` is code point order, which is
+    Python's; decimals, dates, ints, bytes (unsigned) and booleans compare alike too.
+    """
+    if isinstance(t, FloatType | DoubleType):
+        return float_order_key
+    if isinstance(t, UUIDType):
+        return uuid_order_key
+    return _same
+
+
+def literal_value(t: IcebergType, value: Any) -> Any:
+    """A literal as Java holds it for a column of type ``t`` (float columns use float32)."""
+    if isinstance(t, FloatType) and isinstance(value, float) and not math.isnan(value):
+        try:
+            return _F32.unpack(_F32.pack(value))[0]
+        except (OverflowError, struct.error):
+            return value
+    return value
+
+
+def _utf16_units(text: str) -> list[int]:
+    """UTF-16 code units, high surrogates lifted above every other unit (Java's comparator)."""
+    data = text.encode("utf-16-be", "surrogatepass")
+    units = struct.unpack(f">{len(data) // 2}H", data)
+    return [u + 0x10000 if 0xD800 <= u <= 0xDBFF else u for u in units]
+
+
+def prefix_compare(value: str, prefix: str) -> int:
+    """Java: ``compare(value.subSequence(0, min(len(prefix), len(value))), prefix)``.
+
+    Lengths and the cut are in UTF-16 code units and the order is
+    ``Comparators.charSequences()``; for text without supplementary characters this is
+    plain slicing and comparison.
+    """
+    if max(value, default="") <= "\uffff" and max(prefix, default="") <= "\uffff":
+        head = value[: len(prefix)]
+        return (head > prefix) - (head < prefix)
+    units, wanted = _utf16_units(value), _utf16_units(prefix)
+    cut = units[: len(wanted)]
+    return (cut > wanted) - (cut < wanted)
 
 
 class MetricsColumns(Protocol):
@@ -243,6 +330,10 @@ def literal_key(t: IcebergType, value: Any) -> pa.Scalar | None:
 # ---------------------------------------------------------------------------------------
 
 
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
 def _not(v: Verdict) -> Verdict:
     return pc.invert(v)
 
@@ -268,10 +359,149 @@ def _known_equal(a: pa.ChunkedArray | None, b: pa.ChunkedArray | None) -> Verdic
 
 
 @dataclass(frozen=True, slots=True)
+class ColumnMetrics:
+    """One file's metrics for one column, as the slow path reads them (bounds undecoded)."""
+
+    values: int | None
+    nulls: int | None
+    nans: int | None
+    lower: bytes | None
+    upper: bytes | None
+
+    @property
+    def nulls_only(self) -> bool:
+        """Value and null counts are both known and equal (``0 == 0`` included, as in Java)."""
+        return self.values is not None and self.nulls is not None and self.values == self.nulls
+
+    @property
+    def nans_only(self) -> bool:
+        """The NaN count is known and equals the value count."""
+        return self.nans is not None and self.nans == self.values
+
+
+def _rows(cols: MetricsColumns, field_id: int) -> Callable[[int], ColumnMetrics]:
+    """Row ``i``'s metrics of one column (each map read once for all rows asked)."""
+    maps = [cols.metric(kind, field_id) for kind in METRIC_KINDS]
+    return lambda i: ColumnMetrics(*(None if m is None else m[i].as_py() for m in maps))
+
+
+@dataclass(frozen=True, slots=True)
 class _Leaf:
     pred: BoundPredicate
+    fast_only: bool = False
 
-    def __call__(self, cols: MetricsColumns) -> Verdict:  # noqa: C901 - one branch per operator
+    def __call__(self, cols: MetricsColumns) -> Verdict:
+        verdict = self._fast(cols)
+        if self.fast_only or not (isinstance(verdict, pa.Scalar) or verdict.null_count):
+            return verdict
+        if isinstance(verdict, pa.Scalar):
+            if verdict.is_valid:
+                return verdict
+            verdict = pa.repeat(verdict, cols.num_rows)
+        slow = verdict.to_numpy(zero_copy_only=False)
+        row = _rows(cols, self.pred.term.field_id)
+        for i in np.flatnonzero(pc.is_null(verdict).to_numpy(zero_copy_only=False)).tolist():
+            slow[i] = self.might_match(row(i))
+        return pa.array(slow.astype(bool), pa.bool_())
+
+    def _decode(self, raw: bytes | None) -> Any:
+        return None if raw is None else from_bytes(self.pred.term.type, raw)
+
+    def _text(self, value: Any) -> str:
+        try:
+            return to_human_string(self.pred.term.type, value)
+        except Exception:  # noqa: BLE001 - a reason must never fail the plan
+            return repr(value)
+
+    def might_match(self, r: ColumnMetrics) -> bool:  # noqa: C901 - one branch per operator
+        """The slow path: Java's ``MetricsEvalVisitor`` on one file's raw metrics."""
+        pred, op = self.pred, self.pred.op
+        if op is _O.IS_NULL:
+            return r.nulls is None or r.nulls != 0
+        if op is _O.NOT_NULL:
+            return not r.nulls_only
+        if op is _O.IS_NAN:
+            return not r.nulls_only and r.nans != 0
+        if op is _O.NOT_NAN:
+            return not r.nans_only
+        if op in (_O.NOT_EQ, _O.NOT_IN):
+            return True  # bounds are not necessarily values of the column
+        if op is _O.NOT_STARTS_WITH:
+            if r.nulls is None or r.nulls != 0:
+                return True
+            lower, upper = self._decode(r.lower), self._decode(r.upper)
+            prefix, n = str(pred.value), utf16_length(str(pred.value))
+            return (
+                not all(b is not None and utf16_length(b) >= n for b in (lower, upper))
+                or prefix_compare(lower, prefix) != 0
+                or prefix_compare(upper, prefix) != 0
+            )
+        if r.nulls_only:
+            return False
+        if op is _O.STARTS_WITH:
+            prefix, lower = str(pred.value), self._decode(r.lower)
+            if lower is None:
+                return True
+            if prefix_compare(lower, prefix) > 0:
+                return False
+            upper = self._decode(r.upper)
+            return upper is None or prefix_compare(upper, prefix) >= 0
+        if r.nans_only:
+            return False
+        if op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT:
+            return True
+        key = order_key(pred.term.type)
+        lits = [key(literal_value(pred.term.type, v)) for v in pred.values]
+        lower = self._decode(r.lower) if op in (_O.LT, _O.LT_EQ, _O.EQ, _O.IN) else None
+        lo = None if lower is None or _is_nan(lower) else key(lower)
+        if lo is None and op is not _O.EQ and op not in (_O.GT, _O.GT_EQ):
+            return True  # no usable lower bound (IN, <, <=)
+        if lo is not None and op is _O.IN:
+            lits = [k for k in lits if lo <= k]
+        elif lo is not None and (lo > lits[0] or (op is _O.LT and lo == lits[0])):
+            return False
+        if not lits:
+            return False
+        if op in (_O.LT, _O.LT_EQ) or (upper := self._decode(r.upper)) is None:
+            return True
+        hi = key(upper)
+        if op is _O.IN:
+            return any(k <= hi for k in lits)
+        return not (hi < lits[0] or (op is _O.GT and hi == lits[0]))
+
+    def reason(self, r: ColumnMetrics) -> str:
+        """Why a file this leaf rejects cannot match."""
+        pred, op, name = self.pred, self.pred.op, self.pred.term.name
+        if op is _O.IS_NULL:
+            return f"{name} has no nulls"
+        if op is _O.NOT_STARTS_WITH:
+            lower, upper = self._decode(r.lower), self._decode(r.upper)
+            return f"{name} bounds [{lower!r}, {upper!r}] all start with {pred.value!r}"
+        if op is _O.NOT_NAN:
+            return f"{name} is all NaN"
+        if r.nulls_only:
+            return f"{name} is all null ({r.values} values)"
+        if op is not _O.STARTS_WITH and r.nans_only:
+            return f"{name} is all NaN ({r.values} values)"
+        if op is _O.IS_NAN:
+            return f"{name} has no NaN values"
+        lower = self._decode(r.lower) if op is not _O.GT and op is not _O.GT_EQ else None
+        if op is _O.STARTS_WITH:
+            upper = self._decode(r.upper)
+            return f"{name} bounds [{lower!r}, {upper!r}] exclude prefix {pred.value!r}"
+        if op is _O.IN:
+            bounds = f"[{self._text(lower)}, {self._text(self._decode(r.upper))}]"
+            return f"{name} bounds {bounds} exclude all {len(pred.values)} IN values"
+        key, lit = order_key(pred.term.type), literal_value(pred.term.type, pred.value)
+        low = None if lower is None or _is_nan(lower) else key(lower)
+        if low is not None and (low > key(lit) or (op is _O.LT and low == key(lit))):
+            sign = ">=" if op is _O.LT else ">"
+            return f"{name} lower bound {self._text(lower)} {sign} {self._text(lit)}"
+        sign = "<=" if op is _O.GT else "<"
+        upper = self._decode(r.upper)
+        return f"{name} upper bound {self._text(upper)} {sign} {self._text(lit)}"
+
+    def _fast(self, cols: MetricsColumns) -> Verdict:  # noqa: C901 - one branch per operator
         pred = self.pred
         fid, op, t = pred.term.field_id, pred.op, pred.term.type
         values = cols.metric("value_counts", fid)
@@ -430,8 +660,27 @@ def kleene_tree(
     reject_node(expr)
 
 
-def _compile(expr: Expression) -> _Node:
-    return kleene_tree(expr, _Leaf)
+def explain_tree(
+    expr: Expression, leaf_reason: Callable[[BoundPredicate], str | None], always_false: str
+) -> str | None:
+    """Why a bound, NOT-free expression rejects one row (None: it might match).
+
+    ``leaf_reason`` answers for a predicate (None where it might match); an AND names its
+    first rejecting side, an OR both sides.
+    """
+    if isinstance(expr, AlwaysTrue):
+        return None
+    if isinstance(expr, AlwaysFalse):
+        return always_false
+    if isinstance(expr, BoundPredicate):
+        return leaf_reason(expr)
+    if isinstance(expr, And | Or):
+        left = explain_tree(expr.left, leaf_reason, always_false)
+        if isinstance(expr, And):
+            return left if left is not None else explain_tree(expr.right, leaf_reason, always_false)
+        right = None if left is None else explain_tree(expr.right, leaf_reason, always_false)
+        return None if left is None or right is None else f"({left}) and ({right})"
+    reject_node(expr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,9 +688,10 @@ class ArrowMetricsFilter:
     """Java ``InclusiveMetricsEvaluator`` over columns; immutable, safe across threads."""
 
     node: _Node
+    expr: Expression
 
     def __call__(self, cols: MetricsColumns) -> pa.ChunkedArray:
-        """Per file: True (might match), False (skip), null (ask the row evaluator).
+        """Per file: True (might match) or False (skip); null only when ``fast_only``.
 
         As Java: a file with ``record_count == 0`` cannot match, one with a negative count
         might; otherwise the metrics decide.
@@ -450,6 +700,19 @@ class ArrowMetricsFilter:
         verdict = self.node(_OneCall(cols))
         verdict = pc.if_else(pc.less(counts, 0), _TRUE, verdict)
         return pc.if_else(pc.equal(counts, 0), _FALSE, verdict)
+
+    def explain(self, metrics: Callable[[int], ColumnMetrics]) -> str | None:
+        """Why one file cannot match by its column metrics (None: it might).
+
+        ``metrics(field_id)`` gives the file's metrics of a column; the record count is the
+        caller's (:func:`metrics_evaluator` names empty files).
+        """
+
+        def reason(pred: BoundPredicate) -> str | None:
+            leaf, found = _Leaf(pred), metrics(pred.term.field_id)
+            return None if leaf.might_match(found) else leaf.reason(found)
+
+        return explain_tree(self.expr, reason, "the filter is always false")
 
 
 METRIC_KINDS = (
@@ -471,20 +734,32 @@ def referenced_field_ids(expr: Expression) -> frozenset[int]:
     return frozenset()
 
 
-def arrow_metrics_filter(expr: Expression) -> ArrowMetricsFilter:
-    """A vectorized metrics filter for ``expr`` (bound and NOT-free: ``rewrite_not`` first)."""
-    return ArrowMetricsFilter(_compile(expr))
+def arrow_metrics_filter(expr: Expression, *, fast_only: bool = False) -> ArrowMetricsFilter:
+    """A vectorized metrics filter for ``expr`` (bound and NOT-free: ``rewrite_not`` first).
+
+    ``fast_only`` leaves the files the kernels cannot judge exactly null instead of taking
+    the slow path (to test the two paths against each other).
+    """
+    return ArrowMetricsFilter(kleene_tree(expr, lambda p: _Leaf(p, fast_only)), expr)
 
 
 __all__ = [
+    "IN_PREDICATE_LIMIT",
     "METRIC_KINDS",
     "BoundKeys",
+    "ColumnMetrics",
     "bound_keys",
     "kleene_tree",
     "vectorizable",
     "ArrowMetricsFilter",
     "MetricsColumns",
     "arrow_metrics_filter",
+    "explain_tree",
+    "float_order_key",
     "literal_key",
+    "literal_value",
+    "order_key",
+    "prefix_compare",
     "referenced_field_ids",
+    "uuid_order_key",
 ]

@@ -31,23 +31,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icecore.expressions.arrow_metrics import (
+    IN_PREDICATE_LIMIT,
     BoundKeys,
     Verdict,
     bound_keys,
+    explain_tree,
     kleene_tree,
     literal_key,
+    order_key,
     vectorizable,
 )
-from icecore.expressions.metrics_eval import IN_PREDICATE_LIMIT, order_key
 from icecore.expressions.model import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
     BoundPredicate,
     Expression,
     Operation,
-    Or,
-    reject_node,
 )
 from icecore.manifest import PartitionFieldSummary
 from icecore.partitioning import PartitionSpec
@@ -322,26 +319,15 @@ class ArrowSummaryFilter:
 
     def explain(self, src: SummarySource, row: int) -> str | None:
         """Why manifest ``row`` cannot match, or None when it might."""
-        return self._explain(self.expr, src, row)
 
-    def _explain(self, expr: Expression, src: SummarySource, row: int) -> str | None:
-        if isinstance(expr, AlwaysTrue):
-            return None
-        if isinstance(expr, AlwaysFalse):
-            return "the partition filter is always false"
-        if isinstance(expr, BoundPredicate):
-            leaf = self.leaf(expr)
+        def reason(pred: BoundPredicate) -> str | None:
+            leaf = self.leaf(pred)
             s = src.summaries(leaf.field.position)
             if not s.present[row].as_py() or leaf.might_match(found := _summary(s, row)):
                 return None
             return leaf.reason(found)
-        if isinstance(expr, And | Or):
-            left = self._explain(expr.left, src, row)
-            if isinstance(expr, And):
-                return left if left is not None else self._explain(expr.right, src, row)
-            right = None if left is None else self._explain(expr.right, src, row)
-            return None if left is None or right is None else f"({left}) and ({right})"
-        reject_node(expr)
+
+        return explain_tree(self.expr, reason, "the partition filter is always false")
 
 
 def arrow_summary_filter(
