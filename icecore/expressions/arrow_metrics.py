@@ -31,7 +31,7 @@ import math
 import struct
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
@@ -389,6 +389,22 @@ def _rows(cols: MetricsColumns, field_id: int) -> Callable[[int], ColumnMetrics]
 class _Leaf:
     pred: BoundPredicate
     fast_only: bool = False
+    keys: tuple[Any, ...] = field(init=False, repr=False)
+    """The literals as the slow path compares them (Java's float32 literals, orders)."""
+
+    def __post_init__(self) -> None:
+        pred, t = self.pred, self.pred.term.type
+        used = pred.op not in (_O.NOT_EQ, _O.NOT_IN, _O.STARTS_WITH, _O.NOT_STARTS_WITH) and not (
+            pred.op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT
+        )
+        key = order_key(t)
+        keys = tuple(key(literal_value(t, v)) for v in pred.values) if used else ()
+        object.__setattr__(self, "keys", keys)
+
+    def explain(self, metrics: Callable[[int], ColumnMetrics]) -> str | None:
+        """Why the file whose column metrics ``metrics`` gives cannot match (None: might)."""
+        found = metrics(self.pred.term.field_id)
+        return None if self.might_match(found) else self.reason(found)
 
     def __call__(self, cols: MetricsColumns) -> Verdict:
         verdict = self._fast(cols)
@@ -450,8 +466,7 @@ class _Leaf:
             return False
         if op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT:
             return True
-        key = order_key(pred.term.type)
-        lits = [key(literal_value(pred.term.type, v)) for v in pred.values]
+        key, lits = order_key(pred.term.type), list(self.keys)
         lower = self._decode(r.lower) if op in (_O.LT, _O.LT_EQ, _O.EQ, _O.IN) else None
         lo = None if lower is None or _is_nan(lower) else key(lower)
         if lo is None and op is not _O.EQ and op not in (_O.GT, _O.GT_EQ):
@@ -660,26 +675,32 @@ def kleene_tree(
     reject_node(expr)
 
 
-def explain_tree(
-    expr: Expression, leaf_reason: Callable[[BoundPredicate], str | None], always_false: str
-) -> str | None:
-    """Why a bound, NOT-free expression rejects one row (None: it might match).
+def reason_tree(
+    expr: Expression, leaf: Callable[[BoundPredicate], Callable[[S], str | None]], false: str
+) -> Callable[[S], str | None]:
+    """A bound, NOT-free expression as one function giving why a row cannot match.
 
-    ``leaf_reason`` answers for a predicate (None where it might match); an AND names its
-    first rejecting side, an OR both sides.
+    ``leaf`` compiles a predicate's reason (None where the row might match); an AND names
+    its first rejecting side, an OR both sides; ``false`` is AlwaysFalse's reason.
     """
     if isinstance(expr, AlwaysTrue):
-        return None
+        return lambda row: None
     if isinstance(expr, AlwaysFalse):
-        return always_false
+        return lambda row: false
     if isinstance(expr, BoundPredicate):
-        return leaf_reason(expr)
+        return leaf(expr)
     if isinstance(expr, And | Or):
-        left = explain_tree(expr.left, leaf_reason, always_false)
+        left, right = reason_tree(expr.left, leaf, false), reason_tree(expr.right, leaf, false)
         if isinstance(expr, And):
-            return left if left is not None else explain_tree(expr.right, leaf_reason, always_false)
-        right = None if left is None else explain_tree(expr.right, leaf_reason, always_false)
-        return None if left is None or right is None else f"({left}) and ({right})"
+            return lambda row: found if (found := left(row)) is not None else right(row)
+
+        def either(row: S) -> str | None:
+            found, other = left(row), None
+            if found is not None:
+                other = right(row)
+            return None if other is None else f"({found}) and ({other})"
+
+        return either
     reject_node(expr)
 
 
@@ -688,7 +709,7 @@ class ArrowMetricsFilter:
     """Java ``InclusiveMetricsEvaluator`` over columns; immutable, safe across threads."""
 
     node: _Node
-    expr: Expression
+    reason: Callable[[Callable[[int], ColumnMetrics]], str | None]
 
     def __call__(self, cols: MetricsColumns) -> pa.ChunkedArray:
         """Per file: True (might match) or False (skip); null only when ``fast_only``.
@@ -707,12 +728,7 @@ class ArrowMetricsFilter:
         ``metrics(field_id)`` gives the file's metrics of a column; the record count is the
         caller's (:func:`metrics_evaluator` names empty files).
         """
-
-        def reason(pred: BoundPredicate) -> str | None:
-            leaf, found = _Leaf(pred), metrics(pred.term.field_id)
-            return None if leaf.might_match(found) else leaf.reason(found)
-
-        return explain_tree(self.expr, reason, "the filter is always false")
+        return self.reason(metrics)
 
 
 METRIC_KINDS = (
@@ -740,7 +756,8 @@ def arrow_metrics_filter(expr: Expression, *, fast_only: bool = False) -> ArrowM
     ``fast_only`` leaves the files the kernels cannot judge exactly null instead of taking
     the slow path (to test the two paths against each other).
     """
-    return ArrowMetricsFilter(kleene_tree(expr, lambda p: _Leaf(p, fast_only)), expr)
+    reasons = reason_tree(expr, lambda p: _Leaf(p).explain, "the filter is always false")
+    return ArrowMetricsFilter(kleene_tree(expr, lambda p: _Leaf(p, fast_only)), reasons)
 
 
 __all__ = [
@@ -754,7 +771,7 @@ __all__ = [
     "ArrowMetricsFilter",
     "MetricsColumns",
     "arrow_metrics_filter",
-    "explain_tree",
+    "reason_tree",
     "float_order_key",
     "literal_key",
     "literal_value",

@@ -22,9 +22,10 @@ The filter is the inclusive projection of the row filter onto the manifest's spe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -35,10 +36,10 @@ from icecore.expressions.arrow_metrics import (
     BoundKeys,
     Verdict,
     bound_keys,
-    explain_tree,
     kleene_tree,
     literal_key,
     order_key,
+    reason_tree,
     vectorizable,
 )
 from icecore.expressions.model import (
@@ -56,6 +57,7 @@ _O = Operation
 _TRUE = pa.scalar(True)
 _FALSE = pa.scalar(False)
 _UNKNOWN = pa.scalar(None, pa.bool_())
+_COMPARISONS = (_O.LT, _O.LT_EQ, _O.GT, _O.GT_EQ, _O.EQ)
 
 
 class Summaries(Protocol):
@@ -129,8 +131,21 @@ def _exact(t: IcebergType) -> bool:
 class _Leaf:
     pred: BoundPredicate
     field: _Field
-
     fast_only: bool = False
+    keys: tuple[Any, ...] = dataclasses.field(init=False, repr=False)
+    """The literals as the slow path compares them (Java's orders)."""
+
+    def __post_init__(self) -> None:
+        op, values, key = self.pred.op, self.pred.values, order_key(self.field.type)
+        used = op in _COMPARISONS or (op is _O.IN and len(values) <= IN_PREDICATE_LIMIT)
+        object.__setattr__(self, "keys", tuple(key(v) for v in values) if used else ())
+
+    def explain(self, at: tuple[SummarySource, int]) -> str | None:
+        """Why manifest ``at[1]`` of ``at[0]`` cannot match (None: it might)."""
+        s = at[0].summaries(self.field.position)
+        if not s.present[at[1]].as_py() or self.might_match(found := _summary(s, at[1])):
+            return None
+        return self.reason(found)
 
     def __call__(self, src: SummarySource) -> Verdict:
         s = src.summaries(self.field.position)
@@ -174,10 +189,9 @@ class _Leaf:
             return False  # all values are null
         if op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT:
             return True
-        key = order_key(t)
+        key, lits = order_key(t), self.keys
         lo = None if lower is None else key(from_bytes(t, lower))
         hi = None if upper is None else key(from_bytes(t, upper))
-        lits = [key(v) for v in pred.values]
         if op is _O.IN:
             assert lo is not None
             return any(lo <= k and (hi is None or k <= hi) for k in lits)
@@ -307,8 +321,7 @@ class ArrowSummaryFilter:
     """Java ``ManifestEvaluator`` over columns; immutable, safe across threads."""
 
     node: _Node
-    expr: Expression
-    leaf: Callable[[BoundPredicate], _Leaf]
+    reason: Callable[[tuple[SummarySource, int]], str | None]
 
     def __call__(self, src: SummarySource) -> pa.Array:
         """Per manifest: True (might match) or False (skip); null only when ``fast_only``."""
@@ -319,15 +332,7 @@ class ArrowSummaryFilter:
 
     def explain(self, src: SummarySource, row: int) -> str | None:
         """Why manifest ``row`` cannot match, or None when it might."""
-
-        def reason(pred: BoundPredicate) -> str | None:
-            leaf = self.leaf(pred)
-            s = src.summaries(leaf.field.position)
-            if not s.present[row].as_py() or leaf.might_match(found := _summary(s, row)):
-                return None
-            return leaf.reason(found)
-
-        return explain_tree(self.expr, reason, "the partition filter is always false")
+        return self.reason((src, row))
 
 
 def arrow_summary_filter(
@@ -356,7 +361,9 @@ def arrow_summary_filter(
             raise TypeError(f"{pred} is not bound to a partition field of the manifest's spec")
         return _Leaf(pred, found, fast_only)
 
-    return ArrowSummaryFilter(kleene_tree(partition_filter, leaf), partition_filter, leaf)
+    false = "the partition filter is always false"
+    reasons = reason_tree(partition_filter, lambda p: leaf(p).explain, false)
+    return ArrowSummaryFilter(kleene_tree(partition_filter, leaf), reasons)
 
 
 __all__ = ["ArrowSummaryFilter", "SummarySource", "Summaries", "arrow_summary_filter"]
