@@ -20,8 +20,9 @@ reinterpreted in place (little-endian ints, IEEE floats mapped to integers that 
 point order). Where the kernels cannot be exact (decimal, uuid and boolean bounds, a bound
 of another width written before a type promotion, a string that is not UTF-8,
 supplementary characters in a STARTS_WITH, NOT STARTS_WITH, literals without a key form),
-each leaf judges those rows one by one from their raw metrics with the same rules (the
-*slow path*); ``explain`` gives the reason for one row. Expressions must be bound to the
+those leaves are unknown, the tree is combined in Kleene logic, and the files still
+unknown are judged one by one from their raw metrics by each leaf's same rules in Python
+(the *slow path*, which also gives ``explain``'s reason). Expressions must be bound to the
 table schema and NOT-free (``rewrite_not`` first).
 """
 
@@ -84,7 +85,7 @@ _MASK64 = (1 << 64) - 1
 _F32 = struct.Struct("<f")
 
 Verdict: TypeAlias = pa.ChunkedArray | pa.Array | pa.Scalar
-"""Per file: True (might match), False (cannot), null (ask the row evaluator)."""
+"""Per file: True (might match), False (cannot), null (for the slow path to judge)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -195,7 +196,7 @@ class BoundKeys:
     Attributes:
         keys: comparable values, null where the bound is absent, NaN (lower bounds only)
             or not decodable here.
-        unknown: rows whose bound exists but was not decoded here (the row evaluator judges).
+        unknown: rows whose bound exists but was not decoded here (the slow path judges).
     """
 
     keys: pa.ChunkedArray
@@ -206,7 +207,7 @@ _VECTORIZED = (*_INT4, *_INT8, FloatType, DoubleType, StringType, BinaryType, Fi
 
 
 def vectorizable(t: IcebergType) -> bool:
-    """Whether bounds of type ``t`` have a key form here (else the row evaluator judges)."""
+    """Whether bounds of type ``t`` have a key form here (else the slow path judges)."""
     return isinstance(t, _VECTORIZED)
 
 
@@ -275,7 +276,7 @@ def _float_keys(
 
 
 def _utf8_keys(chunk: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """UTF-8 bounds kept as bytes; a chunk with invalid UTF-8 is left to the row evaluator."""
+    """UTF-8 bounds kept as bytes; a chunk with invalid UTF-8 is left to the slow path."""
     try:
         chunk.cast(pa.string())
     except pa.ArrowInvalid:
@@ -385,10 +386,21 @@ def _rows(cols: MetricsColumns, field_id: int) -> Callable[[int], ColumnMetrics]
     return lambda i: ColumnMetrics(*(None if m is None else m[i].as_py() for m in maps))
 
 
+def settle(verdict: pa.Array | pa.ChunkedArray, judge: Callable[[int], bool]) -> pa.Array:
+    """``verdict`` with the rows the kernels left null judged one at a time (the slow path).
+
+    Done on the whole tree's verdict, so a row goes the slow way only where an unknown
+    leaf could change the answer.
+    """
+    out = verdict.to_numpy(zero_copy_only=False)
+    for i in np.flatnonzero(pc.is_null(verdict).to_numpy(zero_copy_only=False)).tolist():
+        out[i] = judge(i)
+    return pa.array(out.astype(bool), pa.bool_())
+
+
 @dataclass(frozen=True, slots=True)
 class _Leaf:
     pred: BoundPredicate
-    fast_only: bool = False
     keys: tuple[Any, ...] = field(init=False, repr=False)
     """The literals as the slow path compares them (Java's float32 literals, orders)."""
 
@@ -405,20 +417,6 @@ class _Leaf:
         """Why the file whose column metrics ``metrics`` gives cannot match (None: might)."""
         found = metrics(self.pred.term.field_id)
         return None if self.might_match(found) else self.reason(found)
-
-    def __call__(self, cols: MetricsColumns) -> Verdict:
-        verdict = self._fast(cols)
-        if self.fast_only or not (isinstance(verdict, pa.Scalar) or verdict.null_count):
-            return verdict
-        if isinstance(verdict, pa.Scalar):
-            if verdict.is_valid:
-                return verdict
-            verdict = pa.repeat(verdict, cols.num_rows)
-        slow = verdict.to_numpy(zero_copy_only=False)
-        row = _rows(cols, self.pred.term.field_id)
-        for i in np.flatnonzero(pc.is_null(verdict).to_numpy(zero_copy_only=False)).tolist():
-            slow[i] = self.might_match(row(i))
-        return pa.array(slow.astype(bool), pa.bool_())
 
     def _decode(self, raw: bytes | None) -> Any:
         return None if raw is None else from_bytes(self.pred.term.type, raw)
@@ -516,7 +514,7 @@ class _Leaf:
         upper = self._decode(r.upper)
         return f"{name} upper bound {self._text(upper)} {sign} {self._text(lit)}"
 
-    def _fast(self, cols: MetricsColumns) -> Verdict:  # noqa: C901 - one branch per operator
+    def __call__(self, cols: MetricsColumns) -> Verdict:  # noqa: C901 - one branch per operator
         pred = self.pred
         fid, op, t = pred.term.field_id, pred.op, pred.term.type
         values = cols.metric("value_counts", fid)
@@ -599,7 +597,7 @@ class _Leaf:
         wanted = pa.scalar(prefix.encode("utf-8"), pa.binary())
         size = len(wanted.as_py())
         lower = self._bounds(cols, "lower_bounds", lower=True)
-        if lower is None:  # no lower bound: the row evaluator answers "might match"
+        if lower is None:  # no lower bound: Java answers "might match"
             return _not(nulls_only)
         upper = self._bounds(cols, "upper_bounds", lower=False)
 
@@ -660,7 +658,7 @@ def kleene_tree(
 ) -> Callable[[S], Verdict]:
     """A bound, NOT-free expression as one function over columns, combined in Kleene logic.
 
-    An unknown leaf (ask the row evaluator) stays unknown only where it could change the answer.
+    An unknown leaf (the kernels cannot say) stays unknown only where it could change the answer.
     """
     if isinstance(expr, AlwaysTrue):
         return lambda cols: _TRUE
@@ -710,8 +708,9 @@ class ArrowMetricsFilter:
 
     node: _Node
     reason: Callable[[Callable[[int], ColumnMetrics]], str | None]
+    fast_only: bool
 
-    def __call__(self, cols: MetricsColumns) -> pa.ChunkedArray:
+    def __call__(self, cols: MetricsColumns) -> pa.ChunkedArray | pa.Array:
         """Per file: True (might match) or False (skip); null only when ``fast_only``.
 
         As Java: a file with ``record_count == 0`` cannot match, one with a negative count
@@ -720,7 +719,18 @@ class ArrowMetricsFilter:
         counts = cols.record_counts()
         verdict = self.node(_OneCall(cols))
         verdict = pc.if_else(pc.less(counts, 0), _TRUE, verdict)
-        return pc.if_else(pc.equal(counts, 0), _FALSE, verdict)
+        verdict = pc.if_else(pc.equal(counts, 0), _FALSE, verdict)
+        if self.fast_only or not verdict.null_count:
+            return verdict
+        rows: dict[int, Callable[[int], ColumnMetrics]] = {}
+
+        def column(fid: int) -> Callable[[int], ColumnMetrics]:
+            found = rows.get(fid)
+            if found is None:
+                found = rows[fid] = _rows(cols, fid)
+            return found
+
+        return settle(verdict, lambda i: self.reason(lambda fid: column(fid)(i)) is None)
 
     def explain(self, metrics: Callable[[int], ColumnMetrics]) -> str | None:
         """Why one file cannot match by its column metrics (None: it might).
@@ -757,7 +767,7 @@ def arrow_metrics_filter(expr: Expression, *, fast_only: bool = False) -> ArrowM
     the slow path (to test the two paths against each other).
     """
     reasons = reason_tree(expr, lambda p: _Leaf(p).explain, "the filter is always false")
-    return ArrowMetricsFilter(kleene_tree(expr, lambda p: _Leaf(p, fast_only)), reasons)
+    return ArrowMetricsFilter(kleene_tree(expr, _Leaf), reasons, fast_only)
 
 
 __all__ = [
@@ -772,6 +782,7 @@ __all__ = [
     "MetricsColumns",
     "arrow_metrics_filter",
     "reason_tree",
+    "settle",
     "float_order_key",
     "literal_key",
     "literal_value",

@@ -14,8 +14,9 @@ the partition field's type). The verdict is Iceberg Java 1.10's ``ManifestEvalua
 Thousands of manifests are judged with a few Arrow kernels. Where the kernels cannot be
 exact (float and double bounds, whose summary literals Java does not round; decimal, uuid
 and boolean; bounds of an unexpected width; strings that are not UTF-8; NOT STARTS_WITH;
-literals without a key form), each leaf judges those rows one by one from their raw
-summary with the same rules (the *slow path*). ``explain`` gives the reason for one row.
+literals without a key form), the leaves are unknown, and the manifests still unknown
+after the Kleene combination are judged one by one from their raw summaries by each leaf's
+same rules in Python (the *slow path*, which also gives ``explain``'s reason).
 The filter is the inclusive projection of the row filter onto the manifest's spec (see
 :mod:`icecore.expressions.projection`): predicates bound to partition field ids.
 """
@@ -27,7 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,6 +40,7 @@ from icecore.expressions.arrow_metrics import (
     literal_key,
     order_key,
     reason_tree,
+    settle,
     vectorizable,
 )
 from icecore.expressions.model import (
@@ -131,7 +132,6 @@ def _exact(t: IcebergType) -> bool:
 class _Leaf:
     pred: BoundPredicate
     field: _Field
-    fast_only: bool = False
     keys: tuple[Any, ...] = dataclasses.field(init=False, repr=False)
     """The literals as the slow path compares them (Java's orders)."""
 
@@ -150,13 +150,7 @@ class _Leaf:
     def __call__(self, src: SummarySource) -> Verdict:
         s = src.summaries(self.field.position)
         # A manifest without this summary might match anything.
-        verdict = pc.if_else(s.present, self._judge(src, s), _TRUE)
-        if self.fast_only or not verdict.null_count:
-            return verdict
-        slow = verdict.to_numpy(zero_copy_only=False)
-        for i in np.flatnonzero(pc.is_null(verdict).to_numpy(zero_copy_only=False)).tolist():
-            slow[i] = self.might_match(_summary(s, i))
-        return pa.array(slow.astype(bool), pa.bool_())
+        return pc.if_else(s.present, self._judge(src, s), _TRUE)
 
     def might_match(self, s: PartitionFieldSummary) -> bool:  # noqa: C901 - per operator
         """The slow path: Java's ``ManifestEvalVisitor`` on one summary's raw values."""
@@ -322,13 +316,16 @@ class ArrowSummaryFilter:
 
     node: _Node
     reason: Callable[[tuple[SummarySource, int]], str | None]
+    fast_only: bool
 
     def __call__(self, src: SummarySource) -> pa.Array:
         """Per manifest: True (might match) or False (skip); null only when ``fast_only``."""
         verdict = self.node(src)
         if isinstance(verdict, pa.Scalar):
-            return pa.repeat(verdict, src.num_rows)
-        return verdict
+            verdict = pa.repeat(verdict, src.num_rows)
+        if self.fast_only or not verdict.null_count:
+            return verdict
+        return settle(verdict, lambda i: self.reason((src, i)) is None)
 
     def explain(self, src: SummarySource, row: int) -> str | None:
         """Why manifest ``row`` cannot match, or None when it might."""
@@ -359,11 +356,11 @@ def arrow_summary_filter(
         found = fields.get(pred.term.field_id)
         if found is None:
             raise TypeError(f"{pred} is not bound to a partition field of the manifest's spec")
-        return _Leaf(pred, found, fast_only)
+        return _Leaf(pred, found)
 
     false = "the partition filter is always false"
     reasons = reason_tree(partition_filter, lambda p: leaf(p).explain, false)
-    return ArrowSummaryFilter(kleene_tree(partition_filter, leaf), reasons)
+    return ArrowSummaryFilter(kleene_tree(partition_filter, leaf), reasons, fast_only)
 
 
 __all__ = ["ArrowSummaryFilter", "SummarySource", "Summaries", "arrow_summary_filter"]
