@@ -1,34 +1,46 @@
-"""Prune many data files at once by their column metrics, over Arrow columns.
+"""Prune data files by their column metrics, as Iceberg Java 1.10's metrics evaluator does.
 
-The vectorized twin of :func:`icecore.expressions.metrics_eval.metrics_evaluator` (Java's
-``InclusiveMetricsEvaluator``; spec "Scan Planning" and "Manifests" for the metrics), for
-planning a million files without a Python object per file (docs/ARCHITECTURE.md "Performance").
-Every rule is the one the row evaluator documents, applied to columns: counts as int64, Appendix D
-bounds reinterpreted in place (little-endian ints, IEEE floats mapped to integers that sort in
+Spec "Scan Planning" and "Manifests" (``value_counts``, ``null_value_counts``,
+``nan_value_counts``, ``lower_bounds``, ``upper_bounds``; bounds are Appendix D bytes).
+The verdict is Java ``InclusiveMetricsEvaluator``'s "might some row of this file match?":
+
+* a file with ``record_count == 0`` cannot match, one with a negative count might;
+* missing metrics never prune; a column whose value and null counts are equal holds only
+  nulls (so ``0 == 0`` counts too), one whose NaN count equals its value count only NaNs;
+* a NaN lower bound is unreliable and never prunes; upper bounds are compared as they are
+  (NaN sorts above everything, as in ``Double.compare``);
+* IN with more than :data:`IN_PREDICATE_LIMIT` values, ``!=`` and NOT IN never prune;
+* STARTS_WITH compares bounds cut to the prefix's length in UTF-16 code units, with
+  Java's ``Comparators.charSequences()`` order (truncated upper bounds work unchanged);
+* UUIDs order as ``java.util.UUID.compareTo`` does (signed halves), as Java 1.10 does.
+
+A million files are judged over Arrow columns (docs/ARCHITECTURE.md
+"Performance"): counts as int64, bounds
+reinterpreted in place (little-endian ints, IEEE floats mapped to integers that sort in
 ``Double.compare`` order, strings and binaries compared byte-wise, which for UTF-8 is code
-point order: Java's ``Comparators.charSequences()``).
-
-Exactness comes first: where a column cannot be judged this way — a type without a
-vectorized form (decimal, uuid, boolean), a bound of another width (written before a type
-promotion), a string that is not UTF-8, supplementary characters in a STARTS_WITH —
-the verdict is *unknown* (null) for those rows and the caller asks the row evaluator. The
-tree is combined with Kleene logic, so an unknown only survives where it could change the
-answer.
+point order). Where the kernels cannot be exact (decimal, uuid and boolean bounds, a bound
+of another width written before a type promotion, a string that is not UTF-8,
+supplementary characters in a STARTS_WITH, NOT STARTS_WITH, literals without a key form),
+those leaves are unknown, the tree is combined in Kleene logic, and the files still
+unknown are judged one by one from their raw metrics by each leaf's same rules in Python
+(the *slow path*, which also gives ``explain``'s reason). Expressions must be bound to the
+table schema and NOT-free (``rewrite_not`` first).
 """
 
 from __future__ import annotations
 
 import math
 import struct
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
 from icecore.arrow_types import bool_scalar
 from icecore.compute import pc
-from icecore.expressions.metrics_eval import IN_PREDICATE_LIMIT, literal_value
 from icecore.expressions.model import (
     AlwaysFalse,
     AlwaysTrue,
@@ -39,6 +51,7 @@ from icecore.expressions.model import (
     Or,
     reject_node,
 )
+from icecore.expressions.projection import utf16_length
 from icecore.types import (
     BinaryType,
     DateType,
@@ -54,8 +67,12 @@ from icecore.types import (
     TimestamptzNanoType,
     TimestamptzType,
     TimeType,
+    UUIDType,
 )
-from icecore.values import EPOCH_DATE
+from icecore.values import EPOCH_DATE, from_bytes, to_human_string
+
+IN_PREDICATE_LIMIT = 200
+"""Java's limit: IN predicates with more values are not evaluated against bounds."""
 
 _O = Operation
 _I64 = pa.int64()
@@ -65,9 +82,81 @@ _UNKNOWN = bool_scalar(None)
 _NAN_KEY = (1 << 63) - 1
 _FLIP = (1 << 63) - 1
 _SUPPLEMENTARY = r"[\x{10000}-\x{10FFFF}]"
+_SIGN = 1 << 63
+_MASK64 = (1 << 64) - 1
+_F32 = struct.Struct("<f")
 
 Verdict: TypeAlias = pa.ChunkedArray | pa.Array | pa.Scalar
-"""Per file: True (might match), False (cannot), null (ask the row evaluator)."""
+"""Per file: True (might match), False (cannot), null (for the slow path to judge)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Java orderings (Literal comparators) and string prefixes (UTF-16 code units)
+# ---------------------------------------------------------------------------------------
+
+
+def float_order_key(value: float) -> tuple[int, float]:
+    """A sort key giving ``Double.compare`` order: ``-0.0 < 0.0``, NaN above +infinity."""
+    if math.isnan(value):
+        return (3, 0.0)
+    if value == 0.0:
+        return (2, 0.0) if math.copysign(1.0, value) > 0 else (1, 0.0)
+    return (0 if value < 0 else 2, value)
+
+
+def uuid_order_key(value: Any) -> tuple[int, int]:
+    """A sort key giving ``java.util.UUID.compareTo`` order (signed 64-bit halves)."""
+    n = value.int if isinstance(value, uuid.UUID) else int.from_bytes(bytes(value), "big")
+    return ((n >> 64) ^ _SIGN, (n & _MASK64) ^ _SIGN)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def order_key(t: IcebergType) -> Callable[[Any], Any]:
+    """The key that makes Python's ``<`` follow the Java literal comparator of type ``t``.
+
+    Strings need none: Java's ``Comparators.charSequences()`` is code point order, which is
+    Python's; decimals, dates, ints, bytes (unsigned) and booleans compare alike too.
+    """
+    if isinstance(t, FloatType | DoubleType):
+        return float_order_key
+    if isinstance(t, UUIDType):
+        return uuid_order_key
+    return _same
+
+
+def literal_value(t: IcebergType, value: Any) -> Any:
+    """A literal as Java holds it for a column of type ``t`` (float columns use float32)."""
+    if isinstance(t, FloatType) and isinstance(value, float) and not math.isnan(value):
+        try:
+            return _F32.unpack(_F32.pack(value))[0]
+        except (OverflowError, struct.error):
+            return value
+    return value
+
+
+def _utf16_units(text: str) -> list[int]:
+    """UTF-16 code units, high surrogates lifted above every other unit (Java's comparator)."""
+    data = text.encode("utf-16-be", "surrogatepass")
+    units = struct.unpack(f">{len(data) // 2}H", data)
+    return [u + 0x10000 if 0xD800 <= u <= 0xDBFF else u for u in units]
+
+
+def prefix_compare(value: str, prefix: str) -> int:
+    """Java: ``compare(value.subSequence(0, min(len(prefix), len(value))), prefix)``.
+
+    Lengths and the cut are in UTF-16 code units and the order is
+    ``Comparators.charSequences()``; for text without supplementary characters this is
+    plain slicing and comparison.
+    """
+    if max(value, default="") <= "\uffff" and max(prefix, default="") <= "\uffff":
+        head = value[: len(prefix)]
+        return (head > prefix) - (head < prefix)
+    units, wanted = _utf16_units(value), _utf16_units(prefix)
+    cut = units[: len(wanted)]
+    return (cut > wanted) - (cut < wanted)
 
 
 class MetricsColumns(Protocol):
@@ -109,7 +198,7 @@ class BoundKeys:
     Attributes:
         keys: comparable values, null where the bound is absent, NaN (lower bounds only)
             or not decodable here.
-        unknown: rows whose bound exists but was not decoded here (the row evaluator judges).
+        unknown: rows whose bound exists but was not decoded here (the slow path judges).
     """
 
     keys: pa.ChunkedArray
@@ -120,7 +209,7 @@ _VECTORIZED = (*_INT4, *_INT8, FloatType, DoubleType, StringType, BinaryType, Fi
 
 
 def vectorizable(t: IcebergType) -> bool:
-    """Whether bounds of type ``t`` have a key form here (else the row evaluator judges)."""
+    """Whether bounds of type ``t`` have a key form here (else the slow path judges)."""
     return isinstance(t, _VECTORIZED)
 
 
@@ -189,7 +278,7 @@ def _float_keys(
 
 
 def _utf8_keys(chunk: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """UTF-8 bounds kept as bytes; a chunk with invalid UTF-8 is left to the row evaluator."""
+    """UTF-8 bounds kept as bytes; a chunk with invalid UTF-8 is left to the slow path."""
     try:
         chunk.cast(pa.string())
     except pa.ArrowInvalid:
@@ -244,6 +333,10 @@ def literal_key(t: IcebergType, value: Any) -> pa.Scalar | None:
 # ---------------------------------------------------------------------------------------
 
 
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
 def _not(v: Verdict) -> Verdict:
     return pc.invert(v)
 
@@ -269,8 +362,159 @@ def _known_equal(a: pa.ChunkedArray | None, b: pa.ChunkedArray | None) -> Verdic
 
 
 @dataclass(frozen=True, slots=True)
+class ColumnMetrics:
+    """One file's metrics for one column, as the slow path reads them (bounds undecoded)."""
+
+    values: int | None
+    nulls: int | None
+    nans: int | None
+    lower: bytes | None
+    upper: bytes | None
+
+    @property
+    def nulls_only(self) -> bool:
+        """Value and null counts are both known and equal (``0 == 0`` included, as in Java)."""
+        return self.values is not None and self.nulls is not None and self.values == self.nulls
+
+    @property
+    def nans_only(self) -> bool:
+        """The NaN count is known and equals the value count."""
+        return self.nans is not None and self.nans == self.values
+
+
+def _rows(cols: MetricsColumns, field_id: int) -> Callable[[int], ColumnMetrics]:
+    """Row ``i``'s metrics of one column (each map read once for all rows asked)."""
+    maps = [cols.metric(kind, field_id) for kind in METRIC_KINDS]
+    return lambda i: ColumnMetrics(*(None if m is None else m[i].as_py() for m in maps))
+
+
+def settle(verdict: pa.Array | pa.ChunkedArray, judge: Callable[[int], bool]) -> pa.Array:
+    """``verdict`` with the rows the kernels left null judged one at a time (the slow path).
+
+    Done on the whole tree's verdict, so a row goes the slow way only where an unknown
+    leaf could change the answer.
+    """
+    out = verdict.to_numpy(zero_copy_only=False)
+    for i in np.flatnonzero(pc.is_null(verdict).to_numpy(zero_copy_only=False)).tolist():
+        out[i] = judge(i)
+    return pa.array(out.astype(bool), pa.bool_())
+
+
+@dataclass(frozen=True, slots=True)
 class _Leaf:
     pred: BoundPredicate
+    keys: tuple[Any, ...] = field(init=False, repr=False)
+    """The literals as the slow path compares them (Java's float32 literals, orders)."""
+
+    def __post_init__(self) -> None:
+        pred, t = self.pred, self.pred.term.type
+        used = pred.op not in (_O.NOT_EQ, _O.NOT_IN, _O.STARTS_WITH, _O.NOT_STARTS_WITH) and not (
+            pred.op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT
+        )
+        key = order_key(t)
+        keys = tuple(key(literal_value(t, v)) for v in pred.values) if used else ()
+        object.__setattr__(self, "keys", keys)
+
+    def explain(self, metrics: Callable[[int], ColumnMetrics]) -> str | None:
+        """Why the file whose column metrics ``metrics`` gives cannot match (None: might)."""
+        found = metrics(self.pred.term.field_id)
+        return None if self.might_match(found) else self.reason(found)
+
+    def _decode(self, raw: bytes | None) -> Any:
+        return None if raw is None else from_bytes(self.pred.term.type, raw)
+
+    def _text(self, value: Any) -> str:
+        try:
+            return to_human_string(self.pred.term.type, value)
+        except Exception:  # noqa: BLE001 - a reason must never fail the plan
+            return repr(value)
+
+    def might_match(self, r: ColumnMetrics) -> bool:  # noqa: C901 - one branch per operator
+        """The slow path: Java's ``MetricsEvalVisitor`` on one file's raw metrics."""
+        pred, op = self.pred, self.pred.op
+        if op is _O.IS_NULL:
+            return r.nulls is None or r.nulls != 0
+        if op is _O.NOT_NULL:
+            return not r.nulls_only
+        if op is _O.IS_NAN:
+            return not r.nulls_only and r.nans != 0
+        if op is _O.NOT_NAN:
+            return not r.nans_only
+        if op in (_O.NOT_EQ, _O.NOT_IN):
+            return True  # bounds are not necessarily values of the column
+        if op is _O.NOT_STARTS_WITH:
+            if r.nulls is None or r.nulls != 0:
+                return True
+            lower, upper = self._decode(r.lower), self._decode(r.upper)
+            prefix, n = str(pred.value), utf16_length(str(pred.value))
+            return (
+                not all(b is not None and utf16_length(b) >= n for b in (lower, upper))
+                or prefix_compare(lower, prefix) != 0
+                or prefix_compare(upper, prefix) != 0
+            )
+        if r.nulls_only:
+            return False
+        if op is _O.STARTS_WITH:
+            prefix, lower = str(pred.value), self._decode(r.lower)
+            if lower is None:
+                return True
+            if prefix_compare(lower, prefix) > 0:
+                return False
+            upper = self._decode(r.upper)
+            return upper is None or prefix_compare(upper, prefix) >= 0
+        if r.nans_only:
+            return False
+        if op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT:
+            return True
+        key, lits = order_key(pred.term.type), list(self.keys)
+        lower = self._decode(r.lower) if op in (_O.LT, _O.LT_EQ, _O.EQ, _O.IN) else None
+        lo = None if lower is None or _is_nan(lower) else key(lower)
+        if lo is None and op is not _O.EQ and op not in (_O.GT, _O.GT_EQ):
+            return True  # no usable lower bound (IN, <, <=)
+        if lo is not None and op is _O.IN:
+            lits = [k for k in lits if lo <= k]
+        elif lo is not None and (lo > lits[0] or (op is _O.LT and lo == lits[0])):
+            return False
+        if not lits:
+            return False
+        if op in (_O.LT, _O.LT_EQ) or (upper := self._decode(r.upper)) is None:
+            return True
+        hi = key(upper)
+        if op is _O.IN:
+            return any(k <= hi for k in lits)
+        return not (hi < lits[0] or (op is _O.GT and hi == lits[0]))
+
+    def reason(self, r: ColumnMetrics) -> str:
+        """Why a file this leaf rejects cannot match."""
+        pred, op, name = self.pred, self.pred.op, self.pred.term.name
+        if op is _O.IS_NULL:
+            return f"{name} has no nulls"
+        if op is _O.NOT_STARTS_WITH:
+            lower, upper = self._decode(r.lower), self._decode(r.upper)
+            return f"{name} bounds [{lower!r}, {upper!r}] all start with {pred.value!r}"
+        if op is _O.NOT_NAN:
+            return f"{name} is all NaN"
+        if r.nulls_only:
+            return f"{name} is all null ({r.values} values)"
+        if op is not _O.STARTS_WITH and r.nans_only:
+            return f"{name} is all NaN ({r.values} values)"
+        if op is _O.IS_NAN:
+            return f"{name} has no NaN values"
+        lower = self._decode(r.lower) if op is not _O.GT and op is not _O.GT_EQ else None
+        if op is _O.STARTS_WITH:
+            upper = self._decode(r.upper)
+            return f"{name} bounds [{lower!r}, {upper!r}] exclude prefix {pred.value!r}"
+        if op is _O.IN:
+            bounds = f"[{self._text(lower)}, {self._text(self._decode(r.upper))}]"
+            return f"{name} bounds {bounds} exclude all {len(pred.values)} IN values"
+        key, lit = order_key(pred.term.type), literal_value(pred.term.type, pred.value)
+        low = None if lower is None or _is_nan(lower) else key(lower)
+        if low is not None and (low > key(lit) or (op is _O.LT and low == key(lit))):
+            sign = ">=" if op is _O.LT else ">"
+            return f"{name} lower bound {self._text(lower)} {sign} {self._text(lit)}"
+        sign = "<=" if op is _O.GT else "<"
+        upper = self._decode(r.upper)
+        return f"{name} upper bound {self._text(upper)} {sign} {self._text(lit)}"
 
     def __call__(self, cols: MetricsColumns) -> Verdict:  # noqa: C901 - one branch per operator
         pred = self.pred
@@ -355,7 +599,7 @@ class _Leaf:
         wanted = pa.scalar(prefix.encode("utf-8"), pa.binary())
         size = len(wanted.as_py())
         lower = self._bounds(cols, "lower_bounds", lower=True)
-        if lower is None:  # no lower bound: the row evaluator answers "might match"
+        if lower is None:  # no lower bound: Java answers "might match"
             return _not(nulls_only)
         upper = self._bounds(cols, "upper_bounds", lower=False)
 
@@ -416,7 +660,7 @@ def kleene_tree(
 ) -> Callable[[S], Verdict]:
     """A bound, NOT-free expression as one function over columns, combined in Kleene logic.
 
-    An unknown leaf (ask the row evaluator) stays unknown only where it could change the answer.
+    An unknown leaf (the kernels cannot say) stays unknown only where it could change the answer.
     """
     if isinstance(expr, AlwaysTrue):
         return lambda cols: _TRUE
@@ -431,8 +675,33 @@ def kleene_tree(
     reject_node(expr)
 
 
-def _compile(expr: Expression) -> _Node:
-    return kleene_tree(expr, _Leaf)
+def reason_tree(
+    expr: Expression, leaf: Callable[[BoundPredicate], Callable[[S], str | None]], false: str
+) -> Callable[[S], str | None]:
+    """A bound, NOT-free expression as one function giving why a row cannot match.
+
+    ``leaf`` compiles a predicate's reason (None where the row might match); an AND names
+    its first rejecting side, an OR both sides; ``false`` is AlwaysFalse's reason.
+    """
+    if isinstance(expr, AlwaysTrue):
+        return lambda row: None
+    if isinstance(expr, AlwaysFalse):
+        return lambda row: false
+    if isinstance(expr, BoundPredicate):
+        return leaf(expr)
+    if isinstance(expr, And | Or):
+        left, right = reason_tree(expr.left, leaf, false), reason_tree(expr.right, leaf, false)
+        if isinstance(expr, And):
+            return lambda row: found if (found := left(row)) is not None else right(row)
+
+        def either(row: S) -> str | None:
+            found, other = left(row), None
+            if found is not None:
+                other = right(row)
+            return None if other is None else f"({found}) and ({other})"
+
+        return either
+    reject_node(expr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,9 +709,11 @@ class ArrowMetricsFilter:
     """Java ``InclusiveMetricsEvaluator`` over columns; immutable, safe across threads."""
 
     node: _Node
+    reason: Callable[[Callable[[int], ColumnMetrics]], str | None]
+    fast_only: bool
 
-    def __call__(self, cols: MetricsColumns) -> pa.ChunkedArray:
-        """Per file: True (might match), False (skip), null (ask the row evaluator).
+    def __call__(self, cols: MetricsColumns) -> pa.ChunkedArray | pa.Array:
+        """Per file: True (might match) or False (skip); null only when ``fast_only``.
 
         As Java: a file with ``record_count == 0`` cannot match, one with a negative count
         might; otherwise the metrics decide.
@@ -450,7 +721,26 @@ class ArrowMetricsFilter:
         counts = cols.record_counts()
         verdict = self.node(_OneCall(cols))
         verdict = pc.if_else(pc.less(counts, 0), _TRUE, verdict)
-        return pc.if_else(pc.equal(counts, 0), _FALSE, verdict)
+        verdict = pc.if_else(pc.equal(counts, 0), _FALSE, verdict)
+        if self.fast_only or not verdict.null_count:
+            return verdict
+        rows: dict[int, Callable[[int], ColumnMetrics]] = {}
+
+        def column(fid: int) -> Callable[[int], ColumnMetrics]:
+            found = rows.get(fid)
+            if found is None:
+                found = rows[fid] = _rows(cols, fid)
+            return found
+
+        return settle(verdict, lambda i: self.reason(lambda fid: column(fid)(i)) is None)
+
+    def explain(self, metrics: Callable[[int], ColumnMetrics]) -> str | None:
+        """Why one file cannot match by its column metrics (None: it might).
+
+        ``metrics(field_id)`` gives the file's metrics of a column; the record count is the
+        caller's (:func:`metrics_evaluator` names empty files).
+        """
+        return self.reason(metrics)
 
 
 METRIC_KINDS = (
@@ -472,20 +762,34 @@ def referenced_field_ids(expr: Expression) -> frozenset[int]:
     return frozenset()
 
 
-def arrow_metrics_filter(expr: Expression) -> ArrowMetricsFilter:
-    """A vectorized metrics filter for ``expr`` (bound and NOT-free: ``rewrite_not`` first)."""
-    return ArrowMetricsFilter(_compile(expr))
+def arrow_metrics_filter(expr: Expression, *, fast_only: bool = False) -> ArrowMetricsFilter:
+    """A vectorized metrics filter for ``expr`` (bound and NOT-free: ``rewrite_not`` first).
+
+    ``fast_only`` leaves the files the kernels cannot judge exactly null instead of taking
+    the slow path (to test the two paths against each other).
+    """
+    reasons = reason_tree(expr, lambda p: _Leaf(p).explain, "the filter is always false")
+    return ArrowMetricsFilter(kleene_tree(expr, _Leaf), reasons, fast_only)
 
 
 __all__ = [
+    "IN_PREDICATE_LIMIT",
     "METRIC_KINDS",
     "BoundKeys",
+    "ColumnMetrics",
     "bound_keys",
     "kleene_tree",
     "vectorizable",
     "ArrowMetricsFilter",
     "MetricsColumns",
     "arrow_metrics_filter",
+    "reason_tree",
+    "settle",
+    "float_order_key",
     "literal_key",
+    "literal_value",
+    "order_key",
+    "prefix_compare",
     "referenced_field_ids",
+    "uuid_order_key",
 ]

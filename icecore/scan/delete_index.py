@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icecore.errors import InvalidMetadata
-from icecore.expressions.metrics_eval import order_key
+from icecore.expressions.arrow_metrics import order_key
 from icecore.manifest import DataFile, DataFileContent, ManifestEntry
 from icecore.partitioning import PartitionSpec
 from icecore.schema import Schema

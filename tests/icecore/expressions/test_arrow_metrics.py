@@ -1,11 +1,12 @@
-"""The vectorized metrics filter gives the row evaluator's verdict on every file.
+"""The Arrow kernels of the metrics filter give its slow path's verdict on every file.
 
 Files are generated with the metrics that break pruning code (missing maps and keys,
 ``0`` and ``""`` bounds, NaN and -0.0, bounds of the pre-promotion width, truncated string
 bounds, supplementary characters, zero and negative record counts) and checked against
-:func:`metrics_evaluator` (itself checked against Iceberg Java in the planner's oracle
-tests) for many predicates: a decided vectorized verdict must equal the row evaluator's,
-and the common column types must be decided without it.
+the per-row slow path (what :func:`metrics_evaluator` and ``explain`` use, checked against
+Iceberg Java in ``test_metrics_eval`` and the planner's oracle tests) for many predicates:
+a verdict the kernels decide must equal the slow path's, the full filter must equal it
+everywhere, and the common column types must be decided by the kernels alone.
 """
 
 from __future__ import annotations
@@ -209,12 +210,13 @@ def _bound_filter(text: str) -> Expression:
 
 
 @pytest.mark.parametrize("text", FILTERS)
-def test_vectorized_verdicts_equal_the_row_evaluator(text: str) -> None:
+def test_kernel_verdicts_equal_the_slow_path(text: str) -> None:
     files = random_files(seed=len(text), n=600)
     expr = _bound_filter(text)
     row = metrics_evaluator(SCHEMA, expr)
-    verdicts = arrow_metrics_filter(expr)(FileColumns(files)).to_pylist()
+    verdicts = arrow_metrics_filter(expr, fast_only=True)(FileColumns(files)).to_pylist()
     expected = [row(f) for f in files]
+    assert arrow_metrics_filter(expr)(FileColumns(files)).to_pylist() == expected
     assert len(verdicts) == len(files)
     mismatches = [
         (f.file_path, got, want)
@@ -235,17 +237,18 @@ VECTORIZED = [
 
 
 @pytest.mark.parametrize("text", VECTORIZED)
-def test_common_types_are_decided_without_the_row_evaluator(text: str) -> None:
+def test_common_types_are_decided_by_the_kernels(text: str) -> None:
     files = [f for f in random_files(seed=7, n=600) if "\U0001f600" not in repr(f.lower_bounds)]
-    verdicts = arrow_metrics_filter(_bound_filter(text))(FileColumns(files)).to_pylist()
+    kernels = arrow_metrics_filter(_bound_filter(text), fast_only=True)
+    verdicts = kernels(FileColumns(files)).to_pylist()
     undecided = sum(v is None for v in verdicts)
     # Only bounds written at another width (promotions) are left to the row evaluator.
     assert undecided <= len(files) * 0.2, undecided
 
 
-def test_promoted_bounds_and_other_types_are_left_to_the_row_evaluator() -> None:
+def test_promoted_bounds_and_other_types_take_the_slow_path() -> None:
     files = random_files(seed=3, n=400)
-    long_eq = arrow_metrics_filter(_bound_filter("l = 4"))(FileColumns(files)).to_pylist()
+    long_eq = arrow_metrics_filter(_bound_filter("l = 4"), fast_only=True)(FileColumns(files))
     narrow = [
         i
         for i, f in enumerate(files)
@@ -253,6 +256,6 @@ def test_promoted_bounds_and_other_types_are_left_to_the_row_evaluator() -> None
     ]
     assert narrow
     # A 4-byte bound of a long column is undecided unless the counts alone decide.
-    assert any(long_eq[i] is None for i in narrow)
-    decimal = arrow_metrics_filter(_bound_filter("dec > 1.00"))(FileColumns(files)).to_pylist()
-    assert any(v is None for v in decimal)
+    assert any(long_eq[i].as_py() is None for i in narrow)
+    decimal = arrow_metrics_filter(_bound_filter("dec > 1.00"), fast_only=True)
+    assert any(v is None for v in decimal(FileColumns(files)).to_pylist())

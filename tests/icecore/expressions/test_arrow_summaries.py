@@ -5,9 +5,10 @@ field ids) holding summaries that break pruning code: manifests without summarie
 fewer than the spec has fields, all-null and all-NaN fields, missing ``contains_nan``, empty
 and supplementary-character strings, bounds of another width, floats, decimals. They are
 read through :mod:`icecore.manifest_list_columns` and judged for many filters, projected
-onto the spec as the planner does; every decided vectorized verdict must equal
-:func:`manifest_evaluator`'s (itself checked against Iceberg Java in the planner's oracle
-tests), and the common partition types must be decided without it.
+onto the spec as the planner does; every verdict the Arrow kernels decide must equal the
+slow path's (the per-row rules behind ``explain`` and :func:`manifest_evaluator`, checked
+against Iceberg Java in ``test_manifest_eval`` and the planner's oracle tests), and the
+common partition types must be decided by the kernels alone.
 """
 
 from __future__ import annotations
@@ -241,14 +242,17 @@ def _projected(text: str) -> Any:
 
 
 @pytest.mark.parametrize("text", FILTERS)
-def test_vectorized_verdicts_equal_the_row_evaluator(manifest_list: Any, text: str) -> None:
+def test_vectorized_verdicts_equal_the_slow_path(manifest_list: Any, text: str) -> None:
     projected = _projected(text)
     group = manifest_list.spec_manifests(ManifestContent.DATA, 0)
-    verdicts = arrow_summary_filter(SPEC, SCHEMA, projected)(group).to_pylist()
-    row = manifest_evaluator(SPEC, SCHEMA, projected)
-    expected = [row(manifest_list.manifest(i)) for i in group.rows.tolist()]
-    decided = [(v, e) for v, e in zip(verdicts, expected, strict=True) if v is not None]
+    fast = arrow_summary_filter(SPEC, SCHEMA, projected, fast_only=True)(group).to_pylist()
+    full = arrow_summary_filter(SPEC, SCHEMA, projected)
+    expected = [full.explain(group, j) is None for j in range(group.num_rows)]
+    decided = [(v, e) for v, e in zip(fast, expected, strict=True) if v is not None]
     assert [v for v, _ in decided] == [e for _, e in decided]
+    assert full(group).to_pylist() == expected
+    row = manifest_evaluator(SPEC, SCHEMA, projected)
+    assert [row(manifest_list.manifest(i)) for i in group.rows.tolist()] == expected
     assert len(expected) == 800
     assert any(not e for e in expected) == (text not in NEVER_PRUNE)
 
@@ -256,7 +260,7 @@ def test_vectorized_verdicts_equal_the_row_evaluator(manifest_list: Any, text: s
 @pytest.mark.parametrize("text", VECTORIZED)
 def test_common_partition_types_are_decided_here(manifest_list: Any, text: str) -> None:
     group = manifest_list.spec_manifests(ManifestContent.DATA, 0)
-    verdicts = arrow_summary_filter(SPEC, SCHEMA, _projected(text))(group)
+    verdicts = arrow_summary_filter(SPEC, SCHEMA, _projected(text), fast_only=True)(group)
     undecided = pc.sum(pc.is_null(verdicts)).as_py() or 0
     if text.startswith("n "):
         assert 0 < undecided < 0.3 * len(verdicts)  # only the 4-byte bounds
@@ -264,15 +268,15 @@ def test_common_partition_types_are_decided_here(manifest_list: Any, text: str) 
         assert undecided == 0
 
 
-def test_floats_and_decimals_go_to_the_row_evaluator(manifest_list: Any) -> None:
+def test_floats_and_decimals_take_the_slow_path(manifest_list: Any) -> None:
     group = manifest_list.spec_manifests(ManifestContent.DATA, 0)
     for text in ("fare > 1.0", "amount > 1.5", "zone NOT LIKE 'a%'"):
         expr = parse_filter(text)
         if isinstance(expr, And):  # NOT LIKE's IS NOT NULL guard is decided here; drop it
             expr = expr.right
         projected = inclusive_projection(SCHEMA, SPEC)(rewrite_not(bind(SCHEMA, expr)))
-        verdicts = arrow_summary_filter(SPEC, SCHEMA, projected)(group).to_pylist()
-        present = [v for v in verdicts if v is not True]
+        verdicts = arrow_summary_filter(SPEC, SCHEMA, projected, fast_only=True)(group)
+        present = [v for v in verdicts.to_pylist() if v is not True]
         assert present and all(v is None for v in present), text
 
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from icecore.expressions.metrics_eval import (
+from icecore.expressions.arrow_metrics import (
     IN_PREDICATE_LIMIT,
     float_order_key,
-    metrics_evaluator,
     prefix_compare,
     uuid_order_key,
 )
+from icecore.expressions.metrics_eval import metrics_evaluator
 from icecore.expressions.model import (
     AlwaysFalse,
     And,
