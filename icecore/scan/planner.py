@@ -14,13 +14,12 @@ Spec "Scan Planning", in the order Iceberg Java's ``ManifestGroup`` applies it:
 Every skipped manifest and file is recorded with its reason (:mod:`icecore.scan.report`).
 
 The manifest list is read in columns (:mod:`icecore.manifest_list_columns`) and its
-partition summaries judged all at once (:mod:`icecore.expressions.arrow_summaries`; the
-manifests it cannot judge exactly go to :mod:`icecore.expressions.manifest_eval`).
+partition summaries judged all at once (:mod:`icecore.expressions.arrow_summaries`).
 Data manifests are read in columns (:mod:`icecore.scan.planning_manifest`, cached by
 :mod:`icecore.scan.manifest_cache`) and pruned a manifest at a time by partition (once per
-distinct partition tuple) and all at once by metrics (:mod:`icecore.expressions.arrow_metrics`;
-files it cannot judge go to the row evaluator, so the verdicts are exactly the row
-evaluator's). Tasks and pruned items are made when read, so a plan of a million files holds
+distinct partition tuple) and all at once by metrics (:mod:`icecore.expressions.arrow_metrics`,
+whose per-row slow path settles what its kernels cannot, so every verdict is Java's). Tasks
+and pruned items are made when read, so a plan of a million files holds
 arrays, not a million objects (docs/ARCHITECTURE.md "Performance").
 """
 
@@ -241,11 +240,13 @@ class _Columns:
         return self._chunked(metric_column(kind, field_id))
 
 
-def _verdicts(found: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """(might match, decided) as numpy booleans from a Kleene verdict column."""
-    decided = pc.is_valid(found).to_numpy(zero_copy_only=False)
-    might = pc.fill_null(found, True).to_numpy(zero_copy_only=False)
-    return np.asarray(might, dtype=bool), np.asarray(decided, dtype=bool)
+def _verdicts(found: pa.ChunkedArray) -> np.ndarray:
+    """Might match, as numpy booleans, from a verdict column of the Arrow filters.
+
+    The filters settle every row (their slow path judges what the kernels cannot), so a null
+    never comes; were one to, it would keep the file, which never loses a row.
+    """
+    return np.asarray(pc.fill_null(found, True).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class TableScan:
@@ -512,7 +513,7 @@ class TableScan:
                 expr_key,
             )
             keep[group.rows] = self.context.summary_verdicts.get_or_make(
-                summary_key, partial(_manifest_verdicts, manifest_list, group, evaluator)
+                summary_key, partial(_manifest_verdicts, group, evaluator)
             )
         pruned = np.flatnonzero(is_data & ~keep)
         live = int(manifest_list.live_files[pruned].sum())
@@ -590,7 +591,6 @@ class TableScan:
             if isinstance(expr, AlwaysTrue)
             else self._compiled(("arrow-metrics",), lambda: arrow_metrics_filter(expr))
         )
-        file_might_match = self._file_metrics(expr)
         tuples: dict[tuple[int, tuple[Any, ...]], bool] = {}
         out: list[FileVerdicts] = []
         batch: list[tuple[PlanningManifest, _SpecEvaluators, pa.Table]] = []
@@ -598,10 +598,9 @@ class TableScan:
 
         def flush() -> None:
             if metrics_filter is None:
-                n = sum(t.num_rows for _, _, t in batch)
-                might, decided = np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+                might = np.ones(sum(t.num_rows for _, _, t in batch), dtype=bool)
             else:
-                might, decided = _verdicts(metrics_filter(_Columns([t for _, _, t in batch])))
+                might = _verdicts(metrics_filter(_Columns([t for _, _, t in batch])))
             offset = 0
             for pm, evaluator, table in batch:
                 n = table.num_rows
@@ -611,8 +610,6 @@ class TableScan:
                         evaluator,
                         table,
                         might[offset : offset + n],
-                        decided[offset : offset + n],
-                        file_might_match,
                         tuples,
                     )
                 )
@@ -702,24 +699,17 @@ def _judge_manifest(
     evaluator: _SpecEvaluators,
     table: pa.Table,
     might: np.ndarray,
-    decided: np.ndarray,
-    file_might_match: MetricsEvaluator,
     tuples: dict[tuple[int, tuple[Any, ...]], bool],
 ) -> FileVerdicts:
     """One manifest's file verdicts: partition first, then metrics, as ``ManifestGroup``.
 
-    ``might``/``decided`` are the vectorized metrics verdicts of its rows; the rows the
-    columns could not decide are judged by the row evaluator.
+    ``might`` is the metrics verdict of each of its rows.
     """
     is_data = table.column("content").to_numpy() == int(DataFileContent.DATA)
     records = table.column("record_count").to_numpy()
     in_partition = _partition_verdicts(pm, evaluator, table, tuples)
     candidates = is_data & in_partition
-    file_ok = might.copy()
-    undecided = np.flatnonzero(candidates & ~decided)
-    if len(undecided):
-        for row, entry in zip(undecided, pm.entries(undecided), strict=True):
-            file_ok[row] = file_might_match(entry.data_file)
+    file_ok = might
     by_partition = is_data & ~in_partition
     pruned = np.flatnonzero(by_partition | (candidates & ~file_ok))
     kept = np.flatnonzero(candidates & file_ok)
@@ -756,21 +746,14 @@ def _partition_verdicts(
     return distinct[pm.codes]
 
 
-def _manifest_verdicts(
-    manifest_list: ManifestListColumns, group: SpecManifests, evaluator: _SpecEvaluators
-) -> np.ndarray:
+def _manifest_verdicts(group: SpecManifests, evaluator: _SpecEvaluators) -> np.ndarray:
     """Per manifest of one spec, whether its summaries might match (Java's verdict).
 
-    The summaries are judged all at once over columns; the few the columns cannot judge
-    exactly go to the row evaluator.
+    The summaries are judged all at once over columns.
     """
     if isinstance(evaluator.partition_expr, AlwaysTrue):
         return np.ones(group.num_rows, dtype=bool)
-    might, decided = _verdicts(evaluator.summary_filter(group))
-    for j in np.flatnonzero(~decided).tolist():
-        manifest = manifest_list.manifest(int(group.rows[j]))
-        might[j] = evaluator.manifest_might_match(manifest)
-    return might
+    return _verdicts(evaluator.summary_filter(group))
 
 
 def _pruned_manifests(
