@@ -46,11 +46,11 @@ from icecore.errors import (
     Unsupported,
     ValidationError,
 )
-from icecore.evolution.requirements import Requirement
 from icecore.identifier import TableIdentifier
 from icecore.io import FileIO
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import MetadataBuilder
+from icecore.metadata.requirements import Requirement
 from icecore.metadata.serde import parse_metadata_dict, serialize_metadata
 from icecore.metadata.updates import MetadataUpdate
 from icecore.table import Table

@@ -7,7 +7,7 @@ server (Iceberg Java reuses an identical one), and
 ``-1`` in ``set-current-schema``/``set-default-spec``/``set-default-sort-order`` means "the
 one added last in this commit", exactly as :data:`~icecore.metadata.updates.LAST_ADDED`.
 
-:class:`~icecore.evolution.requirements.AssertNoLiveFilesInSpecs` has no REST counterpart:
+:class:`~icecore.metadata.requirements.AssertNoLiveFilesInSpecs` has no REST counterpart:
 it is checked by the client on the freshly loaded table, and the commit then asserts that
 no branch or tag moved since (``assert-ref-snapshot-id`` for each), so an append that could
 have added such files in between makes the server refuse the commit (409) and the client

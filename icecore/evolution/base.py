@@ -3,7 +3,7 @@
 A builder computes ``(updates, requirements)`` against the metadata of the transaction it
 belongs to (:mod:`icecore.evolution.transaction`): the updates are tagged values of
 :mod:`icecore.metadata.updates`, the requirements those of
-:mod:`icecore.evolution.requirements` ("Commit Conflict Resolution and Retry").
+:mod:`icecore.metadata.requirements` ("Commit Conflict Resolution and Retry").
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from icecore.evolution.preview import Preview
-from icecore.evolution.requirements import Requirement
 from icecore.metadata import TableMetadata
+from icecore.metadata.requirements import Requirement
 from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:

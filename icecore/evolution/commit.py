@@ -2,7 +2,7 @@
 
 Spec "Optimistic Concurrency" and "Commit Conflict Resolution and Retry": a commit loads the
 table as its catalog has it *now*, checks the requirements its updates were computed under
-(:mod:`icecore.evolution.requirements`), applies the updates with
+(:mod:`icecore.metadata.requirements`), applies the updates with
 :class:`~icecore.metadata.builder.MetadataBuilder` (which checks the result against the
 spec), serializes the new metadata and parses it back strictly before anything is written,
 and asks the catalog to swap the table's pointer from the loaded file to the new one.
@@ -44,11 +44,11 @@ from icecore.errors import (
     ValidationError,
 )
 from icecore.evolution.preview import what_changed
-from icecore.evolution.requirements import Requirement, violations
 from icecore.failpoints import failpoint
 from icecore.io import normalize_path
 from icecore.manifest import ManifestContent
 from icecore.metadata.builder import MetadataBuilder, encode_metadata
+from icecore.metadata.requirements import Requirement, violations
 from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:

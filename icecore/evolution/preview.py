@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icecore.diff import FieldChange, schema_changes
-from icecore.evolution.requirements import Requirement
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import MetadataBuilder, encode_metadata
+from icecore.metadata.requirements import Requirement
 from icecore.metadata.serde import serialize_metadata
 from icecore.metadata.updates import (
     AddPartitionSpec,

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from icecore.errors import ValidationError
 from icecore.evolution.base import PendingUpdate, Plan, Stage
-from icecore.evolution.requirements import AssertTableUUID
 from icecore.metadata.builder import RESERVED_PROPERTIES
+from icecore.metadata.requirements import AssertTableUUID
 from icecore.metadata.updates import MetadataUpdate, RemoveProperties, SetProperties
 
 

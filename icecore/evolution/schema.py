@@ -37,15 +37,15 @@ from icecore.errors import InvalidMetadata, Unsupported, ValidationError
 from icecore.evolution.base import PendingUpdate, Plan, Stage
 from icecore.evolution.commit import live_spec_ids
 from icecore.evolution.name_mapping import update_name_mapping
-from icecore.evolution.requirements import (
+from icecore.evolution.type_text import parse_type
+from icecore.metadata.builder import MAX_FIELD_ID, check_promotion, same_schema
+from icecore.metadata.requirements import (
     AssertCurrentSchemaId,
     AssertLastAssignedFieldId,
     AssertNoLiveFilesInSpecs,
     AssertTableUUID,
     Requirement,
 )
-from icecore.evolution.type_text import parse_type
-from icecore.metadata.builder import MAX_FIELD_ID, check_promotion, same_schema
 from icecore.metadata.updates import (
     LAST_ADDED,
     AddSchema,

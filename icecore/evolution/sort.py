@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from icecore.errors import ValidationError
 from icecore.evolution.base import PendingUpdate, Plan, Stage
-from icecore.evolution.requirements import AssertDefaultSortOrderId, AssertTableUUID
 from icecore.evolution.spec import resolve_source, resolve_transform
+from icecore.metadata.requirements import AssertDefaultSortOrderId, AssertTableUUID
 from icecore.metadata.updates import LAST_ADDED, AddSortOrder, SetDefaultSortOrder
 from icecore.sorting import NullOrder, SortDirection, SortField, SortOrder
 from icecore.transforms import Transform

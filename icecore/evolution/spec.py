@@ -22,12 +22,12 @@ import dataclasses
 
 from icecore.errors import InvalidMetadata, Unsupported, ValidationError
 from icecore.evolution.base import PendingUpdate, Plan, Stage
-from icecore.evolution.requirements import (
+from icecore.metadata.builder import check_source
+from icecore.metadata.requirements import (
     AssertDefaultSpecId,
     AssertLastAssignedPartitionId,
     AssertTableUUID,
 )
-from icecore.metadata.builder import check_source
 from icecore.metadata.updates import LAST_ADDED, AddPartitionSpec, SetDefaultSpec
 from icecore.partitioning import PartitionField, PartitionSpec
 from icecore.schema import Schema

@@ -23,12 +23,12 @@ from icecore.evolution.base import CommitsOnExit, Plan
 from icecore.evolution.commit import commit_updates
 from icecore.evolution.preview import Preview, preview_updates
 from icecore.evolution.properties import UpdateProperties
-from icecore.evolution.requirements import Requirement, merge_requirements
 from icecore.evolution.schema import UpdateSchema
 from icecore.evolution.sort import UpdateSortOrder
 from icecore.evolution.spec import UpdateSpec
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import MetadataBuilder
+from icecore.metadata.requirements import Requirement, merge_requirements
 from icecore.metadata.updates import MetadataUpdate
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ import icecore
 from icecore.catalog import TableIdentifier
 from icecore.catalog.rest import RestCatalog
 from icecore.errors import CommitConflict, ValidationError
-from icecore.evolution.requirements import AssertCurrentSchemaId
+from icecore.metadata.requirements import AssertCurrentSchemaId
 from icecore.metadata.updates import SetProperties
 from tests.icecore.catalog.conftest import SPARK_CATALOG
 from tests.icecore.catalog.rest_reference import ReferenceServer

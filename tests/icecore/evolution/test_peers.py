@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from icecore.errors import CommitConflict, ValidationError
-from icecore.evolution.requirements import AssertCurrentSchemaId, violations
+from icecore.metadata.requirements import AssertCurrentSchemaId, violations
 
 from .conftest import EvoCatalogs
 from .hand_table import tree_state

@@ -6,7 +6,7 @@ import pytest
 
 from icecore.errors import ValidationError
 from icecore.evolution.commit import RetryPolicy
-from icecore.evolution.requirements import (
+from icecore.metadata.requirements import (
     AssertCurrentSchemaId,
     AssertDefaultSpecId,
     AssertNoLiveFilesInSpecs,
