@@ -50,8 +50,12 @@ FIRST_USE = (
     "pandas",
     "pyarrow.compute",
     "icecore.expressions.parser",
+    "pyarrow.pandas_compat",
+    "pyarrow.vendored.version",
 )
-"""What ``import icecore`` no longer loads since issue 18 (bench/plan_bench.py)."""
+"""What ``import icecore`` no longer loads since issue 18: plan_bench's ``ICECORE_FIRST_USE``,
+and the two modules pyarrow itself loads at the after tree's first ``pc.fill_null`` (found
+by profiling ``point``: ~1-4 ms that would otherwise count as planning)."""
 
 FIGURES = (
     ("import", "import s", 3),
