@@ -60,9 +60,9 @@ by profiling ``point``: ~1-4 ms that would otherwise count as planning)."""
 FIGURES = (
     ("import", "import s", 3),
     ("import_all", "import + first use s", 3),
-    ("cold", "cold s", 2),
-    ("cold_plan", "cold load + plan() s", 2),
-    ("cold_cpu", "cold cpu s", 2),
+    ("cold", "cold s", 3),
+    ("cold_plan", "cold load + plan() s", 3),
+    ("cold_cpu", "cold cpu s", 3),
     ("warm", "warm s", 3),
     ("warm_plan", "warm plan() s", 3),
     ("warm_cpu", "warm cpu s", 3),
