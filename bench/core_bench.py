@@ -41,15 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from bench._harness import peak_mib, publish
+from bench.plan_bench import ICECORE_FIRST_USE, filters, point_day
 
 TREES = ("before", "after")
 FIRST_USE = (
-    "fsspec",
-    "fastavro",
-    "polars",
-    "pandas",
-    "pyarrow.compute",
-    "icecore.expressions.parser",
+    *ICECORE_FIRST_USE,
     "pyarrow.pandas_compat",
     "pyarrow.vendored.version",
 )
@@ -211,8 +207,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not (args.before and args.after and args.table):
         parser.error("--before, --after and --table are required")
-    from bench.plan_bench import filters, point_day
-
     table = str(Path(args.table).resolve())
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     chosen = filters()
