@@ -450,7 +450,10 @@ def _fmt(value: float | None, decimals: int = 2) -> str:
 
 
 def _ratio(ours: float | None, java: float | None) -> str:
-    return "–" if ours is None or not java else f"{ours / java:.2f}"
+    if ours is None or not java:
+        return "–"
+    ratio = ours / java
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.1g}"
 
 
 def _row(name: str, results: dict[str, list[dict[str, Any]]], loads: str) -> str:
