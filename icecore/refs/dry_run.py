@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from icecore.diff import SnapshotDiff, diff_snapshots
 from icecore.errors import IcecoreError
-from icecore.evolution.preview import describe_spec
+from icecore.evolution.preview import Preview, describe_spec
 from icecore.health import snapshots_to_expire
 from icecore.manifest import DataFileContent, ManifestContent
 from icecore.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
@@ -87,7 +87,7 @@ class Relation:
 
 
 @dataclass(frozen=True, slots=True)
-class RefMove:
+class RefChange:
     """One ref that the operation creates, removes, moves, renames or re-tunes.
 
     Attributes:
@@ -243,26 +243,41 @@ class RefDryRun:
             branch protects them).
         warnings: what deserves a second look, one sentence each.
         now_ms: when expiry was judged.
+        metadata: the metadata the operation would commit.
+        preview: the commit's own preview (updates, requirements, its change lines), when
+            the dry run was made for a :class:`~icecore.refs.manage.ManageSnapshots`.
     """
 
     table: str
-    moves: tuple[RefMove, ...]
+    moves: tuple[RefChange, ...]
     branches: tuple[BranchContents, ...]
     unreachable: tuple[int, ...]
     would_expire: tuple[int, ...]
     kept_from_expiry: tuple[int, ...]
     warnings: tuple[str, ...]
     now_ms: int
+    metadata: TableMetadata | None = None
+    preview: Preview | None = None
 
     @property
     def is_noop(self) -> bool:
-        """Whether no ref changes at all."""
+        """Whether the commit would change nothing (no ref moves, no update)."""
+        if self.preview is not None:
+            return self.preview.is_noop
         return not self.moves
 
+    @property
+    def changes(self) -> tuple[str, ...]:
+        """The operation's own lines (its moves and notes), else the ref lines."""
+        if self.preview is not None:
+            return self.preview.changes
+        return tuple(m.text() for m in self.moves)
+
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready, for the CLI's ``--dry-run``."""
+        """JSON-ready, for the CLI's ``--dry-run`` (with the commit's preview when known)."""
+        base = self.preview.to_dict() if self.preview is not None else {"dry_run": True}
         return {
-            "dry_run": True,
+            **base,
             "table": self.table,
             "refs": [m.to_dict() for m in self.moves],
             "branches": [b.to_dict() for b in self.branches],
@@ -315,7 +330,7 @@ def _kind(ref: SnapshotRef) -> str:
     return "branch" if ref.is_branch else "tag"
 
 
-def _ref_moves(before: TableMetadata, after: TableMetadata) -> list[RefMove]:
+def _ref_moves(before: TableMetadata, after: TableMetadata) -> list[RefChange]:
     """Refs that differ, with a removal + creation at one snapshot paired as a rename."""
     old, new = before.refs, after.refs
     removed = [n for n in old if n not in new]
@@ -335,7 +350,7 @@ def _ref_moves(before: TableMetadata, after: TableMetadata) -> list[RefMove]:
         )
         if match is not None:
             renamed[name] = match
-    moves: list[RefMove] = []
+    moves: list[RefChange] = []
     for name in sorted(set(old) | set(new), key=lambda n: (n != MAIN_BRANCH, n)):
         if name in renamed.values():
             continue
@@ -343,7 +358,7 @@ def _ref_moves(before: TableMetadata, after: TableMetadata) -> list[RefMove]:
         if b is not None and name in renamed:
             source = old[renamed[name]]
             moves.append(
-                RefMove(
+                RefChange(
                     name,
                     _kind(b),
                     Change.RENAMED,
@@ -356,7 +371,7 @@ def _ref_moves(before: TableMetadata, after: TableMetadata) -> list[RefMove]:
             )
         elif a is None and b is not None:
             moves.append(
-                RefMove(
+                RefChange(
                     name,
                     _kind(b),
                     Change.CREATED,
@@ -367,7 +382,7 @@ def _ref_moves(before: TableMetadata, after: TableMetadata) -> list[RefMove]:
             )
         elif a is not None and b is None:
             moves.append(
-                RefMove(
+                RefChange(
                     name,
                     _kind(a),
                     Change.REMOVED,
@@ -379,7 +394,7 @@ def _ref_moves(before: TableMetadata, after: TableMetadata) -> list[RefMove]:
         elif a is not None and b is not None and (a != b or a.type is not b.type):
             change = Change.MOVED if a.snapshot_id != b.snapshot_id else Change.RETENTION
             moves.append(
-                RefMove(
+                RefChange(
                     name,
                     _kind(b),
                     change,
@@ -486,7 +501,7 @@ def _warnings(
     before: TableMetadata,
     after: TableMetadata,
     branches: list[BranchContents],
-    moves: list[RefMove],
+    moves: list[RefChange],
 ) -> list[str]:
     """Rewinds past schema or spec changes, histories left, and the ``main`` ref dropped."""
     out: list[str] = []
@@ -544,7 +559,13 @@ def _warnings(
     return out
 
 
-def dry_run(table: TableData, after: TableMetadata, *, now_ms: int | None = None) -> RefDryRun:
+def dry_run(
+    table: TableData,
+    after: TableMetadata,
+    *,
+    now_ms: int | None = None,
+    preview: Preview | None = None,
+) -> RefDryRun:
     """What committing ``after`` over ``table`` would do to its refs; writes nothing.
 
     Args:
@@ -552,6 +573,7 @@ def dry_run(table: TableData, after: TableMetadata, *, now_ms: int | None = None
         after: the metadata the operation would commit (it may add a snapshot, as a
             cherry-pick does; its manifest list is read if it exists).
         now_ms: when to judge snapshot expiry (default: now).
+        preview: the commit's preview, kept with the dry run (its JSON joins the dry run's).
     """
     before = table.metadata
     when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
@@ -579,6 +601,8 @@ def dry_run(table: TableData, after: TableMetadata, *, now_ms: int | None = None
         kept_from_expiry=tuple(i for i in order if i in expire_before - expire_after),
         warnings=tuple(_warnings(before, after, branches, moves)),
         now_ms=when,
+        metadata=after,
+        preview=preview,
     )
 
 
@@ -590,7 +614,7 @@ __all__ = [
     "BranchContents",
     "Change",
     "RefDryRun",
-    "RefMove",
+    "RefChange",
     "Relation",
     "Retention",
     "dry_run",
