@@ -32,6 +32,7 @@ from icecore.evolution.preview import Preview, describe_spec
 from icecore.health import snapshots_to_expire
 from icecore.manifest import DataFileContent, ManifestContent
 from icecore.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
+from icecore.metadata.requirements import Requirement
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -256,7 +257,7 @@ class RefDryRun:
     kept_from_expiry: tuple[int, ...]
     warnings: tuple[str, ...]
     now_ms: int
-    metadata: TableMetadata | None = None
+    metadata: TableMetadata
     preview: Preview | None = None
 
     @property
@@ -265,6 +266,11 @@ class RefDryRun:
         if self.preview is not None:
             return self.preview.is_noop
         return not self.moves
+
+    @property
+    def requirements(self) -> tuple[Requirement, ...]:
+        """What must still hold at commit (from the commit's preview; none without it)."""
+        return self.preview.requirements if self.preview is not None else ()
 
     @property
     def changes(self) -> tuple[str, ...]:
