@@ -59,11 +59,12 @@ class Retention:
             "max-ref-age-ms": self.max_ref_age_ms,
         }
 
-    def text(self) -> str:
-        """One line: each setting, or that the table's default applies."""
+    def text(self, kind: str = "branch") -> str:
+        """One line: each setting, or that the table's default applies (a tag has only an age)."""
         parts = [
             f"{key}={value}" if value is not None else f"{key}=table default"
             for key, value in self.to_dict().items()
+            if kind == "branch" or key == "max-ref-age-ms"
         ]
         return ", ".join(parts)
 
@@ -141,7 +142,7 @@ class RefChange:
         else:
             line = f"{what} stays at snapshot {self.to_snapshot_id}"
         if self.retention_after is not None and self.retention_after != self.retention_before:
-            line += f"; retention: {self.retention_after.text()}"
+            line += f"; retention: {self.retention_after.text(self.kind)}"
         return line
 
 

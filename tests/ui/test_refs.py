@@ -88,6 +88,7 @@ def test_history_tags_a_snapshot_with_retention(
     main = _refs(spark, trips)["main"][1]
     at = drive(
         _open(trips, monkeypatch, HISTORY),
+        ("selectbox", "history_pick", main),
         ("radio", "ref_h_action", "Tag this snapshot"),
         ("text_input", "ref_h_f_name", "reviewed"),
         ("number_input", "ref_h_f_ref_age", 86_400_000),
@@ -95,7 +96,7 @@ def test_history_tags_a_snapshot_with_retention(
     no_problems(at)
     text = _dry_run(at)
     assert f"create tag reviewed at snapshot {main}" in text
-    assert "max-ref-age-ms=86400000" in text
+    assert "retention: max-ref-age-ms=86400000" in text
     at = _confirm_and_commit(at, "ref_h_")
     no_problems(at)
     assert _refs(spark, trips)["reviewed"] == ("TAG", main)
