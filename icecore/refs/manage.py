@@ -78,7 +78,8 @@ class RefMove:
         if self.from_snapshot_id is None:
             return f"create {self.kind} {self.ref} at snapshot {self.to_snapshot_id} ({self.note})"
         if self.to_snapshot_id is None:
-            return f"drop {self.kind} {self.ref} (was at snapshot {self.from_snapshot_id})"
+            why = "" if self.note == "drop" else f"; {self.note}"
+            return f"drop {self.kind} {self.ref} (was at snapshot {self.from_snapshot_id}{why})"
         return (
             f"{self.kind} {self.ref}: snapshot {self.from_snapshot_id} -> "
             f"{self.to_snapshot_id} ({self.note})"
