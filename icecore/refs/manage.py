@@ -35,7 +35,12 @@ from icecore.history import parse_timestamp_ms
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import MetadataBuilder
 from icecore.metadata.model import MAIN_BRANCH, Snapshot, SnapshotRef, SnapshotRefType
-from icecore.metadata.requirements import AssertRefSnapshotId, AssertTableUUID, Requirement
+from icecore.metadata.requirements import (
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    Requirement,
+    merge_requirements,
+)
 from icecore.metadata.updates import MetadataUpdate, RemoveSnapshotRef, SetSnapshotRef
 
 if TYPE_CHECKING:
@@ -134,6 +139,7 @@ class ManageSnapshots(CommitsOnExit):
         self.moves: list[RefMove] = []
         self.notes: list[str] = []
         self._ref_requirements: dict[str, AssertRefSnapshotId] = {}
+        self._other_requirements: tuple[Requirement, ...] = ()
         self.result: TableData | None = None
 
     # Context manager --------------------------------------------------------------------
@@ -408,8 +414,17 @@ class ManageSnapshots(CommitsOnExit):
     # Preview and commit -----------------------------------------------------------------
 
     def requirements(self) -> tuple[Requirement, ...]:
-        """What must still hold at commit: the table uuid and every touched ref's position."""
-        return (AssertTableUUID(self.table.metadata.table_uuid), *self._ref_requirements.values())
+        """What must still hold at commit: the table uuid and every touched ref's position.
+
+        Requirements are kept per ref (the first recorded for each, computed against the
+        table as loaded), not per kind as a :class:`~icecore.evolution.Transaction` keeps
+        them: one commit may move several refs, and each must be asserted.
+        """
+        return (
+            AssertTableUUID(self.table.metadata.table_uuid),
+            *self._ref_requirements.values(),
+            *self._other_requirements,
+        )
 
     def preview(self) -> Preview:
         """What committing would write: the new metadata, updates and requirements; writes nothing.
@@ -587,6 +602,11 @@ class ManageSnapshots(CommitsOnExit):
         for requirement in requirements:
             if isinstance(requirement, AssertRefSnapshotId):
                 self._ref_requirements.setdefault(requirement.ref, requirement)
+            elif not isinstance(requirement, AssertTableUUID):
+                # e.g. what a cherry-pick that writes a snapshot depends on besides refs.
+                self._other_requirements = merge_requirements(
+                    self._other_requirements, (requirement,)
+                )
 
     def _is_ancestor(self, ancestor_id: int, of_id: int) -> bool:
         """Whether ``ancestor_id`` is ``of_id`` or in its (unexpired) history."""

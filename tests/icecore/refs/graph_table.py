@@ -4,7 +4,7 @@ Ref operations never read manifests, so the snapshots below name manifest lists 
 exist; the graph is what matters::
 
     S1 (t=1000) <- S2 (t=2000) <- S3 (t=3000)          main -> S3, tag v1 -> S1
-                     S2 <- S4 (t=2500)                 branch audit -> S4
+    S2 <- S4 (t=2500, append)                           branch audit -> S4 (min 3 kept)
     S3 <- S5 (t=3500, append, wap.id=w1)                staged, no ref
     S1 <- S6 (t=3600, overwrite)                        staged, no ref
     S2 <- S7 (t=3700, append, wap.id=w2)                staged, no ref
