@@ -45,6 +45,7 @@ labels = {
     + (f" · {', '.join(p.refs)}" if p.refs else "")
     for p in tl.points
 }
+refs.keep_pick("history_pick", labels)
 left, right = st.columns([3, 1], vertical_alignment="bottom")
 picked = left.selectbox(
     "Snapshot",

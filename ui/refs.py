@@ -258,7 +258,7 @@ def show_outcome(context: PageContext, table: Table, prefix: str) -> None:
         f"{escape_markdown(done.metadata_location)}",
         icon=":material/check_circle:",
     )
-    st.code("\n".join(done.lines), language=None)
+    st.code("\n".join(done.lines), language=None, wrap_lines=True)
 
 
 def actions(context: PageContext, table: Table, snapshot_id: int, prefix: str) -> None:
@@ -294,7 +294,7 @@ def actions(context: PageContext, table: Table, snapshot_id: int, prefix: str) -
         st.error(escape_markdown(error), icon=":material/error:")
         return
     st.caption("Dry run: what the commit would do (nothing is written yet).")
-    st.code(dry.text(), language=None)
+    st.code(dry.text(), language=None, wrap_lines=True)
     if dry.is_noop:
         return
     pin = _Pin(context.catalog, str(table.identifier), table.metadata_location, action)
@@ -316,6 +316,23 @@ def actions(context: PageContext, table: Table, snapshot_id: int, prefix: str) -
     )
 
 
+def keep_pick(key: str, labels: Mapping[int, str]) -> None:
+    """Keep a snapshot picker on its snapshot when a ref commit changes that snapshot's label.
+
+    Pickers label snapshots with their refs, so a rollback or a new tag relabels them; the
+    browser then no longer finds the picked label and falls back to the first option, and an
+    action would silently apply to another snapshot. Setting the value again makes Streamlit
+    send the new label. Call it before the picker is drawn.
+    """
+    picked = st.session_state.get(key)
+    if not isinstance(picked, int) or picked not in labels:
+        return
+    seen = st.session_state.get(f"{key}_label")
+    if seen is not None and seen != labels[picked]:
+        st.session_state[key] = picked
+    st.session_state[f"{key}_label"] = labels[picked]
+
+
 def refs_table(metadata: TableMetadata, key: str) -> None:
     """The refs and their retention, as a dataframe (values shown as text, never Markdown)."""
     st.dataframe(ref_rows(metadata), hide_index=True, width="stretch", key=key)
@@ -329,6 +346,7 @@ __all__ = [
     "actions",
     "commit",
     "dry_run",
+    "keep_pick",
     "ref_rows",
     "refs_table",
     "show_outcome",

@@ -337,6 +337,7 @@ def test_a_data_owner_rolls_back_and_tags_a_copy_of_a_table(
         box.fill("reviewed")
         box.press("Enter")
         _settle(page)
+        _shot(page, "2_history_tag")
         main.get_by_text(f"create tag reviewed at snapshot {month_end}").wait_for()
         confirm.click()
         _settle(page)
