@@ -17,6 +17,7 @@ import pytest
 
 import icecore
 from icecore.refs.dry_run import Change, RefDryRun, Relation
+from icecore.refs.wap import staged_wap_snapshots
 from icecore.table import Table
 from tests.icecore.evolution.hand_table import tree_state
 
@@ -84,3 +85,15 @@ def test_cli_dry_run_prints_the_ref_dry_run(folder: Path) -> None:
     assert out["unreachable_snapshot_ids"] == [S3]
     assert out["would_expire_snapshot_ids"] == [S3]
     assert out["metadata"]["current-snapshot-id"] == S1  # the commit's preview is kept
+
+
+def test_staged_wap_snapshots_until_published(table: Table) -> None:
+    """S5 (w1) and S7 (w2) are staged, newest first; publishing w1 moves main onto S5."""
+    assert [(w, s.snapshot_id) for w, s in staged_wap_snapshots(table.metadata)] == [
+        ("w2", 107),
+        ("w1", 105),
+    ]
+    published = table.manage_snapshots().publish_wap("w1").commit()
+    assert [w for w, _ in staged_wap_snapshots(published.metadata)] == ["w2"]
+    # Audit's history (S4, S2, S1) holds neither: both are still staged for it.
+    assert [w for w, _ in staged_wap_snapshots(published.metadata, "audit")] == ["w2", "w1"]
