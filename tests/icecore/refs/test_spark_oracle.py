@@ -146,7 +146,7 @@ def metadata_files(copy: Copy) -> dict[str, tuple[int, int]]:
 TABLES = [
     pytest.param("sql", "trips", True, id="v2-mor-sqlite"),
     pytest.param("fs", "customers_v1", False, id="v1-filesystem"),
-    pytest.param("sql", "events_v3", False, id="v3-dv-sqlite"),
+    pytest.param("sql", "events_v3", True, id="v3-dv-sqlite"),
 ]
 
 
