@@ -14,7 +14,8 @@ from icecore.table import Table
 
 def positions(table: Table) -> dict[str, Any]:
     """Refs and snapshot-log with each snapshot replaced by its place in commit order."""
-    order = [s.snapshot_id for s in sorted(table.snapshots(), key=lambda s: s.timestamp_ms)]
+    commits = sorted(table.snapshots(), key=lambda s: (s.sequence_number, s.timestamp_ms))
+    order = [s.snapshot_id for s in commits]
     md = table.metadata
     return {
         "refs": {n: (r.type.value, order.index(r.snapshot_id)) for n, r in md.refs.items()},
