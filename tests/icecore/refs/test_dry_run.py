@@ -88,10 +88,10 @@ def spark_last_commit_ms(spark: Any, name: str) -> int:
 # Building what an operation would commit -------------------------------------------------------
 
 
-def load(evo: EvoCatalogs, copy: Copy) -> Table:
+def load(cats: EvoCatalogs, copy: Copy) -> Table:
     if (copy.folder / "metadata" / "version-hint.text").exists():
         return icecore.load_table(str(copy.folder))
-    return icecore.load_table(f"{evo.sql_uri}::{copy.table}")
+    return icecore.load_table(f"{cats.sql_uri}::{copy.table}")
 
 
 def after(t: Table, *updates: MetadataUpdate) -> TableMetadata:
@@ -112,12 +112,12 @@ def far_future(spark: Any, name: str) -> int:
 
 
 @pytest.fixture
-def trips(evo: EvoCatalogs, demo_warehouse: Path) -> Copy:
-    return copy_sql_table(evo, demo_warehouse, "trips")
+def trips(cats: EvoCatalogs, demo_warehouse: Path) -> Copy:
+    return copy_sql_table(cats, demo_warehouse, "trips")
 
 
 def test_rollback_of_main_past_schema_and_spec_changes(
-    spark: Any, evo: EvoCatalogs, trips: Copy
+    spark: Any, cats: EvoCatalogs, trips: Copy
 ) -> None:
     """Main rolled back to the month_end tag, then committed: Spark reads what the dry run said.
 
@@ -132,7 +132,7 @@ def test_rollback_of_main_past_schema_and_spec_changes(
     parents = spark_parents(spark, trips.spark_name)
     assert month_end in spark_line(parents, main)
     assert spark_files(spark, trips.spark_name, month_end, "delete_files") == {}
-    t = load(evo, trips)
+    t = load(cats, trips)
     location = t.metadata_location
 
     run = dry_run(
@@ -174,7 +174,7 @@ def test_rollback_of_main_past_schema_and_spec_changes(
     assert main in spark_line(parents, audit)  # audit still reaches main's old head
     json.dumps(run.to_json())
     assert not any("not in its history" in line for line in run.lines())
-    assert load(evo, trips).metadata_location == location  # a dry run writes nothing
+    assert load(cats, trips).metadata_location == location  # a dry run writes nothing
 
     commit(t, after(t, SetSnapshotRef("main", SnapshotRef(month_end))))
     assert spark_refs(spark, trips.spark_name)["main"] == ("BRANCH", month_end)
@@ -184,7 +184,7 @@ def test_rollback_of_main_past_schema_and_spec_changes(
     # head now leaves main's history, and their last common snapshot is month_end.
     spark.sql(f"INSERT INTO {trips.spark_name} SELECT * FROM {trips.spark_name} LIMIT 3")
     forked = spark_refs(spark, trips.spark_name)["main"][1]
-    t = load(evo, trips)
+    t = load(cats, trips)
     run = dry_run(t, after(t, SetSnapshotRef("main", SnapshotRef(audit))))
     (b,) = run.branches
     assert (b.relation, b.common_ancestor_id) == (Relation.UNRELATED, month_end)
@@ -196,14 +196,14 @@ def test_rollback_of_main_past_schema_and_spec_changes(
     assert b.rows_after == sum(spark_files(spark, trips.spark_name, audit, "data_files").values())
 
 
-def test_fast_forward_main_to_audit(spark: Any, evo: EvoCatalogs, trips: Copy) -> None:
+def test_fast_forward_main_to_audit(spark: Any, cats: EvoCatalogs, trips: Copy) -> None:
     """Main moved to audit's head: forward, the diff is Spark's file difference, no warning.
 
     Ten days on, main's old head is no longer any branch's newest snapshot: it newly expires.
     """
     refs = spark_refs(spark, trips.spark_name)
     main, audit = refs["main"][1], refs["audit"][1]
-    t = load(evo, trips)
+    t = load(cats, trips)
     run = dry_run(
         t,
         after(t, SetSnapshotRef("main", SnapshotRef(audit))),
@@ -225,7 +225,7 @@ def test_fast_forward_main_to_audit(spark: Any, evo: EvoCatalogs, trips: Copy) -
 
 
 def test_dropping_audit_leaves_its_snapshots_unreachable(
-    spark: Any, evo: EvoCatalogs, trips: Copy
+    spark: Any, cats: EvoCatalogs, trips: Copy
 ) -> None:
     """Audit's own commits (not ancestors of main, by Spark's parents) lose their last ref.
 
@@ -237,7 +237,7 @@ def test_dropping_audit_leaves_its_snapshots_unreachable(
     parents = spark_parents(spark, trips.spark_name)
     own = [s for s in spark_line(parents, audit) if s not in spark_line(parents, main)]
     assert len(own) == 2  # the story: a DELETE and an INSERT on the branch
-    t = load(evo, trips)
+    t = load(cats, trips)
     run = dry_run(
         t, after(t, RemoveSnapshotRef("audit")), now_ms=far_future(spark, trips.spark_name)
     )
@@ -250,7 +250,7 @@ def test_dropping_audit_leaves_its_snapshots_unreachable(
     assert run.lines()[1] == f"  drop branch audit (at snapshot {audit})"
 
 
-def test_new_refs_rename_and_retention(spark: Any, evo: EvoCatalogs, trips: Copy) -> None:
+def test_new_refs_rename_and_retention(spark: Any, cats: EvoCatalogs, trips: Copy) -> None:
     """A tag and a branch created with retention protect snapshots; a rename is one move.
 
     The snapshot is main's parent: ten days on it and its ancestors would expire (main keeps
@@ -260,7 +260,7 @@ def test_new_refs_rename_and_retention(spark: Any, evo: EvoCatalogs, trips: Copy
     main, audit = refs["main"][1], refs["audit"][1]
     parent = spark_parents(spark, trips.spark_name)[main]
     assert parent is not None
-    t = load(evo, trips)
+    t = load(cats, trips)
     tag = SnapshotRef(parent, SnapshotRefType.TAG, max_ref_age_ms=7 * DAY_MS)
     branch = SnapshotRef(parent, min_snapshots_to_keep=3, max_snapshot_age_ms=DAY_MS)
     run = dry_run(
@@ -295,8 +295,8 @@ def test_new_refs_rename_and_retention(spark: Any, evo: EvoCatalogs, trips: Copy
     assert "rename branch audit to audit_2024" in run.text()
 
 
-def test_no_change_is_said_so(spark: Any, evo: EvoCatalogs, trips: Copy) -> None:
-    t = load(evo, trips)
+def test_no_change_is_said_so(spark: Any, cats: EvoCatalogs, trips: Copy) -> None:
+    t = load(cats, trips)
     refs = spark_refs(spark, trips.spark_name)
     run = dry_run(t, after(t, SetSnapshotRef("main", SnapshotRef(refs["main"][1]))))
     assert run.is_noop
@@ -307,15 +307,15 @@ def test_no_change_is_said_so(spark: Any, evo: EvoCatalogs, trips: Copy) -> None
 
 
 def test_v3_rollback_to_before_the_deletion_vectors(
-    spark: Any, evo: EvoCatalogs, demo_warehouse: Path
+    spark: Any, cats: EvoCatalogs, demo_warehouse: Path
 ) -> None:
     """events_v3 back to its first append (no delete file yet): Spark's count is rows after."""
-    copy = copy_sql_table(evo, demo_warehouse, "events_v3")
+    copy = copy_sql_table(cats, demo_warehouse, "events_v3")
     parents = spark_parents(spark, copy.spark_name)
     main = spark_refs(spark, copy.spark_name)["main"][1]
     first = spark_line(parents, main)[-1]
     assert spark_files(spark, copy.spark_name, first, "delete_files") == {}
-    t = load(evo, copy)
+    t = load(cats, copy)
     run = dry_run(t, after(t, SetSnapshotRef("main", SnapshotRef(first))))
     (b,) = run.branches
     assert b.relation == Relation.REWIND
@@ -329,18 +329,18 @@ def test_v3_rollback_to_before_the_deletion_vectors(
 
 
 def test_v1_rollback_past_a_partition_spec_change(
-    spark: Any, evo: EvoCatalogs, demo_warehouse: Path
+    spark: Any, cats: EvoCatalogs, demo_warehouse: Path
 ) -> None:
     """customers_v1 back to its first insert: before bucket became void and year was added.
 
     The story: spec 0 is (country, bucket[4](customer_id)), spec 1 (country, void, year).
     The table deletes copy-on-write, so Spark's count equals the record counts.
     """
-    copy = copy_hadoop_table(evo, demo_warehouse, "customers_v1")
+    copy = copy_hadoop_table(cats, demo_warehouse, "customers_v1")
     parents = spark_parents(spark, copy.spark_name)
     main = spark_refs(spark, copy.spark_name)["main"][1]
     first = spark_line(parents, main)[-1]
-    t = load(evo, copy)
+    t = load(cats, copy)
     new = after(t, SetSnapshotRef("main", SnapshotRef(first)))
     run = dry_run(t, new)
     (b,) = run.branches

@@ -283,3 +283,18 @@ def test_a_name_taken_meanwhile_is_a_conflict(table: Table, folder: Path) -> Non
     with pytest.raises(CommitConflict, match="dev is at"):
         manage.commit()
     assert raw(folder)["refs"]["dev"] == {"snapshot-id": S2, "type": "tag"}
+
+
+@pytest.mark.parametrize("change", ["schema", "ref"])
+def test_read_only_refuses_every_commit_on_a_filesystem_table(
+    table: Table, folder: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """ICECORE_READ_ONLY refuses commits on every catalog kind, not only SQLite and REST."""
+    before = tree_state(folder)
+    monkeypatch.setenv("ICECORE_READ_ONLY", "1")
+    with pytest.raises(ValidationError, match="read-only"):
+        if change == "schema":
+            table.update_schema().add_column("note", "string").commit()
+        else:
+            table.manage_snapshots().rollback_to_snapshot(S2).commit()
+    assert tree_state(folder) == before
