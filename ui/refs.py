@@ -155,6 +155,7 @@ def _forget(prefix: str) -> None:
 
 
 def _on_confirm(prefix: str, pin: _Pin) -> None:
+    st.session_state.pop(f"{prefix}outcome", None)  # a new confirmation, a new outcome
     if st.session_state.get(f"{prefix}confirm"):
         st.session_state[f"{prefix}pin"] = pin
     else:
@@ -251,8 +252,8 @@ def show_outcome(context: PageContext, table: Table, prefix: str) -> None:
         st.error(escape_markdown(outcome.error), icon=":material/error:")
         return
     done = outcome.committed
-    if done is None:
-        return
+    if done is None or done.metadata_location != table.metadata_location:
+        return  # shown while the commit is the table's current version
     st.success(
         f"Committed to {escape_markdown(done.table)}. New metadata file: "
         f"{escape_markdown(done.metadata_location)}",
