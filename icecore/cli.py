@@ -347,7 +347,7 @@ def cmd_ref(args: argparse.Namespace) -> dict[str, Any]:
     ]
     preview = manage.preview()
     if args.dry_run:
-        return {**preview.to_dict(), "moves": moves}
+        return {**preview.to_json(), "moves": moves}
     committed = manage.commit()
     return {
         "committed": not preview.is_noop,

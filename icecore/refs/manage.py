@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from icecore.errors import ValidationError
 from icecore.evolution.base import CommitsOnExit
 from icecore.evolution.commit import commit_updates
-from icecore.evolution.preview import Preview, preview_updates
+from icecore.evolution.preview import preview_updates
 from icecore.history import parse_timestamp_ms
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import MetadataBuilder
@@ -42,6 +42,7 @@ from icecore.metadata.requirements import (
     merge_requirements,
 )
 from icecore.metadata.updates import MetadataUpdate, RemoveSnapshotRef, SetSnapshotRef
+from icecore.refs.dry_run import RefDryRun, dry_run
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -426,15 +427,19 @@ class ManageSnapshots(CommitsOnExit):
             *self._other_requirements,
         )
 
-    def preview(self) -> Preview:
-        """What committing would write: the new metadata, updates and requirements; writes nothing.
+    def preview(self) -> RefDryRun:
+        """The dry run: ref moves, what each moved branch will hold, expiry, warnings.
+
+        It carries the commit's own preview (new metadata, updates, requirements, change
+        lines) and writes nothing (:func:`icecore.refs.dry_run.dry_run`).
 
         Raises:
             ValidationError: the updates break a rule of the spec against this table.
         """
         preview = preview_updates(self.table, self.updates, self.requirements())
         changes = tuple(m.describe() for m in self.moves) + tuple(self.notes)
-        return dataclasses.replace(preview, changes=changes)
+        preview = dataclasses.replace(preview, changes=changes)
+        return dry_run(self.table, preview.metadata, preview=preview)
 
     def commit(self) -> TableData:
         """Commit every staged operation as one metadata version; returns the new table.
