@@ -1,0 +1,208 @@
+"""Cherry-pick a snapshot onto a branch, as Iceberg Java's ``CherryPickOperation`` does.
+
+Iceberg Java 1.10 (``CherryPickOperation``, ``WapUtil``), applied to one branch's head:
+
+- the picked snapshot's parent is the branch head (or both are empty): a fast-forward, only
+  the ref moves; for an ``append`` or a dynamic overwrite a WAP id already published on the
+  branch is refused first;
+- an ``append``: a new snapshot on the head adding the picked snapshot's added data files,
+  with ``source-snapshot-id`` and, when the picked one was staged with ``wap.id``,
+  ``published-wap-id`` in its summary (:mod:`icecore.refs.snapshot_writer`). Refused when
+  the picked snapshot is already an ancestor of the head, when an ancestor was already
+  picked from it (its ``source-snapshot-id``), or when its WAP id was already published (an
+  ancestor staged or published it). Java checks no delete files for an append: its
+  ``validate`` does not call the merging producer's checks, and the picked files get the
+  new snapshot's sequence number, so deletes committed meanwhile do not apply to them;
+- a dynamic overwrite (``replace-partitions=true``) based on an ancestor of the head: Java
+  replays its adds and deletes after checking that no file was added meanwhile to the
+  partitions it replaces; Icecore refuses it (one sentence) unless it is a fast-forward;
+- anything else: refused, "not append, dynamic overwrite, or fast-forward".
+
+Nothing is written before every check passes; the new manifest and manifest list are then
+written under unique names, and a commit that fails leaves them unreferenced.
+"""
+
+from __future__ import annotations
+
+from icecore.errors import NotFound, Unsupported, ValidationError
+from icecore.metadata import Snapshot, TableMetadata
+from icecore.metadata.model import MAIN_BRANCH, Operation, SnapshotRef
+from icecore.metadata.requirements import AssertRefSnapshotId, AssertTableUUID, Requirement
+from icecore.metadata.updates import AddSnapshot, MetadataUpdate, SetSnapshotRef
+from icecore.refs.snapshot_writer import added_data_files, write_append_snapshot
+from icecore.table_data import TableData
+
+STAGED_WAP_ID = "wap.id"
+"""Summary key of a snapshot staged by write-audit-publish (``spark.wap.id``)."""
+
+PUBLISHED_WAP_ID = "published-wap-id"
+"""Summary key of the snapshot that published a staged WAP id."""
+
+SOURCE_SNAPSHOT_ID = "source-snapshot-id"
+"""Summary key linking a cherry-picked snapshot to the snapshot it was picked from."""
+
+REPLACE_PARTITIONS = "replace-partitions"
+"""Summary key a dynamic overwrite (Java's ``ReplacePartitions``) sets to ``true``."""
+
+
+def _summary(snapshot: Snapshot, key: str) -> str | None:
+    return snapshot.summary.get(key) if snapshot.summary is not None else None
+
+
+def ancestors(metadata: TableMetadata, head: Snapshot | None) -> list[Snapshot]:
+    """``head`` and its ancestors still in the metadata, newest first (Java's ``ancestorIds``)."""
+    out: list[Snapshot] = []
+    seen: set[int] = set()
+    current = head
+    while current is not None and current.snapshot_id not in seen:
+        out.append(current)
+        seen.add(current.snapshot_id)
+        parent = current.parent_snapshot_id
+        current = metadata.snapshot_by_id(parent) if parent is not None else None
+    return out
+
+
+def _wap_id_to_publish(
+    metadata: TableMetadata, picked: Snapshot, lineage: list[Snapshot], branch: str
+) -> str | None:
+    """Java's ``WapUtil.validateWapPublish``: the staged WAP id, unless already published."""
+    wap_id = _summary(picked, STAGED_WAP_ID)
+    if not wap_id:
+        return wap_id
+    for ancestor in lineage:
+        if wap_id in (_summary(ancestor, STAGED_WAP_ID), _summary(ancestor, PUBLISHED_WAP_ID)):
+            raise ValidationError(
+                f"Cannot cherry-pick snapshot {picked.snapshot_id}: its WAP id {wap_id!r} was "
+                f"already published on {branch} (snapshot {ancestor.snapshot_id}); nothing to "
+                "publish."
+            )
+    return wap_id
+
+
+def _check_not_picked(picked: Snapshot, lineage: list[Snapshot], branch: str) -> None:
+    """Java's ``validateNonAncestor``: never pick what the branch already holds."""
+    if any(s.snapshot_id == picked.snapshot_id for s in lineage):
+        raise ValidationError(
+            f"Cannot cherry-pick snapshot {picked.snapshot_id}: it is already an ancestor of "
+            f"{branch}."
+        )
+    source = str(picked.snapshot_id)
+    for s in lineage:
+        if _summary(s, SOURCE_SNAPSHOT_ID) == source:
+            raise ValidationError(
+                f"Cannot cherry-pick snapshot {picked.snapshot_id}: it was already picked to "
+                f"create snapshot {s.snapshot_id} of {branch}."
+            )
+
+
+def cherry_pick(
+    table: TableData,
+    metadata: TableMetadata,
+    snapshot_id: int,
+    branch: str = "main",
+) -> tuple[tuple[MetadataUpdate, ...], tuple[Requirement, ...]]:
+    """Updates (add-snapshot if a new one is written, set-snapshot-ref) and requirements
+    (assert-table-uuid, assert-ref-snapshot-id on `branch`) that cherry-pick `snapshot_id`
+    onto `branch` of `metadata`, as Iceberg Java's CherryPickOperation does.
+
+    ``metadata`` is what the operation applies to (a transaction may have staged other
+    changes); ``table`` gives the FileIO the picked manifests are read and the new ones
+    written through. A new snapshot's manifest and manifest list are written before this
+    returns (only when every check passed); committing the updates makes them reachable.
+
+    Raises:
+        NotFound: the snapshot or the branch does not exist.
+        ValidationError: Iceberg refuses this cherry-pick (see the module docstring).
+        Unsupported: a dynamic overwrite that is not a fast-forward, or a v1 table that
+            would need a new snapshot.
+    """  # noqa: D205, D209, D415 (the contract's wording, kept exactly)
+    picked = metadata.snapshot_by_id(snapshot_id)
+    if picked is None:
+        raise NotFound(
+            f"Cannot cherry-pick unknown snapshot {snapshot_id}: the table has no such snapshot."
+        )
+    ref = metadata.refs.get(branch)
+    if ref is not None and not ref.is_branch:
+        raise ValidationError(
+            f"Cannot cherry-pick onto {branch}: it is a tag; tags do not move, pick onto a branch."
+        )
+    if ref is None and branch != MAIN_BRANCH:
+        raise NotFound(f"Cannot cherry-pick onto branch {branch}: the table has no such branch.")
+    head = metadata.snapshot_by_id(ref.snapshot_id) if ref is not None else None
+    lineage = ancestors(metadata, head)
+    guards: list[Requirement] = []
+    if metadata.table_uuid is not None:
+        guards.append(AssertTableUUID(metadata.table_uuid))
+    guards.append(AssertRefSnapshotId(branch, head.snapshot_id if head is not None else None))
+    requirements = tuple(guards)
+
+    operation = picked.operation
+    is_append = operation == Operation.APPEND
+    is_dynamic_overwrite = operation == Operation.OVERWRITE and (
+        (_summary(picked, REPLACE_PARTITIONS) or "").lower() == "true"
+    )
+    fast_forward = (
+        picked.parent_snapshot_id is not None
+        and head is not None
+        and picked.parent_snapshot_id == head.snapshot_id
+    ) or (head is None and picked.parent_snapshot_id is None)
+
+    wap_id: str | None = None
+    if is_append or is_dynamic_overwrite:
+        if is_dynamic_overwrite and not (
+            picked.parent_snapshot_id is None
+            or any(s.snapshot_id == picked.parent_snapshot_id for s in lineage)
+        ):
+            raise ValidationError(
+                f"Cannot cherry-pick overwrite snapshot {snapshot_id}: it is not based on an "
+                f"ancestor of {branch}."
+            )
+        wap_id = _wap_id_to_publish(metadata, picked, lineage, branch)
+    elif not fast_forward:
+        raise ValidationError(
+            f"Cannot cherry-pick snapshot {snapshot_id}: not append, dynamic overwrite, or "
+            f"fast-forward (its parent is not the head of {branch}); rebase the change on "
+            f"{branch} instead."
+        )
+
+    new_ref = SnapshotRef(
+        snapshot_id,
+        min_snapshots_to_keep=ref.min_snapshots_to_keep if ref is not None else None,
+        max_snapshot_age_ms=ref.max_snapshot_age_ms if ref is not None else None,
+        max_ref_age_ms=ref.max_ref_age_ms if ref is not None else None,
+        extra=ref.extra if ref is not None else {},
+    )
+    if fast_forward:
+        return (SetSnapshotRef(branch, new_ref),), requirements
+
+    _check_not_picked(picked, lineage, branch)
+    if is_dynamic_overwrite:
+        raise Unsupported(
+            f"Cannot cherry-pick dynamic overwrite snapshot {snapshot_id} onto {branch}: its "
+            f"parent is not the head of {branch}, and Icecore does not replay partition "
+            "replacements yet; use Spark's cherrypick_snapshot procedure."
+        )
+    files, layouts = added_data_files(table, metadata, picked)
+    properties: dict[str, str] = {}
+    if wap_id:
+        properties[PUBLISHED_WAP_ID] = wap_id
+    properties[SOURCE_SNAPSHOT_ID] = str(snapshot_id)
+    written = write_append_snapshot(table, metadata, head, files, layouts, properties)
+    moved = SnapshotRef(
+        written.snapshot.snapshot_id,
+        min_snapshots_to_keep=new_ref.min_snapshots_to_keep,
+        max_snapshot_age_ms=new_ref.max_snapshot_age_ms,
+        max_ref_age_ms=new_ref.max_ref_age_ms,
+        extra=new_ref.extra,
+    )
+    return (AddSnapshot(written.snapshot), SetSnapshotRef(branch, moved)), requirements
+
+
+__all__ = [
+    "PUBLISHED_WAP_ID",
+    "REPLACE_PARTITIONS",
+    "SOURCE_SNAPSHOT_ID",
+    "STAGED_WAP_ID",
+    "ancestors",
+    "cherry_pick",
+]
