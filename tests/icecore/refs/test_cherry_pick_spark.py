@@ -150,7 +150,7 @@ def test_main_reads_the_same_as_after_spark(picked: Picked) -> None:
 def test_metadata_tables_agree_with_spark(picked: Picked, sql: str, drop: set[str]) -> None:
     ours = view(picked, picked.ours, sql, drop)
     theirs = view(picked, picked.theirs, sql, drop)
-    if "snapshots" in sql:  # the order of rows by id differs where ids differ
+    if "manifests" not in sql:  # ids differ, and ORDER BY leaves ties (a file in 2 manifests)
         ours.sort(key=repr)
         theirs.sort(key=repr)
     assert ours == theirs
@@ -187,7 +187,7 @@ def test_icecore_and_pyiceberg_read_the_written_files(picked: Picked) -> None:
     assert head is not None
     staged = rows(
         spark,
-        f"SELECT data_file.file_path AS p FROM {table.spark_name}.entries "
+        f"SELECT DISTINCT data_file.file_path AS p FROM {table.spark_name}.all_entries "
         f"WHERE snapshot_id = {table.ids['w1']} AND status = 1",
     )
     manifests = read_manifest_list(ours.io, head.manifest_list or "", ours.format_version)
@@ -214,13 +214,17 @@ def test_icecore_and_pyiceberg_read_the_written_files(picked: Picked) -> None:
     peer = SqlCatalog(picked.evo.sql, uri=picked.evo.sql_uri, warehouse=str(picked.evo.warehouse))
     peer_table = peer.load_table(picked.ours.icecore_name.split("::", 1)[1])
     assert sorted(peer_table.scan().to_arrow().column("id").to_pylist()) == EXPECTED_MAIN
-    peer_entries = peer_table.inspect.entries()
-    added = [
-        r
-        for r in peer_entries.to_pylist()
-        if r["snapshot_id"] == head.snapshot_id and r["status"] == 1
-    ]
-    assert sorted(r["data_file"]["file_path"] for r in added) == sorted(r["p"] for r in staged)
+    # The new manifest through PyIceberg's own Avro reader (its entries table trips on the
+    # v3 table's deletion vector, whose column_sizes are null: a PyIceberg 0.12 limitation).
+    peer_head = peer_table.current_snapshot()
+    assert peer_head is not None and peer_head.snapshot_id == head.snapshot_id
+    peer_new = peer_head.manifests(peer_table.io)[0]
+    assert peer_new.added_files_count == len(staged)
+    peer_entries = peer_new.fetch_manifest_entry(peer_table.io, discard_deleted=False)
+    assert sorted(e.data_file.file_path for e in peer_entries) == sorted(r["p"] for r in staged)
+    assert {(int(e.status), e.snapshot_id, e.sequence_number) for e in peer_entries} == {
+        (1, head.snapshot_id, head.sequence_number)
+    }
 
 
 def files_of(copy: TableCopy, evo: EvoCatalogs) -> dict[str, bytes]:
