@@ -327,8 +327,9 @@ def append_summary(
         summary["added-records"] = str(added_records)
     if added_size > 0:
         summary["added-files-size"] = str(added_size)
+    # Java counts distinct partition paths; repr keeps NaN equal to NaN and -0.0 apart from 0.0.
     partitions = {
-        (f.spec_id, tuple(sorted(f.partition.items(), key=lambda kv: kv[0]))) for f in files
+        (f.spec_id, tuple(sorted((k, repr(v)) for k, v in f.partition.items()))) for f in files
     }
     summary["changed-partition-count"] = str(len(partitions))
     if previous is None:

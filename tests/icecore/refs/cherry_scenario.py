@@ -28,7 +28,8 @@ class WapTable:
     Roles: ``s1`` main's first insert; ``w1`` an append staged as ``w1`` on s1; ``w2`` a
     delete staged as ``w2`` on s1; ``s2`` a merge-on-read delete on main; ``s3`` an insert
     on main (the head); ``w3`` an append staged as ``w3`` on s3 (a fast-forward); ``w4`` an
-    append staged again as ``w1`` (a re-run of the same job) on s3.
+    append staged again as ``w1`` (a re-run of the same job) on s3; ``w5`` a dynamic
+    overwrite of partition ``b`` staged as ``w5`` on s3.
     """
 
     name: str
@@ -81,6 +82,11 @@ def stage_wap_table(evo: EvoCatalogs, format_version: int) -> WapTable:
     ids["s3"] = _last_snapshot(spark, full)
     ids["w3"] = _staged(spark, full, "w3", f"INSERT INTO {full} VALUES (20, 'a', 20.0)")
     ids["w4"] = _staged(spark, full, "w1", f"INSERT INTO {full} VALUES (30, 'e', 30.0)")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        ids["w5"] = _staged(spark, full, "w5", f"INSERT OVERWRITE {full} VALUES (50, 'b', 50.0)")
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
     return WapTable(name, full, format_version, ids)
 
 

@@ -284,3 +284,11 @@ def test_manifest_list_schema_is_the_spec_s() -> None:
     assert set(v3) - set(v2) == {520} and v3[520] == "first_row_id"
     required = {fid for fid, (_, t) in v2.items() if not isinstance(t, list)}
     assert required == {500, 501, 502, 503, 504, 505, 506, 512, 513, 514, 515, 516, 517}
+
+
+def test_changed_partition_count_counts_nan_once_and_signed_zeros_apart() -> None:
+    """Java counts distinct partition paths: ``d=NaN`` once, ``d=-0.0`` and ``d=0.0`` apart."""
+    nans = [_file(0, {1000: math.nan}, 1, 1), _file(0, {1000: float("nan")}, 1, 1)]
+    assert append_summary({}, nans, None)["changed-partition-count"] == "1"
+    zeros = [_file(0, {1000: -0.0}, 1, 1), _file(0, {1000: 0.0}, 1, 1)]
+    assert append_summary({}, zeros, None)["changed-partition-count"] == "2"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import icecore
-from icecore.errors import IcecoreError, NotFound, ValidationError
+from icecore.errors import IcecoreError, NotFound, Unsupported, ValidationError
 from icecore.evolution.commit import commit_updates
 from icecore.manifest import ManifestEntryStatus, read_manifest_list
 from icecore.manifest_arrow import read_manifest
@@ -254,6 +254,9 @@ def test_refusals_write_nothing_and_match_spark(picked: Picked) -> None:
         with pytest.raises(Exception, match=r"(?i)cherry|wap|ancestor"):  # Spark refuses as well
             spark_pick(evo, picked.theirs, ids[role])
     table = icecore.load_table(picked.ours.icecore_name)
+    # A dynamic overwrite off the head: Java replays it, Icecore refuses in one sentence.
+    with pytest.raises(Unsupported, match=f"dynamic overwrite snapshot {ids['w5']} onto main"):
+        cherry_pick(table, table.metadata, ids["w5"])
     with pytest.raises(NotFound, match="unknown snapshot 12345"):
         cherry_pick(table, table.metadata, 12345)
     with pytest.raises(NotFound, match="no such branch"):
@@ -291,3 +294,26 @@ def test_pick_onto_a_branch_leaves_main(
     assert rows(spark, f"SELECT * FROM {copy.spark_name} ORDER BY id") == main_before
     with pytest.raises(IcecoreError):
         icecore_pick(copy, table.ids["w1"], "audit")
+
+
+def test_dynamic_overwrite_on_the_head_fast_forwards_like_spark(
+    wap_catalogs: EvoCatalogs, wap_tables: dict[int, WapTable]
+) -> None:
+    """w5 replaced partition b on s3, main's head: both engines only move main to it."""
+    table = wap_tables[2]
+    ours, theirs = copy_table(wap_catalogs, table), copy_table(wap_catalogs, table)
+    result = icecore_pick(ours, table.ids["w5"])
+    spark_pick(wap_catalogs, theirs, table.ids["w5"])
+    assert result.metadata.current_snapshot_id == table.ids["w5"]
+    spark = wap_catalogs.spark
+    # By hand: s3 holds 1 (a), 2 and 4 (b), 5 (d); w5 replaces b with 50.
+    for copy in (ours, theirs):
+        ids = [r["id"] for r in rows(spark, f"SELECT id FROM {copy.spark_name} ORDER BY id")]
+        assert ids == [1, 5, 50]
+    for sql in (
+        "SELECT * FROM {t}.refs",
+        "SELECT snapshot_id, parent_id, is_current_ancestor FROM {t}.history",
+    ):
+        assert rows(spark, sql.format(t=ours.spark_name)) == rows(
+            spark, sql.format(t=theirs.spark_name)
+        )
