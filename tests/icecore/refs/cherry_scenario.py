@@ -38,22 +38,16 @@ class WapTable:
     ids: dict[str, int]
 
 
-def _last_snapshot(spark: Any, full: str) -> int:
-    row = spark.sql(f"SELECT snapshot_id FROM {full}.snapshots ORDER BY committed_at DESC LIMIT 1")
-    return int(row.collect()[0][0])
-
-
-def _staged(spark: Any, full: str, wap_id: str, statement: str) -> int:
+def _staged(spark: Any, wap_id: str, statement: str) -> None:
     spark.conf.set("spark.wap.id", wap_id)
     try:
         spark.sql(statement)
     finally:
         spark.conf.unset("spark.wap.id")
-    row = spark.sql(
-        f"SELECT snapshot_id FROM {full}.snapshots WHERE summary['wap.id'] = '{wap_id}' "
-        "ORDER BY committed_at DESC LIMIT 1"
-    ).collect()
-    return int(row[0][0])
+
+
+ROLES = ("s1", "w1", "w2", "s2", "s3", "w3", "w4", "w5")
+"""The story's snapshots in commit order (each statement commits one)."""
 
 
 def stage_wap_table(evo: EvoCatalogs, format_version: int) -> WapTable:
@@ -66,27 +60,25 @@ def stage_wap_table(evo: EvoCatalogs, format_version: int) -> WapTable:
         f"PARTITIONED BY (cat) TBLPROPERTIES ('format-version'='{format_version}', "
         "'write.wap.enabled'='true', 'write.delete.mode'='merge-on-read')"
     )
-    ids: dict[str, int] = {}
     spark.sql(f"INSERT INTO {full} VALUES (1, 'a', 1.0), (2, 'b', 2.0), (3, 'b', 2.5)")
-    ids["s1"] = _last_snapshot(spark, full)
-    ids["w1"] = _staged(
-        spark,
-        full,
-        "w1",
-        f"INSERT INTO {full} VALUES (10, 'a', 10.0), (11, 'c', 11.0), (12, NULL, 12.0)",
+    _staged(
+        spark, "w1", f"INSERT INTO {full} VALUES (10, 'a', 10.0), (11, 'c', 11.0), (12, NULL, 12.0)"
     )
-    ids["w2"] = _staged(spark, full, "w2", f"DELETE FROM {full} WHERE id = 2")
+    _staged(spark, "w2", f"DELETE FROM {full} WHERE id = 2")
     spark.sql(f"DELETE FROM {full} WHERE id = 3")
-    ids["s2"] = _last_snapshot(spark, full)
     spark.sql(f"INSERT INTO {full} VALUES (4, 'b', 4.0), (5, 'd', 5.0)")
-    ids["s3"] = _last_snapshot(spark, full)
-    ids["w3"] = _staged(spark, full, "w3", f"INSERT INTO {full} VALUES (20, 'a', 20.0)")
-    ids["w4"] = _staged(spark, full, "w1", f"INSERT INTO {full} VALUES (30, 'e', 30.0)")
+    _staged(spark, "w3", f"INSERT INTO {full} VALUES (20, 'a', 20.0)")
+    _staged(spark, "w1", f"INSERT INTO {full} VALUES (30, 'e', 30.0)")
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
     try:
-        ids["w5"] = _staged(spark, full, "w5", f"INSERT OVERWRITE {full} VALUES (50, 'b', 50.0)")
+        _staged(spark, "w5", f"INSERT OVERWRITE {full} VALUES (50, 'b', 50.0)")
     finally:
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    # Sequence numbers follow commit order, staged snapshots included ("Sequence Numbers").
+    raw = json.loads(Path(metadata_location(evo, name)).read_text())
+    by_sequence = sorted(raw["snapshots"], key=lambda s: s["sequence-number"])
+    assert len(by_sequence) == len(ROLES)
+    ids = {role: int(s["snapshot-id"]) for role, s in zip(ROLES, by_sequence, strict=True)}
     return WapTable(name, full, format_version, ids)
 
 
