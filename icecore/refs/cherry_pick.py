@@ -13,9 +13,12 @@ Iceberg Java 1.10 (``CherryPickOperation``, ``WapUtil``), applied to one branch'
   ancestor staged or published it). Java checks no delete files for an append: its
   ``validate`` does not call the merging producer's checks, and the picked files get the
   new snapshot's sequence number, so deletes committed meanwhile do not apply to them;
-- a dynamic overwrite (``replace-partitions=true``) based on an ancestor of the head: Java
-  replays its adds and deletes after checking that no file was added meanwhile to the
-  partitions it replaces; Icecore refuses it (one sentence) unless it is a fast-forward;
+- a dynamic overwrite (``replace-partitions=true``) based on an ancestor of the head (or on
+  nothing): replayed as Java does, after checking that no snapshot since its parent added a
+  data file in a partition it replaces: a new ``overwrite`` snapshot adds its added data
+  files and deletes the data files it removed (each must still be live on the branch), and
+  with them the deletion vectors of those files and delete files older than every data
+  file left (:func:`icecore.refs.snapshot_writer.write_snapshot`);
 - anything else: refused, "not append, dynamic overwrite, or fast-forward".
 
 Nothing is written before every check passes; the new manifest and manifest list are then
@@ -24,12 +27,15 @@ written under unique names, and a commit that fails leaves them unreferenced.
 
 from __future__ import annotations
 
-from icecore.errors import NotFound, Unsupported, ValidationError
+from collections.abc import Mapping
+from typing import Any
+
+from icecore.errors import NotFound, ValidationError
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.metadata.model import MAIN_BRANCH, Operation, SnapshotRef
 from icecore.metadata.requirements import AssertRefSnapshotId, AssertTableUUID, Requirement
 from icecore.metadata.updates import AddSnapshot, MetadataUpdate, SetSnapshotRef
-from icecore.refs.snapshot_writer import added_data_files, write_append_snapshot
+from icecore.refs.snapshot_writer import PickedFile, snapshot_changes, write_snapshot
 from icecore.table_data import TableData
 
 STAGED_WAP_ID = "wap.id"
@@ -95,6 +101,34 @@ def _check_not_picked(picked: Snapshot, lineage: list[Snapshot], branch: str) ->
             )
 
 
+def _check_replaced_partitions(
+    table: TableData,
+    metadata: TableMetadata,
+    picked: Snapshot,
+    lineage: list[Snapshot],
+    added: list[PickedFile],
+) -> None:
+    """Java's ``validateReplacedPartitions``: no file was added meanwhile where it replaces.
+
+    The snapshots from the branch head back to (not including) the picked snapshot's
+    parent are read: the data files each one added, in the manifests it wrote.
+    """
+    replaced = {(f.spec_id, _key(f.partition)) for f in added}
+    for snapshot in lineage:
+        if snapshot.snapshot_id == picked.parent_snapshot_id:
+            break
+        for f in snapshot_changes(table, metadata, snapshot)[0]:
+            if (f.spec_id, _key(f.partition)) in replaced:
+                raise ValidationError(
+                    f"Cannot cherry-pick overwrite snapshot {picked.snapshot_id}: snapshot "
+                    f"{snapshot.snapshot_id} added {f.path} since, in a partition it replaces."
+                )
+
+
+def _key(partition: Mapping[int, Any]) -> tuple[tuple[int, str], ...]:
+    return tuple(sorted((k, repr(v)) for k, v in partition.items()))
+
+
 def cherry_pick(
     table: TableData,
     metadata: TableMetadata,
@@ -113,8 +147,8 @@ def cherry_pick(
     Raises:
         NotFound: the snapshot or the branch does not exist.
         ValidationError: Iceberg refuses this cherry-pick (see the module docstring).
-        Unsupported: a dynamic overwrite that is not a fast-forward, or a v1 table that
-            would need a new snapshot.
+        Unsupported: a v1 table that would need a new snapshot, or manifests written for
+            another format version than the table's.
     """  # noqa: D205, D209, D415 (the contract's wording, kept exactly)
     picked = metadata.snapshot_by_id(snapshot_id)
     if picked is None:
@@ -176,18 +210,23 @@ def cherry_pick(
         return (SetSnapshotRef(branch, new_ref),), requirements
 
     _check_not_picked(picked, lineage, branch)
+    added, removed, layouts = snapshot_changes(table, metadata, picked)
     if is_dynamic_overwrite:
-        raise Unsupported(
-            f"Cannot cherry-pick dynamic overwrite snapshot {snapshot_id} onto {branch}: its "
-            f"parent is not the head of {branch}, and Icecore does not replay partition "
-            "replacements yet; use Spark's cherrypick_snapshot procedure."
-        )
-    files, layouts = added_data_files(table, metadata, picked)
+        _check_replaced_partitions(table, metadata, picked, lineage, added)
     properties: dict[str, str] = {}
     if wap_id:
         properties[PUBLISHED_WAP_ID] = wap_id
     properties[SOURCE_SNAPSHOT_ID] = str(snapshot_id)
-    written = write_append_snapshot(table, metadata, head, files, layouts, properties)
+    written = write_snapshot(
+        table,
+        metadata,
+        head,
+        added,
+        layouts,
+        properties,
+        removed_paths=[f.path for f in removed] if is_dynamic_overwrite else (),
+        operation=str(operation),
+    )
     moved = SnapshotRef(
         written.snapshot.snapshot_id,
         min_snapshots_to_keep=new_ref.min_snapshots_to_keep,

@@ -30,16 +30,17 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from icecore.avro import read_avro, write_avro
-from icecore.errors import IcecoreError, InvalidMetadata, Unsupported
+from icecore.avro import AvroFile, read_avro, write_avro
+from icecore.errors import IcecoreError, InvalidMetadata, Unsupported, ValidationError
 from icecore.manifest import (
     AvroFields,
     DataFileContent,
     ManifestContent,
+    ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
     non_null_branch,
@@ -48,6 +49,7 @@ from icecore.manifest_arrow import read_manifest
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.metadata.model import Summary
 from icecore.partitioning import PartitionSpec
+from icecore.schema import Schema
 from icecore.table_data import TableData
 from icecore.types import DoubleType, FloatType, IcebergType
 from icecore.values import to_bytes
@@ -140,14 +142,17 @@ def metadata_folder(metadata: TableMetadata) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PickedFile:
-    """One ADDED data file of the picked snapshot: its Avro record and decoded partition.
+    """A content file a new snapshot adds or removes: its Avro record and what summaries need.
 
     Attributes:
-        record: the ``manifest_entry`` record as decoded from the picked manifest.
+        record: the ``manifest_entry`` record as decoded from its manifest.
         spec_id: the partition spec of its manifest.
         partition: partition values by partition field id (Icecore's Python values).
-        record_count: rows in the file.
-        file_size_in_bytes: the file's size.
+        record_count: rows in the file (deletes in a delete file).
+        file_size_in_bytes: the size Java's summaries count (a deletion vector's blob size).
+        content: data, position deletes or equality deletes.
+        is_dv: a deletion vector (a position delete with a content offset).
+        path: the file's location.
     """
 
     record: dict[str, Any]
@@ -155,6 +160,70 @@ class PickedFile:
     partition: Mapping[int, Any]
     record_count: int
     file_size_in_bytes: int
+    content: DataFileContent = DataFileContent.DATA
+    is_dv: bool = False
+    path: str = ""
+
+
+def _picked(record: dict[str, Any], spec_id: int, entry: ManifestEntry) -> PickedFile:
+    f = entry.data_file
+    is_dv = f.content == DataFileContent.POSITION_DELETES and f.content_offset is not None
+    size = f.content_size_in_bytes if is_dv and f.content_size_in_bytes is not None else None
+    return PickedFile(
+        record=record,
+        spec_id=spec_id,
+        partition=f.partition,
+        record_count=f.record_count,
+        file_size_in_bytes=size if size is not None else f.file_size_in_bytes,
+        content=f.content,
+        is_dv=is_dv,
+        path=f.file_path,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    """One manifest decoded twice: raw Avro records (to copy) and Icecore's entries."""
+
+    manifest: ManifestFile
+    spec: PartitionSpec
+    raw: AvroFile
+    fields: AvroFields
+    file_fields: AvroFields
+    entries: list[ManifestEntry]
+
+
+def _decode(
+    table: TableData, metadata: TableMetadata, manifest: ManifestFile, schema: Schema
+) -> _Decoded:
+    """Both decodings of ``manifest``, checked to list the same files in the same order."""
+    spec = metadata.spec_by_id(manifest.partition_spec_id)
+    if spec is None:
+        raise InvalidMetadata(
+            f"Manifest {manifest.manifest_path} names partition spec "
+            f"{manifest.partition_spec_id}, which the table does not have."
+        )
+    raw = read_avro(table.io.read(manifest.manifest_path), manifest.manifest_path)
+    version = raw.metadata.get("format-version", "1")
+    if version != str(metadata.format_version):
+        raise Unsupported(
+            f"Manifest {manifest.manifest_path} was written for format version {version} "
+            f"and the table is now v{metadata.format_version}; Icecore copies files "
+            "between manifests of the same version only: cherry-pick this snapshot with "
+            "Spark's cherrypick_snapshot."
+        )
+    entries = read_manifest(table.io, manifest, schema, spec, metadata.format_version)
+    fields = AvroFields(raw.schema, manifest.manifest_path, "The manifest entry schema")
+    file_fields = AvroFields(
+        non_null_branch(fields.types[_ENTRY_FILE]), manifest.manifest_path, "data_file"
+    )
+    same = len(entries) == len(raw.records) and all(
+        file_fields.get(fields.get(r, _ENTRY_FILE), _DF_PATH) == e.data_file.file_path
+        for r, e in zip(raw.records, entries, strict=False)
+    )
+    if not same:
+        raise InvalidMetadata(f"Manifest {manifest.manifest_path} decoded two ways differs.")
+    return _Decoded(manifest, spec, raw, fields, file_fields, entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,74 +234,53 @@ class PickedManifest:
     header: Mapping[str, str]
 
 
-def added_data_files(
+def snapshot_changes(
     table: TableData, metadata: TableMetadata, snapshot: Snapshot
-) -> tuple[list[PickedFile], dict[int, PickedManifest]]:
-    """The data files ``snapshot`` added (Java's ``Snapshot.addedDataFiles``).
+) -> tuple[list[PickedFile], list[PickedFile], dict[int, PickedManifest]]:
+    """The data files ``snapshot`` added and removed (Java's added/removed data files).
 
-    Reads only the data manifests the snapshot wrote (``added_snapshot_id``), and in them
-    the ADDED entries, with the Avro schema of the manifest of each partition spec.
+    Reads only the data manifests the snapshot wrote (``added_snapshot_id``): their ADDED
+    and DELETED entries, and the Avro layout of the manifest of each partition spec.
 
     Raises:
         Unsupported: a manifest was written for another format version than the table's.
         InvalidMetadata: a manifest is broken.
     """
-    schema = (
-        metadata.schema_by_id(snapshot.schema_id) if snapshot.schema_id is not None else None
-    ) or metadata.current_schema()
-    files: list[PickedFile] = []
+    schema = _schema_of(metadata, snapshot)
+    added: list[PickedFile] = []
+    removed: list[PickedFile] = []
     layouts: dict[int, PickedManifest] = {}
     for manifest in table.manifests(snapshot):
         if manifest.content != ManifestContent.DATA:
             continue
         if manifest.added_snapshot_id != snapshot.snapshot_id:
             continue
-        spec = metadata.spec_by_id(manifest.partition_spec_id)
-        if spec is None:
-            raise InvalidMetadata(
-                f"Manifest {manifest.manifest_path} names partition spec "
-                f"{manifest.partition_spec_id}, which the table does not have."
-            )
-        raw = read_avro(table.io.read(manifest.manifest_path), manifest.manifest_path)
-        version = raw.metadata.get("format-version", "1")
-        if version != str(metadata.format_version):
-            raise Unsupported(
-                f"Manifest {manifest.manifest_path} was written for format version {version} "
-                f"and the table is now v{metadata.format_version}; Icecore copies files "
-                "between manifests of the same version only: cherry-pick this snapshot with "
-                "Spark's cherrypick_snapshot."
-            )
-        entries = read_manifest(table.io, manifest, schema, spec, metadata.format_version)
-        if len(entries) != len(raw.records):
-            raise InvalidMetadata(f"Manifest {manifest.manifest_path} decoded two ways differs.")
-        fields = AvroFields(raw.schema, manifest.manifest_path, "The manifest entry schema")
-        file_fields = AvroFields(
-            non_null_branch(fields.types[_ENTRY_FILE]), manifest.manifest_path, "data_file"
-        )
+        d = _decode(table, metadata, manifest, schema)
         layouts.setdefault(
-            spec.spec_id,
-            PickedManifest(json.loads(raw.metadata["avro.schema"]), dict(raw.metadata)),
+            d.spec.spec_id,
+            PickedManifest(json.loads(d.raw.metadata["avro.schema"]), dict(d.raw.metadata)),
         )
-        for record, entry in zip(raw.records, entries, strict=True):
-            data_file = fields.get(record, _ENTRY_FILE)
-            if file_fields.get(data_file, _DF_PATH) != entry.data_file.file_path:
-                raise InvalidMetadata(
-                    f"Manifest {manifest.manifest_path} decoded two ways differs."
-                )
-            if entry.status != ManifestEntryStatus.ADDED:
-                continue
+        for record, entry in zip(d.raw.records, d.entries, strict=True):
             if entry.data_file.content != DataFileContent.DATA:
                 continue
-            files.append(
-                PickedFile(
-                    record=record,
-                    spec_id=spec.spec_id,
-                    partition=entry.data_file.partition,
-                    record_count=entry.data_file.record_count,
-                    file_size_in_bytes=entry.data_file.file_size_in_bytes,
-                )
-            )
-    return files, layouts
+            if entry.status == ManifestEntryStatus.ADDED:
+                added.append(_picked(record, d.spec.spec_id, entry))
+            elif entry.status == ManifestEntryStatus.DELETED:
+                removed.append(_picked(record, d.spec.spec_id, entry))
+    return added, removed, layouts
+
+
+def added_data_files(
+    table: TableData, metadata: TableMetadata, snapshot: Snapshot
+) -> tuple[list[PickedFile], dict[int, PickedManifest]]:
+    """The data files ``snapshot`` added (Java's ``Snapshot.addedDataFiles``)."""
+    added, _, layouts = snapshot_changes(table, metadata, snapshot)
+    return added, layouts
+
+
+def _schema_of(metadata: TableMetadata, snapshot: Snapshot) -> Schema:
+    by_id = metadata.schema_by_id(snapshot.schema_id) if snapshot.schema_id is not None else None
+    return by_id or metadata.current_schema()
 
 
 # The new manifest --------------------------------------------------------------------------
@@ -307,29 +355,70 @@ _TOTALS = (
 )
 
 
-def append_summary(
-    properties: Mapping[str, str], files: Sequence[PickedFile], previous: Snapshot | None
-) -> dict[str, str]:
-    """The summary Java's ``SnapshotProducer`` writes for an append of ``files``.
+def _metrics(added: Sequence[PickedFile], removed: Sequence[PickedFile]) -> dict[str, str]:
+    """Java's ``UpdateMetrics.addTo``: each count only when above 0, in Java's order."""
+    n: dict[str, int] = {}
 
-    ``properties`` first (``source-snapshot-id``, ``published-wap-id``), then the added
-    counts (each only when above 0), ``changed-partition-count``, and the totals: the branch
-    head's plus what was added (a total the head lacks or cannot parse is left out; with no
-    head they start at 0).
+    def bump(key: str, by: int) -> None:
+        n[key] = n.get(key, 0) + by
+
+    for files, side in ((added, "added"), (removed, "removed")):
+        for f in files:
+            bump(f"{side}-size", f.file_size_in_bytes)
+            if f.content == DataFileContent.DATA:
+                bump(f"{side}-files", 1)
+                bump(f"{side}-records", f.record_count)
+            elif f.content == DataFileContent.POSITION_DELETES:
+                bump(f"{side}-dvs" if f.is_dv else f"{side}-pos-files", 1)
+                bump(f"{side}-delete-files", 1)
+                bump(f"{side}-pos-deletes", f.record_count)
+            else:
+                bump(f"{side}-delete-files", 1)
+                bump(f"{side}-eq-files", 1)
+                bump(f"{side}-eq-deletes", f.record_count)
+    order = (
+        ("added-files", "added-data-files"),
+        ("removed-files", "deleted-data-files"),
+        ("added-eq-files", "added-equality-delete-files"),
+        ("removed-eq-files", "removed-equality-delete-files"),
+        ("added-pos-files", "added-position-delete-files"),
+        ("removed-pos-files", "removed-position-delete-files"),
+        ("added-delete-files", "added-delete-files"),
+        ("removed-delete-files", "removed-delete-files"),
+        ("added-dvs", "added-dvs"),
+        ("removed-dvs", "removed-dvs"),
+        ("added-records", "added-records"),
+        ("removed-records", "deleted-records"),
+        ("added-size", "added-files-size"),
+        ("removed-size", "removed-files-size"),
+        ("added-pos-deletes", "added-position-deletes"),
+        ("removed-pos-deletes", "removed-position-deletes"),
+        ("added-eq-deletes", "added-equality-deletes"),
+        ("removed-eq-deletes", "removed-equality-deletes"),
+    )
+    return {key: str(n[name]) for name, key in order if n.get(name, 0) > 0}
+
+
+def append_summary(
+    properties: Mapping[str, str],
+    files: Sequence[PickedFile],
+    previous: Snapshot | None,
+    removed: Sequence[PickedFile] = (),
+) -> dict[str, str]:
+    """The summary Java's ``SnapshotProducer`` writes for adding ``files`` (removing ``removed``).
+
+    ``properties`` first (``published-wap-id``, ``source-snapshot-id``), then the added and
+    removed counts (each only when above 0), ``changed-partition-count`` (partitions of
+    every added or removed file), and the totals: the branch head's plus what was added,
+    minus what was removed (a total the head lacks or cannot parse is left out; with no head
+    they start at 0).
     """
     summary = dict(properties)
-    added_files = len(files)
-    added_records = sum(f.record_count for f in files)
-    added_size = sum(f.file_size_in_bytes for f in files)
-    if added_files > 0:
-        summary["added-data-files"] = str(added_files)
-    if added_records > 0:
-        summary["added-records"] = str(added_records)
-    if added_size > 0:
-        summary["added-files-size"] = str(added_size)
+    summary.update(_metrics(files, removed))
     # Java counts distinct partition paths; repr keeps NaN equal to NaN and -0.0 apart from 0.0.
     partitions = {
-        (f.spec_id, tuple(sorted((k, repr(v)) for k, v in f.partition.items()))) for f in files
+        (f.spec_id, tuple(sorted((k, repr(v)) for k, v in f.partition.items())))
+        for f in (*files, *removed)
     }
     summary["changed-partition-count"] = str(len(partitions))
     if previous is None:
@@ -338,16 +427,16 @@ def append_summary(
         before = {}
     else:
         before = previous.summary.properties
-    for total, added, removed in _TOTALS:
+    for total, added_key, removed_key in _TOTALS:
         text = before.get(total)
         if text is None:
             continue
         try:
             value = int(text)
-            if value >= 0 and added in summary:
-                value += int(summary[added])
-            if value >= 0 and removed in summary:
-                value -= int(summary[removed])
+            if value >= 0 and added_key in summary:
+                value += int(summary[added_key])
+            if value >= 0 and removed_key in summary:
+                value -= int(summary[removed_key])
         except ValueError:
             continue
         if value >= 0:
@@ -403,6 +492,41 @@ def _java_order(records: list[dict[str, Any]], merge_enabled: bool) -> list[dict
     return [r for s in specs for r in records if r["spec"] == s]
 
 
+def _rewritten_record(d: _Decoded, index: int, deleted: bool, snapshot_id: int) -> dict[str, Any]:
+    """A live entry kept in a rewritten manifest: EXISTING, or DELETED by the new snapshot.
+
+    As Java's ``ManifestWriter.existing``/``delete``: inherited values become explicit (the
+    snapshot id of an existing file, both sequence numbers, a data file's first row id).
+    """
+    entry, fields, file_fields = d.entries[index], d.fields, d.file_fields
+    out = dict(d.raw.records[index])
+    status = ManifestEntryStatus.DELETED if deleted else ManifestEntryStatus.EXISTING
+    out[fields.names[_ENTRY_STATUS]] = int(status)
+    out[fields.names[_ENTRY_SNAPSHOT]] = snapshot_id if deleted else entry.snapshot_id
+    if _ENTRY_SEQ in fields.names:
+        out[fields.names[_ENTRY_SEQ]] = entry.sequence_number
+    if _ENTRY_FILE_SEQ in fields.names:
+        out[fields.names[_ENTRY_FILE_SEQ]] = entry.file_sequence_number
+    data_file = dict(out[fields.names[_ENTRY_FILE]])
+    if _DF_FIRST_ROW_ID in file_fields.names and entry.data_file.first_row_id is not None:
+        data_file[file_fields.names[_DF_FIRST_ROW_ID]] = entry.data_file.first_row_id
+    out[fields.names[_ENTRY_FILE]] = data_file
+    return out
+
+
+@dataclass(slots=True)
+class _Rewrite:
+    """A manifest of the branch head to write again without some of its files."""
+
+    decoded: _Decoded
+    deleted: list[int]  # indexes of the live entries the new snapshot deletes
+    list_index: int  # its place among the kept manifests
+
+
+def _live(d: _Decoded) -> list[int]:
+    return [i for i, e in enumerate(d.entries) if e.status != ManifestEntryStatus.DELETED]
+
+
 def write_append_snapshot(
     table: TableData,
     metadata: TableMetadata,
@@ -413,20 +537,49 @@ def write_append_snapshot(
     *,
     now_ms: int | None = None,
 ) -> WrittenSnapshot:
-    """Write the manifest(s) of ``files`` and the manifest list of a new append on ``parent``.
+    """Write an ``append`` of ``files`` on ``parent`` (see :func:`write_snapshot`)."""
+    return write_snapshot(
+        table, metadata, parent, files, layouts, summary_properties, now_ms=now_ms
+    )
+
+
+def write_snapshot(
+    table: TableData,
+    metadata: TableMetadata,
+    parent: Snapshot | None,
+    files: Sequence[PickedFile],
+    layouts: Mapping[int, PickedManifest],
+    summary_properties: Mapping[str, str],
+    *,
+    removed_paths: Collection[str] = (),
+    operation: str = "append",
+    now_ms: int | None = None,
+) -> WrittenSnapshot:
+    """Write the manifests and manifest list of a snapshot on ``parent`` adding ``files``.
+
+    With ``removed_paths`` (a dynamic overwrite replayed), as Java's ``MergingSnapshotProducer``
+    with deleted files: every data manifest of ``parent`` holding one of them is written
+    again (the file DELETED by the new snapshot, the rest EXISTING); then delete files
+    left without rows to apply to are dropped the same way: deletion vectors of removed data
+    files, and delete files older than every data file left (their data sequence number
+    below the smallest of the data manifests). Everything is read and checked before the
+    first file is written.
 
     Args:
-        table: gives the FileIO the files are written through.
+        table: gives the FileIO the files are read and written through.
         metadata: the metadata the snapshot is added to (sequence number, next row id,
             current schema, properties).
         parent: the branch head the snapshot follows (None: the branch is empty).
-        files: the data files to add (:func:`added_data_files`).
+        files: the data files to add (:func:`snapshot_changes`).
         layouts: the Avro layout of a picked manifest for each spec id of ``files``.
         summary_properties: summary keys put first (``source-snapshot-id``, ...).
+        removed_paths: data files the snapshot deletes; each must be live in ``parent``.
+        operation: the snapshot's operation.
         now_ms: the snapshot's timestamp (default: now).
 
     Raises:
         Unsupported: the table is v1 (Icecore writes v2 and v3 manifests only).
+        ValidationError: a file to delete is not live in ``parent``.
         IcecoreError: a file could not be written (what was written stays unreferenced).
     """
     version = metadata.format_version
@@ -437,18 +590,115 @@ def write_append_snapshot(
         )
     snapshot_id = new_snapshot_id(metadata)
     sequence_number = metadata.last_sequence_number + 1
+    schema = metadata.current_schema()
+
+    # Plan: read the parent's list and the manifests that lose files -----------------------
+    kept: list[tuple[ManifestFile, dict[str, Any]]] = []
+    rewrites: list[_Rewrite] = []
+    removed_files: list[PickedFile] = []
+    to_remove = set(removed_paths)
+    if parent is not None and parent.manifest_list is not None:
+        raw = read_avro(table.io.read(parent.manifest_list), parent.manifest_list)
+        fields = AvroFields(raw.schema, parent.manifest_list, "The manifest list schema")
+        sfields = None
+        if _ML["partitions"] in fields.types:
+            array = non_null_branch(fields.types[_ML["partitions"]])
+            if isinstance(array, dict) and array.get("type") == "array":
+                sfields = AvroFields(array["items"], parent.manifest_list, "field_summary")
+        manifests = table.manifests(parent)
+        if len(manifests) != len(raw.records):
+            raise InvalidMetadata(f"Manifest list {parent.manifest_list} decoded two ways differs.")
+        parent_schema = _schema_of(metadata, parent)
+        dropped_data_min: list[int] = []  # data manifests without live files count too
+        for manifest, record in zip(manifests, raw.records, strict=True):
+            if not _kept(manifest):
+                if manifest.content == ManifestContent.DATA:
+                    dropped_data_min.append(manifest.min_sequence_number)
+                continue
+            entry = _list_entry(record, fields, sfields)
+            # Absent in lists written before v2: the spec's defaults (Appendix E).
+            entry["content"] = int(manifest.content)
+            entry["seq"], entry["min_seq"] = manifest.sequence_number, manifest.min_sequence_number
+            for key in (
+                "added_files",
+                "existing_files",
+                "deleted_files",
+                "added_rows",
+                "existing_rows",
+                "deleted_rows",
+            ):
+                entry[key] = entry[key] if entry[key] is not None else 0
+            if to_remove and manifest.content == ManifestContent.DATA:
+                d = _decode(table, metadata, manifest, parent_schema)
+                hits = [i for i in _live(d) if d.entries[i].data_file.file_path in to_remove]
+                if hits:
+                    rewrites.append(_Rewrite(d, hits, len(kept)))
+                    removed_files += [
+                        _picked(d.raw.records[i], d.spec.spec_id, d.entries[i]) for i in hits
+                    ]
+            kept.append((manifest, entry))
+        if to_remove:
+            # Java: deletes older than every data file left, and DVs of removed files, go too.
+            rewritten_min: dict[int, list[int]] = {}
+            for r in rewrites:
+                rewritten_min[r.list_index] = [
+                    seq
+                    for i in _live(r.decoded)
+                    if i not in r.deleted
+                    and (seq := r.decoded.entries[i].sequence_number) is not None
+                ]
+            data_min = list(dropped_data_min)
+            for n, (m, e) in enumerate(kept):
+                if m.content != ManifestContent.DATA:
+                    continue
+                if n in rewritten_min:
+                    if rewritten_min[n]:  # a rewrite without live files has no minimum
+                        data_min.append(min(rewritten_min[n]))
+                else:
+                    data_min.append(int(e["min_seq"]))
+            min_data_sequence = min([metadata.last_sequence_number, *data_min])
+            for n, (m, _) in enumerate(kept):
+                if m.content != ManifestContent.DELETES:
+                    continue
+                d = _decode(table, metadata, m, parent_schema)
+                hits = []
+                for i in _live(d):
+                    df, seq = d.entries[i].data_file, d.entries[i].sequence_number
+                    dangling = (
+                        df.content_offset is not None and df.referenced_data_file in to_remove
+                    )
+                    old = seq is not None and 0 < seq < min_data_sequence
+                    if dangling or old:
+                        hits.append(i)
+                if hits:
+                    rewrites.append(_Rewrite(d, hits, n))
+                    removed_files += [
+                        _picked(d.raw.records[i], d.spec.spec_id, d.entries[i]) for i in hits
+                    ]
+
+    missing = to_remove - {f.path for f in removed_files}
+    if missing:
+        raise ValidationError(
+            f"Cannot replay the deletes of this snapshot: {len(missing)} data file(s) it "
+            f"removed are no longer in the branch (e.g. {sorted(missing)[0]}); they were "
+            "removed or rewritten since."
+        )
+
+    # Write --------------------------------------------------------------------------------
     folder = metadata_folder(metadata)
     commit = str(uuid.uuid4())
     written: list[str] = []
+    counter = iter(range(1_000_000))
 
-    def create(path: str, data: bytes) -> None:
+    def create(data: bytes) -> str:
+        path = f"{folder}/{commit}-m{next(counter)}.avro"
         if not table.io.create_exclusive(path, data):
             raise IcecoreError(f"Cannot write {path}: a file is there already; try again.")
         written.append(path)
+        return path
 
     new_records: list[dict[str, Any]] = []
-    schema = metadata.current_schema()
-    for n, spec_id in enumerate(sorted({f.spec_id for f in files}, reverse=True)):
+    for spec_id in sorted({f.spec_id for f in files}, reverse=True):
         spec_files = [f for f in files if f.spec_id == spec_id]
         layout = layouts[spec_id]
         fields = AvroFields(layout.schema, "the new manifest", "The manifest entry schema")
@@ -457,9 +707,8 @@ def write_append_snapshot(
         )
         records = [_entry_record(f.record, fields, file_fields, snapshot_id) for f in spec_files]
         header = {k: v for k, v in layout.header.items() if not k.startswith("avro.")}
-        path = f"{folder}/{commit}-m{n}.avro"
         data = write_avro(layout.schema, records, header)
-        create(path, data)
+        path = create(data)
         spec = metadata.spec_by_id(spec_id)
         assert spec is not None
         partition_types = [f.field_type for f in spec.partition_type(schema).fields]
@@ -484,33 +733,43 @@ def write_append_snapshot(
             }
         )
 
-    kept_data: list[dict[str, Any]] = []
-    kept_deletes: list[dict[str, Any]] = []
-    if parent is not None and parent.manifest_list is not None:
-        raw = read_avro(table.io.read(parent.manifest_list), parent.manifest_list)
-        fields = AvroFields(raw.schema, parent.manifest_list, "The manifest list schema")
-        sfields = None
-        if _ML["partitions"] in fields.types:
-            array = non_null_branch(fields.types[_ML["partitions"]])
-            if isinstance(array, dict) and array.get("type") == "array":
-                sfields = AvroFields(array["items"], parent.manifest_list, "field_summary")
-        manifests = table.manifests(parent)
-        if len(manifests) != len(raw.records):
-            raise InvalidMetadata(f"Manifest list {parent.manifest_list} decoded two ways differs.")
-        for manifest, record in zip(manifests, raw.records, strict=True):
-            if not _kept(manifest):
-                continue
-            entry = _list_entry(record, fields, sfields)
-            # Absent in lists written before v2: the spec's defaults (Appendix E).
-            entry["content"] = int(manifest.content)
-            entry["seq"], entry["min_seq"] = manifest.sequence_number, manifest.min_sequence_number
-            for key in ("added_files", "existing_files", "deleted_files"):
-                entry[key] = entry[key] if entry[key] is not None else 0
-            for key in ("added_rows", "existing_rows", "deleted_rows"):
-                entry[key] = entry[key] if entry[key] is not None else 0
-            target = kept_data if manifest.content == ManifestContent.DATA else kept_deletes
-            target.append(entry)
+    for r in rewrites:
+        d = r.decoded
+        live = _live(d)
+        records = [_rewritten_record(d, i, i in r.deleted, snapshot_id) for i in live]
+        header = {k: v for k, v in d.raw.metadata.items() if not k.startswith("avro.")}
+        data = write_avro(json.loads(d.raw.metadata["avro.schema"]), records, header)
+        path = create(data)
+        gone = [d.entries[i] for i in live if i in r.deleted]
+        stay = [d.entries[i] for i in live if i not in r.deleted]
+        stay_seq = [e.sequence_number for e in stay if e.sequence_number is not None]
+        partition_types = [f.field_type for f in d.spec.partition_type(schema).fields]
+        everything = [_picked({}, d.spec.spec_id, d.entries[i]) for i in live]
+        _, entry = kept[r.list_index]
+        kept[r.list_index] = (
+            kept[r.list_index][0],
+            {
+                "path": path,
+                "length": len(data),
+                "spec": d.spec.spec_id,
+                "content": entry["content"],
+                "seq": sequence_number,
+                "min_seq": min(stay_seq) if stay_seq else sequence_number,
+                "snapshot": snapshot_id,
+                "added_files": 0,
+                "existing_files": len(stay),
+                "deleted_files": len(gone),
+                "added_rows": 0,
+                "existing_rows": sum(e.data_file.record_count for e in stay),
+                "deleted_rows": sum(e.data_file.record_count for e in gone),
+                "partitions": field_summaries(d.spec, partition_types, everything),
+                "key_metadata": None,
+                "first_row_id": None,
+            },
+        )
 
+    kept_data = [e for m, e in kept if m.content == ManifestContent.DATA]
+    kept_deletes = [e for m, e in kept if m.content != ManifestContent.DATA]
     merge = metadata.properties.get("commit.manifest-merge.enabled", "true").lower() == "true"
     ordered = _java_order(new_records + kept_data, merge) + _java_order(kept_deletes, merge)
 
@@ -538,16 +797,19 @@ def write_append_snapshot(
         list_meta["first-row-id"] = str(first_row_id)
     list_records = [{_LIST_NAMES[k]: v for k, v in e.items()} for e in ordered]
     list_path = f"{folder}/snap-{snapshot_id}-1-{commit}.avro"
-    create(list_path, write_avro(manifest_list_schema(version), list_records, list_meta))
+    list_data = write_avro(manifest_list_schema(version), list_records, list_meta)
+    if not table.io.create_exclusive(list_path, list_data):
+        raise IcecoreError(f"Cannot write {list_path}: a file is there already; try again.")
+    written.append(list_path)
 
-    summary = append_summary(summary_properties, files, parent)
+    summary = append_summary(summary_properties, files, parent, removed_files)
     snapshot = Snapshot(
         snapshot_id=snapshot_id,
         timestamp_ms=now_ms if now_ms is not None else int(time.time() * 1000),
         parent_snapshot_id=parent.snapshot_id if parent is not None else None,
         sequence_number=sequence_number,
         manifest_list=list_path,
-        summary=Summary("append", summary),
+        summary=Summary(operation, summary),
         schema_id=metadata.current_schema_id,
         first_row_id=first_row_id,
         added_rows=added_rows,
@@ -565,5 +827,7 @@ __all__ = [
     "manifest_list_schema",
     "metadata_folder",
     "new_snapshot_id",
+    "snapshot_changes",
     "write_append_snapshot",
+    "write_snapshot",
 ]

@@ -52,8 +52,9 @@ def _snap(sid: int, parent: int | None, operation: str, **summary: str) -> dict[
 
 
 # main: 1 -> 2 -> 3 (head). Off main: 10 (WAP x on 2), 11 (delete on 3), 12 (dynamic
-# overwrite on 2), 13 (dynamic overwrite on 20), 20 (append on 1), 21 (append on 1, already
-# picked as 3), 22 (WAP y on 1, y published by 2), 23 (WAP y on 3), 24 (overwrite on 2).
+# overwrite on 2: replayed, see the Spark tests), 13 (dynamic overwrite on 20), 20 (append
+# on 1), 21 (append on 1, already picked as 3), 22 (WAP y on 1, y published by 2), 23 (WAP y
+# on 3), 24 (overwrite on 2).
 SNAPSHOTS = [
     _snap(1, None, "append"),
     _snap(2, 1, "append", **{"published-wap-id": "y"}),
@@ -162,7 +163,6 @@ def test_empty_main_fast_forwards_to_a_parentless_snapshot(tmp_path: Path) -> No
         (22, "main", ValidationError, "WAP id 'y' was already published on main \\(snapshot 2\\)"),
         (23, "main", ValidationError, "WAP id 'y' was already published"),  # even a fast-forward
         (13, "main", ValidationError, "not based on an ancestor of main"),
-        (12, "main", Unsupported, "dynamic overwrite snapshot 12"),
         (99, "main", NotFound, "unknown snapshot 99"),
         (11, "tag1", ValidationError, "tag1: it is a tag"),
         (11, "nope", NotFound, "no such branch"),

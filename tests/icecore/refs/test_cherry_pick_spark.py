@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import icecore
-from icecore.errors import IcecoreError, NotFound, Unsupported, ValidationError
+from icecore.errors import IcecoreError, NotFound, ValidationError
 from icecore.evolution.commit import commit_updates
 from icecore.manifest import ManifestEntryStatus, read_manifest_list
 from icecore.manifest_arrow import read_manifest
@@ -32,9 +32,13 @@ pytestmark = pytest.mark.spark
 ENGINE_KEYS = {"engine-name", "engine-version", "app-id", "iceberg-version", "spark.app.id"}
 """Summary keys each engine writes about itself (Java's EnvironmentContext, Spark's app id)."""
 
-EXPECTED_MAIN = [1, 2, 4, 5, 10, 11, 12, 20]
-"""Main after the story and both picks, by hand: s1 {1,2,3} - s2 {3} + s3 {4,5} + w3 {20}
-+ w1 {10,11,12} (w2, w4 stay staged)."""
+EXPECTED_MAIN = [1, 5, 10, 11, 12, 20, 50]
+"""Main after the story and the picks, by hand: s1 {1 a, 2 b, 3 b} - s2 {3} + s3 {4 b, 5 d}
++ w3 {20 a} + w1 {10 a, 11 c, 12 null}, then w5 replaces partition b with {50}
+(w2, w4 stay staged)."""
+
+PICKS = ("w3", "w1", "w5")
+"""A fast-forward, an append that needs a new snapshot, a dynamic overwrite replayed."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ def picked(
 ) -> Picked:
     table = wap_tables[request.param]
     ours, theirs = copy_table(wap_catalogs, table), copy_table(wap_catalogs, table)
-    for role in ("w3", "w1"):  # a fast-forward, then a pick that needs a new snapshot
+    for role in PICKS:
         icecore_pick(ours, table.ids[role])
         spark_pick(wap_catalogs, theirs, table.ids[role])
     return Picked(wap_catalogs, table, ours, theirs)
@@ -88,16 +92,14 @@ def rows(spark: Any, sql: str) -> list[dict[str, Any]]:
 
 
 def new_ids(p: Picked) -> dict[int, str]:
-    """The one snapshot each copy created, mapped to a common name."""
-    known = set(p.table.ids.values())
+    """The snapshots each copy created, named by the snapshot they were picked from."""
     out: dict[int, str] = {}
     for copy in (p.ours, p.theirs):
-        ids = {
-            r["snapshot_id"]
-            for r in rows(p.evo.spark, f"SELECT snapshot_id FROM {copy.spark_name}.snapshots")
-        }
-        (new,) = ids - known
-        out[new] = "picked"
+        sql = "SELECT snapshot_id, summary['source-snapshot-id'] AS source FROM {t}.snapshots"
+        for r in rows(p.evo.spark, sql.format(t=copy.spark_name)):
+            if r["source"] is not None:
+                out[r["snapshot_id"]] = f"picked from {r['source']}"
+    assert len(out) == 4  # w1 and w5 on each copy
     return out
 
 
@@ -188,7 +190,7 @@ def test_icecore_and_pyiceberg_read_the_written_files(picked: Picked) -> None:
     staged = rows(
         spark,
         f"SELECT DISTINCT data_file.file_path AS p FROM {table.spark_name}.all_entries "
-        f"WHERE snapshot_id = {table.ids['w1']} AND status = 1",
+        f"WHERE snapshot_id = {table.ids['w5']} AND status = 1",
     )
     manifests = read_manifest_list(ours.io, head.manifest_list or "", ours.format_version)
     new = manifests[0]
@@ -242,6 +244,7 @@ def test_refusals_write_nothing_and_match_spark(picked: Picked) -> None:
     cases = {
         # Java checks the WAP id first: w1 itself, picked already, is refused for it too.
         "w1": "WAP id 'w1' was already published",
+        "w5": "WAP id 'w5' was already published",
         "w4": "WAP id 'w1' was already published",  # the same WAP id staged again
         "w2": "not append, dynamic overwrite, or fast-forward",  # a delete on an old parent
         "s1": "already an ancestor",
@@ -254,9 +257,6 @@ def test_refusals_write_nothing_and_match_spark(picked: Picked) -> None:
         with pytest.raises(Exception, match=r"(?i)cherry|wap|ancestor"):  # Spark refuses as well
             spark_pick(evo, picked.theirs, ids[role])
     table = icecore.load_table(picked.ours.icecore_name)
-    # A dynamic overwrite off the head: Java replays it, Icecore refuses in one sentence.
-    with pytest.raises(Unsupported, match=f"dynamic overwrite snapshot {ids['w5']} onto main"):
-        cherry_pick(table, table.metadata, ids["w5"])
     with pytest.raises(NotFound, match="unknown snapshot 12345"):
         cherry_pick(table, table.metadata, 12345)
     with pytest.raises(NotFound, match="no such branch"):
