@@ -29,7 +29,8 @@ class WapTable:
     delete staged as ``w2`` on s1; ``s2`` a merge-on-read delete on main; ``s3`` an insert
     on main (the head); ``w3`` an append staged as ``w3`` on s3 (a fast-forward); ``w4`` an
     append staged again as ``w1`` (a re-run of the same job) on s3; ``w5`` a dynamic
-    overwrite of partition ``b`` staged as ``w5`` on s3.
+    overwrite of partition ``b`` staged as ``w5`` on s3; ``w6`` one of partition ``a``
+    staged as ``w6`` on s3 (w3 adds to ``a`` after s3).
     """
 
     name: str
@@ -46,7 +47,7 @@ def _staged(spark: Any, wap_id: str, statement: str) -> None:
         spark.conf.unset("spark.wap.id")
 
 
-ROLES = ("s1", "w1", "w2", "s2", "s3", "w3", "w4", "w5")
+ROLES = ("s1", "w1", "w2", "s2", "s3", "w3", "w4", "w5", "w6")
 """The story's snapshots in commit order (each statement commits one)."""
 
 
@@ -72,6 +73,7 @@ def stage_wap_table(evo: EvoCatalogs, format_version: int) -> WapTable:
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
     try:
         _staged(spark, "w5", f"INSERT OVERWRITE {full} VALUES (50, 'b', 50.0)")
+        _staged(spark, "w6", f"INSERT OVERWRITE {full} VALUES (60, 'a', 60.0)")
     finally:
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
     # Sequence numbers follow commit order, staged snapshots included ("Sequence Numbers").

@@ -249,6 +249,8 @@ def test_refusals_write_nothing_and_match_spark(picked: Picked) -> None:
         # Java checks the WAP id first: w1 itself, picked already, is refused for it too.
         "w1": "WAP id 'w1' was already published",
         "w5": "WAP id 'w5' was already published",
+        # w6 replaces partition a, where w3 (picked since its parent s3) added a file.
+        "w6": "added .* since, in a partition it replaces",
         "w4": "WAP id 'w1' was already published",  # the same WAP id staged again
         "w2": "not append, dynamic overwrite, or fast-forward",  # a delete on an old parent
         "s1": "already an ancestor",
