@@ -117,7 +117,7 @@ def _check_replaced_partitions(
     for snapshot in lineage:
         if snapshot.snapshot_id == picked.parent_snapshot_id:
             break
-        for f in snapshot_changes(table, metadata, snapshot)[0]:
+        for f in snapshot_changes(table, metadata, snapshot, for_copy=False)[0]:
             if (f.spec_id, _key(f.partition)) in replaced:
                 raise ValidationError(
                     f"Cannot cherry-pick overwrite snapshot {picked.snapshot_id}: snapshot "

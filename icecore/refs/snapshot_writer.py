@@ -1,4 +1,4 @@
-"""Write one appending snapshot: a manifest of picked data files and a new manifest list.
+"""Write one snapshot that adds (and may delete) data files: new manifests, a new manifest list.
 
 Icecore otherwise writes only metadata JSON; cherry-picking an append whose parent is not
 the branch head needs a new snapshot, as Iceberg Java's ``CherryPickOperation`` (a
@@ -17,8 +17,13 @@ the branch head needs a new snapshot, as Iceberg Java's ``CherryPickOperation`` 
   ``commit.manifest.min-count-to-merge``, and Icecore never merges: a valid, if longer,
   list); in v3, each data manifest without a ``first_row_id`` gets the next one, and the
   snapshot's ``added-rows`` is what was assigned;
-- the summary is Java's: the picked properties, ``added-*`` counts,
-  ``changed-partition-count``, ``total-*`` carried from the branch head.
+- a replayed dynamic overwrite also deletes data files: each head manifest holding one is
+  written again (the file DELETED by the new snapshot, the other live files EXISTING with
+  their inherited values made explicit, as Java's ``ManifestFilterManager`` does), and
+  deletion vectors of removed files and delete files older than every data file left are
+  dropped from their delete manifests the same way;
+- the summary is Java's: the picked properties, ``added-*``/``deleted-*``/``removed-*``
+  counts, ``changed-partition-count``, ``total-*`` carried from the branch head.
 
 Files are created under the table's metadata folder with names no other writer uses
 (``<uuid>-m<n>.avro``, ``snap-<id>-1-<uuid>.avro``) and never replace anything: a commit
@@ -194,9 +199,18 @@ class _Decoded:
 
 
 def _decode(
-    table: TableData, metadata: TableMetadata, manifest: ManifestFile, schema: Schema
+    table: TableData,
+    metadata: TableMetadata,
+    manifest: ManifestFile,
+    schema: Schema,
+    *,
+    for_copy: bool = True,
 ) -> _Decoded:
-    """Both decodings of ``manifest``, checked to list the same files in the same order."""
+    """Both decodings of ``manifest``, checked to list the same files in the same order.
+
+    ``for_copy``: its records will be written into a manifest of the table's format version,
+    so the manifest must have been written for that version too.
+    """
     spec = metadata.spec_by_id(manifest.partition_spec_id)
     if spec is None:
         raise InvalidMetadata(
@@ -205,7 +219,7 @@ def _decode(
         )
     raw = read_avro(table.io.read(manifest.manifest_path), manifest.manifest_path)
     version = raw.metadata.get("format-version", "1")
-    if version != str(metadata.format_version):
+    if for_copy and version != str(metadata.format_version):
         raise Unsupported(
             f"Manifest {manifest.manifest_path} was written for format version {version} "
             f"and the table is now v{metadata.format_version}; Icecore copies files "
@@ -235,15 +249,16 @@ class PickedManifest:
 
 
 def snapshot_changes(
-    table: TableData, metadata: TableMetadata, snapshot: Snapshot
+    table: TableData, metadata: TableMetadata, snapshot: Snapshot, *, for_copy: bool = True
 ) -> tuple[list[PickedFile], list[PickedFile], dict[int, PickedManifest]]:
     """The data files ``snapshot`` added and removed (Java's added/removed data files).
 
     Reads only the data manifests the snapshot wrote (``added_snapshot_id``): their ADDED
     and DELETED entries, and the Avro layout of the manifest of each partition spec.
+    ``for_copy=False`` when the files are only looked at, not copied.
 
     Raises:
-        Unsupported: a manifest was written for another format version than the table's.
+        Unsupported: copying from a manifest written for another format version.
         InvalidMetadata: a manifest is broken.
     """
     schema = _schema_of(metadata, snapshot)
@@ -255,7 +270,7 @@ def snapshot_changes(
             continue
         if manifest.added_snapshot_id != snapshot.snapshot_id:
             continue
-        d = _decode(table, metadata, manifest, schema)
+        d = _decode(table, metadata, manifest, schema, for_copy=for_copy)
         layouts.setdefault(
             d.spec.spec_id,
             PickedManifest(json.loads(d.raw.metadata["avro.schema"]), dict(d.raw.metadata)),

@@ -292,3 +292,42 @@ def test_changed_partition_count_counts_nan_once_and_signed_zeros_apart() -> Non
     assert append_summary({}, nans, None)["changed-partition-count"] == "1"
     zeros = [_file(0, {1000: -0.0}, 1, 1), _file(0, {1000: 0.0}, 1, 1)]
     assert append_summary({}, zeros, None)["changed-partition-count"] == "2"
+
+
+def test_write_avro_keeps_field_ids_and_header() -> None:
+    """Readers find manifest fields by ``field-id`` (Appendix A): the attributes must survive."""
+    from icecore.avro import read_avro, write_avro
+    from icecore.manifest import AvroFields
+
+    schema = manifest_list_schema(3)
+    record = {
+        "manifest_path": "m.avro",
+        "manifest_length": 7,
+        "partition_spec_id": 0,
+        "content": 0,
+        "sequence_number": 2,
+        "min_sequence_number": 1,
+        "added_snapshot_id": 9,
+        "added_files_count": 1,
+        "existing_files_count": 0,
+        "deleted_files_count": 0,
+        "added_rows_count": 3,
+        "existing_rows_count": 0,
+        "deleted_rows_count": 0,
+        "partitions": [
+            {
+                "contains_null": False,
+                "contains_nan": None,
+                "lower_bound": b"",
+                "upper_bound": b"\x00",
+            }
+        ],
+        "key_metadata": None,
+        "first_row_id": 0,
+    }
+    data = write_avro(schema, [record], {"format-version": "3", "snapshot-id": "9"})
+    back = read_avro(data, "m")
+    assert back.records == [record]
+    assert back.metadata["format-version"] == "3" and back.metadata["avro.codec"] == "deflate"
+    fields = AvroFields(back.schema, "m", "list")
+    assert fields.get(back.records[0], 520) == 0 and fields.get(back.records[0], 515) == 2
