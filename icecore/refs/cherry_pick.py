@@ -27,7 +27,9 @@ written under unique names, and a commit that fails leaves them unreferenced.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from icecore.errors import NotFound, ValidationError
@@ -35,7 +37,12 @@ from icecore.metadata import Snapshot, TableMetadata
 from icecore.metadata.model import MAIN_BRANCH, Operation, SnapshotRef
 from icecore.metadata.requirements import AssertRefSnapshotId, AssertTableUUID, Requirement
 from icecore.metadata.updates import AddSnapshot, MetadataUpdate, SetSnapshotRef
-from icecore.refs.snapshot_writer import PickedFile, snapshot_changes, write_snapshot
+from icecore.refs.snapshot_writer import (
+    PickedFile,
+    PickedManifest,
+    snapshot_changes,
+    write_snapshot,
+)
 from icecore.table_data import TableData
 
 STAGED_WAP_ID = "wap.id"
@@ -129,27 +136,46 @@ def _key(partition: Mapping[int, Any]) -> tuple[tuple[int, str], ...]:
     return tuple(sorted((k, repr(v)) for k, v in partition.items()))
 
 
-def cherry_pick(
-    table: TableData,
-    metadata: TableMetadata,
-    snapshot_id: int,
-    branch: str = "main",
-) -> tuple[tuple[MetadataUpdate, ...], tuple[Requirement, ...]]:
-    """Updates (add-snapshot if a new one is written, set-snapshot-ref) and requirements
-    (assert-table-uuid, assert-ref-snapshot-id on `branch`) that cherry-pick `snapshot_id`
-    onto `branch` of `metadata`, as Iceberg Java's CherryPickOperation does.
+@dataclass(frozen=True, slots=True)
+class CherryPickPlan:
+    """What cherry-picking a snapshot onto a branch will do, found without writing anything.
 
-    ``metadata`` is what the operation applies to (a transaction may have staged other
-    changes); ``table`` gives the FileIO the picked manifests are read and the new ones
-    written through. A new snapshot's manifest and manifest list are written before this
-    returns (only when every check passed); committing the updates makes them reachable.
+    Attributes:
+        branch: the branch that moves.
+        picked: the snapshot picked.
+        head: the branch head before (None: the branch is empty).
+        fast_forward: only the ref moves, to ``picked``.
+        added: data files a new snapshot adds (empty for a fast-forward).
+        removed: data files a new snapshot deletes (a replayed dynamic overwrite).
+        summary_properties: what the new snapshot's summary starts with.
+        requirements: assert-table-uuid and assert-ref-snapshot-id on ``branch``.
+        ref: the branch's ref before (its retention is kept), or None.
+        layouts: the Avro layout of the picked manifest of each spec id of ``added``.
+    """
+
+    branch: str
+    picked: Snapshot
+    head: Snapshot | None
+    fast_forward: bool
+    added: tuple[PickedFile, ...]
+    removed: tuple[PickedFile, ...]
+    summary_properties: Mapping[str, str]
+    requirements: tuple[Requirement, ...]
+    ref: SnapshotRef | None
+    layouts: Mapping[int, PickedManifest]
+
+
+def plan_cherry_pick(
+    table: TableData, metadata: TableMetadata, snapshot_id: int, branch: str = MAIN_BRANCH
+) -> CherryPickPlan:
+    """Check a cherry-pick as Java does and say what it will do; reads manifests, writes nothing.
+
+    For a dry run: every refusal of :func:`cherry_pick` is raised here, except a data file a
+    dynamic overwrite removed that is gone from the branch, which is found while writing.
 
     Raises:
-        NotFound: the snapshot or the branch does not exist.
-        ValidationError: Iceberg refuses this cherry-pick (see the module docstring).
-        Unsupported: a v1 table that would need a new snapshot, or manifests written for
-            another format version than the table's.
-    """  # noqa: D205, D209, D415 (the contract's wording, kept exactly)
+        NotFound, ValidationError, Unsupported: as :func:`cherry_pick`.
+    """
     picked = metadata.snapshot_by_id(snapshot_id)
     if picked is None:
         raise NotFound(
@@ -168,7 +194,6 @@ def cherry_pick(
     if metadata.table_uuid is not None:
         guards.append(AssertTableUUID(metadata.table_uuid))
     guards.append(AssertRefSnapshotId(branch, head.snapshot_id if head is not None else None))
-    requirements = tuple(guards)
 
     operation = picked.operation
     is_append = operation == Operation.APPEND
@@ -198,43 +223,70 @@ def cherry_pick(
             f"fast-forward (its parent is not the head of {branch}); rebase the change on "
             f"{branch} instead."
         )
-
-    new_ref = SnapshotRef(
-        snapshot_id,
-        min_snapshots_to_keep=ref.min_snapshots_to_keep if ref is not None else None,
-        max_snapshot_age_ms=ref.max_snapshot_age_ms if ref is not None else None,
-        max_ref_age_ms=ref.max_ref_age_ms if ref is not None else None,
-        extra=ref.extra if ref is not None else {},
+    properties: dict[str, str] = {}
+    if wap_id:
+        properties[PUBLISHED_WAP_ID] = wap_id
+    properties[SOURCE_SNAPSHOT_ID] = str(snapshot_id)
+    plan = CherryPickPlan(
+        branch, picked, head, fast_forward, (), (), properties, tuple(guards), ref, {}
     )
     if fast_forward:
-        return (SetSnapshotRef(branch, new_ref),), requirements
+        return plan
 
     _check_not_picked(picked, lineage, branch)
     added, removed, layouts = snapshot_changes(table, metadata, picked)
     if is_dynamic_overwrite:
         _check_replaced_partitions(table, metadata, picked, lineage, added)
-    properties: dict[str, str] = {}
-    if wap_id:
-        properties[PUBLISHED_WAP_ID] = wap_id
-    properties[SOURCE_SNAPSHOT_ID] = str(snapshot_id)
+    else:
+        removed = []
+    return dataclasses.replace(plan, added=tuple(added), removed=tuple(removed), layouts=layouts)
+
+
+def _moved(ref: SnapshotRef | None, snapshot_id: int) -> SnapshotRef:
+    """The branch's ref at ``snapshot_id``, its retention kept."""
+    if ref is None:
+        return SnapshotRef(snapshot_id)
+    return dataclasses.replace(ref, snapshot_id=snapshot_id)
+
+
+def cherry_pick(
+    table: TableData,
+    metadata: TableMetadata,
+    snapshot_id: int,
+    branch: str = "main",
+) -> tuple[tuple[MetadataUpdate, ...], tuple[Requirement, ...]]:
+    """Updates (add-snapshot if a new one is written, set-snapshot-ref) and requirements
+    (assert-table-uuid, assert-ref-snapshot-id on `branch`) that cherry-pick `snapshot_id`
+    onto `branch` of `metadata`, as Iceberg Java's CherryPickOperation does.
+
+    ``metadata`` is what the operation applies to (a transaction may have staged other
+    changes); ``table`` gives the FileIO the picked manifests are read and the new ones
+    written through. A new snapshot's manifests and manifest list are written before this
+    returns (only when every check passed, :func:`plan_cherry_pick`); committing the
+    updates makes them reachable.
+
+    Raises:
+        NotFound: the snapshot or the branch does not exist.
+        ValidationError: Iceberg refuses this cherry-pick (see the module docstring).
+        Unsupported: a v1 table that would need a new snapshot, or manifests written for
+            another format version than the table's.
+    """  # noqa: D205, D209, D415 (the contract's wording, kept exactly)
+    plan = plan_cherry_pick(table, metadata, snapshot_id, branch)
+    if plan.fast_forward:
+        return (SetSnapshotRef(branch, _moved(plan.ref, snapshot_id)),), plan.requirements
     written = write_snapshot(
         table,
         metadata,
-        head,
-        added,
-        layouts,
-        properties,
-        removed_paths=[f.path for f in removed] if is_dynamic_overwrite else (),
-        operation=str(operation),
+        plan.head,
+        plan.added,
+        plan.layouts,
+        plan.summary_properties,
+        removed_paths=[f.path for f in plan.removed],
+        operation=str(plan.picked.operation),
     )
-    moved = SnapshotRef(
-        written.snapshot.snapshot_id,
-        min_snapshots_to_keep=new_ref.min_snapshots_to_keep,
-        max_snapshot_age_ms=new_ref.max_snapshot_age_ms,
-        max_ref_age_ms=new_ref.max_ref_age_ms,
-        extra=new_ref.extra,
-    )
-    return (AddSnapshot(written.snapshot), SetSnapshotRef(branch, moved)), requirements
+    new_id = written.snapshot.snapshot_id
+    updates = (AddSnapshot(written.snapshot), SetSnapshotRef(branch, _moved(plan.ref, new_id)))
+    return updates, plan.requirements
 
 
 __all__ = [
@@ -242,6 +294,8 @@ __all__ = [
     "REPLACE_PARTITIONS",
     "SOURCE_SNAPSHOT_ID",
     "STAGED_WAP_ID",
+    "CherryPickPlan",
     "ancestors",
     "cherry_pick",
+    "plan_cherry_pick",
 ]

@@ -22,7 +22,7 @@ from icecore.errors import IcecoreError, NotFound, ValidationError
 from icecore.evolution.commit import commit_updates
 from icecore.manifest import ManifestEntryStatus, read_manifest_list
 from icecore.manifest_arrow import read_manifest
-from icecore.refs.cherry_pick import cherry_pick
+from icecore.refs.cherry_pick import cherry_pick, plan_cherry_pick
 from tests.icecore.evolution.conftest import EvoCatalogs, register_catalogs
 
 from .cherry_scenario import TableCopy, WapTable, copy_table, metadata_location, stage_wap_table
@@ -288,6 +288,18 @@ def test_pick_onto_a_branch_leaves_main(
     spark = wap_catalogs.spark
     spark.sql(f"ALTER TABLE {copy.spark_name} CREATE BRANCH audit RETAIN 7 DAYS")
     main_before = rows(spark, f"SELECT * FROM {copy.spark_name} ORDER BY id")
+    before = files_of(copy, wap_catalogs)
+    loaded = icecore.load_table(copy.icecore_name)
+    plan = plan_cherry_pick(loaded, loaded.metadata, table.ids["w1"], "audit")
+    staged = rows(
+        spark,
+        f"SELECT DISTINCT data_file.file_path AS p FROM {table.spark_name}.all_entries "
+        f"WHERE snapshot_id = {table.ids['w1']} AND status = 1",
+    )
+    assert not plan.fast_forward and sorted(f.path for f in plan.added) == sorted(
+        r["p"] for r in staged
+    )
+    assert files_of(copy, wap_catalogs) == before  # a plan writes nothing
     result = icecore_pick(copy, table.ids["w1"], "audit")
     audit = result.metadata.refs["audit"]
     assert audit.max_ref_age_ms == 7 * 24 * 3600 * 1000  # retention kept
