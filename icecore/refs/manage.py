@@ -42,6 +42,7 @@ from icecore.metadata.requirements import (
     merge_requirements,
 )
 from icecore.metadata.updates import MetadataUpdate, RemoveSnapshotRef, SetSnapshotRef
+from icecore.refs.cherry_pick import CherryPickPlan, cherry_pick, plan_cherry_pick
 from icecore.refs.dry_run import RefDryRun, dry_run
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ class ManageSnapshots(CommitsOnExit):
         self.notes: list[str] = []
         self._ref_requirements: dict[str, AssertRefSnapshotId] = {}
         self._other_requirements: tuple[Requirement, ...] = ()
+        self._pending_pick: CherryPickPlan | None = None
         self.result: TableData | None = None
 
     # Context manager --------------------------------------------------------------------
@@ -224,7 +226,22 @@ class ManageSnapshots(CommitsOnExit):
         """
         self._snapshot(snapshot_id, f"cherry-pick onto {branch}")
         self._branch_or_none(branch, "cherry-pick onto")
-        self._stage_plan(self._cherry_pick(snapshot_id, branch))
+        self._refuse_after_pending_pick()
+        pick = plan_cherry_pick(self.table, self.metadata, snapshot_id, branch)
+        if pick.fast_forward:
+            self._stage_plan(self._cherry_pick(snapshot_id, branch))
+            return self
+        # A pick that writes a new snapshot writes its manifests only at commit, so that
+        # preview() writes nothing; until then the dry run names what it will add and remove.
+        self._pending_pick = pick
+        added_rows = sum(f.record_count for f in pick.added)
+        head = pick.head.snapshot_id if pick.head is not None else None
+        self.notes.append(
+            f"cherry-pick of snapshot {snapshot_id} onto {branch} (head {head}) writes a new "
+            f"snapshot at commit: it adds {len(pick.added)} file(s) with {added_rows} row(s) "
+            f"and removes {len(pick.removed)} data file(s); the branch contents below do not "
+            "include it yet."
+        )
         return self
 
     def publish_wap(self, wap_id: str, branch: str = MAIN_BRANCH) -> ManageSnapshots:
@@ -262,34 +279,20 @@ class ManageSnapshots(CommitsOnExit):
         return self.cherrypick_snapshot(staged[0].snapshot_id, branch)
 
     def _cherry_pick(self, snapshot_id: int, branch: str) -> Plan:
-        """The cherry-pick's updates and requirements (the one place a pick is computed)."""
-        return self._fast_forward_pick(snapshot_id, branch)
+        """The cherry-pick's updates and requirements (the one place a pick is computed).
 
-    def _fast_forward_pick(self, snapshot_id: int, branch: str) -> Plan:
-        """A pick whose parent is the branch head: the branch moves to the picked snapshot."""
-        md = self.metadata
-        snapshot = md.snapshot_by_id(snapshot_id)
-        assert snapshot is not None
-        ref = md.refs.get(branch)
-        head_id = ref.snapshot_id if ref is not None else None
-        if snapshot.parent_snapshot_id != head_id:
+        Iceberg Java's ``CherryPickOperation`` rules (:func:`icecore.refs.cherry_pick.cherry_pick`);
+        a pick that is not a fast-forward writes its new snapshot's manifests here.
+        """
+        return cherry_pick(self.table, self.metadata, snapshot_id, branch)
+
+    def _refuse_after_pending_pick(self) -> None:
+        """Refuse to stage more after a pick that writes a snapshot (it would build on it)."""
+        if self._pending_pick is not None:
             raise ValidationError(
-                f"Cannot cherry-pick snapshot {snapshot_id} onto {branch} of "
-                f"{self.table.identifier}: its parent {snapshot.parent_snapshot_id} is not the "
-                f"branch head {head_id}, and picking onto another head is not yet supported."
+                f"A cherry-pick of snapshot {self._pending_pick.picked.snapshot_id} that writes a "
+                "new snapshot must be the last operation of its commit; commit it, then continue."
             )
-        new_ref = (
-            dataclasses.replace(ref, snapshot_id=snapshot_id)
-            if ref is not None
-            else SnapshotRef(snapshot_id, SnapshotRefType.BRANCH)
-        )
-        return (
-            (SetSnapshotRef(branch, new_ref),),
-            (
-                AssertTableUUID(md.table_uuid),
-                AssertRefSnapshotId(branch, head_id),
-            ),
-        )
 
     # Branch-to-branch (Java UpdateSnapshotReferencesOperation) ---------------------------
 
@@ -452,6 +455,9 @@ class ManageSnapshots(CommitsOnExit):
         """
         if self.result is not None:
             return self.result
+        pick, self._pending_pick = self._pending_pick, None
+        if pick is not None:
+            self._stage_plan(self._cherry_pick(pick.picked.snapshot_id, pick.branch))
         if not self.updates:
             self.result = self.table
             return self.table
@@ -598,6 +604,7 @@ class ManageSnapshots(CommitsOnExit):
         """
         if self.result is not None:
             raise ValidationError("These ref operations were committed; start a new one.")
+        self._refuse_after_pending_pick()
         updates, requirements = plan
         builder = MetadataBuilder(self.metadata).apply_all(updates)
         if not builder.changes:

@@ -19,7 +19,6 @@ import pytest
 
 import icecore
 from icecore.errors import IcecoreError, NotFound, ValidationError
-from icecore.evolution.commit import commit_updates
 from icecore.manifest import ManifestEntryStatus, read_manifest_list
 from icecore.manifest_arrow import read_manifest
 from icecore.refs.cherry_pick import cherry_pick, plan_cherry_pick
@@ -63,9 +62,13 @@ def wap_tables(wap_catalogs: EvoCatalogs) -> dict[int, WapTable]:
 
 
 def icecore_pick(copy: TableCopy, snapshot_id: int, branch: str = "main") -> icecore.Table:
+    """Pick through the public API; its dry run must write nothing, even for a new snapshot."""
     table = icecore.load_table(copy.icecore_name)
-    updates, requirements = cherry_pick(table, table.metadata, snapshot_id, branch)
-    result = commit_updates(table, updates, requirements)
+    manage = table.manage_snapshots().cherrypick_snapshot(snapshot_id, branch)
+    before = {str(p): p.read_bytes() for p in copy.folder.rglob("*") if p.is_file()}
+    manage.preview()
+    assert {str(p): p.read_bytes() for p in copy.folder.rglob("*") if p.is_file()} == before
+    result = manage.commit()
     assert isinstance(result, icecore.Table)
     return result
 

@@ -205,7 +205,11 @@ REFUSALS: list[tuple[str, Op, str]] = [
     ("fast-forward backwards", lambda m: m.fast_forward("main", "v1"), "diverged"),
     ("fast-forward a tag", lambda m: m.fast_forward("v1", "main"), "is a tag"),
     ("fast-forward to nothing", lambda m: m.fast_forward("main", "x"), "no branch or tag"),
-    ("cherry-pick parent moved", lambda m: m.cherrypick_snapshot(S6), "not the branch head"),
+    (
+        "cherry-pick parent moved",
+        lambda m: m.cherrypick_snapshot(S6),
+        "not append, dynamic overwrite, or fast-forward",
+    ),
     ("create existing branch", lambda m: m.create_branch("audit"), "already"),
     ("create tag over branch", lambda m: m.create_tag("main"), "already"),
     ("create at unknown", lambda m: m.create_tag("t", 999), "no such snapshot"),
@@ -219,7 +223,6 @@ REFUSALS: list[tuple[str, Op, str]] = [
     ("rename onto existing", lambda m: m.rename_branch("audit", "v1"), "exists already"),
     ("replace tag as branch", lambda m: m.replace_branch("v1", S2), "is a tag"),
     ("WAP never staged", lambda m: m.publish_wap("nope"), "no snapshot"),
-    ("WAP whose parent moved", lambda m: m.publish_wap("w2"), "not the branch head"),
 ]
 
 
