@@ -1,6 +1,7 @@
 """The decode worker process of :mod:`icecore.scan.decode_pool` (``python -m`` this module).
 
-It reads batches of manifests to decode from stdin, writes each into the disk cache of
+It reads batches of manifests to decode from stdin, converts those of one spec together
+(:func:`~icecore.scan.planning_manifest.planning_manifests`), writes each into the disk cache of
 :mod:`icecore.scan.manifest_cache` in planning layout, and answers with how many it wrote.
 A manifest that fails is skipped: the planner decodes it again and reports the error.
 """
@@ -13,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from icecore.io import FileIO
-from icecore.manifest_arrow import read_manifest_arrow
-from icecore.partitioning import partition_spec_from_json
+from icecore.manifest_arrow import RawManifest, read_manifest_avro
+from icecore.partitioning import PartitionSpec, partition_spec_from_json
 from icecore.scan.decode_pool import DecodeJob, receive, send
-from icecore.scan.manifest_cache import ManifestCache
-from icecore.scan.planning_manifest import build_planning_manifest
-from icecore.schema import schema_from_json
+from icecore.scan.manifest_cache import ManifestCache, ManifestKey
+from icecore.scan.planning_manifest import PlanningManifest, planning_manifests
+from icecore.schema import Schema, schema_from_json
 
 
 def _decode_batch(
@@ -34,16 +35,40 @@ def _decode_batch(
     schema = schema_from_json(schema_json)
     specs = {spec.spec_id: spec for spec in map(partition_spec_from_json, specs_json)}
     cache = ManifestCache(Path(directory))
-    written = 0
+    by_spec: dict[int, list[RawManifest]] = {}
+    keys: dict[int, list[ManifestKey]] = {}
     for job in jobs:
         try:
-            spec = specs[job.spec_id]
-            decoded = read_manifest_arrow(io, job.manifest, schema, spec, format_version)
-            built = build_planning_manifest(decoded, job.manifest.manifest_path, spec.spec_id)
-            written += cache.store(job.key, built)
-        except Exception:  # noqa: BLE001, S112 - the planner decodes it again and reports
+            raw = read_manifest_avro(io, job.manifest)
+        except Exception:  # noqa: BLE001, S112 - the planner reads it again and reports
             continue
+        by_spec.setdefault(job.spec_id, []).append(raw)
+        keys.setdefault(job.spec_id, []).append(job.key)
+    written = 0
+    for spec_id, raws in by_spec.items():
+        spec = specs.get(spec_id)
+        if spec is None:
+            continue
+        built: list[PlanningManifest | None] = []
+        try:
+            built.extend(planning_manifests(raws, schema, spec, format_version))
+        except Exception:  # noqa: BLE001 - one bad manifest: decode the others alone
+            built = [_alone(raw, schema, spec, format_version) for raw in raws]
+        for key, pm in zip(keys[spec_id], built, strict=True):
+            if pm is not None:
+                written += cache.store(key, pm)
     return written
+
+
+def _alone(
+    raw: RawManifest, schema: Schema, spec: PartitionSpec, format_version: int
+) -> PlanningManifest | None:
+    """One manifest decoded alone (None if it fails: the planner decodes it and reports)."""
+    try:
+        (built,) = planning_manifests([raw], schema, spec, format_version)
+    except Exception:  # noqa: BLE001
+        return None
+    return built
 
 
 def main() -> None:

@@ -29,17 +29,19 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from dataclasses import fields as fields_of
 from pathlib import Path
 
 import pyarrow as pa
 
 from icecore.scan.planning_manifest import (
+    CODE_COLUMN,
     PlanningManifest,
     planning_manifest_from_source,
 )
 
-CACHE_LAYOUT = "planning-3"
+CACHE_LAYOUT = "planning-4"
 """Bumped whenever the planning layout changes, so old cache files are never read."""
 
 DEFAULT_MAX_DISK_BYTES = 4 << 30
@@ -47,6 +49,8 @@ DEFAULT_MAX_MEMORY_BYTES = 512 << 20
 DEFAULT_MAX_HANDLES = 16_384
 WRITE_BEHIND_BYTES = 2 << 20
 """Decoded columns waiting for the writer thread at most (past that, decoders write)."""
+ROWS_KEY = b"icecore.rows"
+"""Schema metadata of a cache file: its row count (read without reading its batches)."""
 QUIET_S = 0.1
 """How long no plan must have run before the writer thread writes."""
 
@@ -66,9 +70,23 @@ class ManifestKey:
     first_row_id: int | None = None
 
     def digest(self) -> str:
-        """A file name for the key (sha256 of every field and the layout version)."""
-        text = json.dumps([CACHE_LAYOUT, asdict(self)], sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()
+        """A file name for the key (sha256 of every field and the layout version).
+
+        Computed once per key (a plan of 2,000 manifests asks for each name several times).
+        """
+        found = _DIGESTS.get(self)
+        if found is None:
+            fields = [getattr(self, f.name) for f in fields_of(self)]
+            text = json.dumps([CACHE_LAYOUT, fields])
+            found = hashlib.sha256(text.encode()).hexdigest()
+            if len(_DIGESTS) >= _MAX_DIGESTS:
+                _DIGESTS.clear()
+            _DIGESTS[self] = found
+        return found
+
+
+_DIGESTS: dict[ManifestKey, str] = {}
+_MAX_DIGESTS = 65_536
 
 
 def default_directory() -> Path | None:
@@ -136,6 +154,11 @@ class ManifestCache:
         self, key: ManifestKey, load: Callable[[], PlanningManifest]
     ) -> PlanningManifest:
         """The manifest for ``key``: from memory, from disk, or decoded by ``load``."""
+        found = self.lookup(key)
+        return found if found is not None else self.add(key, load())
+
+    def lookup(self, key: ManifestKey) -> PlanningManifest | None:
+        """The manifest for ``key`` from memory or disk; None (a miss, counted) without it."""
         with self._lock:
             held = self._items.get(key)
             if held is not None:
@@ -149,7 +172,10 @@ class ManifestCache:
             return self._remember(key, found, on_disk=True)
         with self._lock:
             self.misses += 1
-        built = load()
+        return None
+
+    def add(self, key: ManifestKey, built: PlanningManifest) -> PlanningManifest:
+        """Keep a manifest just decoded for ``key`` (its file written now or behind)."""
         kept = self._remember(key, built, on_disk=False)
         if self.directory is None or self._write_behind(key, built):
             return kept
@@ -262,10 +288,18 @@ class ManifestCache:
 
     def _read_disk(self, key: ManifestKey) -> PlanningManifest | None:
         path = self._file(key)
-        if path is None or not path.exists():
+        if path is None:
             return None
         try:
-            found = planning_manifest_from_source(FileSource(path), key.path, key.spec_id)
+            source = FileSource(path)
+        except FileNotFoundError:
+            return None
+        except (OSError, pa.ArrowException, ValueError, KeyError):
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        try:
+            found = planning_manifest_from_source(source, key.path, key.spec_id)
         except (OSError, pa.ArrowException, ValueError, KeyError):
             with contextlib.suppress(OSError):
                 path.unlink()
@@ -350,9 +384,15 @@ class ManifestCache:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             table = item.source.read(item.source.schema.names)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                w.write_table(table)
+            metadata = {**(table.schema.metadata or {}), ROWS_KEY: str(table.num_rows).encode()}
+            table = table.replace_schema_metadata(metadata)
+            try:
+                with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+                    w.write_table(table)
+            except FileNotFoundError:  # the first file of its folder
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+                    w.write_table(table)
             size = tmp.stat().st_size
             os.replace(tmp, path)
         except (OSError, pa.ArrowException):
@@ -360,7 +400,8 @@ class ManifestCache:
                 tmp.unlink()
             return None
         self._note_written(size)
-        return FileSource(path, (table.schema, table.num_rows))
+        codes = table.column(CODE_COLUMN) if CODE_COLUMN in table.column_names else None
+        return FileSource(path, (table.schema, table.num_rows, codes))
 
     def _note_written(self, size: int) -> None:
         with self._lock:
@@ -428,19 +469,37 @@ class FileSource:
     one column: 690 MiB of mapped pages, against the ~60 MiB of columns the plan needs).
     """
 
-    def __init__(self, path: Path, written: tuple[pa.Schema, int] | None = None) -> None:
-        """Open a cache file (``written``: its schema and rows, known when just written)."""
+    def __init__(
+        self,
+        path: Path,
+        written: tuple[pa.Schema, int, pa.ChunkedArray | None] | None = None,
+    ) -> None:
+        """Open a cache file (``written``: its schema, rows and codes, known when written).
+
+        The partition codes every plan reads first are read in the same opening.
+        """
         self.path = path
         if written is None:
             with pa.memory_map(str(path), "r") as source:
                 reader = pa.ipc.open_file(source)
                 schema = reader.schema
-                rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+                raw_rows = (schema.metadata or {}).get(ROWS_KEY)
+                if raw_rows is not None:
+                    rows = int(raw_rows)
+                else:
+                    rows = sum(
+                        reader.get_batch(i).num_rows for i in range(reader.num_record_batches)
+                    )
+                codes: pa.Array | None = None
+                if CODE_COLUMN in schema.names:
+                    codes = _one_array(reader.read_all().column(CODE_COLUMN))
         else:
-            schema, rows = written
+            schema, rows, written_codes = written
+            codes = None if written_codes is None else _one_array(written_codes)
         self._columns, self._index = _shared_schema(schema)
         self._metadata = schema.metadata
         self._rows = rows
+        self._codes = codes
 
     @property
     def schema(self) -> pa.Schema:
@@ -463,6 +522,9 @@ class FileSource:
 
     def read(self, names: Sequence[str]) -> pa.Table:
         """Copies of the named columns (the file is not kept mapped)."""
+        if self._codes is not None and list(names) == [CODE_COLUMN]:
+            fields = [self._columns.field(self._index[CODE_COLUMN])]
+            return pa.Table.from_arrays([self._codes], schema=pa.schema(fields, self._metadata))
         with pa.memory_map(str(self.path), "r") as source:
             table = pa.ipc.open_file(source).read_all()
             columns = [_one_array(table.column(n)) for n in names]

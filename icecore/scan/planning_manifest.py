@@ -29,9 +29,17 @@ import pyarrow as pa
 
 from icecore.compute import pc
 from icecore.errors import InvalidMetadata
-from icecore.manifest import ManifestEntry
-from icecore.manifest_arrow import MAP_COLUMNS, entries_from_arrow, live_rows, partition_dicts
+from icecore.manifest import ManifestEntry, ManifestEntryStatus
+from icecore.manifest_arrow import (
+    MAP_COLUMNS,
+    RawManifest,
+    entries_from_arrow,
+    manifest_batches,
+    partition_dicts,
+)
+from icecore.partitioning import PartitionSpec
 from icecore.scan.delete_index import partition_value_key
+from icecore.schema import Schema
 
 CODE_COLUMN = "_pcode"
 FIRSTS_KEY = b"icecore.partition_firsts"
@@ -199,10 +207,34 @@ class PlanningManifest:
 
 def build_planning_manifest(decoded: pa.Table, path: str, spec_id: int) -> PlanningManifest:
     """The planning layout of a manifest decoded by :func:`read_manifest_arrow`."""
-    live = live_rows(decoded)
+    (built,) = build_planning_manifests(decoded, (0, decoded.num_rows), (path,), spec_id)
+    return built
+
+
+def build_planning_manifests(
+    decoded: pa.Table, offsets: Sequence[int], paths: Sequence[str], spec_id: int
+) -> list[PlanningManifest]:
+    """The planning layout of several manifests decoded together, one after another.
+
+    Manifest ``i`` is rows ``offsets[i]:offsets[i + 1]`` of ``decoded`` (a
+    :class:`~icecore.manifest_arrow.DecodedBatch`). The layout is built once for all of them
+    and sliced (zero-copy); each slice is exactly what the manifest alone would give: its
+    live rows, only the metric columns some of its rows have, its own partition codes.
+    """
+    bounds = np.asarray(offsets, dtype=np.int64)
+    status = _single(decoded.column("status")).to_numpy(zero_copy_only=False)
+    deleted = status == int(ManifestEntryStatus.DELETED)
+    if deleted.any():
+        live = decoded.filter(pa.array(~deleted))
+        kept = np.concatenate(([0], np.cumsum(~deleted)))
+        bounds = kept[bounds]
+    else:
+        live = decoded
+    sizes = np.diff(bounds)
     names: list[str] = []
     arrays: list[pa.Array] = []
     fields: list[pa.Field] = []
+    sparse: list[tuple[str, np.ndarray]] = []  # metric columns some manifests lack
     for f in live.schema:
         if f.name in MAP_COLUMNS:
             continue
@@ -214,15 +246,56 @@ def build_planning_manifest(decoded: pa.Table, path: str, spec_id: int) -> Plann
         fields.append(pa.field(presence_column(kind), pa.bool_()))
         arrays.append(pc.is_valid(values))
         for fid, column in _pivot(values):
-            fields.append(pa.field(metric_column(kind, fid), column.type))
+            name = metric_column(kind, fid)
+            fields.append(pa.field(name, column.type))
             arrays.append(column)
+            if column.null_count:
+                valid = column.is_valid().to_numpy(zero_copy_only=False)
+                counts = np.add.reduceat(valid, np.minimum(bounds[:-1], max(len(valid) - 1, 0)))
+                has = np.where(sizes > 0, counts, 0) > 0
+                if not has.all():
+                    sparse.append((name, has))
     partition = _single(live.column("partition"))
-    codes, firsts = _partition_codes(partition)
+    keys = _partition_keys(partition)
+    codes = np.zeros(len(keys), dtype=np.int32)
+    firsts: list[list[int]] = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        part_codes, part_firsts = _codes(keys[lo:hi])
+        codes[lo:hi] = part_codes
+        firsts.append(part_firsts)
     fields.append(pa.field(CODE_COLUMN, _I32))
     arrays.append(pa.array(codes, _I32))
-    schema = pa.schema(fields, metadata={FIRSTS_KEY: json.dumps(firsts).encode()})
-    table = pa.Table.from_arrays(arrays, schema=schema)
-    return planning_manifest_from_source(TableSource(table), path, spec_id)
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    out: list[PlanningManifest] = []
+    for i, path in enumerate(paths):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        part = table.slice(lo, hi - lo)
+        if hi == lo:  # no live entries: no metric columns at all, as a lone manifest has
+            part = part.select([n for n in part.column_names if ":" not in n])
+        else:
+            lacking = [name for name, has in sparse if not has[i]]
+            if lacking:
+                part = part.drop_columns(lacking)
+        part = part.replace_schema_metadata({FIRSTS_KEY: json.dumps(firsts[i]).encode()})
+        out.append(PlanningManifest(path, spec_id, TableSource(part), codes[lo:hi]))
+    return out
+
+
+def planning_manifests(
+    raws: Sequence[RawManifest], schema: Schema, spec: PartitionSpec, format_version: int
+) -> list[PlanningManifest]:
+    """The planning layout of many read manifests of one spec, converted in batches.
+
+    Each is exactly :func:`build_planning_manifest` of :func:`manifest_table`; errors are
+    theirs too (see :func:`~icecore.manifest_arrow.manifest_batches`).
+    """
+    out: list[PlanningManifest | None] = [None] * len(raws)
+    for batch in manifest_batches(raws, schema, spec, format_version):
+        paths = [m.manifest_path for m in batch.manifests]
+        built = build_planning_manifests(batch.table, batch.offsets, paths, spec.spec_id)
+        for i, pm in zip(batch.indices, built, strict=True):
+            out[i] = pm
+    return [pm for pm in out if pm is not None]
 
 
 def planning_manifest_from_source(
@@ -290,12 +363,12 @@ def _pivot(values: pa.MapArray) -> list[tuple[int, pa.Array]]:
     return out
 
 
-def _partition_codes(partition: pa.StructArray) -> tuple[np.ndarray, list[int]]:
-    """Per row, the index of its distinct partition tuple; and each tuple's first row."""
+def _partition_keys(partition: pa.StructArray) -> np.ndarray:
+    """Per row, a number equal for equal partition tuples (bit-exact) and only for them."""
     n = len(partition)
-    if n == 0:
-        return np.zeros(0, dtype=np.int32), []
     combined = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return combined
     for i in range(partition.type.num_fields):
         child = pc.struct_field(partition, [i])
         if pa.types.is_floating(child.type):
@@ -304,6 +377,13 @@ def _partition_codes(partition: pa.StructArray) -> tuple[np.ndarray, list[int]]:
         size = max(len(encoded.dictionary), 1)
         combined = combined * size + encoded.indices.to_numpy(zero_copy_only=False)
         combined = np.unique(combined, return_inverse=True)[1].astype(np.int64)  # < n
+    return combined
+
+
+def _codes(combined: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """Codes numbered in order of first appearance, and the first row of each."""
+    if len(combined) == 0:
+        return np.zeros(0, dtype=np.int32), []
     _, firsts, codes = np.unique(combined, return_index=True, return_inverse=True)
     order = np.argsort(firsts, kind="stable")
     rank = np.empty_like(order)
@@ -322,9 +402,11 @@ __all__ = [
     "CODE_COLUMN",
     "PlanningManifest",
     "build_planning_manifest",
+    "build_planning_manifests",
     "metric_column",
     "ColumnSource",
     "TableSource",
     "planning_manifest_from_source",
+    "planning_manifests",
     "presence_column",
 ]
