@@ -13,7 +13,8 @@ default is the CPU count (at most 4) on machines with more than one CPU. The wor
 ``python -m icecore.scan.decode_worker`` processes started with the first big plan and reused
 (not ``multiprocessing``: its ``spawn`` re-runs the caller's main module, and ``fork``
 after polars' and Arrow's threads have started can deadlock). Each reads length-prefixed
-pickled batches on stdin and answers with the count it wrote.
+pickled batches on stdin and answers with a description of each file it wrote, which the
+planner adopts without opening the file.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import IO, Any, TypeVar
 from icecore.io import FileIO
 from icecore.manifest import ManifestFile
 from icecore.partitioning import PartitionSpec, partition_spec_to_json
-from icecore.scan.manifest_cache import ManifestCache, ManifestKey
+from icecore.scan.manifest_cache import Handover, ManifestCache, ManifestKey
 from icecore.schema import Schema, schema_to_json
 
 T = TypeVar("T")
@@ -116,10 +117,11 @@ class _Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def run(self, batch: tuple[Any, ...]) -> int:
+    def run(self, batch: tuple[Any, ...]) -> list[tuple[int, Handover]]:
         assert self.process.stdin is not None and self.process.stdout is not None
         send(self.process.stdin, batch)
-        return int(receive(self.process.stdout))
+        answer: list[tuple[int, Handover]] = receive(self.process.stdout)
+        return answer
 
     def close(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -233,10 +235,13 @@ def decode_in_workers(
                 batch,
             )
             try:
-                done.append(worker.run(message))
+                written = worker.run(message)
             except Exception:  # noqa: BLE001 - a broken worker: the planner decodes the rest
                 worker.close()  # the planner decodes what is left
                 return
+            for index, handover in written:
+                cache.adopt(batch[index].key, handover)
+            done.append(len(written))
 
     with _pool_lock:
         feeders = [threading.Thread(target=feed, args=(w,)) for w in _pool(workers)]

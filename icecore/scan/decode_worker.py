@@ -1,9 +1,11 @@
 """The decode worker process of :mod:`icecore.scan.decode_pool` (``python -m`` this module).
 
 It reads batches of manifests to decode from stdin, converts those of one spec together
-(:func:`~icecore.scan.planning_manifest.planning_manifests`), writes each into the disk cache of
-:mod:`icecore.scan.manifest_cache` in planning layout, and answers with how many it wrote.
-A manifest that fails is skipped: the planner decodes it again and reports the error.
+(:func:`~icecore.scan.planning_manifest.planning_manifests`), writes each into the disk
+cache of :mod:`icecore.scan.manifest_cache` in planning layout, and answers with a
+description of each file it wrote (:class:`~icecore.scan.manifest_cache.Handover`), so the
+planner need not open them first. A manifest that fails is skipped: the planner decodes it
+again and reports the error.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from icecore.io import FileIO
 from icecore.manifest_arrow import RawManifest, read_manifest_avro
 from icecore.partitioning import PartitionSpec, partition_spec_from_json
 from icecore.scan.decode_pool import DecodeJob, receive, send
-from icecore.scan.manifest_cache import ManifestCache, ManifestKey
+from icecore.scan.manifest_cache import Handover, ManifestCache
 from icecore.scan.planning_manifest import PlanningManifest, planning_manifests
 from icecore.schema import Schema, schema_from_json
 
@@ -29,22 +31,22 @@ def _decode_batch(
     specs_json: Sequence[Mapping[str, Any]],
     format_version: int,
     jobs: Sequence[DecodeJob],
-) -> int:
-    """Decode ``jobs`` into the cache at ``directory``; how many were written."""
+) -> list[tuple[int, Handover]]:
+    """Decode ``jobs`` into the cache at ``directory``: each written file, by job index."""
     io = FileIO(dict(properties))
     schema = schema_from_json(schema_json)
     specs = {spec.spec_id: spec for spec in map(partition_spec_from_json, specs_json)}
     cache = ManifestCache(Path(directory))
     by_spec: dict[int, list[RawManifest]] = {}
-    keys: dict[int, list[ManifestKey]] = {}
-    for job in jobs:
+    keys: dict[int, list[int]] = {}
+    for index, job in enumerate(jobs):
         try:
             raw = read_manifest_avro(io, job.manifest)
         except Exception:  # noqa: BLE001, S112 - the planner reads it again and reports
             continue
         by_spec.setdefault(job.spec_id, []).append(raw)
-        keys.setdefault(job.spec_id, []).append(job.key)
-    written = 0
+        keys.setdefault(job.spec_id, []).append(index)
+    written: list[tuple[int, Handover]] = []
     for spec_id, raws in by_spec.items():
         spec = specs.get(spec_id)
         if spec is None:
@@ -54,9 +56,10 @@ def _decode_batch(
             built.extend(planning_manifests(raws, schema, spec, format_version))
         except Exception:  # noqa: BLE001 - one bad manifest: decode the others alone
             built = [_alone(raw, schema, spec, format_version) for raw in raws]
-        for key, pm in zip(keys[spec_id], built, strict=True):
-            if pm is not None:
-                written += cache.store(key, pm)
+        for index, pm in zip(keys[spec_id], built, strict=True):
+            handover = None if pm is None else cache.store_for_handover(jobs[index].key, pm)
+            if handover is not None:
+                written.append((index, handover))
     return written
 
 

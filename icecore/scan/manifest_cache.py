@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from dataclasses import fields as fields_of
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
+from icecore.errors import InvalidMetadata
 from icecore.scan.planning_manifest import (
     CODE_COLUMN,
     PlanningManifest,
@@ -208,6 +210,27 @@ class ManifestCache:
     def store(self, key: ManifestKey, item: PlanningManifest) -> bool:
         """Write ``item`` to the disk cache now (a worker process's job); whether it was."""
         return self._write_file(key, item) is not None
+
+    def store_for_handover(self, key: ManifestKey, item: PlanningManifest) -> Handover | None:
+        """Write ``item``'s cache file now; what the planning process needs to use it.
+
+        A decode worker sends this back, so the planner serves the manifest from its file
+        without opening it first (:meth:`adopt`).
+        """
+        written = self._write_file(key, item)
+        return None if written is None else written.handover()
+
+    def adopt(self, key: ManifestKey, handover: Handover) -> None:
+        """Serve ``key`` from the cache file another process wrote and described."""
+        path = self._file(key)
+        if path is None:
+            return
+        try:
+            source = FileSource.handed_over(path, handover)
+            found = planning_manifest_from_source(source, key.path, key.spec_id)
+        except (pa.ArrowException, ValueError, KeyError, InvalidMetadata):
+            return  # read from the file, or decoded again, when the plan asks for it
+        self._remember(key, found, on_disk=True)
 
     def flush(self) -> None:
         """Wait until every manifest decoded so far is in its cache file."""
@@ -439,11 +462,30 @@ def _one_array(column: pa.ChunkedArray) -> pa.Array:
     return pa.concat_arrays(column.chunks)
 
 
-_SHARED_SCHEMAS: dict[bytes, tuple[pa.Schema, dict[str, int]]] = {}
+_SHARED_SCHEMAS: dict[bytes, tuple[pa.Schema, dict[str, int], bytes]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def _shared_schema(schema: pa.Schema) -> tuple[pa.Schema, dict[str, int]]:
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """A cache file described by the process that wrote it (see :meth:`ManifestCache.adopt`).
+
+    Attributes:
+        columns: the file's schema without metadata, serialized (shared by many files).
+        metadata: the file's schema metadata.
+        rows: its rows.
+        codes: its partition codes (int32, native byte order).
+    """
+
+    columns: bytes
+    metadata: dict[bytes, bytes]
+    rows: int
+    codes: bytes
+
+
+def _shared_schema(
+    schema: pa.Schema, key: bytes | None = None
+) -> tuple[pa.Schema, dict[str, int], bytes]:
     """One schema object (and name index) for every cache file with these columns.
 
     A planning layout has ~70 columns with field metadata: one schema per file cost ~25 KiB,
@@ -451,11 +493,12 @@ def _shared_schema(schema: pa.Schema) -> tuple[pa.Schema, dict[str, int]]:
     share their columns; only the layout metadata (each file's partition firsts) differs.
     """
     bare = schema.remove_metadata()
-    key = bare.serialize().to_pybytes()
+    if key is None:
+        key = bare.serialize().to_pybytes()
     with _SHARED_LOCK:
         found = _SHARED_SCHEMAS.get(key)
         if found is None:
-            found = (bare, {name: i for i, name in enumerate(bare.names)})
+            found = (bare, {name: i for i, name in enumerate(bare.names)}, key)
             _SHARED_SCHEMAS[key] = found
         return found
 
@@ -496,10 +539,36 @@ class FileSource:
         else:
             schema, rows, written_codes = written
             codes = None if written_codes is None else _one_array(written_codes)
-        self._columns, self._index = _shared_schema(schema)
+        self._columns, self._index, self._columns_key = _shared_schema(schema)
         self._metadata = schema.metadata
         self._rows = rows
         self._codes = codes
+
+    @classmethod
+    def handed_over(cls, path: Path, handover: Handover) -> FileSource:
+        """The cache file another process wrote, as it described it (not opened here)."""
+        source = cls.__new__(cls)
+        source.path = path
+        with _SHARED_LOCK:
+            shared = _SHARED_SCHEMAS.get(handover.columns)
+        if shared is None:
+            bare = pa.ipc.read_schema(pa.py_buffer(handover.columns))
+            shared = _shared_schema(bare, handover.columns)
+        source._columns, source._index, source._columns_key = shared
+        source._metadata = handover.metadata
+        source._rows = handover.rows
+        source._codes = pa.array(np.frombuffer(handover.codes, dtype=np.int32), pa.int32())
+        return source
+
+    def handover(self) -> Handover:
+        """What another process needs to use this file without opening it first."""
+        codes = self._codes if self._codes is not None else pa.array([], pa.int32())
+        return Handover(
+            self._columns_key,
+            dict(self._metadata or {}),
+            self._rows,
+            codes.to_numpy(zero_copy_only=False).astype(np.int32).tobytes(),
+        )
 
     @property
     def schema(self) -> pa.Schema:

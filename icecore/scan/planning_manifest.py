@@ -271,7 +271,7 @@ def build_planning_manifests(
         lo, hi = int(bounds[i]), int(bounds[i + 1])
         part = table.slice(lo, hi - lo)
         if hi == lo:  # no live entries: no metric columns at all, as a lone manifest has
-            part = part.select([n for n in part.column_names if ":" not in n])
+            part = part.select([n for n in part.column_names if not _is_metric(n)])
         else:
             lacking = [name for name, has in sparse if not has[i]]
             if lacking:
@@ -307,6 +307,12 @@ def planning_manifest_from_source(
         raise InvalidMetadata(f"The decoded manifest {path} is not in planning layout.")
     codes = _single(source.read([CODE_COLUMN]).column(CODE_COLUMN)).to_numpy()
     return PlanningManifest(path, spec_id, source, codes)
+
+
+def _is_metric(name: str) -> bool:
+    """Whether a column is a pivoted metrics map value (``<map>:<field id>``)."""
+    kind, colon, _ = name.partition(":")
+    return bool(colon) and kind in MAP_COLUMNS
 
 
 def _single(column: pa.ChunkedArray) -> pa.Array:
