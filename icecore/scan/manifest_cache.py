@@ -410,13 +410,10 @@ class ManifestCache:
             metadata = {**(table.schema.metadata or {}), ROWS_KEY: str(table.num_rows).encode()}
             table = table.replace_schema_metadata(metadata)
             try:
-                with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                    w.write_table(table)
+                size = _write_ipc(tmp, table)
             except FileNotFoundError:  # the first file of its folder
                 path.parent.mkdir(parents=True, exist_ok=True)
-                with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                    w.write_table(table)
-            size = tmp.stat().st_size
+                size = _write_ipc(tmp, table)
             os.replace(tmp, path)
         except (OSError, pa.ArrowException):
             with contextlib.suppress(OSError):
@@ -450,6 +447,49 @@ class ManifestCache:
             with contextlib.suppress(OSError):
                 path.unlink()
                 total -= size
+
+
+def _write_ipc(path: Path, table: pa.Table) -> int:
+    """Write ``table`` as an Arrow IPC file; its size in bytes."""
+    with pa.OSFile(str(path), "wb") as sink:
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        return int(sink.tell())
+
+
+_IPC_MAGIC = b"ARROW1"
+
+
+def _record_batches(data: pa.Buffer, schema: pa.Schema) -> list[pa.RecordBatch] | None:
+    """The record batches of a cache file, read with the schema already known.
+
+    Opening an IPC file parses its footer and schema (~70 fields with metadata) every time;
+    a plan reads each cache file once or twice, and the schema is shared, so the messages
+    after the schema are read directly. None when the file is not laid out as written.
+    """
+    if data.size < 8 or data[:6].to_pybytes() != _IPC_MAGIC:
+        return None
+    stream = pa.BufferReader(data)
+    stream.seek(8)
+    batches: list[pa.RecordBatch] = []
+    try:
+        message = pa.ipc.read_message(stream)
+        if message.type != "schema":
+            return None
+        while True:
+            try:
+                message = pa.ipc.read_message(stream)
+            except EOFError:  # end of the stream: the footer follows
+                return batches
+            if message.type != "record batch":
+                return None
+            batches.append(pa.ipc.read_record_batch(message, schema))
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+
+
+def _column(batches: list[pa.RecordBatch], index: int, field: pa.Field) -> pa.ChunkedArray:
+    return pa.chunked_array([b.column(index) for b in batches], field.type)
 
 
 def _one_array(column: pa.ChunkedArray) -> pa.Array:
@@ -594,13 +634,24 @@ class FileSource:
         if self._codes is not None and list(names) == [CODE_COLUMN]:
             fields = [self._columns.field(self._index[CODE_COLUMN])]
             return pa.Table.from_arrays([self._codes], schema=pa.schema(fields, self._metadata))
-        with pa.memory_map(str(self.path), "r") as source:
-            table = pa.ipc.open_file(source).read_all()
-            columns = [_one_array(table.column(n)) for n in names]
         fields = [self._columns.field(self._index[n]) for n in names]
+        with pa.memory_map(str(self.path), "r") as source:
+            batches = _record_batches(source.read_buffer(), self._columns)
+            if batches is None:  # not as written: let the IPC reader say what is wrong
+                table = pa.ipc.open_file(source).read_all()
+                columns = [_one_array(table.column(n)) for n in names]
+            else:
+                columns = [
+                    _one_array(_column(batches, self._index[n], f))
+                    for n, f in zip(names, fields, strict=True)
+                ]
         return pa.Table.from_arrays(columns, schema=pa.schema(fields, self._metadata))
 
     def take(self, rows: pa.Array) -> pa.Table:
         """Copies of the given rows, every column (nothing else is copied out of the file)."""
         with pa.memory_map(str(self.path), "r") as source:
-            return pa.ipc.open_file(source).read_all().take(rows)
+            batches = _record_batches(source.read_buffer(), self._columns)
+            if batches is None:
+                return pa.ipc.open_file(source).read_all().take(rows)
+            table = pa.Table.from_batches(batches, self.schema)
+            return table.take(rows)
