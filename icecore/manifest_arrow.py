@@ -664,16 +664,20 @@ def partition_dicts(partition: pa.Array) -> list[dict[int, Any]]:
     for times and timestamps, ``uuid.UUID``), as :class:`~icecore.manifest.DataFile`
     documents them.
     """
+    ids, columns = partition_columns(partition)
+    if not ids:
+        return [{} for _ in range(len(partition))]
+    return [dict(zip(ids, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def partition_columns(partition: pa.Array) -> tuple[list[int], list[list[Any]]]:
+    """The partition field ids of a ``partition`` column, and each field's Python values."""
     if isinstance(partition, pa.ChunkedArray):
         partition = partition.combine_chunks()
     fields = list(partition.type)
-    if not fields:
-        return [{} for _ in range(len(partition))]
     ids = [int((f.metadata or {})[b"field_id"]) for f in fields]
-    columns = [
-        _python_values(pc.struct_field(partition, [f.name]), f.metadata or {}) for f in fields
-    ]
-    return [dict(zip(ids, values, strict=True)) for values in zip(*columns, strict=True)]
+    columns = [_python_values(_child(partition, f.name), f.metadata or {}) for f in fields]
+    return ids, columns
 
 
 MAP_COLUMNS = (

@@ -19,9 +19,11 @@ one manifest as Arrow columns, laid out for vectorized pruning:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 import numpy as np
@@ -35,7 +37,7 @@ from icecore.manifest_arrow import (
     RawManifest,
     entries_from_arrow,
     manifest_batches,
-    partition_dicts,
+    partition_columns,
 )
 from icecore.partitioning import PartitionSpec
 from icecore.scan.delete_index import partition_value_key
@@ -180,8 +182,15 @@ class PlanningManifest:
         firsts = json.loads((self.source.schema.metadata or {}).get(FIRSTS_KEY, b"[]"))
         if not firsts:
             return [], []
-        partitions = partition_dicts(partition.take(pa.array(firsts, _I64)))
-        return partitions, [_exact_key(p) for p in partitions]
+        ids, columns = partition_columns(partition.take(pa.array(firsts, _I64)))
+        if not ids:
+            return [{} for _ in firsts], [() for _ in firsts]
+        partitions = [dict(zip(ids, values, strict=True)) for values in zip(*columns, strict=True)]
+        keyed = [
+            [(fid, type(v).__name__, v if type(v) in _PLAIN else partition_value_key(v)) for v in c]
+            for fid, c in zip(ids, columns, strict=True)
+        ]
+        return partitions, list(zip(*keyed, strict=True))
 
     def entries(self, rows: Sequence[int] | np.ndarray) -> list[ManifestEntry]:
         """The :class:`ManifestEntry` objects of the given rows, maps rebuilt from pivots."""
@@ -322,9 +331,11 @@ def _single(column: pa.ChunkedArray) -> pa.Array:
     return column.combine_chunks()
 
 
-def _exact_key(values: dict[int, Any]) -> tuple[Any, ...]:
-    """A hashable key equal only for identical tuples (floats by bits, NaN equal to itself)."""
-    return tuple((fid, type(v).__name__, partition_value_key(v)) for fid, v in values.items())
+_PLAIN = frozenset({int, str, type(None), dt.date, dt.datetime, dt.time, Decimal, bytes})
+"""Types whose values are their own exact key (:func:`partition_value_key` returns them).
+
+A partition tuple's key is ``(field id, type name, exact value key)`` per field: equal only
+for identical tuples (floats by bits, NaN equal to itself)."""
 
 
 def _pivot(values: pa.MapArray) -> list[tuple[int, pa.Array]]:
