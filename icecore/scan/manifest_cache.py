@@ -131,6 +131,7 @@ class ManifestCache:
         self.max_memory_bytes = max_memory_bytes
         self.max_handles = max_handles
         self._items: OrderedDict[ManifestKey, tuple[PlanningManifest, int]] = OrderedDict()
+        self._paths: dict[ManifestKey, Path] = {}  # a key's file name is asked for often
         self._memory = 0
         self._written_since_sweep = 0
         self._lock = threading.Lock()
@@ -306,8 +307,14 @@ class ManifestCache:
     def _file(self, key: ManifestKey) -> Path | None:
         if self.directory is None:
             return None
-        digest = key.digest()
-        return self.directory / digest[:2] / f"{digest}.arrow"
+        found = self._paths.get(key)
+        if found is None:
+            digest = key.digest()
+            found = Path(os.path.join(self.directory, digest[:2], f"{digest}.arrow"))
+            if len(self._paths) >= self.max_handles:
+                self._paths.clear()
+            self._paths[key] = found
+        return found
 
     def _read_disk(self, key: ManifestKey) -> PlanningManifest | None:
         path = self._file(key)
