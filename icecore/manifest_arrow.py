@@ -442,7 +442,7 @@ def _entries(
         if all(number == 0 for number in numbers):
             inherits = pa.array(np.ones(n, dtype=bool), pa.bool_())
         elif any(number == 0 for number in numbers):
-            zero = np.repeat(np.array(numbers, dtype=np.int64) == 0, sizes)
+            zero = np.repeat(np.array([number == 0 for number in numbers], dtype=bool), sizes)
             inherits = pc.or_(inherits, pa.array(zero, pa.bool_()))
         seqs = []
         for fid in (_ME_SEQ, _ME_FILE_SEQ):
@@ -509,10 +509,12 @@ def _require(column: pa.Array | None, path: str, what: str, t: pa.DataType | Non
     return column if t is None else _convert(column, t, what)
 
 
-def _per_row(values: Sequence[int], sizes: Sequence[int]) -> pa.Scalar | pa.Array:
+def _per_row(values: Sequence[int | None], sizes: Sequence[int]) -> pa.Scalar | pa.Array:
     """Each manifest's value for each of its rows (a scalar when they all agree)."""
     if all(v == values[0] for v in values):
         return pa.scalar(values[0], _I64)
+    if any(v is None for v in values):  # not in valid metadata, but never a crash
+        return pa.array([v for v, n in zip(values, sizes, strict=True) for _ in range(n)], _I64)
     return pa.array(np.repeat(np.array(values, dtype=np.int64), sizes), _I64)
 
 
