@@ -95,8 +95,8 @@ DECODE_BATCH = 4
 
 Converting 4 manifests at once instead of 1 saves ~1 ms of Arrow call overheads per
 manifest; larger batches save little more but raise the process's peak memory ~2 MiB per
-manifest (mimalloc keeps what a batch's temporaries used). Worker processes use larger ones
-(:data:`icecore.scan.decode_pool.BATCH`)."""
+manifest (mimalloc keeps what a batch's temporaries used). Worker processes convert more
+at a time (:data:`icecore.scan.decode_worker.CONVERT`)."""
 METRICS_BATCH_ROWS = 65_536
 """Files judged by metrics in one pass (bounds the temporaries of the Arrow kernels)."""
 
