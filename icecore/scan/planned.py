@@ -217,6 +217,11 @@ class PlannedBlock:
         """The full data file of planned row ``position`` (metrics maps included)."""
         return self.manifest.entries([int(self.rows[position])])[0].data_file
 
+    def partition(self, position: int) -> dict[int, Any]:
+        """The partition values of planned row ``position`` (shared by its tuple's rows)."""
+        data = self.data()
+        return data.partitions[int(data.codes[position])]
+
     def tasks(self, schema: Schema, lo: int, hi: int) -> list[FileScanTask]:
         """Tasks of planned rows ``lo:hi``: plain attributes read from the columns."""
         columns = self.data().columns.slice(lo, hi - lo)
@@ -357,13 +362,28 @@ class PlannedFiles:
     def __len__(self) -> int:
         return sum(len(b) for b in self.blocks)
 
-    def table(self) -> pa.Table:
-        """Every planned data file, one row each (see :func:`files_schema`), made once."""
-        if self._table is None:
-            struct = partition_struct(self._partition_type, self.blocks)
-            tables = [b.table(struct) for b in self.blocks]
-            self._table = pa.concat_tables(tables) if tables else files_schema(struct).empty_table()
-        return self._table
+    def table(self, limit: int | None = None) -> pa.Table:
+        """The planned data files, one row each (see :func:`files_schema`).
+
+        Args:
+            limit: the first ``limit`` files only (only the manifests holding them are
+                read); every file by default, made once and kept.
+        """
+        if self._table is not None:
+            return self._table if limit is None else self._table.slice(0, limit)
+        struct = partition_struct(self._partition_type, self.blocks)
+        tables: list[pa.Table] = []
+        rows = 0
+        for b in self.blocks:
+            if limit is not None and rows >= limit:
+                break
+            tables.append(b.table(struct))
+            rows += len(b)
+        found = pa.concat_tables(tables) if tables else files_schema(struct).empty_table()
+        if limit is None:
+            self._table = found
+            return found
+        return found.slice(0, limit)
 
     def paths(self) -> list[str]:
         """Every planned data file's path, in plan order."""

@@ -150,7 +150,7 @@ class Plan:
             return self.planned.paths()
         return [t.file_path for t in self.tasks]
 
-    def files(self) -> pa.Table:
+    def files(self, limit: int | None = None) -> pa.Table:
         """The planned data files as one Arrow table, one row per task, in task order.
 
         Columns: ``file_path``, ``file_format``, ``spec_id``, ``partition`` (the
@@ -158,10 +158,13 @@ class Plan:
         ``data_sequence_number``, ``delete_files`` (list of ``{file_path, kind}``, kind
         ``position``, ``equality`` or ``deletion_vector``) and ``residual`` (as text). Taken
         from the decoded manifests' columns, with no Python object per file, and made once.
+        ``limit``: the first ``limit`` files only (a page's list), read from as few
+        manifests as hold them.
         """
         if self.planned is not None:
-            return self.planned.table()
-        return tasks_table(self.tasks, self.partition_type)
+            return self.planned.table(limit)
+        tasks = self.tasks if limit is None else self.tasks[:limit]
+        return tasks_table(tasks, self.partition_type)
 
     @property
     def delete_files(self) -> list[str]:

@@ -31,6 +31,10 @@ class DataFileSource(Protocol):
         """The data file of the plan's row ``position`` (of this source)."""
         ...
 
+    def partition(self, position: int) -> dict[int, Any]:
+        """The partition values of the plan's row ``position`` (by partition field id)."""
+        ...
+
 
 class FileScanTask:
     """One data file to read, with its deletes and residual filter.
@@ -46,7 +50,8 @@ class FileScanTask:
             (a deletion vector, when present, replaces every position delete file).
         residual: the filter still to apply to rows (bound to ``schema``); ``AlwaysTrue``
             when partition values alone decide.
-        file_path, record_count, file_size_in_bytes: the data file's, without building it.
+        file_path, record_count, file_size_in_bytes, partition: the data file's, without
+            building it.
 
     Tasks are values: read-only by convention, equal when their fields are.
     """
@@ -103,6 +108,14 @@ class FileScanTask:
             assert self._source is not None
             found = self._data_file = self._source.data_file(self._position)
         return found
+
+    @property
+    def partition(self) -> dict[int, Any]:
+        """The data file's partition values by partition field id (without building it)."""
+        if self._data_file is not None:
+            return self._data_file.partition
+        assert self._source is not None
+        return self._source.partition(self._position)
 
     def _fields(self) -> tuple[Any, ...]:
         return (
