@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from icecore.catalog import load_catalog, load_table
-from icecore.compute import pc
 from icecore.errors import IcecoreError, ValidationError
 from icecore.evolution.change_text import (
     apply_schema_change,
@@ -127,9 +126,9 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     # Read from the plan's columns (plan.files()): no task or data file object per file.
     files = plan.files()
     paths = files.column("file_path").to_pylist()
-    deletes = files.column("delete_files")
-    delete_paths = pc.list_flatten(deletes).field("file_path").to_pylist()
-    offsets = pc.list_value_length(deletes).fill_null(0).to_numpy(zero_copy_only=False).tolist()
+    deletes = files.column("delete_files").combine_chunks()
+    delete_paths = deletes.flatten().field("file_path").to_pylist()
+    offsets = deletes.value_lengths().fill_null(0).to_pylist()
     tasks: list[dict[str, Any]] = []
     start = 0
     for path, count, n, residual in zip(

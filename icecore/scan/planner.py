@@ -748,16 +748,24 @@ def _pruned_files(
     lo: int,
     hi: int,
 ) -> list[PrunedItem]:
-    """Pruned items ``lo:hi`` of one manifest, reasons worked out now."""
+    """Pruned items ``lo:hi`` of one manifest, reasons worked out now.
+
+    Files pruned by partition need only their path (read from the column); a full data file
+    is built only for those whose metrics reason must be explained.
+    """
+    chunk, flags = rows[lo:hi], by_partition[lo:hi]
+    paths = pm.required("file_path").take(pa.array(chunk, pa.int64())).to_pylist()
+    by_metrics = np.flatnonzero(~flags)
+    explained = iter(pm.entries(chunk[by_metrics])) if len(by_metrics) else iter(())
+    partition_reason = f"partition values exclude {partition_expr}"
     items: list[PrunedItem] = []
-    for flag, entry in zip(by_partition[lo:hi], pm.entries(rows[lo:hi]), strict=True):
-        data_file = entry.data_file
+    for flag, path in zip(flags.tolist(), paths, strict=True):
         if flag:
-            reason = f"partition values exclude {partition_expr}"
-            items.append(PrunedItem(levels[0], data_file.file_path, reason))
+            items.append(PrunedItem(levels[0], path, partition_reason))
         else:
+            data_file = next(explained).data_file
             reason = might_match.explain(data_file) or "column metrics exclude the filter"
-            items.append(PrunedItem(levels[1], data_file.file_path, reason))
+            items.append(PrunedItem(levels[1], path, reason))
     return items
 
 
