@@ -117,6 +117,7 @@ def block_columns(
     manifest: PlanningManifest,
     rows: np.ndarray,
     residual: Callable[[dict[int, Any]], Expression],
+    read: pa.Table | None = None,
 ) -> BlockColumns:
     """Read :class:`BlockColumns` from a manifest (one read of its columns).
 
@@ -124,8 +125,10 @@ def block_columns(
         manifest: the decoded manifest.
         rows: the manifest rows planned, ascending.
         residual: the residual of a partition tuple (the spec's residual evaluator).
+        read: the manifest's columns when already read (holding :data:`TASK_COLUMNS`).
     """
-    source = manifest.read(TASK_COLUMNS)
+    source = read if read is not None else manifest.read(TASK_COLUMNS)
+    source = source.select(list(TASK_COLUMNS))
     columns = source.take(pa.array(rows, _I64))
     partition = source.column("partition").combine_chunks()
     partitions = manifest.distinct_partitions(partition)[0] if len(rows) else []
@@ -145,6 +148,7 @@ class PlannedBlock:
         rows: the manifest rows planned, ascending.
         rows_planned: their records.
         load: their :class:`BlockColumns` (from the plan context's cache, or read).
+        data: their :class:`BlockColumns` when the plan just made them.
     """
 
     __slots__ = ("manifest", "spec", "rows", "rows_planned", "deletes", "_load", "_data")
@@ -156,6 +160,7 @@ class PlannedBlock:
         rows: np.ndarray,
         rows_planned: int,
         load: Callable[[], BlockColumns],
+        data: BlockColumns | None = None,
     ) -> None:
         self.manifest = manifest
         self.spec = spec
@@ -164,7 +169,7 @@ class PlannedBlock:
         self.deletes: dict[int, tuple[DataFile, ...]] = {}
         """Delete files per position (of :attr:`rows`) that has any."""
         self._load = load
-        self._data: BlockColumns | None = None
+        self._data = data
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -72,6 +72,8 @@ from icecore.scan.decode_pool import DecodeJob, decode_in_workers, env_count, re
 from icecore.scan.delete_index import DeleteIndex
 from icecore.scan.manifest_cache import ManifestKey
 from icecore.scan.planned import (
+    TASK_COLUMNS,
+    BlockColumns,
     PlannedBlock,
     PlannedFiles,
     TaskList,
@@ -519,16 +521,19 @@ class TableScan:
             for (key, _), (_, evaluator) in zip(loaded, kept, strict=True)
         ]
         missing = [j for j, v in enumerate(judged) if v is None]
+        planned_cache = self.context.planned_columns
+        fresh_columns: dict[int, BlockColumns] = {}
         if missing:
             fresh = self._judge([(loaded[j][1], kept[j][1]) for j in missing], expr)
-            for j, made in zip(missing, fresh, strict=True):
-                judged[j] = verdicts_cache.put(
-                    (loaded[j][0], kept[j][1].fingerprint, expr_key), made
-                )
+            for j, (made, columns) in zip(missing, fresh, strict=True):
+                cache_key = (loaded[j][0], kept[j][1].fingerprint, expr_key)
+                judged[j] = verdicts_cache.put(cache_key, made)
+                fresh_columns[j] = planned_cache.put(cache_key, columns)
         file_might_match = self._file_metrics(expr)
         blocks: list[PlannedBlock] = []
-        planned_cache = self.context.planned_columns
-        for (key, pm), (_, evaluator), verdicts in zip(loaded, kept, judged, strict=True):
+        for j, ((key, pm), (_, evaluator), verdicts) in enumerate(
+            zip(loaded, kept, judged, strict=True)
+        ):
             assert verdicts is not None
             by_partition = int(verdicts.by_partition.sum())
             counts["data_files"] += verdicts.data_files
@@ -554,14 +559,21 @@ class TableScan:
                 partial(block_columns, pm, verdicts.kept, evaluator.residual),
             )
             blocks.append(
-                PlannedBlock(pm, evaluator.spec, verdicts.kept, verdicts.rows_planned, load)
+                PlannedBlock(
+                    pm,
+                    evaluator.spec,
+                    verdicts.kept,
+                    verdicts.rows_planned,
+                    load,
+                    fresh_columns.get(j),
+                )
             )
         return blocks
 
     def _judge(
         self, pending: Sequence[tuple[PlanningManifest, _SpecEvaluators]], expr: Expression
-    ) -> list[FileVerdicts]:
-        """File verdicts for manifests not judged before under this filter.
+    ) -> list[tuple[FileVerdicts, BlockColumns]]:
+        """File verdicts (and the kept rows' columns) of manifests new to this filter.
 
         Each manifest's columns are read once, metrics judged over many manifests at a time
         (batches of :data:`METRICS_BATCH_ROWS` files keep the kernels' temporaries small),
@@ -582,7 +594,7 @@ class TableScan:
             else self._compiled(("arrow-metrics",), lambda: arrow_metrics_filter(expr))
         )
         tuples: dict[tuple[int, tuple[Any, ...]], bool] = {}
-        out: list[FileVerdicts] = []
+        out: list[tuple[FileVerdicts, BlockColumns]] = []
         batch: list[tuple[PlanningManifest, _SpecEvaluators, pa.Table]] = []
         rows = 0
 
@@ -594,21 +606,15 @@ class TableScan:
             offset = 0
             for pm, evaluator, table in batch:
                 n = table.num_rows
-                out.append(
-                    _judge_manifest(
-                        pm,
-                        evaluator,
-                        table,
-                        might[offset : offset + n],
-                        tuples,
-                    )
-                )
+                verdicts = _judge_manifest(pm, evaluator, table, might[offset : offset + n], tuples)
+                # What tasks and files() will read of the kept rows, taken from the columns
+                # already read (one read of the manifest, not a second one when iterated).
+                columns = block_columns(pm, verdicts.kept, evaluator.residual, table)
+                out.append((verdicts, columns))
                 offset += n
 
         for pm, evaluator in pending:
-            names = ["content", "record_count", *metric_names]
-            if not isinstance(evaluator.partition_expr, AlwaysTrue):
-                names.append("partition")
+            names = [*TASK_COLUMNS, "content", "record_count", *metric_names]
             batch.append((pm, evaluator, pm.read(names)))
             rows += pm.num_rows
             if rows >= METRICS_BATCH_ROWS:

@@ -14,6 +14,7 @@ deletes and residual are plain attributes, and whose :class:`~icecore.manifest.D
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from icecore.expressions.model import AlwaysTrue, Expression
@@ -142,27 +143,53 @@ class FileScanTask:
         )
 
 
+@dataclass(frozen=True)
+class _Fields:
+    """FileScanTask's fields as a dataclass declares them (see below)."""
+
+    data_file: DataFile
+    data_sequence_number: int
+    spec: PartitionSpec
+    schema: Schema
+    delete_files: tuple[DataFile, ...] = ()
+    residual: Expression = _ALWAYS_TRUE
+
+
+# FileScanTask was a dataclass, and callers use dataclasses.replace / fields / asdict on
+# tasks: they keep working, with the same six fields (a planned task's replace builds its
+# data file and gives a task holding it).
+FileScanTask.__dataclass_fields__ = _Fields.__dataclass_fields__  # type: ignore[attr-defined]
+FileScanTask.__dataclass_params__ = _Fields.__dataclass_params__  # type: ignore[attr-defined]
+
+
 class PlannedTask(FileScanTask):
     """A task made from a plan's columns: its data file is built when first read.
 
     Made by the thousand when a plan is iterated, so its constructor only stores.
+    ``dataclasses.replace`` calls it with the six fields by keyword, as FileScanTask's.
     """
 
     __slots__ = ()
 
     def __init__(
         self,
-        file_path: str,
-        record_count: int,
-        file_size_in_bytes: int,
-        data_sequence_number: int,
-        spec: PartitionSpec,
-        schema: Schema,
-        delete_files: tuple[DataFile, ...],
-        residual: Expression,
-        source: DataFileSource,
-        position: int,
+        file_path: str = "",
+        record_count: int = 0,
+        file_size_in_bytes: int = 0,
+        data_sequence_number: int = 0,
+        spec: Any = None,  # PartitionSpec (defaults only for dataclasses.replace's call)
+        schema: Any = None,  # Schema
+        delete_files: tuple[DataFile, ...] = (),
+        residual: Expression = _ALWAYS_TRUE,
+        source: DataFileSource | None = None,
+        position: int = 0,
+        data_file: DataFile | None = None,
     ) -> None:
+        if data_file is not None:  # dataclasses.replace(task, ...) passes the six fields
+            FileScanTask.__init__(
+                self, data_file, data_sequence_number, spec, schema, delete_files, residual
+            )
+            return
         self.file_path = file_path
         self.record_count = record_count
         self.file_size_in_bytes = file_size_in_bytes
