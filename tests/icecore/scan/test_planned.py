@@ -265,3 +265,22 @@ def test_cli_plan_lists_what_java_plans(
     old = old_tasks(icecore.load_table(args.table), ref)
     for t in out["tasks"]:
         assert t["record_count"] == old[t["data_file"]].data_file.record_count
+
+
+def test_files_of_tasks_given_by_hand_equal_the_columns(big_table: str) -> None:
+    """A Plan made from a list of tasks (no columns) gives files() from the tasks: the same."""
+    from icecore.scan.planner import Plan
+
+    table = icecore.load_table(big_table)
+    plan = table.scan(filter="id < 100000", context=PlanContext(ManifestCache())).plan()
+    assert 0 < len(plan.tasks) < FILES
+    by_hand = Plan(
+        tasks=list(plan.tasks[:50]),
+        report=plan.report,
+        schema=plan.schema,
+        io=plan.io,
+        partition_type=plan.partition_type,
+    )
+    assert by_hand.planned is None
+    assert by_hand.files().to_pylist() == plan.files(limit=50).to_pylist()
+    assert by_hand.data_files == plan.data_files[:50]
