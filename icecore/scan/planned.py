@@ -17,6 +17,7 @@ From those it gives
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -51,6 +52,10 @@ TASK_COLUMNS = (
 """The columns of the planned rows a plan keeps (what tasks and ``files()`` read)."""
 LOOKUP_CHUNK = 4096
 """Data files built at a time to look up the deletes that may apply to them."""
+DATA_FILE_CHUNK = 256
+"""Data files built at once when one task's is asked for (its neighbours' come next)."""
+RECENT_CHUNKS = 4
+"""Chunks of built data files a block keeps for the tasks asked next."""
 
 DELETE_TYPE = pa.list_(pa.struct([("file_path", pa.string()), ("kind", pa.string())]))
 """``files()``' ``delete_files``: per data file, each delete file's path and kind."""
@@ -151,7 +156,17 @@ class PlannedBlock:
         data: their :class:`BlockColumns` when the plan just made them.
     """
 
-    __slots__ = ("manifest", "spec", "rows", "rows_planned", "deletes", "_load", "_data")
+    __slots__ = (
+        "manifest",
+        "spec",
+        "rows",
+        "rows_planned",
+        "deletes",
+        "_load",
+        "_data",
+        "_recent",
+        "_lock",
+    )
 
     def __init__(
         self,
@@ -170,6 +185,8 @@ class PlannedBlock:
         """Delete files per position (of :attr:`rows`) that has any."""
         self._load = load
         self._data = data
+        self._recent: dict[int, list[DataFile]] = {}
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -219,8 +236,23 @@ class PlannedBlock:
                     self.deletes[position] = found
 
     def data_file(self, position: int) -> DataFile:
-        """The full data file of planned row ``position`` (metrics maps included)."""
-        return self.manifest.entries([int(self.rows[position])])[0].data_file
+        """The full data file of planned row ``position`` (metrics maps included).
+
+        Built with its chunk's neighbours (:data:`DATA_FILE_CHUNK`), one read of the
+        manifest's columns for them all: a reader or a loop asking every task for its data
+        file in order reads each manifest once per chunk, not once per file.
+        """
+        chunk, offset = divmod(position, DATA_FILE_CHUNK)
+        with self._lock:
+            built = self._recent.get(chunk)
+            if built is None:
+                lo = chunk * DATA_FILE_CHUNK
+                entries = self.manifest.entries(self.rows[lo : lo + DATA_FILE_CHUNK])
+                built = [e.data_file for e in entries]
+                if len(self._recent) >= RECENT_CHUNKS:
+                    self._recent.pop(next(iter(self._recent)))
+                self._recent[chunk] = built
+        return built[offset]
 
     def partition(self, position: int) -> dict[int, Any]:
         """The partition values of planned row ``position`` (shared by its tuple's rows)."""
