@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
 from typing import Any
@@ -29,8 +28,9 @@ import pyarrow as pa
 
 from icecore.arrow_types import arrow_field
 from icecore.compute import pc
-from icecore.expressions.model import Expression
+from icecore.expressions.model import AlwaysTrue, Expression
 from icecore.manifest import DataFile, DataFileContent
+from icecore.manifest_arrow import partition_dicts
 from icecore.partitioning import PartitionSpec
 from icecore.scan.delete_index import DeleteIndex, is_deletion_vector, partition_value_key
 from icecore.scan.lazy import LazySequence
@@ -40,6 +40,7 @@ from icecore.schema import Schema
 from icecore.types import StructType
 
 _I32, _I64 = pa.int32(), pa.int64()
+_ALWAYS_TRUE = AlwaysTrue()
 TASK_COLUMNS = (
     "file_path",
     "file_format",
@@ -85,7 +86,6 @@ def files_schema(partition: pa.StructType) -> pa.Schema:
     )
 
 
-@dataclass(frozen=True, slots=True)
 class BlockColumns:
     """What tasks and ``files()`` read of one manifest's planned rows, cacheable.
 
@@ -93,35 +93,77 @@ class BlockColumns:
     filter's residual evaluator: :class:`~icecore.scan.context.PlanContext` keeps it under
     the same key as the file verdicts, so planning and iterating the same filter again reads
     no manifest column (deletes, which depend on the snapshot, are looked up per plan).
+    Partition values and residuals are worked out on first use, once per distinct
+    partition tuple of the planned rows (never when no filter leaves a residual).
 
-    Attributes:
+    Args:
         columns: :data:`TASK_COLUMNS` of the planned rows (copies, not views of a file).
-        codes: per planned row, the index of its partition tuple.
-        partitions: the manifest's distinct partition tuples, by index.
-        residuals: the residual of each tuple a planned row has (None for the others).
+        codes: per planned row, the index of its partition tuple in the manifest.
+        residual: the residual of a partition tuple (the spec's residual evaluator).
+        always_true: whether every residual is ``AlwaysTrue`` (a scan without a filter).
     """
 
-    columns: pa.Table
-    codes: np.ndarray
-    partitions: tuple[dict[int, Any], ...]
-    residuals: tuple[Expression | None, ...]
+    __slots__ = (
+        "columns",
+        "codes",
+        "_residual_of",
+        "_always_true",
+        "_distinct",
+        "_partitions",
+        "_residuals",
+    )
+
+    def __init__(
+        self,
+        columns: pa.Table,
+        codes: np.ndarray,
+        residual: Callable[[dict[int, Any]], Expression],
+        always_true: bool,
+    ) -> None:
+        self.columns = columns
+        self.codes = codes
+        self._residual_of = residual
+        self._always_true = always_true
+        self._distinct = int(len(np.unique(codes))) if len(codes) else 0
+        self._partitions: dict[int, dict[int, Any]] | None = None
+        self._residuals: list[Expression] | None = None
 
     @property
     def nbytes(self) -> int:
         """Bytes held (what the cache is bounded by; Python objects estimated)."""
-        return (
-            int(self.columns.nbytes)
-            + int(self.codes.nbytes)
-            + 300 * len(self.partitions)
-            + 200 * sum(r is not None for r in self.residuals)
-            + 500
-        )
+        return int(self.columns.nbytes) + int(self.codes.nbytes) + 500 * self._distinct + 500
+
+    def partitions(self) -> dict[int, dict[int, Any]]:
+        """The partition values of each tuple the planned rows have, by code."""
+        if self._partitions is None:
+            found: dict[int, dict[int, Any]] = {}
+            if len(self.codes):
+                distinct, firsts = np.unique(self.codes, return_index=True)
+                column = self.columns.column("partition").combine_chunks()
+                values = partition_dicts(column.take(pa.array(firsts, _I64)))
+                found = dict(zip(distinct.tolist(), values, strict=True))
+            self._partitions = found
+        return self._partitions
+
+    def residuals(self) -> list[Expression]:
+        """The residual of each partition tuple, indexed by code (made once)."""
+        if self._residuals is None:
+            size = int(self.codes.max()) + 1 if len(self.codes) else 0
+            if self._always_true:
+                self._residuals = [_ALWAYS_TRUE] * size
+            else:
+                out: list[Any] = [None] * size
+                for code, values in self.partitions().items():
+                    out[code] = self._residual_of(values)
+                self._residuals = out
+        return self._residuals
 
 
 def block_columns(
     manifest: PlanningManifest,
     rows: np.ndarray,
     residual: Callable[[dict[int, Any]], Expression],
+    always_true: bool,
     read: pa.Table | None = None,
 ) -> BlockColumns:
     """Read :class:`BlockColumns` from a manifest (one read of its columns).
@@ -130,18 +172,13 @@ def block_columns(
         manifest: the decoded manifest.
         rows: the manifest rows planned, ascending.
         residual: the residual of a partition tuple (the spec's residual evaluator).
+        always_true: whether the scan's row filter is ``AlwaysTrue`` (no residual).
         read: the manifest's columns when already read (holding :data:`TASK_COLUMNS`).
     """
     source = read if read is not None else manifest.read(TASK_COLUMNS)
-    source = source.select(list(TASK_COLUMNS))
-    columns = source.take(pa.array(rows, _I64))
-    partition = source.column("partition").combine_chunks()
-    partitions = manifest.distinct_partitions(partition)[0] if len(rows) else []
+    columns = source.select(list(TASK_COLUMNS)).take(pa.array(rows, _I64))
     codes = np.asarray(manifest.codes[rows], dtype=np.int32)
-    residuals: list[Expression | None] = [None] * len(partitions)
-    for code in np.unique(codes).tolist():
-        residuals[code] = residual(partitions[code])
-    return BlockColumns(columns, codes, tuple(partitions), tuple(residuals))
+    return BlockColumns(columns, codes, residual, always_true)
 
 
 class PlannedBlock:
@@ -212,11 +249,10 @@ class PlannedBlock:
             return
         pm = self.manifest
         data = self.data()
-        codes, partitions = data.codes, data.partitions
+        codes, partitions = data.codes, data.partitions()
         spec_id = pm.spec_id
-        may = np.zeros(len(partitions), dtype=bool)
-        for code in np.unique(codes).tolist():
-            values = partitions[code]
+        may = np.zeros(int(codes.max()) + 1, dtype=bool)
+        for code, values in partitions.items():
             key = (spec_id, tuple((fid, partition_value_key(v)) for fid, v in values.items()))
             may[code] = index.may_apply_to_partition(key)
         candidates = may[codes]
@@ -257,7 +293,7 @@ class PlannedBlock:
     def partition(self, position: int) -> dict[int, Any]:
         """The partition values of planned row ``position`` (shared by its tuple's rows)."""
         data = self.data()
-        return data.partitions[int(data.codes[position])]
+        return dict(data.partitions()[int(data.codes[position])])
 
     def tasks(self, schema: Schema, lo: int, hi: int) -> list[FileScanTask]:
         """Tasks of planned rows ``lo:hi``: plain attributes read from the columns."""
@@ -267,7 +303,7 @@ class PlannedBlock:
         sizes = _ints(columns.column("file_size_in_bytes"))
         sequence_numbers = _ints(columns.column("sequence_number"))
         data = self.data()
-        residuals = data.residuals
+        residuals = data.residuals()
         codes = data.codes[lo:hi].tolist()
         deletes: Any = repeat(())
         if self.deletes:
@@ -294,7 +330,7 @@ class PlannedBlock:
         data = self.data()
         columns = data.columns
         n = columns.num_rows
-        texts = pa.array([str(r) if r is not None else "" for r in data.residuals], pa.string())
+        texts = pa.array([str(r) if r is not None else "" for r in data.residuals()], pa.string())
         residual = texts.take(pa.array(data.codes, _I32)) if n else pa.array([], pa.string())
         spec_id = pc.fill_null(columns.column("spec_id"), self.spec.spec_id).cast(_I32)
         sequence_numbers = pc.fill_null(columns.column("sequence_number"), 0)

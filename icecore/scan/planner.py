@@ -556,7 +556,13 @@ class TableScan:
             load = partial(
                 planned_cache.get_or_make,
                 (key, evaluator.fingerprint, expr_key),
-                partial(block_columns, pm, verdicts.kept, evaluator.residual),
+                partial(
+                    block_columns,
+                    pm,
+                    verdicts.kept,
+                    evaluator.residual,
+                    isinstance(self._rows, AlwaysTrue),
+                ),
             )
             blocks.append(
                 PlannedBlock(
@@ -594,6 +600,7 @@ class TableScan:
             else self._compiled(("arrow-metrics",), lambda: arrow_metrics_filter(expr))
         )
         tuples: dict[tuple[int, tuple[Any, ...]], bool] = {}
+        no_residual = isinstance(self._rows, AlwaysTrue)
         out: list[tuple[FileVerdicts, BlockColumns]] = []
         batch: list[tuple[PlanningManifest, _SpecEvaluators, pa.Table]] = []
         rows = 0
@@ -609,7 +616,7 @@ class TableScan:
                 verdicts = _judge_manifest(pm, evaluator, table, might[offset : offset + n], tuples)
                 # What tasks and files() will read of the kept rows, taken from the columns
                 # already read (one read of the manifest, not a second one when iterated).
-                columns = block_columns(pm, verdicts.kept, evaluator.residual, table)
+                columns = block_columns(pm, verdicts.kept, evaluator.residual, no_residual, table)
                 out.append((verdicts, columns))
                 offset += n
 
