@@ -528,7 +528,8 @@ class TableScan:
             for j, (made, columns) in zip(missing, fresh, strict=True):
                 cache_key = (loaded[j][0], kept[j][1].fingerprint, expr_key)
                 judged[j] = verdicts_cache.put(cache_key, made)
-                fresh_columns[j] = planned_cache.put(cache_key, columns)
+                if columns is not None:
+                    fresh_columns[j] = planned_cache.put(cache_key, columns)
         file_might_match = self._file_metrics(expr)
         blocks: list[PlannedBlock] = []
         for j, ((key, pm), (_, evaluator), verdicts) in enumerate(
@@ -578,9 +579,11 @@ class TableScan:
 
     def _judge(
         self, pending: Sequence[tuple[PlanningManifest, _SpecEvaluators]], expr: Expression
-    ) -> list[tuple[FileVerdicts, BlockColumns]]:
-        """File verdicts (and the kept rows' columns) of manifests new to this filter.
+    ) -> list[tuple[FileVerdicts, BlockColumns | None]]:
+        """File verdicts of manifests new to this filter, and their kept rows' task columns.
 
+        The columns come with the verdicts only without a filter (every file kept, so they
+        are read in the same pass); a filter's kept rows are read when first iterated.
         Each manifest's columns are read once, metrics judged over many manifests at a time
         (batches of :data:`METRICS_BATCH_ROWS` files keep the kernels' temporaries small),
         and the columns dropped when the batch is judged.
@@ -601,7 +604,8 @@ class TableScan:
         )
         tuples: dict[tuple[int, tuple[Any, ...]], bool] = {}
         no_residual = isinstance(self._rows, AlwaysTrue)
-        out: list[tuple[FileVerdicts, BlockColumns]] = []
+        keep_all = isinstance(expr, AlwaysTrue)
+        out: list[tuple[FileVerdicts, BlockColumns | None]] = []
         batch: list[tuple[PlanningManifest, _SpecEvaluators, pa.Table]] = []
         rows = 0
 
@@ -614,14 +618,23 @@ class TableScan:
             for pm, evaluator, table in batch:
                 n = table.num_rows
                 verdicts = _judge_manifest(pm, evaluator, table, might[offset : offset + n], tuples)
-                # What tasks and files() will read of the kept rows, taken from the columns
-                # already read (one read of the manifest, not a second one when iterated).
-                columns = block_columns(pm, verdicts.kept, evaluator.residual, no_residual, table)
+                # Without a filter every file is kept: what tasks and files() read of them is
+                # taken from the columns already read (one read of the manifest, not a second
+                # one when iterated). A filter keeps some: those are read when iterated.
+                columns = (
+                    block_columns(pm, verdicts.kept, evaluator.residual, no_residual, table)
+                    if keep_all
+                    else None
+                )
                 out.append((verdicts, columns))
                 offset += n
 
         for pm, evaluator in pending:
-            names = [*TASK_COLUMNS, "content", "record_count", *metric_names]
+            names = ["content", "record_count", *metric_names]
+            if keep_all:
+                names.extend(TASK_COLUMNS)
+            elif not isinstance(evaluator.partition_expr, AlwaysTrue):
+                names.append("partition")
             batch.append((pm, evaluator, pm.read(names)))
             rows += pm.num_rows
             if rows >= METRICS_BATCH_ROWS:
