@@ -407,8 +407,8 @@ def _unified_partition(column: pa.ChunkedArray, target: pa.StructType) -> pa.Arr
             continue
         child = pc.struct_field(struct, [i])
         children.append(child if child.type == f.type else child.cast(f.type))
-    if not len(target):
-        return pa.array([{}] * n, target)
+    if not len(target):  # unpartitioned: an empty struct per row, no Python list
+        return pa.Array.from_buffers(target, n, [None], children=[])
     return pa.StructArray.from_arrays(children, fields=list(target))
 
 
