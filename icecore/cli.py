@@ -128,19 +128,35 @@ def _plan(args: argparse.Namespace) -> Plan:
 def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     """What a filtered scan reads, with every pruned manifest and file and why."""
     plan = _plan(args)
+    # Read from the plan's columns (plan.files()): no task or data file object per file.
+    files = plan.files()
+    paths = files.column("file_path").to_pylist()
+    deletes = files.column("delete_files").combine_chunks()
+    delete_paths = deletes.flatten().field("file_path").to_pylist()
+    offsets = deletes.value_lengths().fill_null(0).to_pylist()
+    tasks: list[dict[str, Any]] = []
+    start = 0
+    for path, count, n, residual in zip(
+        paths,
+        files.column("record_count").to_pylist(),
+        offsets,
+        files.column("residual").to_pylist(),
+        strict=True,
+    ):
+        tasks.append(
+            {
+                "data_file": path,
+                "record_count": count,
+                "delete_files": delete_paths[start : start + n],
+                "residual": residual,
+            }
+        )
+        start += n
     return {
         "snapshot_id": plan.report.snapshot_id,
-        "data_files": plan.data_files,
+        "data_files": paths,
         "delete_files": plan.delete_files,
-        "tasks": [
-            {
-                "data_file": task.file_path,
-                "record_count": task.data_file.record_count,
-                "delete_files": [d.file_path for d in task.delete_files],
-                "residual": str(task.residual),
-            }
-            for task in plan.tasks
-        ],
+        "tasks": tasks,
         "report": plan.report.to_dict(max_items=None),
     }
 
