@@ -196,6 +196,7 @@ class PlannedBlock:
     __slots__ = (
         "manifest",
         "spec",
+        "spec_id",
         "rows",
         "rows_planned",
         "deletes",
@@ -216,6 +217,8 @@ class PlannedBlock:
     ) -> None:
         self.manifest = manifest
         self.spec = spec
+        self.spec_id = spec.spec_id
+        """The partition spec id of every planned row."""
         self.rows = rows
         self.rows_planned = rows_planned
         self.deletes: dict[int, tuple[DataFile, ...]] = {}
@@ -289,6 +292,10 @@ class PlannedBlock:
                     self._recent.pop(next(iter(self._recent)))
                 self._recent[chunk] = built
         return built[offset]
+
+    def file_format(self, position: int) -> str:
+        """The file format of planned row ``position``."""
+        return str(self.data().columns.column("file_format")[position].as_py())
 
     def partition(self, position: int) -> dict[int, Any]:
         """The partition values of planned row ``position`` (shared by its tuple's rows)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from icecore.expressions.model import AlwaysTrue, Expression
-from icecore.manifest import DataFile
+from icecore.manifest import DataFile, DataFileContent
 from icecore.partitioning import PartitionSpec
 from icecore.schema import Schema
 
@@ -28,6 +28,8 @@ _ALWAYS_TRUE = AlwaysTrue()
 class DataFileSource(Protocol):
     """Where a task made from a plan's columns gets its full data file when asked."""
 
+    spec_id: int
+
     def data_file(self, position: int) -> DataFile:
         """The data file of the plan's row ``position`` (of this source)."""
         ...
@@ -35,6 +37,91 @@ class DataFileSource(Protocol):
     def partition(self, position: int) -> dict[int, Any]:
         """The partition values of the plan's row ``position`` (by partition field id)."""
         ...
+
+    def file_format(self, position: int) -> str:
+        """The file format of the plan's row ``position``."""
+        ...
+
+
+_CHEAP = ("content", "file_path", "spec_id", "record_count", "file_size_in_bytes")
+"""Fields a :class:`PlannedDataFile` is made with (what every consumer of a plan reads)."""
+_FROM_COLUMNS = ("partition", "file_format")
+"""Fields read from the plan's columns when first asked (no manifest read)."""
+_FROM_MANIFEST = tuple(
+    name for name in DataFile.__dataclass_fields__ if name not in _CHEAP + _FROM_COLUMNS
+)
+"""Fields (metrics maps, offsets, ...) read from the manifest, all at once, when one is asked."""
+_SLOTS = {name: DataFile.__dict__[name] for name in DataFile.__dataclass_fields__}
+"""DataFile's slot descriptors: a view fills them without going through the frozen setattr."""
+
+
+class PlannedDataFile(DataFile):
+    """A planned task's :class:`~icecore.manifest.DataFile`, made in a microsecond.
+
+    Iceberg Java's ``planFiles()`` hands out data files without column stats unless asked;
+    Python users read ``task.data_file.file_path`` in a loop and expect it to cost what
+    ``task.file_path`` costs. So the view is made with path, counts, size and spec id; its
+    partition and format come from the plan's columns on first access, and the metrics
+    maps (and every other field) from the manifest, built with the file's neighbours, the
+    first time any of them is read. It is a DataFile in every other way (equality,
+    ``dataclasses.replace``, ``fields``): ``replace`` makes a complete one.
+    """
+
+    __slots__ = ("_source", "_position")
+
+    def _fill(self, name: str) -> Any:
+        """Read field ``name`` (and, for a manifest field, all of them) into its slot."""
+        source: DataFileSource = object.__getattribute__(self, "_source")
+        position: int = object.__getattribute__(self, "_position")
+        if name == "partition":
+            _SLOTS[name].__set__(self, source.partition(position))
+        elif name == "file_format":
+            _SLOTS[name].__set__(self, source.file_format(position))
+        else:
+            full = source.data_file(position)
+            for field in _FROM_MANIFEST:
+                _SLOTS[field].__set__(self, getattr(full, field))
+        return _SLOTS[name].__get__(self, DataFile)
+
+    def __eq__(self, other: object) -> bool:
+        # The dataclass's own __eq__ wants the same class: a view equals the DataFile it
+        # stands for.
+        if not isinstance(other, DataFile):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _SLOTS)
+
+    __hash__ = DataFile.__hash__
+
+
+_new = object.__new__
+_DATA = DataFileContent.DATA
+_set_content = _SLOTS["content"].__set__
+_set_path = _SLOTS["file_path"].__set__
+_set_spec_id = _SLOTS["spec_id"].__set__
+_set_records = _SLOTS["record_count"].__set__
+_set_size = _SLOTS["file_size_in_bytes"].__set__
+_set_source = PlannedDataFile.__dict__["_source"].__set__
+_set_position = PlannedDataFile.__dict__["_position"].__set__
+
+
+def _lazy_field(name: str) -> property:
+    slot = _SLOTS[name]
+
+    def get(self: PlannedDataFile) -> Any:
+        try:
+            return slot.__get__(self, DataFile)
+        except AttributeError:  # not read yet
+            return self._fill(name)
+
+    def put(self: PlannedDataFile, value: Any) -> None:
+        # Only the dataclass's __init__ (``dataclasses.replace``, unpickling) sets fields.
+        slot.__set__(self, value)
+
+    return property(get, put, doc=f"The data file's ``{name}`` (read when first asked).")
+
+
+for _name in _FROM_COLUMNS + _FROM_MANIFEST:
+    setattr(PlannedDataFile, _name, _lazy_field(_name))
 
 
 class FileScanTask:
@@ -202,5 +289,27 @@ class PlannedTask(FileScanTask):
         self._source = source
         self._position = position
 
+    @property
+    def data_file(self) -> DataFile:
+        """The data file: a :class:`PlannedDataFile` view, made anew on each access.
 
-__all__ = ["DataFileSource", "FileScanTask", "PlannedTask"]
+        Not kept on the task, so a million held tasks stay small whatever was read.
+        """
+        found = self._data_file
+        if found is not None:
+            return found
+        # Made slot by slot (no __init__): this runs once per task of a loop over a plan.
+        source = self._source
+        assert source is not None
+        made = _new(PlannedDataFile)
+        _set_content(made, _DATA)
+        _set_path(made, self.file_path)
+        _set_spec_id(made, source.spec_id)
+        _set_records(made, self.record_count)
+        _set_size(made, self.file_size_in_bytes)
+        _set_source(made, source)
+        _set_position(made, self._position)
+        return made
+
+
+__all__ = ["DataFileSource", "FileScanTask", "PlannedDataFile", "PlannedTask"]

@@ -9,6 +9,7 @@ what the tasks say. On a generated 10,000-file table: holding every task stays s
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tracemalloc
 from pathlib import Path
@@ -110,6 +111,8 @@ def test_task_views_equal_old_tasks_and_files(
         before = old[task.file_path]
         assert isinstance(task, FileScanTask)
         assert task.data_file == before.data_file  # built from the columns, maps and all
+        assert before.data_file == task.data_file  # a view equals a DataFile both ways
+        assert dataclasses.replace(task.data_file) == before.data_file
         assert task.data_sequence_number == before.data_sequence_number
         assert task.spec == before.spec
         assert task.schema == plan.schema
