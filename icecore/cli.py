@@ -270,14 +270,23 @@ def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
     committed = transaction.commit()
     md = committed.metadata
     return {
-        "committed": not preview.is_noop,
-        "table": str(committed.identifier),
-        "metadata_location": committed.metadata_location,
-        "previous_metadata_location": table.metadata_location,
-        "changes": list(preview.changes),
+        **_committed_json(table, committed, preview.is_noop, preview.changes),
         "current_schema_id": md.current_schema_id,
         "default_spec_id": md.default_spec_id,
         "default_sort_order_id": md.default_sort_order_id,
+    }
+
+
+def _committed_json(
+    table: TableData, committed: TableData, is_noop: bool, changes: Sequence[str]
+) -> dict[str, Any]:
+    """What every committing command prints first: whether, where, and what changed."""
+    return {
+        "committed": not is_noop,
+        "table": str(committed.identifier),
+        "metadata_location": committed.metadata_location,
+        "previous_metadata_location": table.metadata_location,
+        "changes": list(changes),
     }
 
 
@@ -366,11 +375,7 @@ def cmd_ref(args: argparse.Namespace) -> dict[str, Any]:
         return {**preview.to_json(), "moves": moves}
     committed = manage.commit()
     return {
-        "committed": not preview.is_noop,
-        "table": str(committed.identifier),
-        "metadata_location": committed.metadata_location,
-        "previous_metadata_location": table.metadata_location,
-        "changes": list(preview.changes),
+        **_committed_json(table, committed, preview.is_noop, preview.changes),
         "moves": moves,
         "current_snapshot_id": committed.metadata.current_snapshot_id,
         "refs": _refs_json(committed),
