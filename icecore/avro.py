@@ -128,6 +128,38 @@ def _check_complete(reader: Any, data: bytes, path: str) -> None:
         raise _bad(path, f"decoding stopped at byte {consumed} of {len(data)}")
 
 
+def write_avro(
+    schema: Mapping[str, Any], records: Sequence[Mapping[str, Any]], metadata: Mapping[str, str]
+) -> bytes:
+    """Encode ``records`` as one Avro object container file, deflate-compressed ("Appendix A").
+
+    Iceberg Java writes manifests and manifest lists with the deflate codec; extra schema
+    attributes (``field-id``, ``element-id``, ...) are kept in the written ``avro.schema``.
+
+    Args:
+        schema: the writer's Avro record schema.
+        records: dicts keyed by Avro field name, values as :func:`read_avro` returns them.
+        metadata: header key/values (``format-version``, ``snapshot-id``, ...).
+
+    Raises:
+        InvalidMetadata: a record does not fit the schema.
+    """
+    import fastavro  # loaded by the first write only
+
+    out = io.BytesIO()
+    try:
+        fastavro.writer(
+            out,
+            fastavro.parse_schema(dict(schema)),
+            records,
+            codec="deflate",
+            metadata=dict(metadata),
+        )
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise InvalidMetadata(f"Cannot encode an Avro file: {type(e).__name__}: {e}.") from e
+    return out.getvalue()
+
+
 def read_avro_file(file_io: FileIO, path: str) -> AvroFile:
     """Read ``path`` through ``file_io`` and decode it with :func:`read_avro`.
 

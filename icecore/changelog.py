@@ -122,7 +122,7 @@ class _ChangelogReader:
         found = self._plans.get(snapshot_id)
         if found is None:
             plan = TableScan(self.table, snapshot_id=snapshot_id).plan()
-            found = {t.data_file.file_path: t for t in plan.tasks}
+            found = {t.file_path: t for t in plan.tasks}
             self._plans[snapshot_id] = found
         return found
 

@@ -3,7 +3,9 @@
 Commands (docs/ARCHITECTURE.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE
 KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``changelog TABLE FROM
 [TO]``, ``sql TABLE QUERY``, ``evolve TABLE --schema-change ... | --spec-change ...
-[--dry-run]``. TABLE is ``CATALOG::ns.table``, a table directory, or a metadata.json path.
+[--dry-run]``, ``ref TABLE rollback|set-current|cherry-pick|fast-forward|create-branch|create-tag|
+rename|drop|publish ... [--dry-run]``. TABLE is ``CATALOG::ns.table``, a table directory, or a
+metadata.json path.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from icecore.catalog import load_catalog, load_table
+from icecore.config import read_only
 from icecore.errors import IcecoreError, ValidationError
 from icecore.evolution.change_text import (
     apply_schema_change,
@@ -25,8 +28,10 @@ from icecore.evolution.change_text import (
     apply_spec_change,
 )
 from icecore.export import check_output, protected_paths, write_parquet, write_table
+from icecore.refs.manage import ManageSnapshots
 from icecore.scan.planner import Plan
 from icecore.sql import run_sql
+from icecore.table_data import TableData
 
 Command = Callable[[argparse.Namespace], Any]
 
@@ -123,19 +128,35 @@ def _plan(args: argparse.Namespace) -> Plan:
 def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     """What a filtered scan reads, with every pruned manifest and file and why."""
     plan = _plan(args)
+    # Read from the plan's columns (plan.files()): no task or data file object per file.
+    files = plan.files()
+    paths = files.column("file_path").to_pylist()
+    deletes = files.column("delete_files").combine_chunks()
+    delete_paths = deletes.flatten().field("file_path").to_pylist()
+    offsets = deletes.value_lengths().fill_null(0).to_pylist()
+    tasks: list[dict[str, Any]] = []
+    start = 0
+    for path, count, n, residual in zip(
+        paths,
+        files.column("record_count").to_pylist(),
+        offsets,
+        files.column("residual").to_pylist(),
+        strict=True,
+    ):
+        tasks.append(
+            {
+                "data_file": path,
+                "record_count": count,
+                "delete_files": delete_paths[start : start + n],
+                "residual": residual,
+            }
+        )
+        start += n
     return {
         "snapshot_id": plan.report.snapshot_id,
-        "data_files": plan.data_files,
+        "data_files": paths,
         "delete_files": plan.delete_files,
-        "tasks": [
-            {
-                "data_file": task.file_path,
-                "record_count": task.data_file.record_count,
-                "delete_files": [d.file_path for d in task.delete_files],
-                "residual": str(task.residual),
-            }
-            for task in plan.tasks
-        ],
+        "tasks": tasks,
         "report": plan.report.to_dict(max_items=None),
     }
 
@@ -249,14 +270,115 @@ def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
     committed = transaction.commit()
     md = committed.metadata
     return {
-        "committed": not preview.is_noop,
-        "table": str(committed.identifier),
-        "metadata_location": committed.metadata_location,
-        "previous_metadata_location": table.metadata_location,
-        "changes": list(preview.changes),
+        **_committed_json(table, committed, preview.is_noop, preview.changes),
         "current_schema_id": md.current_schema_id,
         "default_spec_id": md.default_spec_id,
         "default_sort_order_id": md.default_sort_order_id,
+    }
+
+
+def _committed_json(
+    table: TableData, committed: TableData, is_noop: bool, changes: Sequence[str]
+) -> dict[str, Any]:
+    """What every committing command prints first: whether, where, and what changed."""
+    return {
+        "committed": not is_noop,
+        "table": str(committed.identifier),
+        "metadata_location": committed.metadata_location,
+        "previous_metadata_location": table.metadata_location,
+        "changes": list(changes),
+    }
+
+
+def _ref_operation(args: argparse.Namespace, manage: ManageSnapshots) -> None:
+    """Stage the one operation ``args`` names on ``manage``."""
+    md = manage.metadata
+    action = args.action
+    if action == "rollback":
+        if args.to is not None:
+            manage.rollback_to_snapshot(args.to, args.branch)
+        else:
+            manage.rollback_to_timestamp(args.as_of, args.branch)
+    elif action == "set-current":
+        manage.set_current_snapshot(args.to, args.branch)
+    elif action == "cherry-pick":
+        manage.cherrypick_snapshot(args.snapshot_id, args.branch)
+    elif action == "fast-forward":
+        manage.fast_forward(args.name, args.to)
+    elif action == "create-branch":
+        manage.create_branch(
+            args.name,
+            args.at,
+            max_ref_age_ms=args.max_ref_age_ms,
+            max_snapshot_age_ms=args.max_snapshot_age_ms,
+            min_snapshots_to_keep=args.min_snapshots_to_keep,
+        )
+    elif action == "create-tag":
+        if args.max_snapshot_age_ms is not None or args.min_snapshots_to_keep is not None:
+            raise ValidationError(
+                "A tag keeps one snapshot: --max-snapshot-age-ms and --min-snapshots-to-keep "
+                "apply to branches only."
+            )
+        manage.create_tag(args.name, args.at, max_ref_age_ms=args.max_ref_age_ms)
+    elif action == "rename":
+        ref = md.refs.get(args.name)
+        if ref is not None and not ref.is_branch:
+            manage.rename_tag(args.name, args.new_name)
+        else:
+            manage.rename_branch(args.name, args.new_name)
+    elif action == "drop":
+        ref = md.refs.get(args.name)
+        if ref is not None and not ref.is_branch:
+            manage.remove_tag(args.name)
+        else:
+            manage.remove_branch(args.name)
+    else:  # publish (argparse allows no other action)
+        manage.publish_wap(args.wap_id, args.branch)
+
+
+def _refs_json(table: TableData) -> dict[str, Any]:
+    """The table's branches and tags with their retention, by name."""
+    return {
+        name: {
+            "snapshot_id": ref.snapshot_id,
+            "type": ref.type.value,
+            "max_ref_age_ms": ref.max_ref_age_ms,
+            "max_snapshot_age_ms": ref.max_snapshot_age_ms,
+            "min_snapshots_to_keep": ref.min_snapshots_to_keep,
+        }
+        for name, ref in sorted(table.metadata.refs.items())
+    }
+
+
+def cmd_ref(args: argparse.Namespace) -> dict[str, Any]:
+    """One guarded ref operation (rollback, branches, tags, cherry-pick, WAP publish)."""
+    if not args.dry_run and read_only():
+        raise ValidationError(
+            f"Cannot change the refs of {args.table}: Icecore runs read-only "
+            "(ICECORE_READ_ONLY or read_only in icecore.toml); use --dry-run to see the change."
+        )
+    table = load_table(args.table)
+    manage = table.manage_snapshots()
+    _ref_operation(args, manage)
+    moves = [
+        {
+            "ref": m.ref,
+            "type": m.kind,
+            "from_snapshot_id": m.from_snapshot_id,
+            "to_snapshot_id": m.to_snapshot_id,
+            "operation": m.note,
+        }
+        for m in manage.moves
+    ]
+    preview = manage.preview()
+    if args.dry_run:
+        return {**preview.to_json(), "moves": moves}
+    committed = manage.commit()
+    return {
+        **_committed_json(table, committed, preview.is_noop, preview.changes),
+        "moves": moves,
+        "current_snapshot_id": committed.metadata.current_snapshot_id,
+        "refs": _refs_json(committed),
     }
 
 
@@ -287,6 +409,63 @@ def _add_selectors(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--snapshot", type=int, default=None, help="a snapshot id")
     group.add_argument("--ref", default=None, help="a branch or tag")
     group.add_argument("--as-of", dest="as_of", default=None, help="an ISO-8601 time")
+
+
+def _add_ref_parser(sub: Any, table_help: str) -> None:
+    """``ref TABLE ACTION ...``: one guarded ref operation per call (DESIGN.md "Contracts")."""
+    ref = sub.add_parser(
+        "ref", help="guarded ref operations: rollback, branches, tags, cherry-pick, WAP publish"
+    )
+    ref.add_argument("table", help=table_help)
+    actions = ref.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    dry_run = _Parser(add_help=False)
+    dry_run.add_argument(
+        "--dry-run", action="store_true", help="print the ref moves and new metadata; write nothing"
+    )
+    branch = _Parser(add_help=False)
+    branch.add_argument("--branch", default="main", help="the branch to move (main)")
+    roll = actions.add_parser(
+        "rollback", parents=[dry_run, branch], help="move a branch back to an ancestor"
+    )
+    target = roll.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to", type=int, default=None, metavar="SNAPSHOT_ID")
+    target.add_argument(
+        "--as-of", dest="as_of", default=None, metavar="ISO8601", help="last ancestor before this"
+    )
+    cur = actions.add_parser(
+        "set-current", parents=[dry_run, branch], help="point a branch at any snapshot"
+    )
+    cur.add_argument("--to", type=int, required=True, metavar="SNAPSHOT_ID")
+    pick = actions.add_parser(
+        "cherry-pick", parents=[dry_run, branch], help="apply a snapshot's changes to a branch"
+    )
+    pick.add_argument("snapshot_id", type=int, metavar="SNAPSHOT_ID")
+    ff = actions.add_parser(
+        "fast-forward", parents=[dry_run], help="move a branch to a ref ahead of it"
+    )
+    ff.add_argument("name", metavar="BRANCH")
+    ff.add_argument("--to", required=True, metavar="OTHER_BRANCH")
+    for kind in ("branch", "tag"):
+        create = actions.add_parser(
+            f"create-{kind}", parents=[dry_run], help=f"create a {kind} at a snapshot"
+        )
+        create.add_argument("name", metavar="NAME")
+        create.add_argument(
+            "--at", type=int, default=None, metavar="SNAPSHOT_ID", help="default: current"
+        )
+        create.add_argument("--max-ref-age-ms", type=int, default=None, metavar="N")
+        create.add_argument("--max-snapshot-age-ms", type=int, default=None, metavar="N")
+        create.add_argument("--min-snapshots-to-keep", type=int, default=None, metavar="N")
+    ren = actions.add_parser("rename", parents=[dry_run], help="rename a branch or tag")
+    ren.add_argument("name", metavar="OLD")
+    ren.add_argument("new_name", metavar="NEW")
+    drop = actions.add_parser("drop", parents=[dry_run], help="drop a branch or tag (not main)")
+    drop.add_argument("name", metavar="NAME")
+    pub = actions.add_parser(
+        "publish", parents=[dry_run, branch], help="publish a snapshot staged with spark.wap.id"
+    )
+    pub.add_argument("wap_id", metavar="WAP_ID")
+    ref.set_defaults(run=cmd_ref)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -376,6 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the new metadata and a diff; write nothing"
     )
     evo.set_defaults(run=cmd_evolve)
+    _add_ref_parser(sub, table_help)
     srv = sub.add_parser("serve-rest", help="serve a catalog over the Iceberg REST protocol")
     srv.add_argument("catalog", help="the catalog to serve, as load_catalog takes it")
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")

@@ -34,12 +34,14 @@ Output columns (field ids in ``field_id`` metadata):
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 
 from icecore.arrow_types import arrow_type
@@ -246,23 +248,119 @@ def manifest_table(
     raw: RawManifest, schema: Schema, spec: PartitionSpec, format_version: int
 ) -> pa.Table:
     """The entries of a decoded manifest, as :func:`read_manifest_arrow` returns them."""
-    manifest_file = raw.manifest_file
-    path = manifest_file.manifest_path
+    _check_spec(raw.manifest_file, spec)
+    table = _entries(
+        raw.table, (raw.manifest_file,), (raw.table.num_rows,), schema, spec, format_version
+    )
+    _check_length(raw, table.num_rows)
+    return table
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedBatch:
+    """The entries of several manifests decoded together, one manifest after another.
+
+    Every Arrow call has a fixed cost (~5-50 us) that dwarfs its per-row cost on a manifest
+    of a few hundred entries; a batch pays it once for many manifests
+    (docs/ARCHITECTURE.md "Performance"). Manifest ``i`` of the batch is rows
+    ``offsets[i]:offsets[i + 1]`` of :attr:`table`, and ``raws[indices[i]]`` of the call.
+    """
+
+    table: pa.Table
+    manifests: tuple[ManifestFile, ...]
+    offsets: tuple[int, ...]
+    indices: tuple[int, ...]
+
+    def slice(self, i: int) -> pa.Table:
+        """The entries of the batch's manifest ``i`` (zero-copy)."""
+        lo, hi = self.offsets[i], self.offsets[i + 1]
+        return self.table.slice(lo, hi - lo)
+
+
+def manifest_batches(
+    raws: Sequence[RawManifest], schema: Schema, spec: PartitionSpec, format_version: int
+) -> list[DecodedBatch]:
+    """The entries of many decoded manifests of one spec, converted a batch at a time.
+
+    The answer is exactly :func:`manifest_table`'s for each manifest. Manifests whose Avro
+    schema and header agree are concatenated and converted at once; when that fails, each
+    manifest of the batch is converted alone, so an error names the manifest and is the
+    one :func:`manifest_table` raises for the first bad manifest, in order.
+
+    Raises:
+        InvalidMetadata: a manifest is corrupt, truncated, or does not match its spec.
+    """
+    try:
+        return _batched(raws, schema, spec, format_version)
+    except (InvalidMetadata, pa.ArrowException):
+        pass  # converted one by one below, which raises what the first bad manifest raises
+    return [
+        DecodedBatch(table, (raw.manifest_file,), (0, table.num_rows), (i,))
+        for i, raw in enumerate(raws)
+        for table in (manifest_table(raw, schema, spec, format_version),)
+    ]
+
+
+def _batched(
+    raws: Sequence[RawManifest], schema: Schema, spec: PartitionSpec, format_version: int
+) -> list[DecodedBatch]:
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, raw in enumerate(raws):
+        _check_spec(raw.manifest_file, spec)
+        groups.setdefault(_batch_key(raw.table), []).append(i)
+    out: list[DecodedBatch] = []
+    for members in groups.values():
+        tables = [raws[i].table for i in members]
+        first = tables[0].schema
+        if len(members) == 1 or not all(t.schema.equals(first) for t in tables[1:]):
+            for i in members:
+                table = manifest_table(raws[i], schema, spec, format_version)
+                out.append(DecodedBatch(table, (raws[i].manifest_file,), (0, table.num_rows), (i,)))
+            continue
+        sizes = [t.num_rows for t in tables]
+        manifests = tuple(raws[i].manifest_file for i in members)
+        table = _entries(pa.concat_tables(tables), manifests, sizes, schema, spec, format_version)
+        for i in members:
+            _check_length(raws[i], raws[i].table.num_rows)
+        offsets = (0, *itertools.accumulate(sizes))
+        out.append(DecodedBatch(table, manifests, offsets, tuple(members)))
+    out.sort(key=lambda b: b.indices[0])
+    return out
+
+
+def manifest_tables(
+    raws: Sequence[RawManifest], schema: Schema, spec: PartitionSpec, format_version: int
+) -> list[pa.Table]:
+    """:func:`manifest_table` of each manifest, in order, converted in batches."""
+    out: list[pa.Table | None] = [None] * len(raws)
+    for batch in manifest_batches(raws, schema, spec, format_version):
+        for j, i in enumerate(batch.indices):
+            out[i] = batch.slice(j)
+    return [t for t in out if t is not None]
+
+
+def _batch_key(table: pa.Table) -> tuple[Any, ...]:
+    """What manifests converted together must share: their header (Avro schema included)."""
+    metadata = table.schema.metadata or {}
+    return tuple(sorted(metadata.items()))
+
+
+def _check_spec(manifest_file: ManifestFile, spec: PartitionSpec) -> None:
     if spec.spec_id != manifest_file.partition_spec_id:
         raise InvalidMetadata(
-            f"Manifest {path} was written with partition spec "
+            f"Manifest {manifest_file.manifest_path} was written with partition spec "
             f"{manifest_file.partition_spec_id}, not spec {spec.spec_id}."
         )
-    table = _entries(raw.table, manifest_file, schema, spec, format_version)
-    if raw.length != manifest_file.manifest_length and not _counts_match(
-        manifest_file, table.num_rows
-    ):
+
+
+def _check_length(raw: RawManifest, rows: int) -> None:
+    manifest_file = raw.manifest_file
+    if raw.length != manifest_file.manifest_length and not _counts_match(manifest_file, rows):
         raise InvalidMetadata(
-            f"Manifest {path} is {raw.length} bytes but its manifest list says "
-            f"{manifest_file.manifest_length}, and it holds {table.num_rows} entries where the "
+            f"Manifest {manifest_file.manifest_path} is {raw.length} bytes but its manifest "
+            f"list says {manifest_file.manifest_length}, and it holds {rows} entries where the "
             "manifest list counts differ; the file is truncated or was replaced."
         )
-    return table
 
 
 def _counts_match(manifest_file: ManifestFile, rows: int) -> bool:
@@ -285,13 +383,18 @@ def _counts_match(manifest_file: ManifestFile, rows: int) -> bool:
 
 def _entries(
     raw: pa.Table,
-    manifest_file: ManifestFile,
+    manifest_files: Sequence[ManifestFile],
+    sizes: Sequence[int],
     schema: Schema,
     spec: PartitionSpec,
     format_version: int,
 ) -> pa.Table:
-    """The entries of a polars-decoded manifest, inheritance applied (no length check)."""
-    path = manifest_file.manifest_path
+    """The entries of polars-decoded manifests, inheritance applied (no length check).
+
+    ``raw`` holds the rows of ``manifest_files`` one after another (``sizes`` rows each),
+    all with the same header; each row inherits from its own manifest list entry.
+    """
+    path = manifest_files[0].manifest_path
     avro_schema_text = _header(raw, "avro.schema")
     if avro_schema_text is None:
         raise InvalidMetadata(f"Manifest {path} has no avro.schema header.")
@@ -328,14 +431,19 @@ def _entries(
     snapshot_id = (
         _nulls(_I64, n) if snapshot_id is None else _convert(snapshot_id, _I64, "snapshot_id")
     )
-    snapshot_id = pc.fill_null(snapshot_id, pa.scalar(manifest_file.added_snapshot_id, _I64))
+    snapshot_id = pc.coalesce(
+        snapshot_id, _per_row([m.added_snapshot_id for m in manifest_files], sizes)
+    )
 
     if _ME_SEQ in entry_names and format_version >= 2:
-        inherited = pa.scalar(manifest_file.sequence_number, _I64)
-        if manifest_file.sequence_number == 0:
-            inherits = pa.array([True] * n, pa.bool_())
-        else:
-            inherits = pc.equal(status, pa.scalar(int(ManifestEntryStatus.ADDED), _I32))
+        numbers = [m.sequence_number for m in manifest_files]
+        inherited = _per_row(numbers, sizes)
+        inherits = pc.equal(status, pa.scalar(int(ManifestEntryStatus.ADDED), _I32))
+        if all(number == 0 for number in numbers):
+            inherits = pa.array(np.ones(n, dtype=bool), pa.bool_())
+        elif any(number == 0 for number in numbers):
+            zero = np.repeat(np.array([number == 0 for number in numbers], dtype=bool), sizes)
+            inherits = pc.or_(inherits, pa.array(zero, pa.bool_()))
         seqs = []
         for fid in (_ME_SEQ, _ME_FILE_SEQ):
             column = top(fid)
@@ -343,13 +451,13 @@ def _entries(
             seqs.append(pc.if_else(pc.and_(pc.is_null(values), inherits), inherited, values))
         sequence_number, file_sequence_number = seqs
     else:
-        sequence_number = file_sequence_number = pa.array([0] * n, _I64)
+        sequence_number = file_sequence_number = pa.array(np.zeros(n, dtype=np.int64), _I64)
 
     content_column = df(_CONTENT)
     if format_version >= 2 and content_column is not None:
         content = pc.fill_null(_convert(content_column, _I32, "content"), pa.scalar(0, _I32))
     else:
-        content = pa.array([0] * n, _I32)
+        content = pa.array(np.zeros(n, dtype=np.int32), _I32)
     if pc.any(pc.invert(pc.is_in(content, pa.array([0, 1, 2], _I32)))).as_py():
         raise InvalidMetadata(f"Manifest {path} has a file with an unknown content type.")
 
@@ -366,9 +474,9 @@ def _entries(
     if format_version >= 3:
         if first_row_column is not None:
             first_row_id = _convert(first_row_column, _I64, "first_row_id")
-        if manifest_file.first_row_id is not None:
-            first_row_id = _inherit_first_row_ids(
-                first_row_id, content, status, columns["record_count"], manifest_file.first_row_id
+        if any(m.first_row_id is not None for m in manifest_files):
+            first_row_id = _inherit_first_row_ids_per_manifest(
+                first_row_id, content, status, columns["record_count"], manifest_files, sizes
             )
 
     partition_struct, partition = _partition(
@@ -386,7 +494,7 @@ def _entries(
         "sequence_number": sequence_number,
         "file_sequence_number": file_sequence_number,
         "content": content,
-        "spec_id": pa.array([spec.spec_id] * n, _I32),
+        "spec_id": pa.array(np.full(n, spec.spec_id, dtype=np.int32), _I32),
         "partition": partition,
         "first_row_id": first_row_id,
         **columns,
@@ -399,6 +507,41 @@ def _require(column: pa.Array | None, path: str, what: str, t: pa.DataType | Non
     if column is None or column.null_count:
         raise InvalidMetadata(f"{path} has an entry without required {what}.")
     return column if t is None else _convert(column, t, what)
+
+
+def _per_row(values: Sequence[int | None], sizes: Sequence[int]) -> pa.Scalar | pa.Array:
+    """Each manifest's value for each of its rows (a scalar when they all agree)."""
+    if all(v == values[0] for v in values):
+        return pa.scalar(values[0], _I64)
+    if any(v is None for v in values):  # not in valid metadata, but never a crash
+        return pa.array([v for v, n in zip(values, sizes, strict=True) for _ in range(n)], _I64)
+    return pa.array(np.repeat(np.array(values, dtype=np.int64), sizes), _I64)
+
+
+def _inherit_first_row_ids_per_manifest(
+    first_row_id: pa.Array,
+    content: pa.Array,
+    status: pa.Array,
+    record_count: pa.Array,
+    manifest_files: Sequence[ManifestFile],
+    sizes: Sequence[int],
+) -> pa.Array:
+    """First row ids inherited manifest by manifest: each one's running sum starts afresh."""
+    parts: list[pa.Array] = []
+    lo = 0
+    for manifest_file, size in zip(manifest_files, sizes, strict=True):
+        part = first_row_id.slice(lo, size)
+        if manifest_file.first_row_id is not None:
+            part = _inherit_first_row_ids(
+                part,
+                content.slice(lo, size),
+                status.slice(lo, size),
+                record_count.slice(lo, size),
+                manifest_file.first_row_id,
+            )
+        parts.append(part)
+        lo += size
+    return pa.concat_arrays(parts) if len(parts) != 1 else parts[0]
 
 
 def _inherit_first_row_ids(
@@ -523,16 +666,20 @@ def partition_dicts(partition: pa.Array) -> list[dict[int, Any]]:
     for times and timestamps, ``uuid.UUID``), as :class:`~icecore.manifest.DataFile`
     documents them.
     """
+    ids, columns = partition_columns(partition)
+    if not ids:
+        return [{} for _ in range(len(partition))]
+    return [dict(zip(ids, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def partition_columns(partition: pa.Array) -> tuple[list[int], list[list[Any]]]:
+    """The partition field ids of a ``partition`` column, and each field's Python values."""
     if isinstance(partition, pa.ChunkedArray):
         partition = partition.combine_chunks()
     fields = list(partition.type)
-    if not fields:
-        return [{} for _ in range(len(partition))]
     ids = [int((f.metadata or {})[b"field_id"]) for f in fields]
-    columns = [
-        _python_values(pc.struct_field(partition, [f.name]), f.metadata or {}) for f in fields
-    ]
-    return [dict(zip(ids, values, strict=True)) for values in zip(*columns, strict=True)]
+    columns = [_python_values(_child(partition, f.name), f.metadata or {}) for f in fields]
+    return ids, columns
 
 
 MAP_COLUMNS = (

@@ -5,7 +5,8 @@
 the features, and the features take the plain ``TableData`` below them (docs/ARCHITECTURE.md).
 ``refresh()`` returns a new ``Table`` for whatever the catalog now says is current, and so
 does every commit (``update_schema()``, ``update_spec()``, ``update_sort_order()``,
-``set_properties()``, ``remove_properties()``, ``transaction()``; see :mod:`icecore.evolution`).
+``set_properties()``, ``remove_properties()``, ``transaction()``; see :mod:`icecore.evolution`;
+``manage_snapshots()``, see :mod:`icecore.refs`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from icecore.expressions.model import Expression
 from icecore.identifier import TableIdentifier
 from icecore.inspect import inspect_table
 from icecore.io import FileIO
+from icecore.refs.manage import ManageSnapshots
 from icecore.scan.planner import TableScan
 from icecore.table_data import TableData, TableSource, read_table_metadata
 
@@ -148,6 +150,14 @@ class Table(TableData):
     def remove_properties(self, *keys: str) -> Table:
         """Remove table properties now; returns the committed table."""
         return self._committed(transaction_of(self).remove_properties(*keys))
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Guarded ref operations (rollback, branches, tags, cherry-pick, WAP) as one commit.
+
+        Commits on ``commit()`` or on leaving its ``with`` block; ``preview()`` writes nothing
+        (see :mod:`icecore.refs.manage`).
+        """
+        return ManageSnapshots(self)
 
     def transaction(self) -> Transaction:
         """Several changes committed as one metadata version (``commit()`` or ``with``)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from icecore.timeline import timeline
-from ui import figures, views
+from ui import figures, refs, views
 from ui.shell import (
     TIME_CURRENT,
     bootstrap,
@@ -45,8 +45,9 @@ labels = {
     + (f" · {', '.join(p.refs)}" if p.refs else "")
     for p in tl.points
 }
+refs.keep_pick("history_pick", labels)
 left, right = st.columns([3, 1], vertical_alignment="bottom")
-left.selectbox(
+picked = left.selectbox(
     "Snapshot",
     ids,
     key="history_pick",
@@ -59,6 +60,7 @@ right.button(
     on_click=snapshot_from,
     args=("history_pick",),
 )
+refs.actions(context, table, picked if picked is not None else ids[0], prefix="ref_h_")
 
 st.subheader("Snapshots")
 st.dataframe(
@@ -91,22 +93,8 @@ st.dataframe(
 left, right = st.columns(2)
 with left:
     st.subheader("Branches and tags")
-    st.dataframe(
-        [
-            {
-                "name": lane.name,
-                "kind": str(lane.kind),
-                "snapshot": str(lane.head or ""),
-                "max ref age (ms)": metadata.refs[lane.name].max_ref_age_ms,
-                "min snapshots to keep": metadata.refs[lane.name].min_snapshots_to_keep,
-                "max snapshot age (ms)": metadata.refs[lane.name].max_snapshot_age_ms,
-            }
-            for lane in tl.lanes
-            if lane.name in metadata.refs
-        ],
-        hide_index=True,
-        width="stretch",
-    )
+    refs.refs_table(metadata, key="history_refs")
+    st.caption("Retention: empty cells mean the table's history.expire.* property applies.")
 with right:
     st.subheader("Metadata log")
     st.dataframe(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import data, figures, views
+from ui import data, figures, refs, views
 from ui.shell import bootstrap, escape_markdown, guarded, require_table, set_time, stop
 
 context = bootstrap("Time travel")
@@ -83,6 +83,7 @@ st.button(
     on_click=set_time,
     kwargs={"snapshot": str(diff.to_snapshot_id)},
 )
+refs.actions(context, table, diff.to_snapshot_id, prefix="ref_t_")
 
 left, right = st.columns(2)
 with left:
@@ -109,3 +110,6 @@ with added_tab:
     st.dataframe(diff.added, hide_index=True, width="stretch")
 with removed_tab:
     st.dataframe(diff.removed, hide_index=True, width="stretch")
+
+st.subheader("Branches and tags")
+refs.refs_table(metadata, key="tt_refs")

@@ -186,19 +186,29 @@ def plan_view(plan: Plan, partition_of: PartitionLabel | None = None) -> PlanVie
         partition_of: ``(spec, partition) -> label`` for the kept-files table, or None.
     """
     report = plan.report
+    # The first files as columns (plan.files() reads only the manifests holding them); the
+    # task views beside them give each its spec, partition values and delete files without
+    # building a DataFile per row.
+    files = plan.files(limit=MAX_ITEMS)
     tasks = plan.tasks[:MAX_ITEMS]
     kept = []
     deletes: dict[str, dict[str, Any]] = {}
-    for task in tasks:
-        f = task.data_file
+    for task, path, records, size, residual in zip(
+        tasks,
+        files.column("file_path").to_pylist(),
+        files.column("record_count").to_pylist(),
+        files.column("file_size_in_bytes").to_pylist(),
+        files.column("residual").to_pylist(),
+        strict=True,
+    ):
         kept.append(
             {
-                "file": f.file_path,
-                "partition": partition_of(task.spec, f.partition) if partition_of else "",
-                "records": f.record_count,
-                "bytes": f.file_size_in_bytes,
+                "file": path,
+                "partition": partition_of(task.spec, task.partition) if partition_of else "",
+                "records": records,
+                "bytes": size,
                 "delete files": len(task.delete_files),
-                "residual filter": clip(str(task.residual)),
+                "residual filter": clip(residual),
             }
         )
         for d in task.delete_files:

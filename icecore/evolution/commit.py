@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from icecore.config import read_only
 from icecore.errors import (
     CommitConflict,
     CommitStateUnknown,
@@ -153,7 +154,8 @@ def commit_updates(
 
     Raises:
         Unsupported: the table was not loaded through a catalog that can commit.
-        ValidationError: the updates break a rule of the spec; nothing was written.
+        ValidationError: the updates break a rule of the spec, or this process is read-only
+            (:func:`icecore.config.read_only`); nothing was written.
         CommitConflict: another writer changed what the updates depend on, or retries ran
             out; nothing of this commit is in the table.
         CommitStateUnknown: the swap's outcome could not be learnt; the written file is kept.
@@ -162,6 +164,13 @@ def commit_updates(
         raise Unsupported(
             f"Table {table.identifier} was opened without a catalog to commit through; open "
             "it as CATALOG::ns.table or by its table folder to change it."
+        )
+    if read_only():
+        # Every commit of evolution and ref operations passes here: a read-only deployment
+        # refuses them for every catalog kind, not only those opened read-only (SQLite, REST).
+        raise ValidationError(
+            f"Cannot commit to {table.identifier}: Icecore runs read-only (ICECORE_READ_ONLY "
+            "or read_only in icecore.toml); nothing was written."
         )
     policy: RetryPolicy | None = None
     started = time.monotonic()

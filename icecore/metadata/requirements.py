@@ -189,7 +189,9 @@ def merge_requirements(
     The first requirement of each kind wins: it was computed against the transaction's
     base, which is what the freshly loaded table is compared with (a later update's
     requirement describes the transaction's own intermediate metadata). Spec ids that must
-    have no live files accumulate.
+    have no live files accumulate, and ``assert-ref-snapshot-id`` is one kind per ref: a
+    transaction that moves two refs must guard both (keeping only the first would let a
+    concurrent move of the second be lost).
     """
     merged: list[Requirement] = list(existing)
     for req in new:
@@ -203,6 +205,9 @@ def merge_requirements(
                 old = merged[index]
                 assert isinstance(old, AssertNoLiveFilesInSpecs)
                 merged[index] = AssertNoLiveFilesInSpecs(old.spec_ids | req.spec_ids)
+        elif isinstance(req, AssertRefSnapshotId):
+            if not any(isinstance(r, AssertRefSnapshotId) and r.ref == req.ref for r in merged):
+                merged.append(req)
         elif not any(type(r) is type(req) for r in merged):
             merged.append(req)
     return tuple(merged)

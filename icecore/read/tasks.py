@@ -65,7 +65,7 @@ class _ReadContext:
 
 
 def _partition_value(task: FileScanTask, ptype: StructType) -> dict[str, Any]:
-    values = task.data_file.partition
+    values = task.partition  # a planned task's view: no DataFile built for it
     return {f.name: arrow_value(f.field_type, values.get(f.field_id)) for f in ptype.fields}
 
 
@@ -74,11 +74,11 @@ def _metadata_arrays(ctx: _ReadContext, task: FileScanTask, positions: pa.Array)
     out: list[pa.Array] = []
     for name in ctx.metadata_columns:
         if name == FILE_COLUMN:
-            out.append(constant_array(task.data_file.file_path, pa.string(), n))
+            out.append(constant_array(task.file_path, pa.string(), n))
         elif name == POS_COLUMN:
             out.append(positions)
         elif name == SPEC_ID_COLUMN:
-            out.append(constant_array(task.data_file.spec_id, pa.int32(), n))
+            out.append(constant_array(task.spec.spec_id, pa.int32(), n))
         else:
             ptype = ctx.output_schema.field(name).type
             value = _partition_value(task, ctx.partition_type)

@@ -16,6 +16,10 @@ an object (an address is reused once its object is gone):
 - ``file_verdicts`` (``ICECORE_VERDICT_CACHE_BYTES``, default 64 MiB): which files of a
   manifest a filter keeps, by (:class:`~icecore.scan.manifest_cache.ManifestKey`, spec
   fields, bound filter text): shared by every snapshot that lists the manifest.
+- ``planned_columns`` (``ICECORE_PLANNED_CACHE_BYTES``, default 256 MiB): what tasks and
+  ``Plan.files()`` read of the files a filter keeps of a manifest (their paths, counts and
+  partitions, and the residual per partition tuple), under the file verdicts' key: planning
+  and iterating a big result again reads no manifest column (issue 19).
 - ``manifests``: decoded manifests in memory and on disk (:mod:`icecore.scan.manifest_cache`).
 
 :func:`default_context` is the process's own, used when a caller passes none; a test or a
@@ -36,6 +40,7 @@ from icecore.expressions.rewrite_not import rewrite_not
 from icecore.lru import LRU
 from icecore.scan.decode_pool import env_count
 from icecore.scan.manifest_cache import ManifestCache, ManifestKey
+from icecore.scan.planned import BlockColumns
 from icecore.schema import Schema
 
 BOUND_FILTERS = 1024
@@ -49,6 +54,11 @@ SUMMARY_VERDICTS = 4096
 def _verdict_cache_bytes() -> int:
     """``ICECORE_VERDICT_CACHE_BYTES`` (default 64 MiB): memory kept for file verdicts."""
     return env_count("ICECORE_VERDICT_CACHE_BYTES", 64 << 20)
+
+
+def _planned_cache_bytes() -> int:
+    """``ICECORE_PLANNED_CACHE_BYTES`` (default 256 MiB): memory kept for planned columns."""
+    return env_count("ICECORE_PLANNED_CACHE_BYTES", 256 << 20)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +153,16 @@ class PlanContext:
         manifests: the decoded-manifest cache (default: the one ``ICECORE_CACHE_DIR`` and
             ``ICECORE_CACHE_MAX_BYTES`` describe).
         verdict_bytes: memory kept for file verdicts (default ``ICECORE_VERDICT_CACHE_BYTES``).
+        planned_bytes: memory kept for planned columns (default
+            ``ICECORE_PLANNED_CACHE_BYTES``).
     """
 
     def __init__(
-        self, manifests: ManifestCache | None = None, *, verdict_bytes: int | None = None
+        self,
+        manifests: ManifestCache | None = None,
+        *,
+        verdict_bytes: int | None = None,
+        planned_bytes: int | None = None,
     ) -> None:
         self.manifests = manifests if manifests is not None else ManifestCache.from_environment()
         self.bound: LRU[ScanKey, BoundFilter] = LRU(BOUND_FILTERS)
@@ -159,6 +175,11 @@ class PlanContext:
             max_bytes=verdict_bytes if verdict_bytes is not None else _verdict_cache_bytes(),
             size=lambda v: v.nbytes,
         )
+        self.planned_columns: LRU[tuple[ManifestKey, str, str], BlockColumns] = LRU(
+            1 << 20,
+            max_bytes=planned_bytes if planned_bytes is not None else _planned_cache_bytes(),
+            size=lambda v: v.nbytes,
+        )
 
     def clear(self) -> None:
         """Forget everything held in memory (cache files on disk stay)."""
@@ -166,6 +187,7 @@ class PlanContext:
         self.compiled.clear()
         self.summary_verdicts.clear()
         self.file_verdicts.clear()
+        self.planned_columns.clear()
         self.manifests.clear()
 
 

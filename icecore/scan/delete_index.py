@@ -276,6 +276,27 @@ class DeleteIndex:
         """How many delete files the index holds."""
         return self._count
 
+    def may_apply_to_partition(self, key: PartitionKey) -> bool:
+        """Whether a delete file scoped by partition may apply to data files under ``key``.
+
+        False means only :meth:`may_apply_to_path` deletes can apply there (planning asks
+        once per distinct partition tuple, then looks at those files alone).
+        """
+        return (
+            bool(self._global_eq._deletes)
+            or key in self._eq_by_partition
+            or key in self._pos_by_partition
+        )
+
+    @property
+    def has_path_deletes(self) -> bool:
+        """Whether some delete names the one data file it applies to (DVs, scoped files)."""
+        return bool(self._dvs or self._pos_by_path)
+
+    def may_apply_to_path(self, path: str) -> bool:
+        """Whether a deletion vector or a file-scoped position delete names ``path``."""
+        return path in self._dvs or path in self._pos_by_path
+
     def for_data_file(self, data_file: DataFile, data_sequence_number: int) -> tuple[DataFile, ...]:
         """The delete files that apply to ``data_file`` (spec "Scan Planning").
 

@@ -29,17 +29,21 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from dataclasses import fields as fields_of
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
+from icecore.errors import InvalidMetadata
 from icecore.scan.planning_manifest import (
+    CODE_COLUMN,
     PlanningManifest,
     planning_manifest_from_source,
 )
 
-CACHE_LAYOUT = "planning-3"
+CACHE_LAYOUT = "planning-4"
 """Bumped whenever the planning layout changes, so old cache files are never read."""
 
 DEFAULT_MAX_DISK_BYTES = 4 << 30
@@ -47,6 +51,8 @@ DEFAULT_MAX_MEMORY_BYTES = 512 << 20
 DEFAULT_MAX_HANDLES = 16_384
 WRITE_BEHIND_BYTES = 2 << 20
 """Decoded columns waiting for the writer thread at most (past that, decoders write)."""
+ROWS_KEY = b"icecore.rows"
+"""Schema metadata of a cache file: its row count (read without reading its batches)."""
 QUIET_S = 0.1
 """How long no plan must have run before the writer thread writes."""
 
@@ -66,9 +72,23 @@ class ManifestKey:
     first_row_id: int | None = None
 
     def digest(self) -> str:
-        """A file name for the key (sha256 of every field and the layout version)."""
-        text = json.dumps([CACHE_LAYOUT, asdict(self)], sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()
+        """A file name for the key (sha256 of every field and the layout version).
+
+        Computed once per key (a plan of 2,000 manifests asks for each name several times).
+        """
+        found = _DIGESTS.get(self)
+        if found is None:
+            fields = [getattr(self, f.name) for f in fields_of(self)]
+            text = json.dumps([CACHE_LAYOUT, fields])
+            found = hashlib.sha256(text.encode()).hexdigest()
+            if len(_DIGESTS) >= _MAX_DIGESTS:
+                _DIGESTS.clear()
+            _DIGESTS[self] = found
+        return found
+
+
+_DIGESTS: dict[ManifestKey, str] = {}
+_MAX_DIGESTS = 65_536
 
 
 def default_directory() -> Path | None:
@@ -111,6 +131,7 @@ class ManifestCache:
         self.max_memory_bytes = max_memory_bytes
         self.max_handles = max_handles
         self._items: OrderedDict[ManifestKey, tuple[PlanningManifest, int]] = OrderedDict()
+        self._paths: dict[ManifestKey, Path] = {}  # a key's file name is asked for often
         self._memory = 0
         self._written_since_sweep = 0
         self._lock = threading.Lock()
@@ -136,6 +157,11 @@ class ManifestCache:
         self, key: ManifestKey, load: Callable[[], PlanningManifest]
     ) -> PlanningManifest:
         """The manifest for ``key``: from memory, from disk, or decoded by ``load``."""
+        found = self.lookup(key)
+        return found if found is not None else self.add(key, load())
+
+    def lookup(self, key: ManifestKey) -> PlanningManifest | None:
+        """The manifest for ``key`` from memory or disk; None (a miss, counted) without it."""
         with self._lock:
             held = self._items.get(key)
             if held is not None:
@@ -149,7 +175,10 @@ class ManifestCache:
             return self._remember(key, found, on_disk=True)
         with self._lock:
             self.misses += 1
-        built = load()
+        return None
+
+    def add(self, key: ManifestKey, built: PlanningManifest) -> PlanningManifest:
+        """Keep a manifest just decoded for ``key`` (its file written now or behind)."""
         kept = self._remember(key, built, on_disk=False)
         if self.directory is None or self._write_behind(key, built):
             return kept
@@ -182,6 +211,27 @@ class ManifestCache:
     def store(self, key: ManifestKey, item: PlanningManifest) -> bool:
         """Write ``item`` to the disk cache now (a worker process's job); whether it was."""
         return self._write_file(key, item) is not None
+
+    def store_for_handover(self, key: ManifestKey, item: PlanningManifest) -> Handover | None:
+        """Write ``item``'s cache file now; what the planning process needs to use it.
+
+        A decode worker sends this back, so the planner serves the manifest from its file
+        without opening it first (:meth:`adopt`).
+        """
+        written = self._write_file(key, item)
+        return None if written is None else written.handover()
+
+    def adopt(self, key: ManifestKey, handover: Handover) -> None:
+        """Serve ``key`` from the cache file another process wrote and described."""
+        path = self._file(key)
+        if path is None:
+            return
+        try:
+            source = FileSource.handed_over(path, handover)
+            found = planning_manifest_from_source(source, key.path, key.spec_id)
+        except (pa.ArrowException, ValueError, KeyError, InvalidMetadata):
+            return  # read from the file, or decoded again, when the plan asks for it
+        self._remember(key, found, on_disk=True)
 
     def flush(self) -> None:
         """Wait until every manifest decoded so far is in its cache file."""
@@ -257,15 +307,29 @@ class ManifestCache:
     def _file(self, key: ManifestKey) -> Path | None:
         if self.directory is None:
             return None
-        digest = key.digest()
-        return self.directory / digest[:2] / f"{digest}.arrow"
+        found = self._paths.get(key)
+        if found is None:
+            digest = key.digest()
+            found = Path(os.path.join(self.directory, digest[:2], f"{digest}.arrow"))
+            if len(self._paths) >= self.max_handles:
+                self._paths.clear()
+            self._paths[key] = found
+        return found
 
     def _read_disk(self, key: ManifestKey) -> PlanningManifest | None:
         path = self._file(key)
-        if path is None or not path.exists():
+        if path is None:
             return None
         try:
-            found = planning_manifest_from_source(FileSource(path), key.path, key.spec_id)
+            source = FileSource(path)
+        except FileNotFoundError:
+            return None
+        except (OSError, pa.ArrowException, ValueError, KeyError):
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        try:
+            found = planning_manifest_from_source(source, key.path, key.spec_id)
         except (OSError, pa.ArrowException, ValueError, KeyError):
             with contextlib.suppress(OSError):
                 path.unlink()
@@ -350,17 +414,21 @@ class ManifestCache:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             table = item.source.read(item.source.schema.names)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                w.write_table(table)
-            size = tmp.stat().st_size
+            metadata = {**(table.schema.metadata or {}), ROWS_KEY: str(table.num_rows).encode()}
+            table = table.replace_schema_metadata(metadata)
+            try:
+                size = _write_ipc(tmp, table)
+            except FileNotFoundError:  # the first file of its folder
+                path.parent.mkdir(parents=True, exist_ok=True)
+                size = _write_ipc(tmp, table)
             os.replace(tmp, path)
         except (OSError, pa.ArrowException):
             with contextlib.suppress(OSError):
                 tmp.unlink()
             return None
         self._note_written(size)
-        return FileSource(path, (table.schema, table.num_rows))
+        codes = table.column(CODE_COLUMN) if CODE_COLUMN in table.column_names else None
+        return FileSource(path, (table.schema, table.num_rows, codes))
 
     def _note_written(self, size: int) -> None:
         with self._lock:
@@ -388,6 +456,49 @@ class ManifestCache:
                 total -= size
 
 
+def _write_ipc(path: Path, table: pa.Table) -> int:
+    """Write ``table`` as an Arrow IPC file; its size in bytes."""
+    with pa.OSFile(str(path), "wb") as sink:
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        return int(sink.tell())
+
+
+_IPC_MAGIC = b"ARROW1"
+
+
+def _record_batches(data: pa.Buffer, schema: pa.Schema) -> list[pa.RecordBatch] | None:
+    """The record batches of a cache file, read with the schema already known.
+
+    Opening an IPC file parses its footer and schema (~70 fields with metadata) every time;
+    a plan reads each cache file once or twice, and the schema is shared, so the messages
+    after the schema are read directly. None when the file is not laid out as written.
+    """
+    if data.size < 8 or data[:6].to_pybytes() != _IPC_MAGIC:
+        return None
+    stream = pa.BufferReader(data)
+    stream.seek(8)
+    batches: list[pa.RecordBatch] = []
+    try:
+        message = pa.ipc.read_message(stream)
+        if message.type != "schema":
+            return None
+        while True:
+            try:
+                message = pa.ipc.read_message(stream)
+            except EOFError:  # end of the stream: the footer follows
+                return batches
+            if message.type != "record batch":
+                return None
+            batches.append(pa.ipc.read_record_batch(message, schema))
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+
+
+def _column(batches: list[pa.RecordBatch], index: int, field: pa.Field) -> pa.ChunkedArray:
+    return pa.chunked_array([b.column(index) for b in batches], field.type)
+
+
 def _one_array(column: pa.ChunkedArray) -> pa.Array:
     """A column as one array, copied out of the mapping.
 
@@ -398,11 +509,30 @@ def _one_array(column: pa.ChunkedArray) -> pa.Array:
     return pa.concat_arrays(column.chunks)
 
 
-_SHARED_SCHEMAS: dict[bytes, tuple[pa.Schema, dict[str, int]]] = {}
+_SHARED_SCHEMAS: dict[bytes, tuple[pa.Schema, dict[str, int], bytes]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def _shared_schema(schema: pa.Schema) -> tuple[pa.Schema, dict[str, int]]:
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """A cache file described by the process that wrote it (see :meth:`ManifestCache.adopt`).
+
+    Attributes:
+        columns: the file's schema without metadata, serialized (shared by many files).
+        metadata: the file's schema metadata.
+        rows: its rows.
+        codes: its partition codes (int32, native byte order).
+    """
+
+    columns: bytes
+    metadata: dict[bytes, bytes]
+    rows: int
+    codes: bytes
+
+
+def _shared_schema(
+    schema: pa.Schema, key: bytes | None = None
+) -> tuple[pa.Schema, dict[str, int], bytes]:
     """One schema object (and name index) for every cache file with these columns.
 
     A planning layout has ~70 columns with field metadata: one schema per file cost ~25 KiB,
@@ -410,11 +540,12 @@ def _shared_schema(schema: pa.Schema) -> tuple[pa.Schema, dict[str, int]]:
     share their columns; only the layout metadata (each file's partition firsts) differs.
     """
     bare = schema.remove_metadata()
-    key = bare.serialize().to_pybytes()
+    if key is None:
+        key = bare.serialize().to_pybytes()
     with _SHARED_LOCK:
         found = _SHARED_SCHEMAS.get(key)
         if found is None:
-            found = (bare, {name: i for i, name in enumerate(bare.names)})
+            found = (bare, {name: i for i, name in enumerate(bare.names)}, key)
             _SHARED_SCHEMAS[key] = found
         return found
 
@@ -428,19 +559,63 @@ class FileSource:
     one column: 690 MiB of mapped pages, against the ~60 MiB of columns the plan needs).
     """
 
-    def __init__(self, path: Path, written: tuple[pa.Schema, int] | None = None) -> None:
-        """Open a cache file (``written``: its schema and rows, known when just written)."""
+    def __init__(
+        self,
+        path: Path,
+        written: tuple[pa.Schema, int, pa.ChunkedArray | None] | None = None,
+    ) -> None:
+        """Open a cache file (``written``: its schema, rows and codes, known when written).
+
+        The partition codes every plan reads first are read in the same opening.
+        """
         self.path = path
         if written is None:
             with pa.memory_map(str(path), "r") as source:
                 reader = pa.ipc.open_file(source)
                 schema = reader.schema
-                rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+                raw_rows = (schema.metadata or {}).get(ROWS_KEY)
+                if raw_rows is not None:
+                    rows = int(raw_rows)
+                else:
+                    rows = sum(
+                        reader.get_batch(i).num_rows for i in range(reader.num_record_batches)
+                    )
+                codes: pa.Array | None = None
+                if CODE_COLUMN in schema.names:
+                    codes = _one_array(reader.read_all().column(CODE_COLUMN))
         else:
-            schema, rows = written
-        self._columns, self._index = _shared_schema(schema)
+            schema, rows, written_codes = written
+            codes = None if written_codes is None else _one_array(written_codes)
+        self._columns, self._index, self._columns_key = _shared_schema(schema)
         self._metadata = schema.metadata
         self._rows = rows
+        self._codes = codes
+
+    @classmethod
+    def handed_over(cls, path: Path, handover: Handover) -> FileSource:
+        """The cache file another process wrote, as it described it (not opened here)."""
+        source = cls.__new__(cls)
+        source.path = path
+        with _SHARED_LOCK:
+            shared = _SHARED_SCHEMAS.get(handover.columns)
+        if shared is None:
+            bare = pa.ipc.read_schema(pa.py_buffer(handover.columns))
+            shared = _shared_schema(bare, handover.columns)
+        source._columns, source._index, source._columns_key = shared
+        source._metadata = handover.metadata
+        source._rows = handover.rows
+        source._codes = pa.array(np.frombuffer(handover.codes, dtype=np.int32), pa.int32())
+        return source
+
+    def handover(self) -> Handover:
+        """What another process needs to use this file without opening it first."""
+        codes = self._codes if self._codes is not None else pa.array([], pa.int32())
+        return Handover(
+            self._columns_key,
+            dict(self._metadata or {}),
+            self._rows,
+            codes.to_numpy(zero_copy_only=False).astype(np.int32).tobytes(),
+        )
 
     @property
     def schema(self) -> pa.Schema:
@@ -463,13 +638,27 @@ class FileSource:
 
     def read(self, names: Sequence[str]) -> pa.Table:
         """Copies of the named columns (the file is not kept mapped)."""
-        with pa.memory_map(str(self.path), "r") as source:
-            table = pa.ipc.open_file(source).read_all()
-            columns = [_one_array(table.column(n)) for n in names]
+        if self._codes is not None and list(names) == [CODE_COLUMN]:
+            fields = [self._columns.field(self._index[CODE_COLUMN])]
+            return pa.Table.from_arrays([self._codes], schema=pa.schema(fields, self._metadata))
         fields = [self._columns.field(self._index[n]) for n in names]
+        with pa.memory_map(str(self.path), "r") as source:
+            batches = _record_batches(source.read_buffer(), self._columns)
+            if batches is None:  # not as written: let the IPC reader say what is wrong
+                table = pa.ipc.open_file(source).read_all()
+                columns = [_one_array(table.column(n)) for n in names]
+            else:
+                columns = [
+                    _one_array(_column(batches, self._index[n], f))
+                    for n, f in zip(names, fields, strict=True)
+                ]
         return pa.Table.from_arrays(columns, schema=pa.schema(fields, self._metadata))
 
     def take(self, rows: pa.Array) -> pa.Table:
         """Copies of the given rows, every column (nothing else is copied out of the file)."""
         with pa.memory_map(str(self.path), "r") as source:
-            return pa.ipc.open_file(source).read_all().take(rows)
+            batches = _record_batches(source.read_buffer(), self._columns)
+            if batches is None:
+                return pa.ipc.open_file(source).read_all().take(rows)
+            table = pa.Table.from_batches(batches, self.schema)
+            return table.take(rows)

@@ -56,7 +56,7 @@ from icecore.manifest import (
     ManifestEntry,
     ManifestFile,
 )
-from icecore.manifest_arrow import RawManifest, manifest_table, read_manifest_avro
+from icecore.manifest_arrow import RawManifest, read_manifest_avro
 from icecore.manifest_list_columns import ManifestListColumns, SpecManifests
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
@@ -70,12 +70,20 @@ from icecore.scan.context import (
 )
 from icecore.scan.decode_pool import DecodeJob, decode_in_workers, env_count, read_ahead
 from icecore.scan.delete_index import DeleteIndex
-from icecore.scan.lazy import LazySequence, Producer
 from icecore.scan.manifest_cache import ManifestKey
+from icecore.scan.planned import (
+    TASK_COLUMNS,
+    BlockColumns,
+    PlannedBlock,
+    PlannedFiles,
+    TaskList,
+    block_columns,
+    tasks_table,
+)
 from icecore.scan.planning_manifest import (
     PlanningManifest,
-    build_planning_manifest,
     metric_column,
+    planning_manifests,
 )
 from icecore.scan.report import PlanReport, PrunedItem, PruneLevel, ReportBuilder
 from icecore.scan.task import FileScanTask
@@ -86,10 +94,13 @@ if TYPE_CHECKING:
     from icecore.table_data import TableData
 
 
-KEPT_TASKS = 100_000
-"""Tasks of a plan with deletes kept once made (more are made again when read)."""
-TASK_CHUNK = 4096
-"""Tasks made at a time when a plan with deletes looks for the delete files it applies."""
+DECODE_BATCH = 4
+"""Manifests converted together by the planning process.
+
+Converting 4 manifests at once instead of 1 saves ~1 ms of Arrow call overheads per
+manifest; larger batches save little more but raise the process's peak memory ~2 MiB per
+manifest (mimalloc keeps what a batch's temporaries used). Worker processes convert more
+at a time (:data:`icecore.scan.decode_worker.CONVERT`)."""
 METRICS_BATCH_ROWS = 65_536
 """Files judged by metrics in one pass (bounds the temporaries of the Arrow kernels)."""
 
@@ -115,22 +126,6 @@ class _SpecEvaluators:
     """The spec's fields as text: what verdicts cached under a spec id depend on."""
 
 
-class TaskList(LazySequence[FileScanTask]):
-    """The tasks of a plan, made when read (a million-file plan holds row numbers only)."""
-
-    def __init__(
-        self,
-        segments: Sequence[tuple[int, Producer[FileScanTask]]],
-        paths: Callable[[], list[str]],
-    ) -> None:
-        super().__init__(segments)
-        self._paths = paths
-
-    def file_paths(self) -> list[str]:
-        """Every task's data file path, without making the tasks."""
-        return self._paths()
-
-
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The result of planning: tasks, the pruning report, and what reading them needs.
@@ -145,6 +140,7 @@ class Plan:
         partition_type: the ``_partition`` struct over all the table's specs (as Spark's).
         applied_deletes: paths of the distinct delete files the tasks apply, in first-use
             order.
+        planned: the planned rows as columns, which :meth:`files` and the tasks read.
     """
 
     tasks: Sequence[FileScanTask]
@@ -154,13 +150,30 @@ class Plan:
     name_mapping: str | None = None
     partition_type: StructType | None = None
     applied_deletes: tuple[str, ...] = ()
+    planned: PlannedFiles | None = None
 
     @property
     def data_files(self) -> list[str]:
         """Paths of the planned data files."""
-        if isinstance(self.tasks, TaskList):
-            return self.tasks.file_paths()
-        return [t.data_file.file_path for t in self.tasks]
+        if self.planned is not None:
+            return self.planned.paths()
+        return [t.file_path for t in self.tasks]
+
+    def files(self, limit: int | None = None) -> pa.Table:
+        """The planned data files as one Arrow table, one row per task, in task order.
+
+        Columns: ``file_path``, ``file_format``, ``spec_id``, ``partition`` (the
+        ``_partition`` struct over all specs), ``record_count``, ``file_size_in_bytes``,
+        ``data_sequence_number``, ``delete_files`` (list of ``{file_path, kind}``, kind
+        ``position``, ``equality`` or ``deletion_vector``) and ``residual`` (as text). Taken
+        from the decoded manifests' columns, with no Python object per file, and made once.
+        ``limit``: the first ``limit`` files only (a page's list), read from as few
+        manifests as hold them.
+        """
+        if self.planned is not None:
+            return self.planned.table(limit)
+        tasks = self.tasks if limit is None else self.tasks[:limit]
+        return tasks_table(tasks, self.partition_type)
 
     @property
     def delete_files(self) -> list[str]:
@@ -195,17 +208,6 @@ class Plan:
         schema = arrow_schema_for(self.schema, columns, metadata_columns, self.partition_type)
         batches = list(self.to_batches(columns, limit, metadata_columns))
         return pa.Table.from_batches(batches, schema=schema)
-
-
-@dataclass(slots=True)
-class _Block:
-    """The planned rows of one data manifest."""
-
-    manifest: PlanningManifest
-    evaluators: _SpecEvaluators
-    rows: np.ndarray
-    rows_planned: int
-    residuals: dict[int, Expression]
 
 
 class _Columns:
@@ -322,7 +324,7 @@ class TableScan:
             self.snapshot.snapshot_id if self.snapshot else None, str(self.filter)
         )
         if self.snapshot is None:
-            return self._plan(TaskList([], list), report, ())
+            return self._plan([], report, None)
         expr, expr_key = self._expr, self._expr_key
         manifest_list = self.table.manifest_list(self.snapshot)
         evaluators: dict[int, _SpecEvaluators] = {}
@@ -351,51 +353,40 @@ class TableScan:
         counts = report.counts
         counts["data_files_planned"] = sum(len(b.rows) for b in blocks)
         counts["rows_planned"] = sum(b.rows_planned for b in blocks)
-        segments: list[tuple[int, Producer[FileScanTask]]] = [
-            (len(b.rows), partial(self._tasks, b, index)) for b in blocks
-        ]
-
-        def paths() -> list[str]:
-            out: list[str] = []
-            for b in blocks:
-                column = b.manifest.required("file_path")
-                out.extend(column.take(pa.array(b.rows, pa.int64())).to_pylist())
-            return out
-
         if not delete_entries:
-            return self._plan(TaskList(segments, paths), report, ())
-        # The delete files applied are known only once every task has its deletes. Up to
-        # KEPT_TASKS tasks are kept for reading; past that they are made again when read,
-        # so a plan of a million files with deletes holds arrays, not a million tasks.
-        keep = counts["data_files_planned"] <= KEPT_TASKS
-        kept: list[FileScanTask] = []
-        applied: dict[str, None] = {}
-        for n, produce in segments:
-            for lo in range(0, n, TASK_CHUNK):
-                chunk = produce(lo, min(n, lo + TASK_CHUNK))
-                for task in chunk:
-                    for delete in task.delete_files:
-                        applied.setdefault(delete.file_path, None)
-                if keep:
-                    kept.extend(chunk)
-        counts["delete_files_applied"] = len(applied)
-        if keep:
-            segments = [(len(kept), lambda lo, hi: kept[lo:hi])]
-        return self._plan(TaskList(segments, paths), report, tuple(applied))
+            return self._plan(blocks, report, None)
+        # Deletes are looked up once per distinct partition tuple; only files some delete
+        # may apply to are built as objects (PlannedBlock.find_deletes).
+        for b in blocks:
+            b.find_deletes(index)
+        return self._plan(blocks, report, counts)
 
-    def _plan(self, tasks: TaskList, report: ReportBuilder, applied: tuple[str, ...]) -> Plan:
+    def _plan(
+        self,
+        blocks: list[PlannedBlock],
+        report: ReportBuilder,
+        counts: dict[str, int] | None,
+    ) -> Plan:
+        """The plan of ``blocks``; ``counts`` given when the snapshot has deletes."""
         metadata = self.table.metadata
+        partition_type = self._compiled(
+            ("partition-type",),
+            lambda: unified_partition_type(metadata.partition_specs, self.schema),
+        )
+        planned = PlannedFiles(blocks, self.schema, partition_type)
+        applied: tuple[str, ...] = ()
+        if counts is not None:
+            applied = planned.applied_deletes()
+            counts["delete_files_applied"] = len(applied)
         return Plan(
-            tasks=tasks,
+            tasks=planned.tasks(),
             report=report.build(),
             schema=self.schema,
             io=self.table.io,
             name_mapping=metadata.properties.get(NAME_MAPPING_PROPERTY),
-            partition_type=self._compiled(
-                ("partition-type",),
-                lambda: unified_partition_type(metadata.partition_specs, self.schema),
-            ),
+            partition_type=partition_type,
             applied_deletes=applied,
+            planned=planned,
         )
 
     def _compiled(self, what: tuple[Any, ...], make: Callable[[], Any]) -> Any:
@@ -464,28 +455,39 @@ class TableScan:
             jobs.append(DecodeJob(key, manifest, spec.spec_id))
         specs = metadata.specs_by_id()
         manifests_cache = self.context.manifests
-        decode_in_workers(
-            manifests_cache, self.table.io, self.schema, specs, metadata.format_version, jobs
-        )
-
         io = self.table.io
-
-        def decode(job: DecodeJob, raw: RawManifest | None) -> PlanningManifest:
-            raw = raw if raw is not None else read_manifest_avro(io, job.manifest)
-            table = manifest_table(raw, self.schema, specs[job.spec_id], metadata.format_version)
-            return build_planning_manifest(table, job.manifest.manifest_path, job.spec_id)
-
+        decode_in_workers(manifests_cache, io, self.schema, specs, metadata.format_version, jobs)
+        found: list[PlanningManifest | None] = [manifests_cache.lookup(job.key) for job in jobs]
+        missing = [j for j, pm in enumerate(found) if pm is None]
         # Files are read and their Avro decoded on threads (no GIL), ahead of this thread,
-        # which gives the entries their meaning and lays them out.
-        missing = [job for job in jobs if not manifests_cache.contains(job.key)]
+        # which gives the entries their meaning and lays them out, DECODE_BATCH manifests of
+        # one spec at a time (each Arrow call's fixed cost paid once per batch).
         ahead = read_ahead(
-            partial(read_manifest_avro, io), [job.manifest for job in missing], _plan_threads()
+            partial(read_manifest_avro, io),
+            [jobs[j].manifest for j in missing],
+            _plan_threads(),
         )
-        is_missing = {id(job) for job in missing}
+        for batch in _decode_batches(missing, [job.spec_id for job in jobs]):
+            raws: list[RawManifest] = []
+            failed: Exception | None = None
+            for _ in batch:
+                try:
+                    raws.append(next(ahead))
+                except Exception as e:  # noqa: BLE001 - raised below, after the earlier ones
+                    failed = e
+                    break
+            spec = specs[jobs[batch[0]].spec_id]
+            built = planning_manifests(raws, self.schema, spec, metadata.format_version)
+            del raws  # the Avro tables: only the layout is needed now
+            for j, pm in zip(batch, built, strict=False):
+                found[j] = manifests_cache.add(jobs[j].key, pm)
+            del built  # written (or waiting for the writer): the batch's memory goes
+            if failed is not None:
+                raise failed
         out: list[tuple[ManifestKey, PlanningManifest]] = []
-        for job in jobs:
-            raw = next(ahead) if id(job) in is_missing else None
-            out.append((job.key, manifests_cache.get_or_load(job.key, partial(decode, job, raw))))
+        for job, held in zip(jobs, found, strict=True):
+            assert held is not None
+            out.append((job.key, held))
         return out
 
     # -- data files ------------------------------------------------------------------
@@ -497,7 +499,7 @@ class TableScan:
         expr: Expression,
         expr_key: str,
         report: ReportBuilder,
-    ) -> list[_Block]:
+    ) -> list[PlannedBlock]:
         counts = report.counts
         is_data = manifest_list.content == int(ManifestContent.DATA)
         keep = np.zeros(len(manifest_list), dtype=bool)
@@ -537,15 +539,20 @@ class TableScan:
             for (key, _), (_, evaluator) in zip(loaded, kept, strict=True)
         ]
         missing = [j for j, v in enumerate(judged) if v is None]
+        planned_cache = self.context.planned_columns
+        fresh_columns: dict[int, BlockColumns] = {}
         if missing:
             fresh = self._judge([(loaded[j][1], kept[j][1]) for j in missing], expr)
-            for j, made in zip(missing, fresh, strict=True):
-                judged[j] = verdicts_cache.put(
-                    (loaded[j][0], kept[j][1].fingerprint, expr_key), made
-                )
+            for j, (made, columns) in zip(missing, fresh, strict=True):
+                cache_key = (loaded[j][0], kept[j][1].fingerprint, expr_key)
+                judged[j] = verdicts_cache.put(cache_key, made)
+                if columns is not None:
+                    fresh_columns[j] = planned_cache.put(cache_key, columns)
         file_might_match = self._file_metrics(expr)
-        blocks: list[_Block] = []
-        for (_, pm), (_, evaluator), verdicts in zip(loaded, kept, judged, strict=True):
+        blocks: list[PlannedBlock] = []
+        for j, ((key, pm), (_, evaluator), verdicts) in enumerate(
+            zip(loaded, kept, judged, strict=True)
+        ):
             assert verdicts is not None
             by_partition = int(verdicts.by_partition.sum())
             counts["data_files"] += verdicts.data_files
@@ -565,14 +572,36 @@ class TableScan:
                         (PruneLevel.PARTITION, PruneLevel.METRICS),
                     ),
                 )
-            blocks.append(_Block(pm, evaluator, verdicts.kept, verdicts.rows_planned, {}))
+            load = partial(
+                planned_cache.get_or_make,
+                (key, evaluator.fingerprint, expr_key),
+                partial(
+                    block_columns,
+                    pm,
+                    verdicts.kept,
+                    evaluator.residual,
+                    isinstance(self._rows, AlwaysTrue),
+                ),
+            )
+            blocks.append(
+                PlannedBlock(
+                    pm,
+                    evaluator.spec,
+                    verdicts.kept,
+                    verdicts.rows_planned,
+                    load,
+                    fresh_columns.get(j),
+                )
+            )
         return blocks
 
     def _judge(
         self, pending: Sequence[tuple[PlanningManifest, _SpecEvaluators]], expr: Expression
-    ) -> list[FileVerdicts]:
-        """File verdicts for manifests not judged before under this filter.
+    ) -> list[tuple[FileVerdicts, BlockColumns | None]]:
+        """File verdicts of manifests new to this filter, and their kept rows' task columns.
 
+        The columns come with the verdicts only without a filter (every file kept, so they
+        are read in the same pass); a filter's kept rows are read when first iterated.
         Each manifest's columns are read once, metrics judged over many manifests at a time
         (batches of :data:`METRICS_BATCH_ROWS` files keep the kernels' temporaries small),
         and the columns dropped when the batch is judged.
@@ -592,7 +621,9 @@ class TableScan:
             else self._compiled(("arrow-metrics",), lambda: arrow_metrics_filter(expr))
         )
         tuples: dict[tuple[int, tuple[Any, ...]], bool] = {}
-        out: list[FileVerdicts] = []
+        no_residual = isinstance(self._rows, AlwaysTrue)
+        keep_all = isinstance(expr, AlwaysTrue)
+        out: list[tuple[FileVerdicts, BlockColumns | None]] = []
         batch: list[tuple[PlanningManifest, _SpecEvaluators, pa.Table]] = []
         rows = 0
 
@@ -604,20 +635,23 @@ class TableScan:
             offset = 0
             for pm, evaluator, table in batch:
                 n = table.num_rows
-                out.append(
-                    _judge_manifest(
-                        pm,
-                        evaluator,
-                        table,
-                        might[offset : offset + n],
-                        tuples,
-                    )
+                verdicts = _judge_manifest(pm, evaluator, table, might[offset : offset + n], tuples)
+                # Without a filter every file is kept: what tasks and files() read of them is
+                # taken from the columns already read (one read of the manifest, not a second
+                # one when iterated). A filter keeps some: those are read when iterated.
+                columns = (
+                    block_columns(pm, verdicts.kept, evaluator.residual, no_residual, table)
+                    if keep_all
+                    else None
                 )
+                out.append((verdicts, columns))
                 offset += n
 
         for pm, evaluator in pending:
             names = ["content", "record_count", *metric_names]
-            if not isinstance(evaluator.partition_expr, AlwaysTrue):
+            if keep_all:
+                names.extend(TASK_COLUMNS)
+            elif not isinstance(evaluator.partition_expr, AlwaysTrue):
                 names.append("partition")
             batch.append((pm, evaluator, pm.read(names)))
             rows += pm.num_rows
@@ -626,30 +660,6 @@ class TableScan:
                 batch, rows = [], 0
         if batch:
             flush()
-        return out
-
-    def _tasks(self, block: _Block, index: DeleteIndex, lo: int, hi: int) -> list[FileScanTask]:
-        rows = block.rows[lo:hi]
-        spec = block.evaluators.spec
-        out: list[FileScanTask] = []
-        for row, entry in zip(rows, block.manifest.entries(rows), strict=True):
-            data_file = entry.data_file
-            sequence_number = entry.sequence_number or 0
-            code = int(block.manifest.codes[row])
-            residual = block.residuals.get(code)
-            if residual is None:
-                residual = block.evaluators.residual(data_file.partition)
-                block.residuals[code] = residual
-            out.append(
-                FileScanTask(
-                    data_file=data_file,
-                    data_sequence_number=sequence_number,
-                    spec=spec,
-                    schema=self.schema,
-                    delete_files=index.for_data_file(data_file, sequence_number),
-                    residual=residual,
-                )
-            )
         return out
 
     # -- delete files ----------------------------------------------------------------
@@ -782,16 +792,24 @@ def _pruned_files(
     lo: int,
     hi: int,
 ) -> list[PrunedItem]:
-    """Pruned items ``lo:hi`` of one manifest, reasons worked out now."""
+    """Pruned items ``lo:hi`` of one manifest, reasons worked out now.
+
+    Files pruned by partition need only their path (read from the column); a full data file
+    is built only for those whose metrics reason must be explained.
+    """
+    chunk, flags = rows[lo:hi], by_partition[lo:hi]
+    paths = pm.required("file_path").take(pa.array(chunk, pa.int64())).to_pylist()
+    by_metrics = np.flatnonzero(~flags)
+    explained = iter(pm.entries(chunk[by_metrics])) if len(by_metrics) else iter(())
+    partition_reason = f"partition values exclude {partition_expr}"
     items: list[PrunedItem] = []
-    for flag, entry in zip(by_partition[lo:hi], pm.entries(rows[lo:hi]), strict=True):
-        data_file = entry.data_file
+    for flag, path in zip(flags.tolist(), paths, strict=True):
         if flag:
-            reason = f"partition values exclude {partition_expr}"
-            items.append(PrunedItem(levels[0], data_file.file_path, reason))
+            items.append(PrunedItem(levels[0], path, partition_reason))
         else:
+            data_file = next(explained).data_file
             reason = might_match.explain(data_file) or "column metrics exclude the filter"
-            items.append(PrunedItem(levels[1], data_file.file_path, reason))
+            items.append(PrunedItem(levels[1], path, reason))
     return items
 
 
@@ -823,6 +841,18 @@ def _prune_file(
         report.prune(level, file.file_path, reason)
         return level
     return None
+
+
+def _decode_batches(missing: Sequence[int], spec_ids: Sequence[int]) -> Iterator[list[int]]:
+    """``missing`` in order, cut into runs of at most DECODE_BATCH manifests of one spec."""
+    batch: list[int] = []
+    for j in missing:
+        if batch and (len(batch) >= DECODE_BATCH or spec_ids[j] != spec_ids[batch[0]]):
+            yield batch
+            batch = []
+        batch.append(j)
+    if batch:
+        yield batch
 
 
 def _partition_type_text(spec: PartitionSpec, schema: Schema) -> str:

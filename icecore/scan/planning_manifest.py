@@ -19,9 +19,11 @@ one manifest as Arrow columns, laid out for vectorized pruning:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 import numpy as np
@@ -29,9 +31,17 @@ import pyarrow as pa
 
 from icecore.compute import pc
 from icecore.errors import InvalidMetadata
-from icecore.manifest import ManifestEntry
-from icecore.manifest_arrow import MAP_COLUMNS, entries_from_arrow, live_rows, partition_dicts
+from icecore.manifest import ManifestEntry, ManifestEntryStatus
+from icecore.manifest_arrow import (
+    MAP_COLUMNS,
+    RawManifest,
+    entries_from_arrow,
+    manifest_batches,
+    partition_columns,
+)
+from icecore.partitioning import PartitionSpec
 from icecore.scan.delete_index import partition_value_key
+from icecore.schema import Schema
 
 CODE_COLUMN = "_pcode"
 FIRSTS_KEY = b"icecore.partition_firsts"
@@ -86,6 +96,8 @@ class TableSource:
     """Columns held in memory (a manifest just decoded, or a cache without a directory)."""
 
     table: pa.Table
+    size: int | None = None
+    """Bytes of the table when known (a slice of a batch: its share of the batch's bytes)."""
 
     @property
     def schema(self) -> pa.Schema:
@@ -99,8 +111,8 @@ class TableSource:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the table."""
-        return int(self.table.nbytes)
+        """Bytes of the table (asked for several times per manifest; a slice's costs ~1 ms)."""
+        return int(self.table.nbytes) if self.size is None else self.size
 
     def has(self, name: str) -> bool:
         """Whether the table has a column of that name."""
@@ -172,8 +184,15 @@ class PlanningManifest:
         firsts = json.loads((self.source.schema.metadata or {}).get(FIRSTS_KEY, b"[]"))
         if not firsts:
             return [], []
-        partitions = partition_dicts(partition.take(pa.array(firsts, _I64)))
-        return partitions, [_exact_key(p) for p in partitions]
+        ids, columns = partition_columns(partition.take(pa.array(firsts, _I64)))
+        if not ids:
+            return [{} for _ in firsts], [() for _ in firsts]
+        partitions = [dict(zip(ids, values, strict=True)) for values in zip(*columns, strict=True)]
+        keyed = [
+            [(fid, type(v).__name__, v if type(v) in _PLAIN else partition_value_key(v)) for v in c]
+            for fid, c in zip(ids, columns, strict=True)
+        ]
+        return partitions, list(zip(*keyed, strict=True))
 
     def entries(self, rows: Sequence[int] | np.ndarray) -> list[ManifestEntry]:
         """The :class:`ManifestEntry` objects of the given rows, maps rebuilt from pivots."""
@@ -199,10 +218,34 @@ class PlanningManifest:
 
 def build_planning_manifest(decoded: pa.Table, path: str, spec_id: int) -> PlanningManifest:
     """The planning layout of a manifest decoded by :func:`read_manifest_arrow`."""
-    live = live_rows(decoded)
+    (built,) = build_planning_manifests(decoded, (0, decoded.num_rows), (path,), spec_id)
+    return built
+
+
+def build_planning_manifests(
+    decoded: pa.Table, offsets: Sequence[int], paths: Sequence[str], spec_id: int
+) -> list[PlanningManifest]:
+    """The planning layout of several manifests decoded together, one after another.
+
+    Manifest ``i`` is rows ``offsets[i]:offsets[i + 1]`` of ``decoded`` (a
+    :class:`~icecore.manifest_arrow.DecodedBatch`). The layout is built once for all of them
+    and sliced (zero-copy); each slice is exactly what the manifest alone would give: its
+    live rows, only the metric columns some of its rows have, its own partition codes.
+    """
+    bounds = np.asarray(offsets, dtype=np.int64)
+    status = _single(decoded.column("status")).to_numpy(zero_copy_only=False)
+    deleted = status == int(ManifestEntryStatus.DELETED)
+    if deleted.any():
+        live = decoded.filter(pa.array(~deleted))
+        kept = np.concatenate(([0], np.cumsum(~deleted)))
+        bounds = kept[bounds]
+    else:
+        live = decoded
+    sizes = np.diff(bounds)
     names: list[str] = []
     arrays: list[pa.Array] = []
     fields: list[pa.Field] = []
+    sparse: list[tuple[str, np.ndarray]] = []  # metric columns some manifests lack
     for f in live.schema:
         if f.name in MAP_COLUMNS:
             continue
@@ -214,15 +257,58 @@ def build_planning_manifest(decoded: pa.Table, path: str, spec_id: int) -> Plann
         fields.append(pa.field(presence_column(kind), pa.bool_()))
         arrays.append(pc.is_valid(values))
         for fid, column in _pivot(values):
-            fields.append(pa.field(metric_column(kind, fid), column.type))
+            name = metric_column(kind, fid)
+            fields.append(pa.field(name, column.type))
             arrays.append(column)
+            if column.null_count:
+                valid = column.is_valid().to_numpy(zero_copy_only=False)
+                counts = np.add.reduceat(valid, np.minimum(bounds[:-1], max(len(valid) - 1, 0)))
+                has = np.where(sizes > 0, counts, 0) > 0
+                if not has.all():
+                    sparse.append((name, has))
     partition = _single(live.column("partition"))
-    codes, firsts = _partition_codes(partition)
+    keys = _partition_keys(partition)
+    codes = np.zeros(len(keys), dtype=np.int32)
+    firsts: list[list[int]] = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        part_codes, part_firsts = _codes(keys[lo:hi])
+        codes[lo:hi] = part_codes
+        firsts.append(part_firsts)
     fields.append(pa.field(CODE_COLUMN, _I32))
     arrays.append(pa.array(codes, _I32))
-    schema = pa.schema(fields, metadata={FIRSTS_KEY: json.dumps(firsts).encode()})
-    table = pa.Table.from_arrays(arrays, schema=schema)
-    return planning_manifest_from_source(TableSource(table), path, spec_id)
+    table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    total = int(table.nbytes)
+    out: list[PlanningManifest] = []
+    for i, path in enumerate(paths):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        part = table.slice(lo, hi - lo)
+        if hi == lo:  # no live entries: no metric columns at all, as a lone manifest has
+            part = part.select([n for n in part.column_names if not _is_metric(n)])
+        else:
+            lacking = [name for name, has in sparse if not has[i]]
+            if lacking:
+                part = part.drop_columns(lacking)
+        part = part.replace_schema_metadata({FIRSTS_KEY: json.dumps(firsts[i]).encode()})
+        size = (total * (hi - lo)) // max(len(codes), 1)
+        out.append(PlanningManifest(path, spec_id, TableSource(part, size), codes[lo:hi]))
+    return out
+
+
+def planning_manifests(
+    raws: Sequence[RawManifest], schema: Schema, spec: PartitionSpec, format_version: int
+) -> list[PlanningManifest]:
+    """The planning layout of many read manifests of one spec, converted in batches.
+
+    Each is exactly :func:`build_planning_manifest` of :func:`manifest_table`; errors are
+    theirs too (see :func:`~icecore.manifest_arrow.manifest_batches`).
+    """
+    out: list[PlanningManifest | None] = [None] * len(raws)
+    for batch in manifest_batches(raws, schema, spec, format_version):
+        paths = [m.manifest_path for m in batch.manifests]
+        built = build_planning_manifests(batch.table, batch.offsets, paths, spec.spec_id)
+        for i, pm in zip(batch.indices, built, strict=True):
+            out[i] = pm
+    return [pm for pm in out if pm is not None]
 
 
 def planning_manifest_from_source(
@@ -236,6 +322,12 @@ def planning_manifest_from_source(
     return PlanningManifest(path, spec_id, source, codes)
 
 
+def _is_metric(name: str) -> bool:
+    """Whether a column is a pivoted metrics map value (``<map>:<field id>``)."""
+    kind, colon, _ = name.partition(":")
+    return bool(colon) and kind in MAP_COLUMNS
+
+
 def _single(column: pa.ChunkedArray) -> pa.Array:
     """A column as one array (no copy when it already is one chunk)."""
     if column.num_chunks == 1:
@@ -243,9 +335,11 @@ def _single(column: pa.ChunkedArray) -> pa.Array:
     return column.combine_chunks()
 
 
-def _exact_key(values: dict[int, Any]) -> tuple[Any, ...]:
-    """A hashable key equal only for identical tuples (floats by bits, NaN equal to itself)."""
-    return tuple((fid, type(v).__name__, partition_value_key(v)) for fid, v in values.items())
+_PLAIN = frozenset({int, str, type(None), dt.date, dt.datetime, dt.time, Decimal, bytes})
+"""Types whose values are their own exact key (:func:`partition_value_key` returns them).
+
+A partition tuple's key is ``(field id, type name, exact value key)`` per field: equal only
+for identical tuples (floats by bits, NaN equal to itself)."""
 
 
 def _pivot(values: pa.MapArray) -> list[tuple[int, pa.Array]]:
@@ -290,12 +384,12 @@ def _pivot(values: pa.MapArray) -> list[tuple[int, pa.Array]]:
     return out
 
 
-def _partition_codes(partition: pa.StructArray) -> tuple[np.ndarray, list[int]]:
-    """Per row, the index of its distinct partition tuple; and each tuple's first row."""
+def _partition_keys(partition: pa.StructArray) -> np.ndarray:
+    """Per row, a number equal for equal partition tuples (bit-exact) and only for them."""
     n = len(partition)
-    if n == 0:
-        return np.zeros(0, dtype=np.int32), []
     combined = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return combined
     for i in range(partition.type.num_fields):
         child = pc.struct_field(partition, [i])
         if pa.types.is_floating(child.type):
@@ -304,6 +398,13 @@ def _partition_codes(partition: pa.StructArray) -> tuple[np.ndarray, list[int]]:
         size = max(len(encoded.dictionary), 1)
         combined = combined * size + encoded.indices.to_numpy(zero_copy_only=False)
         combined = np.unique(combined, return_inverse=True)[1].astype(np.int64)  # < n
+    return combined
+
+
+def _codes(combined: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """Codes numbered in order of first appearance, and the first row of each."""
+    if len(combined) == 0:
+        return np.zeros(0, dtype=np.int32), []
     _, firsts, codes = np.unique(combined, return_index=True, return_inverse=True)
     order = np.argsort(firsts, kind="stable")
     rank = np.empty_like(order)
@@ -322,9 +423,11 @@ __all__ = [
     "CODE_COLUMN",
     "PlanningManifest",
     "build_planning_manifest",
+    "build_planning_manifests",
     "metric_column",
     "ColumnSource",
     "TableSource",
     "planning_manifest_from_source",
+    "planning_manifests",
     "presence_column",
 ]

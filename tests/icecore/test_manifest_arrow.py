@@ -6,6 +6,7 @@ import datetime as dt
 import io
 import time
 import uuid
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,13 @@ import icecore
 from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
 from icecore.errors import InvalidMetadata, NotFound
 from icecore.io import FileIO
-from icecore.manifest_arrow import read_manifest, read_manifest_arrow
+from icecore.manifest_arrow import (
+    RawManifest,
+    manifest_tables,
+    read_manifest,
+    read_manifest_arrow,
+    read_manifest_avro,
+)
 from tests.icecore.test_manifest import SCHEMA, SPEC, _entry, _manifest_file, _write_manifest
 
 # ---------------------------------------------------------------------------------------
@@ -194,3 +201,68 @@ def test_bench_timing() -> None:
         f"\n{len(manifests)} manifests, {rows} entries: views {middle - start:.2f} s, "
         f"read_manifest_arrow {end - middle:.2f} s"
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Many manifests converted together (manifest_tables / manifest_batches)
+
+
+def _three_manifests(tmp_path: Path) -> list[RawManifest]:
+    """Three manifests whose list entries give different inherited values."""
+    first = tmp_path / "m1.avro"
+    second = tmp_path / "m2.avro"
+    third = tmp_path / "m3.avro"
+    lengths = [
+        _write_manifest(first, [_entry(1, "a", 100), _entry(1, "b", 20), _entry(2, "x", 9)]),
+        _write_manifest(second, [_entry(1, "c", 7), _entry(0, "d", 3, snapshot_id=5, seq=2)]),
+        _write_manifest(third, [_entry(1, "e", 4), _entry(1, "f", 6)]),
+    ]
+    manifests = [
+        _manifest_file(first, lengths[0]),
+        _manifest_file(
+            second, lengths[1], added_snapshot_id=43, sequence_number=0, first_row_id=None
+        ),
+        _manifest_file(third, lengths[2], added_snapshot_id=44, sequence_number=9, first_row_id=50),
+    ]
+    return [read_manifest_avro(FileIO(), m) for m in manifests]
+
+
+def test_manifests_converted_together_inherit_from_their_own_list_entries(tmp_path: Path) -> None:
+    raws = _three_manifests(tmp_path)
+    together = manifest_tables(raws, SCHEMA, SPEC, 3)
+    assert [t.num_rows for t in together] == [3, 2, 2]
+    # By the spec's rules, manifest by manifest (first_row_id: the manifest's plus the running
+    # sum of record counts of its live data files; a manifest without one gives none).
+    assert [t.column("snapshot_id").to_pylist() for t in together] == [
+        [42, 42, 42],
+        [43, 5],
+        [44, 44],
+    ]
+    assert [t.column("sequence_number").to_pylist() for t in together] == [
+        [7, 7, None],
+        [0, 2],
+        [9, 9],
+    ]
+    assert [t.column("first_row_id").to_pylist() for t in together] == [
+        [1000, 1100, None],
+        [None, None],
+        [50, 54],
+    ]
+    for raw, table in zip(raws, together, strict=True):
+        alone = read_manifest_arrow(FileIO(), raw.manifest_file, SCHEMA, SPEC, 3)
+        assert table.equals(alone)
+        assert table.schema.equals(alone.schema, check_metadata=True)
+
+
+def test_a_bad_manifest_converted_with_others_is_the_one_named(tmp_path: Path) -> None:
+    """The error is the one reading that manifest alone gives, for the first bad one."""
+    raws = _three_manifests(tmp_path)
+    bad = replace(raws[1], manifest_file=replace(raws[1].manifest_file, added_files_count=5))
+    short = replace(bad, length=bad.length - 1)  # the list's length and counts disagree
+    with pytest.raises(InvalidMetadata, match="m2.avro is .* truncated or was replaced"):
+        manifest_tables([raws[0], short, raws[2]], SCHEMA, SPEC, 3)
+    other_spec = replace(raws[2], manifest_file=replace(raws[2].manifest_file, partition_spec_id=1))
+    with pytest.raises(InvalidMetadata, match="m2.avro is"):
+        manifest_tables([raws[0], short, other_spec], SCHEMA, SPEC, 3)
+    with pytest.raises(InvalidMetadata, match="m3.avro was written with partition spec 1"):
+        manifest_tables([raws[0], raws[1], other_spec], SCHEMA, SPEC, 3)

@@ -5,10 +5,11 @@ set the shared time selector from it, preview a filtered scan at that point, and
 points in time. Then a data owner's: on a copy of a table (served by a second app whose
 catalog is a temporary warehouse, so the fixture warehouse is never changed), a schema
 change's dry run on the Evolution page, its explicit confirmation and commit, and Spark
-reading the evolved table afterwards; and on the Maintenance page, a confirmed compaction run
-on Spark in the background and followed until its before/after comparison shows. Numbers on
-the pages are checked against Spark; a screenshot of every page is saved under
-``test-artifacts/screenshots/`` (the README's tour is made from them).
+reading the evolved table afterwards; on History, a rollback of main and a new tag, each
+confirmed after its dry run and checked in Spark's refs; and on the Maintenance page, a
+confirmed compaction run on Spark in the background and followed until its before/after
+comparison shows. Numbers on the pages are checked against Spark; a screenshot of every page
+is saved under ``test-artifacts/screenshots/`` (the README's tour is made from them).
 
 The browser is ``/usr/bin/chromium`` (Debian's package, which ``.ci/run`` installs), launched
 by Playwright with ``executable_path``; no browser is ever downloaded.
@@ -291,6 +292,66 @@ def test_a_data_owner_evolves_a_copy_of_a_table(
     rows = spark_count(spark, "SELECT count(*) FROM icecore.demo.trips")
     counted = spark.sql(f"SELECT count(*), count(note) FROM {copy.spark_name}").collect()[0]
     assert tuple(counted) == (rows, 0)
+
+
+def test_a_data_owner_rolls_back_and_tags_a_copy_of_a_table(
+    spark: Any, evo: EvoCatalogs, demo_warehouse: Path, browser: Any
+) -> None:
+    """On History: roll main back to month_end, then tag that snapshot; Spark sees both refs."""
+    copy = copy_sql_table(evo, demo_warehouse, "trips")
+    refs = {
+        r.name: r.snapshot_id
+        for r in spark.sql(f"SELECT name, snapshot_id FROM {copy.spark_name}.refs").collect()
+    }
+    month_end = refs["month_end"]
+    with _streamlit(copy.catalog, "streamlit-refs.log") as base:
+        page = browser.new_page(viewport={"width": 1400, "height": 2200})
+        page.goto(f"{base}/History?catalog={copy.catalog}&table={copy.table}")
+        _settle(page)
+        main = page.get_by_test_id("stMain")
+        _pick(page, main, "Snapshot", re.compile("month_end"))
+        commit = page.get_by_role("button", name="Commit", exact=True)
+        confirm = page.get_by_test_id("stCheckbox").filter(has_text="I have read the dry run")
+
+        # Roll back: the dry run says where main goes and warns; confirm; commit.
+        main.get_by_test_id("stRadio").get_by_text("Roll back main to here").click()
+        _settle(page)
+        main.get_by_text(f"move branch main: snapshot {refs['main']} -> {month_end}").wait_for()
+        assert commit.is_disabled(), "no commit before the dry run is confirmed"
+        _shot(page, "2_history_rollback")
+        confirm.click()
+        _settle(page)
+        commit.click()
+        _settle(page)
+        page.get_by_test_id("stAlertContentSuccess").wait_for()
+        after_rollback = {
+            r.name: r.snapshot_id
+            for r in spark.sql(f"SELECT name, snapshot_id FROM {copy.spark_name}.refs").collect()
+        }
+        assert after_rollback["main"] == month_end
+
+        # Tag the same snapshot.
+        main.get_by_test_id("stRadio").get_by_text("Tag this snapshot").click()
+        _settle(page)
+        box = page.get_by_label("Name of the new tag", exact=True)
+        box.fill("reviewed")
+        box.press("Enter")
+        _settle(page)
+        _shot(page, "2_history_tag")
+        main.get_by_text(f"create tag reviewed at snapshot {month_end}").wait_for()
+        confirm.click()
+        _settle(page)
+        commit.click()
+        _settle(page)
+        page.get_by_test_id("stAlertContentSuccess").wait_for()
+        page.close()
+    tags = spark.sql(
+        f"SELECT snapshot_id FROM {copy.spark_name}.refs WHERE name = 'reviewed' AND type = 'TAG'"
+    ).collect()
+    assert [r.snapshot_id for r in tags] == [month_end]
+    assert spark_count(spark, f"SELECT count(*) FROM {copy.spark_name}") == spark_count(
+        spark, f"SELECT count(*) FROM {copy.spark_name} VERSION AS OF {month_end}"
+    )
 
 
 def test_a_data_owner_compacts_a_copy_of_a_table(

@@ -113,3 +113,32 @@ def test_one_page_run_plans_its_scan_once(
     no_problems(at)
     assert "Rows returned (deletes and filter applied)" in metrics(at)
     assert len(plans) == 1, plans
+
+
+def test_the_planned_files_tab_lists_what_java_plans(
+    spark: Any, demo_warehouse: Path, open_page: OpenPage
+) -> None:
+    """Paths, counts, sizes, deletes and partitions of the planned files, read from columns.
+
+    Expected values come from Iceberg Java's planFiles (paths, delete counts) and from the
+    live entries read without the planner (counts, sizes, partition labels).
+    """
+    from icecore.layout import partition_label
+    from tests.icecore.scan.helpers import manual_tasks
+    from tests.icecore.scan.test_planner import java_plan
+
+    at = open_page(PAGE, table="demo.trips", filter=FILTER)
+    no_problems(at)
+    kept = next(df.value for df in at.dataframe if "residual filter" in df.value.columns)
+    java = java_plan(spark, "trips", None, FILTER)
+    assert sorted(kept["file"]) == sorted(java)
+    table = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    old = {t.file_path: t for t in manual_tasks(table)}
+    for row in kept.to_dict("records"):
+        task = old[row["file"]]
+        assert row["delete files"] == len(java[row["file"]])
+        assert row["records"] == task.data_file.record_count
+        assert row["bytes"] == task.data_file.file_size_in_bytes
+        assert row["partition"] == partition_label(
+            table.metadata, task.spec, task.data_file.partition
+        )

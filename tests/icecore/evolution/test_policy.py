@@ -10,6 +10,7 @@ from icecore.metadata.requirements import (
     AssertCurrentSchemaId,
     AssertDefaultSpecId,
     AssertNoLiveFilesInSpecs,
+    AssertRefSnapshotId,
     AssertTableUUID,
     merge_requirements,
 )
@@ -49,4 +50,15 @@ def test_first_requirement_of_each_kind_wins_and_spec_ids_accumulate() -> None:
         AssertCurrentSchemaId(0),
         AssertNoLiveFilesInSpecs(frozenset({1, 3})),
         AssertDefaultSpecId(2),
+    )
+
+
+def test_ref_assertions_are_kept_per_ref() -> None:
+    """Two refs moved in one transaction are both guarded; the first guard of each ref wins."""
+    first = (AssertRefSnapshotId("main", 10), AssertRefSnapshotId("audit", 20))
+    later = (AssertRefSnapshotId("main", 11), AssertRefSnapshotId("new", None))
+    assert merge_requirements(first, later) == (
+        AssertRefSnapshotId("main", 10),
+        AssertRefSnapshotId("audit", 20),
+        AssertRefSnapshotId("new", None),
     )

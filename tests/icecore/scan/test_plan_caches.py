@@ -119,23 +119,28 @@ def test_one_manifest_judged_once_per_filter(
 
 
 @pytest.mark.parametrize("table", ["trips", "accounts"])
-def test_big_plans_with_deletes_make_tasks_again_instead_of_keeping_them(
+def test_deletes_looked_up_in_small_chunks_and_uncached_columns_give_the_same_plans(
     demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch, table: str
 ) -> None:
-    """Past KEPT_TASKS, tasks of a plan with deletes are made when read: the same tasks."""
-    from icecore.scan import planner
+    """Deletes found 3 files at a time, columns read again per plan: the same plans.
+
+    A context that keeps no planned columns reads them for every plan; the plans equal a
+    default context's.
+    """
+    from icecore.scan import planned
 
     t = icecore.load_table(f"{demo_warehouse}::demo.{table}")
     cases = [(ref, flt) for flt in FILTERS[table] for ref in REFS[table]]
     kept = {case: _planned(t, *case) for case in cases}
-    monkeypatch.setattr(planner, "KEPT_TASKS", 0)
-    monkeypatch.setattr(planner, "TASK_CHUNK", 3)
+    monkeypatch.setattr(planned, "LOOKUP_CHUNK", 3)
+    keeps_nothing = PlanContext(ManifestCache(None), planned_bytes=0)
     with_deletes = 0
     for case in cases:
-        made = _planned(t, *case)
+        made = _planned(t, *case, context=keeps_nothing)
         assert made == kept[case], case
         with_deletes += isinstance(made, dict) and bool(made["deletes"])
     assert with_deletes  # the fixture's deletes are exercised
+    assert len(keeps_nothing.planned_columns) == 0
 
 
 def test_a_reloaded_table_plans_from_the_same_context(demo_warehouse: Path) -> None:

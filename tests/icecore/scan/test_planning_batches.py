@@ -1,0 +1,123 @@
+"""Manifests laid out for planning together: each exactly as it is laid out alone.
+
+A batch of manifests is converted and laid out at once, then sliced; a manifest must not
+see its neighbours: not their metric columns, partition tuples, or deleted rows.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from icecore.io import FileIO
+from icecore.manifest_arrow import manifest_table, output_schema, read_manifest_avro
+from icecore.scan.planning_manifest import (
+    CODE_COLUMN,
+    PlanningManifest,
+    build_planning_manifest,
+    planning_manifests,
+)
+from tests.icecore.test_manifest import SCHEMA, SPEC, _entry, _manifest_file, _write_manifest
+
+
+def _with_bounds(entry: dict[str, Any], *keys: int) -> dict[str, Any]:
+    entry["data_file"]["lower_bounds"] = [{"key": k, "value": bytes([k])} for k in keys]
+    return entry
+
+
+def _manifests(tmp_path: Path) -> list[tuple[str, list[dict[str, Any]]]]:
+    return [
+        ("plain", [_entry(1, "a", 1), _entry(1, "b", 2, city="Rome"), _entry(1, "c", 3)]),
+        (  # a bound on column 1 that no other manifest has; a deleted file in the middle
+            "extra",
+            [
+                _with_bounds(_entry(1, "d", 4, city="Oslo"), 1, 2),
+                _entry(2, "gone", 5, snapshot_id=1, seq=1, file_seq=1),
+                _with_bounds(_entry(1, "e", 6, city=None), 2),
+            ],
+        ),
+        ("deleted", [_entry(2, "x", 7, snapshot_id=1, seq=1, file_seq=1)]),  # no live file
+        ("empty", []),
+        ("last", [_entry(1, "f", 8, city="Milan"), _entry(1, "g", 9, city="Milan")]),
+    ]
+
+
+def _layout(pm: PlanningManifest) -> tuple[pa.Table, list[int]]:
+    table = pm.read(pm.source.schema.names)
+    return table, pm.codes.tolist()
+
+
+def test_manifests_laid_out_together_are_laid_out_as_each_alone(tmp_path: Path) -> None:
+    raws = []
+    for name, entries in _manifests(tmp_path):
+        path = tmp_path / f"{name}.avro"
+        raws.append(
+            read_manifest_avro(FileIO(), _manifest_file(path, _write_manifest(path, entries)))
+        )
+    together = planning_manifests(raws, SCHEMA, SPEC, 3)
+    assert [pm.path for pm in together] == [r.manifest_file.manifest_path for r in raws]
+    # Known by construction: live rows, bound columns, partition codes per manifest.
+    assert [pm.num_rows for pm in together] == [3, 2, 0, 0, 2]
+    bounds = [
+        [n for n in pm.source.schema.names if n.startswith("lower_bounds:")] for pm in together
+    ]
+    assert bounds == [
+        ["lower_bounds:2"],
+        ["lower_bounds:1", "lower_bounds:2"],
+        [],
+        [],
+        ["lower_bounds:2"],
+    ]
+    for pm in together:
+        assert {"has:lower_bounds", "has:column_sizes", "partition"} <= set(pm.source.schema.names)
+    assert [pm.codes.tolist() for pm in together] == [[0, 1, 0], [0, 1], [], [], [0, 0]]
+    assert together[1].required("file_path").to_pylist() == ["d", "e"]
+    assert together[1].required("lower_bounds:1").to_pylist() == [b"\x01", None]
+    for raw, pm in zip(raws, together, strict=True):
+        alone = build_planning_manifest(
+            manifest_table(raw, SCHEMA, SPEC, 3), raw.manifest_file.manifest_path, SPEC.spec_id
+        )
+        (table, codes), (want, want_codes) = _layout(pm), _layout(alone)
+        assert table.schema.equals(want.schema, check_metadata=True)
+        assert table.equals(want)
+        assert codes == want_codes
+        assert table.column(CODE_COLUMN).to_pylist() == codes
+        rows = list(range(pm.num_rows))
+        assert pm.entries(rows) == alone.entries(rows)
+        partition = pm.read(["partition"]).column(0).combine_chunks()
+        assert pm.distinct_partitions(partition) == alone.distinct_partitions(partition)
+
+
+def test_distinct_partition_keys_tell_float_bits_and_types_apart() -> None:
+    """-0.0 and 0.0 are two tuples, NaNs one, a null another (spec "Scan Planning" note 3)."""
+    fields = [
+        pa.field("f", pa.float64(), metadata={b"field_id": b"1000", b"iceberg_type": b"double"}),
+        pa.field("n", pa.int32(), metadata={b"field_id": b"1001", b"iceberg_type": b"int"}),
+    ]
+    schema = output_schema(pa.struct(fields))
+    nan = float("nan")
+    values = [(0.0, 1), (-0.0, 1), (nan, 1), (nan, 1), (None, 1), (0.0, None), (0.0, 1)]
+    rows = [
+        {
+            "status": 1,
+            "content": 0,
+            "file_path": f"f{i}",
+            "file_format": "PARQUET",
+            "spec_id": 0,
+            "record_count": 1,
+            "file_size_in_bytes": 1,
+            "partition": {"f": f, "n": n},
+        }
+        for i, (f, n) in enumerate(values)
+    ]
+    pm = build_planning_manifest(pa.Table.from_pylist(rows, schema=schema), "m.avro", 0)
+    assert pm.codes.tolist() == [0, 1, 2, 2, 3, 4, 0]
+    partitions, keys = pm.distinct_partitions(pm.required("partition"))
+    assert len(set(keys)) == len(keys) == 5
+    assert [p[1001] for p in partitions] == [1, 1, 1, 1, None]
+    assert [math.copysign(1, p[1000]) for p in partitions[:2]] == [1, -1]
+    assert keys[4] == ((1000, "float", ("float", struct.pack(">d", 0.0))), (1001, "NoneType", None))
