@@ -102,29 +102,34 @@ def _find_javac(java: str) -> str:
     return found
 
 
-def _classpath(iceberg_jar: str) -> str:
+def java_classpath(iceberg_jar: str) -> str:
+    """The compile and run classpath of the bench's Java: pyspark's jars and Iceberg's runtime."""
     return os.pathsep.join([str(_pyspark_jars() / "*"), iceberg_jar])
 
 
-def compile_builder(java: str, iceberg_jar: str, cache_root: Path | None = None) -> Path:
+def compile_builder(
+    java: str, iceberg_jar: str, cache_root: Path | None = None, source: Path = JAVA_SOURCE
+) -> Path:
     """Compile the Java builder once per source and jar, returning the classes folder.
 
     Args:
         java: the java executable (javac is looked for beside it, then on PATH).
         iceberg_jar: the Iceberg Spark runtime jar compiled against.
         cache_root: where compiled classes are kept; the system temp folder by default.
+        source: the Java file (one public class named as the file), the builder by default;
+            bench/plan_bench.py compiles its ``PlanConsumer.java`` here too.
 
     Returns:
-        A folder holding ``BenchTableBuilder.class``.
+        A folder holding the source's class (``BenchTableBuilder.class`` by default).
 
     Raises:
         BenchBuildError: javac is missing or the compilation failed.
     """
-    source = JAVA_SOURCE.read_bytes()
-    key = hashlib.sha256(source + iceberg_jar.encode()).hexdigest()[:16]
+    text = source.read_bytes()
+    key = hashlib.sha256(text + iceberg_jar.encode()).hexdigest()[:16]
     root = cache_root or Path(tempfile.gettempdir()) / "icecore-bench-java"
     classes = root / key
-    if (classes / f"{MAIN_CLASS}.class").is_file():
+    if (classes / f"{source.stem}.class").is_file():
         return classes
     root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=root))
@@ -134,13 +139,13 @@ def compile_builder(java: str, iceberg_jar: str, cache_root: Path | None = None)
         "-d",
         str(staging),
         "-cp",
-        _classpath(iceberg_jar),
-        str(JAVA_SOURCE),
+        java_classpath(iceberg_jar),
+        str(source),
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
-        raise BenchBuildError(f"javac failed on {JAVA_SOURCE.name}: {done.stderr.strip()}")
+        raise BenchBuildError(f"javac failed on {source.name}: {done.stderr.strip()}")
     try:
         staging.rename(classes)
     except OSError:  # another build compiled the same source first
@@ -223,7 +228,7 @@ def build_table(
         "-XX:+UseParallelGC",
         "-Dlog4j2.level=WARN",
         "-cp",
-        os.pathsep.join([str(classes), _classpath(iceberg_jar)]),
+        os.pathsep.join([str(classes), java_classpath(iceberg_jar)]),
         MAIN_CLASS,
         "--warehouse",
         str(Path(warehouse).resolve() / HADOOP_SUBDIR),
