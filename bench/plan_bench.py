@@ -136,17 +136,8 @@ def _agreed(sums: dict[str, int], again: dict[str, int]) -> dict[str, int]:
 # --- Icecore -------------------------------------------------------------------------------
 
 
-def _consume_tasks(plan: Any) -> dict[str, int]:
-    """Every task, touched as a reader touches it."""
-    files = records = size = deletes = chars = 0
-    for task in plan.tasks:
-        data_file = task.data_file
-        chars += len(data_file.file_path)
-        records += data_file.record_count
-        size += data_file.file_size_in_bytes
-        deletes += len(task.delete_files)
-        _ = task.residual
-        files += 1
+def _sums(files: int, records: int, size: int, deletes: int, chars: int) -> dict[str, int]:
+    """What every tool's consumption adds up (compared between tools and runs)."""
     return {
         "files": files,
         "records": records,
@@ -154,6 +145,25 @@ def _consume_tasks(plan: Any) -> dict[str, int]:
         "deletes": deletes,
         "path_chars": chars,
     }
+
+
+def walk_tasks(tasks: Any, file_attribute: str) -> dict[str, int]:
+    """Every task, touched as a reader touches it (its data file is ``task.<file_attribute>``)."""
+    files = records = size = deletes = chars = 0
+    for task in tasks:
+        data_file = getattr(task, file_attribute)
+        chars += len(data_file.file_path)
+        records += data_file.record_count
+        size += data_file.file_size_in_bytes
+        deletes += len(task.delete_files)
+        _ = task.residual
+        files += 1
+    return _sums(files, records, size, deletes, chars)
+
+
+def _consume_tasks(plan: Any) -> dict[str, int]:
+    """Every task of an Icecore plan."""
+    return walk_tasks(plan.tasks, "data_file")
 
 
 def _column(table: Any, *names: str) -> Any:
@@ -291,13 +301,7 @@ def child_java(metadata: str, flt: str) -> dict[str, Any]:
 
         def consume(table: Any) -> dict[str, int]:
             files, records, size, deletes, _residuals, chars = list(consumer.consume(table, expr))
-            return {
-                "files": files,
-                "records": records,
-                "bytes": size,
-                "deletes": deletes,
-                "path_chars": chars,
-            }
+            return _sums(files, records, size, deletes, chars)
 
         begin = time.perf_counter()
         table = consumer.load(metadata)
@@ -342,22 +346,7 @@ def child_pyiceberg(metadata: str, flt: str) -> dict[str, Any]:
     kwargs = {"row_filter": flt} if flt else {}
 
     def consume(table: Any) -> dict[str, int]:
-        files = records = size = deletes = chars = 0
-        for task in table.scan(**kwargs).plan_files():
-            data_file = task.file
-            chars += len(data_file.file_path)
-            records += data_file.record_count
-            size += data_file.file_size_in_bytes
-            deletes += len(task.delete_files)
-            _ = task.residual
-            files += 1
-        return {
-            "files": files,
-            "records": records,
-            "bytes": size,
-            "deletes": deletes,
-            "path_chars": chars,
-        }
+        return walk_tasks(table.scan(**kwargs).plan_files(), "file")
 
     begin = time.perf_counter()
     table = StaticTable.from_metadata(metadata)

@@ -271,7 +271,20 @@ def cherry_pick(
         Unsupported: a v1 table that would need a new snapshot, or manifests written for
             another format version than the table's.
     """  # noqa: D205, D209, D415 (the contract's wording, kept exactly)
-    plan = plan_cherry_pick(table, metadata, snapshot_id, branch)
+    return apply_cherry_pick(
+        table, metadata, plan_cherry_pick(table, metadata, snapshot_id, branch)
+    )
+
+
+def apply_cherry_pick(
+    table: TableData, metadata: TableMetadata, plan: CherryPickPlan
+) -> tuple[tuple[MetadataUpdate, ...], tuple[Requirement, ...]]:
+    """The updates and requirements of a checked pick (``plan``, made against ``metadata``).
+
+    A fast-forward reads and writes nothing; otherwise the new snapshot's manifests and
+    manifest list are written here (see :func:`cherry_pick`).
+    """
+    branch, snapshot_id = plan.branch, plan.picked.snapshot_id
     if plan.fast_forward:
         return (SetSnapshotRef(branch, _moved(plan.ref, snapshot_id)),), plan.requirements
     written = write_snapshot(
@@ -296,6 +309,7 @@ __all__ = [
     "STAGED_WAP_ID",
     "CherryPickPlan",
     "ancestors",
+    "apply_cherry_pick",
     "cherry_pick",
     "plan_cherry_pick",
 ]

@@ -42,7 +42,7 @@ from icecore.metadata.requirements import (
     merge_requirements,
 )
 from icecore.metadata.updates import MetadataUpdate, RemoveSnapshotRef, SetSnapshotRef
-from icecore.refs.cherry_pick import CherryPickPlan, cherry_pick, plan_cherry_pick
+from icecore.refs.cherry_pick import CherryPickPlan, apply_cherry_pick, plan_cherry_pick
 from icecore.refs.dry_run import RefDryRun, dry_run
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class ManageSnapshots(CommitsOnExit):
         self._refuse_after_pending_pick()
         pick = plan_cherry_pick(self.table, self.metadata, snapshot_id, branch)
         if pick.fast_forward:
-            self._stage_plan(self._cherry_pick(snapshot_id, branch))
+            self._stage_plan(apply_cherry_pick(self.table, self.metadata, pick))
             return self
         # A pick that writes a new snapshot writes its manifests only at commit, so that
         # preview() writes nothing; until then the dry run names what it will add and remove.
@@ -277,14 +277,6 @@ class ManageSnapshots(CommitsOnExit):
                         f"already (snapshot {ancestor.snapshot_id} is in the branch's history)."
                     )
         return self.cherrypick_snapshot(staged[0].snapshot_id, branch)
-
-    def _cherry_pick(self, snapshot_id: int, branch: str) -> Plan:
-        """The cherry-pick's updates and requirements (the one place a pick is computed).
-
-        Iceberg Java's ``CherryPickOperation`` rules (:func:`icecore.refs.cherry_pick.cherry_pick`);
-        a pick that is not a fast-forward writes its new snapshot's manifests here.
-        """
-        return cherry_pick(self.table, self.metadata, snapshot_id, branch)
 
     def _refuse_after_pending_pick(self) -> None:
         """Refuse to stage more after a pick that writes a snapshot (it would build on it)."""
@@ -457,7 +449,8 @@ class ManageSnapshots(CommitsOnExit):
             return self.result
         pick, self._pending_pick = self._pending_pick, None
         if pick is not None:
-            self._stage_plan(self._cherry_pick(pick.picked.snapshot_id, pick.branch))
+            # Nothing was staged after the pick, so its plan still describes self.metadata.
+            self._stage_plan(apply_cherry_pick(self.table, self.metadata, pick))
         if not self.updates:
             self.result = self.table
             return self.table

@@ -128,8 +128,8 @@ class FileScanTask:
     """One data file to read, with its deletes and residual filter.
 
     Attributes:
-        data_file: the data file (built on first access for a task made from a plan's
-            columns, then kept).
+        data_file: the data file (for a task made from a plan's columns, a
+            :class:`PlannedDataFile` view made on each access).
         data_sequence_number: its data sequence number (what deletes are compared against).
         spec: the partition spec the file was written with (``data_file.spec_id``).
         schema: the table schema the scan reads with (the snapshot's schema); the file's own
@@ -190,12 +190,9 @@ class FileScanTask:
 
     @property
     def data_file(self) -> DataFile:
-        """The data file (built from the plan's columns on first access, then kept)."""
-        found = self._data_file
-        if found is None:
-            assert self._source is not None
-            found = self._data_file = self._source.data_file(self._position)
-        return found
+        """The data file (a planned task gives a view instead: :class:`PlannedTask`)."""
+        assert self._data_file is not None
+        return self._data_file
 
     @property
     def partition(self) -> dict[int, Any]:
