@@ -38,6 +38,7 @@ from typing import IO, Any, TypeVar
 from icecore.io import FileIO
 from icecore.manifest import ManifestFile
 from icecore.partitioning import PartitionSpec, partition_spec_to_json
+from icecore.progress import listening, report
 from icecore.scan.manifest_cache import Handover, ManifestCache, ManifestKey
 from icecore.schema import Schema, schema_to_json
 
@@ -200,8 +201,12 @@ def decode_in_workers(
     specs: Mapping[int, PartitionSpec],
     format_version: int,
     jobs: Sequence[DecodeJob],
+    what: str = "Reading manifests",
 ) -> int:
     """Decode the jobs the cache lacks in worker processes; how many were decoded there.
+
+    The progress listener (:mod:`icecore.progress`) is told ``what`` and how many of the
+    jobs are done, from this thread, while the workers run.
 
     Does nothing (returns 0) when the cache has no directory, the pool is off, or there
     are fewer than :data:`MIN_MANIFESTS` misses.
@@ -247,9 +252,23 @@ def decode_in_workers(
         feeders = [threading.Thread(target=feed, args=(w,)) for w in _pool(workers)]
         for thread in feeders:
             thread.start()
+        _wait(feeders, done, what, len(jobs) - len(missing), len(jobs))
+    return sum(done)
+
+
+def _wait(
+    feeders: Sequence[threading.Thread], done: list[int], what: str, ready: int, total: int
+) -> None:
+    """Join the feeders, telling the progress listener (on this thread) how far they got."""
+    if not listening():
         for thread in feeders:
             thread.join()
-    return sum(done)
+        return
+    for thread in feeders:
+        while thread.is_alive():
+            report(what, ready + sum(done), total)
+            thread.join(0.25)
+    report(what, ready + sum(done), total)
 
 
 __all__ = [

@@ -60,6 +60,7 @@ from icecore.manifest_arrow import RawManifest, read_manifest_avro
 from icecore.manifest_list_columns import ManifestListColumns, SpecManifests
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
+from icecore.progress import report
 from icecore.read import NAME_MAPPING_PROPERTY, arrow_schema_for, read_tasks, unified_partition_type
 from icecore.scan.context import (
     FileVerdicts,
@@ -424,11 +425,12 @@ class TableScan:
     # -- loading ---------------------------------------------------------------------
 
     def _load(
-        self, manifests: Sequence[ManifestFile]
+        self, manifests: Sequence[ManifestFile], what: str = "Reading manifests"
     ) -> list[tuple[ManifestKey, PlanningManifest]]:
         """The planning form of each manifest, with its cache key.
 
-        Cached, or decoded (in worker processes when many).
+        Cached, or decoded (in worker processes when many); ``what`` names the reading to
+        the progress listener (:mod:`icecore.progress`).
         """
         metadata = self.table.metadata
         types: dict[int, str] = {}
@@ -456,9 +458,12 @@ class TableScan:
         specs = metadata.specs_by_id()
         manifests_cache = self.context.manifests
         io = self.table.io
-        decode_in_workers(manifests_cache, io, self.schema, specs, metadata.format_version, jobs)
+        decode_in_workers(
+            manifests_cache, io, self.schema, specs, metadata.format_version, jobs, what
+        )
         found: list[PlanningManifest | None] = [manifests_cache.lookup(job.key) for job in jobs]
         missing = [j for j, pm in enumerate(found) if pm is None]
+        ready = len(jobs) - len(missing)
         # Files are read and their Avro decoded on threads (no GIL), ahead of this thread,
         # which gives the entries their meaning and lays them out, DECODE_BATCH manifests of
         # one spec at a time (each Arrow call's fixed cost paid once per batch).
@@ -484,6 +489,8 @@ class TableScan:
             del built  # written (or waiting for the writer): the batch's memory goes
             if failed is not None:
                 raise failed
+            ready += len(batch)
+            report(what, ready, len(jobs))
         out: list[tuple[ManifestKey, PlanningManifest]] = []
         for job, held in zip(jobs, found, strict=True):
             assert held is not None
@@ -688,7 +695,7 @@ class TableScan:
                 )
                 continue
             surviving.append((manifest, evaluator))
-        loaded = self._load([m for m, _ in surviving])
+        loaded = self._load([m for m, _ in surviving], "Reading delete manifests")
         for (_, pm), (_, evaluator) in zip(loaded, surviving, strict=True):
             for entry in pm.entries(range(pm.num_rows)):
                 counts["delete_files"] += 1

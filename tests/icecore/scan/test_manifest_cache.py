@@ -234,3 +234,44 @@ def test_manifests_decoded_in_worker_processes_plan_as_decoded_here(
     assert len(list(tmp_path.glob("*/*.arrow"))) >= data_manifests
     assert there.manifests.misses == there.manifests.disk_hits == 0
     assert there.manifests.hits >= data_manifests
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_cold_plan_reports_its_manifests_to_the_progress_listener(
+    tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    """Reading manifests is told as "done of total", on this thread, ending with all done.
+
+    The app's progress bar (issue 20) is drawn from these calls; Streamlit elements may only
+    be touched from the script's own thread, so the workers' progress is relayed here.
+    """
+    from icecore.progress import reporting
+
+    monkeypatch.setattr(decode_pool, "MIN_MANIFESTS", 1)
+    monkeypatch.setenv("ICECORE_PLAN_PROCESSES", workers)
+    data_manifests = sum(m.content == ManifestContent.DATA for m in _manifests(trips))
+    seen: list[tuple[str, int, int, threading.Thread]] = []
+    with reporting(
+        lambda what, done, total: seen.append((what, done, total, threading.current_thread()))
+    ):
+        trips.scan(context=PlanContext(ManifestCache(tmp_path))).plan()
+    assert seen, "nothing was reported"
+    assert {s[3] for s in seen} == {threading.current_thread()}
+    data = [(done, total) for what, done, total, _ in seen if what == "Reading manifests"]
+    assert data and data[-1] == (data_manifests, data_manifests)
+    assert {total for _, total in data} == {data_manifests}
+    assert {what for what, *_ in seen} <= {"Reading manifests", "Reading delete manifests"}
+    assert all(0 <= done <= total for _, done, total, _ in seen)
+    dones = [done for done, _ in data]
+    assert dones == sorted(dones)
+    # Warm: nothing left to read, nothing reported as work; a listener that raises is dropped.
+    calls: list[int] = []
+
+    def broken(what: str, done: int, total: int) -> None:
+        calls.append(done)
+        raise RuntimeError("a broken progress bar")
+
+    with reporting(broken):
+        plan = trips.scan(context=PlanContext(ManifestCache(tmp_path))).plan()
+    assert len(plan.tasks) > 0
+    assert len(calls) <= 1
