@@ -7,7 +7,7 @@ import streamlit as st
 from icecore import describe, health
 from icecore.errors import IcecoreError
 from ui import data, views
-from ui.shell import bootstrap, escape_markdown, guarded, require_table, show_error
+from ui.shell import bootstrap, count_metric, escape_markdown, guarded, require_table, show_error
 
 # Live rows after deletes are counted at once up to this many data files, else on demand.
 AUTO_COUNT_FILES = 2_000
@@ -24,7 +24,7 @@ st.caption(
 )
 cols = st.columns(5)
 cols[0].metric("Format version", metadata.format_version)
-cols[1].metric("Snapshots", f"{len(metadata.snapshots):,}")
+count_metric(cols[1], "Snapshots", len(metadata.snapshots))
 cols[2].metric("Schema id", metadata.current_schema_id)
 cols[3].metric("Partition spec id", metadata.default_spec_id)
 cols[4].metric("Sort order id", metadata.default_sort_order_id)
@@ -49,23 +49,24 @@ st.caption(
     "counts before deletes; live rows have every delete applied."
 )
 cols = st.columns(5)
-cols[0].metric("Data files", f"{totals.data_files:,}")
-cols[1].metric("Delete files", f"{totals.delete_files:,}")
-cols[2].metric("Rows in data files", f"{totals.rows:,}")
+count_metric(cols[0], "Data files", totals.data_files)
+count_metric(cols[1], "Delete files", totals.delete_files)
+count_metric(cols[2], "Rows in data files", totals.rows)
 cols[3].metric("Data size", health.format_bytes(totals.data_bytes))
 cols[4].metric("Delete size", health.format_bytes(totals.delete_bytes))
 cols = st.columns(5)
-cols[0].metric("Position delete files", f"{totals.position_delete_files:,}")
-cols[1].metric("Deletion vectors", f"{totals.deletion_vectors:,}")
-cols[2].metric("Equality delete files", f"{totals.equality_delete_files:,}")
-cols[3].metric("Delete records", f"{totals.delete_records:,}")
+count_metric(cols[0], "Position delete files", totals.position_delete_files)
+count_metric(cols[1], "Deletion vectors", totals.deletion_vectors)
+count_metric(cols[2], "Equality delete files", totals.equality_delete_files)
+count_metric(cols[3], "Delete records", totals.delete_records)
 with cols[4]:
     if snapshot is None:
         st.metric("Live rows (deletes applied)", "0")
     elif totals.delete_files == 0:
-        st.metric(
+        count_metric(
+            st,
             "Live rows (deletes applied)",
-            f"{totals.rows:,}",
+            totals.rows,
             help="No delete files are live, so every row of the data files is live.",
         )
     elif totals.data_files <= AUTO_COUNT_FILES or st.button(
@@ -73,7 +74,7 @@ with cols[4]:
     ):
         try:
             live = data.live_rows(table.metadata_location, snapshot.snapshot_id, table)
-            st.metric("Live rows (deletes applied)", f"{live:,}", help="Read with deletes applied.")
+            count_metric(st, "Live rows (deletes applied)", live, help="Read with deletes applied.")
         except IcecoreError as error:
             show_error(error)
 

@@ -7,7 +7,7 @@ import streamlit as st
 from icecore.health import format_bytes
 from icecore.layout import MIN_BUDGET, metadata_tree
 from ui import data, figures, views
-from ui.shell import bootstrap, escape_markdown, guarded, require_table, stop
+from ui.shell import bootstrap, count_metric, escape_markdown, guarded, require_table, stop
 
 DEFAULT_BUDGET = 2_000
 MAX_BUDGET = 20_000
@@ -40,10 +40,10 @@ manifests, files = guarded(lambda: data.layout(table, snapshot))
 tree = metadata_tree(snapshot, manifests, files, budget=int(budget), size_by=str(size_by))
 
 cols = st.columns(4)
-cols[0].metric("Manifests", f"{tree.total_manifests:,}")
-cols[1].metric("Live files", f"{tree.total_files:,}")
+count_metric(cols[0], "Manifests", tree.total_manifests)
+count_metric(cols[1], "Live files", tree.total_files)
 cols[2].metric("Bytes", format_bytes(tree.nodes[0].bytes))
-cols[3].metric("Nodes drawn", f"{len(tree.nodes):,}")
+count_metric(cols[3], "Nodes drawn", len(tree.nodes))
 if tree.folded:
     st.caption(
         f"Showing {tree.shown_files:,} of {tree.total_files:,} files in {tree.shown_manifests:,} "

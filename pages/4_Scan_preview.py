@@ -10,6 +10,7 @@ from ui import data, figures
 from ui.shell import (
     bootstrap,
     code_label,
+    count_metric,
     drive,
     escape_markdown,
     filter_from,
@@ -81,16 +82,11 @@ st.subheader("What planning keeps")
 st.caption("Bound filter:")
 st.code(clip(view.filter, 20 * MAX_TEXT), language="sql", wrap_lines=True)
 cols = st.columns(4)
-cols[0].metric(
-    "Data manifests kept",
-    f"{view.data_manifests_kept:,} of {counts['data_manifests']:,}",
-)
-cols[1].metric(
-    "Data files planned", f"{counts['data_files_planned']:,} of {counts['data_files']:,}"
-)
-cols[2].metric("Rows in planned files", f"{counts['rows_planned']:,} of {counts['rows']:,}")
-cols[3].metric(
-    "Delete files applied", f"{counts['delete_files_applied']:,} of {counts['delete_files']:,}"
+count_metric(cols[0], "Data manifests kept", view.data_manifests_kept, counts["data_manifests"])
+count_metric(cols[1], "Data files planned", counts["data_files_planned"], counts["data_files"])
+count_metric(cols[2], "Rows in planned files", counts["rows_planned"], counts["rows"])
+count_metric(
+    cols[3], "Delete files applied", counts["delete_files_applied"], counts["delete_files"]
 )
 
 counted = st.session_state.get("scan_counted") == (location, key, selection.filter)
@@ -104,7 +100,7 @@ if st.button("Count rows returned (reads the planned files)", key="scan_count") 
 else:
     matching = None
 if matching is not None:
-    st.metric("Rows returned (deletes and filter applied)", f"{matching:,}")
+    count_metric(st, "Rows returned (deletes and filter applied)", matching)
 st.plotly_chart(
     figures.funnel_figure(figures.funnel_stages(counts, matching)),
     key="scan_funnel",

@@ -5,7 +5,15 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import data, figures, refs, views
-from ui.shell import bootstrap, escape_markdown, guarded, require_table, set_time, stop
+from ui.shell import (
+    bootstrap,
+    count_metric,
+    escape_markdown,
+    guarded,
+    require_table,
+    set_time,
+    stop,
+)
 
 context = bootstrap("Time travel")
 table, snapshot = require_table(context)
@@ -70,12 +78,12 @@ st.caption(
 )
 counts = diff.counts
 cols = st.columns(6)
-cols[0].metric("Data files added", f"{counts['data files added']:,}")
-cols[1].metric("Data files removed", f"{counts['data files removed']:,}")
-cols[2].metric("Delete files added", f"{counts['delete files added']:,}")
-cols[3].metric("Delete files removed", f"{counts['delete files removed']:,}")
-cols[4].metric("Rows added", f"{counts['rows added']:,}")
-cols[5].metric("Rows removed", f"{counts['rows removed']:,}")
+count_metric(cols[0], "Data files added", counts["data files added"])
+count_metric(cols[1], "Data files removed", counts["data files removed"])
+count_metric(cols[2], "Delete files added", counts["delete files added"])
+count_metric(cols[3], "Delete files removed", counts["delete files removed"])
+count_metric(cols[4], "Rows added", counts["rows added"])
+count_metric(cols[5], "Rows removed", counts["rows removed"])
 st.plotly_chart(figures.diff_figure(counts), key="tt_chart", width="stretch")
 st.button(
     f"Read the table at snapshot {diff.to_snapshot_id}",

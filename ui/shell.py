@@ -31,7 +31,7 @@ from icecore.config import read_only as config_read_only
 from icecore.errors import IcecoreError, NotFound
 from icecore.metadata import Snapshot
 from icecore.table import Table
-from ui import data
+from ui import data, views
 from ui.served import (
     NotServed,
     admit,
@@ -226,6 +226,18 @@ def show_error(error: IcecoreError) -> None:
     so the sentence is escaped: it shows as text, never as a link or an image.
     """
     st.error(escape_markdown(error), icon=":material/error:")
+
+
+def count_metric(
+    where: Any, label: str, n: int, of: int | None = None, help: str | None = None
+) -> None:
+    """A metric tile showing a count short enough to fit, the exact value on hover.
+
+    ``where`` is ``st`` or a column; ``of`` shows a part of a whole (``16 of 1.0 M``).
+    """
+    value, exact = views.count_tile(n, of)
+    hover = "\n\n".join(t for t in (exact, help) if t) or None
+    where.metric(label, value, help=hover)
 
 
 def guarded(call: Callable[[], T]) -> T:

@@ -63,6 +63,37 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
     return f"{text[:limit]} … ({len(text) - limit:,} more characters)"
 
 
+SHORT_BELOW = 100_000
+"""Counts below this fit a metric tile written out in full (``99,999``)."""
+
+_SCALES = ((10**3, "k"), (10**6, "M"), (10**9, "B"), (10**12, "T"))
+
+
+def short_count(n: int) -> str:
+    """A count that fits a metric tile: ``99,999``, ``488.4 k``, ``100.0 M``, ``1.2 B``.
+
+    Streamlit cuts a tile's value to its column's width ("100,010,1…"), so big numbers are
+    written with one decimal and a scale; the exact value goes to the tile's help (hover).
+    """
+    if abs(n) < SHORT_BELOW:
+        return f"{n:,}"
+    for scale, suffix in _SCALES:
+        value = round(n / scale, 1)
+        if abs(value) < 1000 or suffix == "T":  # 999,950 is 1.0 M, not 1000.0 k
+            return f"{value:,.1f} {suffix}"
+    raise AssertionError("unreachable: the last scale always answers")
+
+
+def count_tile(n: int, of: int | None = None) -> tuple[str, str | None]:
+    """A metric tile's value (short) and its hover text (exact, None when nothing was cut).
+
+    ``of`` makes it a part of a whole: ``488.4 k of 50.0 M``.
+    """
+    short = short_count(n) if of is None else f"{short_count(n)} of {short_count(of)}"
+    exact = f"{n:,}" if of is None else f"{n:,} of {of:,}"
+    return short, (None if short == exact else exact)
+
+
 def fit_height(rows: int) -> int:
     """A dataframe height that shows ``rows`` rows without scrolling, up to a screenful."""
     return min(HEADER_PX + ROW_PX * max(rows, 1) + 2, MAX_TABLE_PX)

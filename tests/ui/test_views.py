@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ui import views
 from ui.views import MAX_TEXT, clip
 
 
@@ -14,3 +17,28 @@ def test_clip_keeps_short_text_and_says_what_it_cut() -> None:
     assert shown.startswith(long[:MAX_TEXT])
     assert shown.endswith(f"({len(long) - MAX_TEXT:,} more characters)")
     assert len(shown) < MAX_TEXT + 40
+
+
+@pytest.mark.parametrize(
+    ("n", "short"),
+    [
+        (0, "0"),
+        (99_999, "99,999"),
+        (100_000, "100.0 k"),
+        (488_395, "488.4 k"),
+        (999_950, "1.0 M"),
+        (100_010_123, "100.0 M"),
+        (2_500_000_000, "2.5 B"),
+        (7 * 10**15, "7,000.0 T"),
+        (-1_234_567, "-1.2 M"),
+    ],
+)
+def test_big_counts_are_written_short_enough_for_a_metric_tile(n: int, short: str) -> None:
+    """Issue 20: tiles cut "100,010,1…"; a count is at most ~9 characters and a scale."""
+    assert views.short_count(n) == short
+
+
+def test_a_tile_keeps_the_exact_count_for_its_hover_text() -> None:
+    assert views.count_tile(488_395, 50_000_123) == ("488.4 k of 50.0 M", "488,395 of 50,000,123")
+    assert views.count_tile(16, 1_000_000) == ("16 of 1.0 M", "16 of 1,000,000")
+    assert views.count_tile(12_345) == ("12,345", None)  # nothing cut: no hover text
