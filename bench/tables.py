@@ -409,7 +409,9 @@ def build_shape(
     real_ns.mkdir(parents=True, exist_ok=True)
     staging: Path | None = None
     if stage:
-        staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=catalog_root))
+        # Beside the catalog folder (same file system, so the final rename is atomic), not in
+        # it: a filesystem catalog listing its namespaces must not see the half-built table.
+        staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=catalog_root.parent))
         (staging / namespace).mkdir()
         cmd = _staged_command(staging / namespace, real_ns, cmd)
     elif target.exists():

@@ -284,6 +284,7 @@ def test_shaped_tables_are_renamed_into_place(
     assert Path(history["table"]) == warehouse / "hadoop" / "bench" / "hist"
     assert Path(evolved["table"]) == warehouse / "hadoop" / "bench" / "evo"
     # Built behind a bind mount: no staging folder is left, and no data file is written.
+    assert sorted(p.name for p in warehouse.iterdir()) == ["hadoop"]
     assert sorted(p.name for p in (warehouse / "hadoop").iterdir()) == ["bench"]
     assert not (Path(history["table"]) / "data").exists()
 
