@@ -311,6 +311,28 @@ def _staged_command(staging_ns: Path, real_ns: Path, cmd: list[str]) -> list[str
     return [unshare, "-Urm", "sh", "-c", script, "sh", str(staging_ns), str(real_ns), *cmd]
 
 
+def can_stage() -> bool:
+    """Whether this machine lets an unprivileged user bind-mount in a private namespace.
+
+    Containers often forbid user namespaces (seccomp); the build then happens in place.
+    """
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return False
+    with tempfile.TemporaryDirectory(prefix="stage-probe-") as probe:
+        a, b = Path(probe, "a"), Path(probe, "b")
+        a.mkdir()
+        b.mkdir()
+        script = 'mount --bind "$1" "$2"'
+        done = subprocess.run(
+            [unshare, "-Urm", "sh", "-c", script, "sh", str(a), str(b)],
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
+    return done.returncode == 0
+
+
 def build_shape(
     warehouse: str | os.PathLike[str],
     kind: str,
@@ -408,6 +430,9 @@ def build_shape(
     real_ns = target.parent
     real_ns.mkdir(parents=True, exist_ok=True)
     staging: Path | None = None
+    if stage and not can_stage():
+        say("no private mount namespace here (unshare -Urm failed): building in place")
+        stage = False
     if stage:
         # Beside the catalog folder (same file system, so the final rename is atomic), not in
         # it: a filesystem catalog listing its namespaces must not see the half-built table.
