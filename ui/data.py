@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -267,13 +267,14 @@ PLAN_ENTRIES = 8
 
 _PLANS: LRU[PlanKey, Plan] = LRU(PLAN_ENTRIES)
 _PLAN_VIEWS: LRU[PlanKey, PlanView] = LRU(32)
-_MAKING: dict[tuple[int, PlanKey], threading.Lock] = {}
+_MAKING: dict[tuple[int, Hashable], threading.Lock] = {}
 _MAKING_LOCK = threading.Lock()
 
+K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-def _shared(cache: LRU[PlanKey, V], key: PlanKey, make: Callable[[], V]) -> V:
+def _shared(cache: LRU[K, V], key: K, make: Callable[[], V]) -> V:
     """``cache[key]``, made once by ``make`` even when several sessions ask at once.
 
     The plans are kept here rather than in ``st.cache_resource`` because making one reports
@@ -345,9 +346,10 @@ def plan(location: str, selectors: Selectors, filter: str | None, table: Table) 
 
 
 def forget_plans() -> None:
-    """Drop every kept plan and plan view (tests; memory is bounded without it)."""
+    """Drop every kept plan, plan view and diff (tests; memory is bounded without it)."""
     _PLANS.clear()
     _PLAN_VIEWS.clear()
+    _DIFFS.clear()
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the first rows…")
@@ -380,11 +382,26 @@ def live_rows(location: str, snapshot_id: int, _table: Table) -> int:
 # --- diff and SQL ----------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=32, show_spinner="Comparing the two points' manifests…")
-def diff(location: str, before: str | None, after: str | None, _table: Table) -> DiffView:
-    """What changed between two points of the table."""
-    result: SnapshotDiff = _table.diff(before, after)
-    return diff_view(result)
+DiffKey = tuple[str, str | None, str | None]
+"""``(metadata location, from point, to point)``: what a diff depends on."""
+
+_DIFFS: LRU[DiffKey, DiffView] = LRU(32)
+
+
+def diff(location: str, before: str | None, after: str | None, table: Table) -> DiffView:
+    """What changed between two points of the table (progress shown while it is read).
+
+    Kept once per (table version, points) and shared by every session, like the plans.
+    A point named by a time or a branch names another snapshot after a commit, but a commit
+    gives the table a new metadata location, so the key changes with it.
+    """
+
+    def make() -> DiffView:
+        with progress_bar("Comparing the two points' manifests…"):
+            result: SnapshotDiff = table.diff(before, after)
+        return diff_view(result)
+
+    return _shared(_DIFFS, (location, before, after), make)
 
 
 def sql(
