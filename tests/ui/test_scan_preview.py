@@ -194,8 +194,7 @@ def test_a_second_session_is_served_the_first_ones_plan_view(
 ) -> None:
     """Two visitors of one (table version, point, filter): one plan, one shared view object.
 
-    The view is the same object (never a pickled copy per visit), and SQL's ``rows`` on the
-    same scan reads that plan too instead of planning again.
+    The view is the same object (never a pickled copy per visit).
     """
     from icecore.scan.planner import TableScan
     from ui import data
@@ -222,6 +221,25 @@ def test_a_second_session_is_served_the_first_ones_plan_view(
     no_problems(first)
     no_problems(second)
     assert len(views) == 2 and views[0] is views[1]
+    assert len(plans) == 1, plans
+
+
+def test_sql_rows_read_the_plan_scan_preview_keeps(
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQL's ``rows`` on the scan Scan preview just planned plans nothing again."""
+    from icecore.scan.planner import TableScan
+
+    plans: list[str] = []
+    planning = TableScan.plan
+
+    def counting(self: TableScan) -> Any:
+        plans.append(str(self.filter))
+        return planning(self)
+
+    monkeypatch.setattr(TableScan, "plan", counting)
+    shared = "fare > 18.75"  # no other test plans it
+    no_problems(open_page(PAGE, table="demo.trips", filter=shared))
     assert len(plans) == 1, plans
     at = open_page("pages/7_SQL.py", table="demo.trips", filter=shared)
     no_problems(at)
