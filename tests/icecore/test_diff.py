@@ -112,7 +112,7 @@ def test_every_snapshot_against_its_parent_matches_spark(spark: Any, demo_wareho
 
 
 def test_a_diff_tells_the_progress_listener_each_manifest_it_reads(demo_warehouse: Path) -> None:
-    """ "Reading manifests k of n" over the manifests not listed by both points, k = 1..n.
+    """Reading manifests k of n, for the manifests not listed by both points, k = 1..n.
 
     Two points far apart read thousands of manifests; the app shows how far it is.
     """
