@@ -17,11 +17,10 @@ vended for. The sidebar's listing asks for names only (``listTables``), never a 
 from __future__ import annotations
 
 import re
-import threading
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 import streamlit as st
@@ -33,7 +32,6 @@ from icecore.catalog.rest import RestCatalog
 from icecore.diff import SnapshotDiff
 from icecore.health import count_live_rows
 from icecore.layout import manifest_files, partition_label, snapshot_files
-from icecore.lru import LRU
 from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
 from icecore.progress import reporting
@@ -41,6 +39,7 @@ from icecore.scan.planner import Plan
 from icecore.sql import ROWS_TABLE, run_sql
 from icecore.table import Table, load_table_at
 from ui.evolve import Change, DryRun, dry_run
+from ui.shared_cache import SharedCache
 from ui.views import DiffView, PlanView, diff_view, plan_view
 
 Selectors = tuple[int | None, str | None, str | None]
@@ -265,38 +264,8 @@ PLAN_ENTRIES = 8
 """Plans kept at once. A plan holds the decoded manifests' columns it was made from (about
 200 MiB at a million files, shared by every plan of the same snapshot), so few are kept."""
 
-_PLANS: LRU[PlanKey, Plan] = LRU(PLAN_ENTRIES)
-_PLAN_VIEWS: LRU[PlanKey, PlanView] = LRU(32)
-_MAKING: dict[tuple[int, Hashable], threading.Lock] = {}
-_MAKING_LOCK = threading.Lock()
-
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
-
-def _shared(cache: LRU[K, V], key: K, make: Callable[[], V]) -> V:
-    """``cache[key]``, made once by ``make`` even when several sessions ask at once.
-
-    The plans are kept here rather than in ``st.cache_resource`` because making one reports
-    progress to the asking session's bar, and Streamlit replays whatever a cached function
-    drew on every later hit. Like ``cache_resource``, the entry is one object shared by every
-    session (never copied or pickled); a second session asking for a plan being made waits
-    for it instead of making it again.
-    """
-    found = cache.get(key)
-    if found is not None:
-        return found
-    with _MAKING_LOCK:
-        lock = _MAKING.setdefault((id(cache), key), threading.Lock())
-    try:
-        with lock:
-            found = cache.get(key)
-            if found is None:
-                found = cache.put(key, make())
-            return found
-    finally:
-        with _MAKING_LOCK:
-            _MAKING.pop((id(cache), key), None)
+_PLANS: SharedCache[PlanKey, Plan] = SharedCache(PLAN_ENTRIES)
+_PLAN_VIEWS: SharedCache[PlanKey, PlanView] = SharedCache(32)
 
 
 def planned(location: str, selectors: Selectors, filter: str | None, table: Table) -> Plan:
@@ -326,7 +295,7 @@ def _plan_of(
         with progress_bar("Planning the scan…"):
             return scan.plan()
 
-    return _shared(_PLANS, (location, selectors, filter), make)
+    return _PLANS.get_or_make((location, selectors, filter), make)
 
 
 def plan(location: str, selectors: Selectors, filter: str | None, table: Table) -> PlanView:
@@ -342,7 +311,7 @@ def plan(location: str, selectors: Selectors, filter: str | None, table: Table) 
         found = planned(location, selectors, filter, table)
         return plan_view(found, lambda spec, values: partition_label(metadata, spec, values))
 
-    return _shared(_PLAN_VIEWS, key, make)
+    return _PLAN_VIEWS.get_or_make(key, make)
 
 
 def forget_plans() -> None:
@@ -385,7 +354,7 @@ def live_rows(location: str, snapshot_id: int, _table: Table) -> int:
 DiffKey = tuple[str, str | None, str | None]
 """``(metadata location, from point, to point)``: what a diff depends on."""
 
-_DIFFS: LRU[DiffKey, DiffView] = LRU(32)
+_DIFFS: SharedCache[DiffKey, DiffView] = SharedCache(32)
 
 
 def diff(location: str, before: str | None, after: str | None, table: Table) -> DiffView:
@@ -401,7 +370,7 @@ def diff(location: str, before: str | None, after: str | None, table: Table) -> 
             result: SnapshotDiff = table.diff(before, after)
         return diff_view(result)
 
-    return _shared(_DIFFS, (location, before, after), make)
+    return _DIFFS.get_or_make((location, before, after), make)
 
 
 def sql(
