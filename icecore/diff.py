@@ -25,8 +25,10 @@ from icecore.manifest import (
     ManifestEntry,
     ManifestFile,
 )
+from icecore.manifest_arrow import entries_from_arrow, live_files
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
+from icecore.progress import report
 from icecore.schema import Schema
 from icecore.types import NestedField
 
@@ -205,17 +207,35 @@ def _shared_data_specs(
     return specs
 
 
+def _live_entries(
+    table: TableData, snapshot: Snapshot, manifests: list[ManifestFile], start: int, total: int
+) -> list[ManifestEntry]:
+    """The live entries of ``manifests``, telling the progress listener after each one.
+
+    Two points far apart differ by thousands of manifests (seconds of reading): the app
+    shows "Reading manifests: k of n" (:mod:`icecore.progress`); ``start`` of ``total``
+    were read before these.
+    """
+    found: list[ManifestEntry] = []
+    schema = table.read_schema(snapshot)
+    for done, (manifest, files) in enumerate(
+        live_files(table, snapshot, schema, manifests), start=start + 1
+    ):
+        found.extend(entries_from_arrow(files, manifest.partition_spec_id))
+        report("Reading manifests", done, total)
+    return found
+
+
 def diff_snapshots(table: TableData, before: Snapshot | None, after: Snapshot) -> SnapshotDiff:
     """Compare two snapshots (``before`` may be None: everything in ``after`` is added)."""
     old_list = table.manifests(before) if before is not None else []
     new_list = table.manifests(after)
     shared = {m.manifest_path for m in old_list} & {m.manifest_path for m in new_list}
-    old_entries = (
-        table.live_entries(before, [m for m in old_list if m.manifest_path not in shared])
-        if before is not None
-        else []
-    )
-    new_entries = table.live_entries(after, [m for m in new_list if m.manifest_path not in shared])
+    old_read = [m for m in old_list if m.manifest_path not in shared]
+    new_read = [m for m in new_list if m.manifest_path not in shared]
+    total = len(old_read) + len(new_read)
+    old_entries = _live_entries(table, before, old_read, 0, total) if before is not None else []
+    new_entries = _live_entries(table, after, new_read, len(old_read), total)
     in_both = [m for m in new_list if m.manifest_path in shared]
     shared_specs = _shared_data_specs(table, after, in_both)
     old_data, new_data = _by_path(old_entries, True), _by_path(new_entries, True)

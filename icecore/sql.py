@@ -37,7 +37,7 @@ import pyarrow.ipc
 
 from icecore.errors import IcecoreError, ValidationError
 from icecore.inspect import KINDS, inspect_table
-from icecore.scan.planner import TableScan
+from icecore.scan.planner import Plan, TableScan
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -240,15 +240,22 @@ def run_sql(
     as_of: Any = None,
     row_limit: int | None = 100_000,
     limits: SqlLimits | None = None,
+    plan: Callable[[], Plan] | None = None,
 ) -> pa.Table:
-    """Run user SQL over ``table``'s metadata tables and its (filtered) rows at a snapshot."""
+    """Run user SQL over ``table``'s metadata tables and its (filtered) rows at a snapshot.
+
+    ``plan``, when given, returns the plan of that very scan (``filter`` at the selectors):
+    a caller that keeps plans (the app) passes its kept one, so ``rows`` reads no manifest
+    again. It is called only when the SQL names ``rows``.
+    """
     selectors: dict[str, Any] = {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
 
     def inspect_of(kind: str) -> Callable[[], pa.Table]:
         return lambda: inspect_table(table, kind, **selectors)
 
     def rows() -> pa.Table:
-        return TableScan(table, filter, **selectors).plan().to_arrow(limit=row_limit)
+        planned = plan() if plan is not None else TableScan(table, filter, **selectors).plan()
+        return planned.to_arrow(limit=row_limit)
 
     sources: dict[str, pa.TableData | Callable[[], pa.Table]] = {k: inspect_of(k) for k in KINDS}
     sources[ROWS_TABLE] = rows

@@ -16,7 +16,10 @@ vended for. The sidebar's listing asks for names only (``listTables``), never a 
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -31,10 +34,12 @@ from icecore.health import count_live_rows
 from icecore.layout import manifest_files, partition_label, snapshot_files
 from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
+from icecore.progress import reporting
 from icecore.scan.planner import Plan
-from icecore.sql import run_sql
+from icecore.sql import ROWS_TABLE, run_sql
 from icecore.table import Table, load_table_at
 from ui.evolve import Change, DryRun, dry_run
+from ui.shared_cache import SharedCache
 from ui.views import DiffView, PlanView, diff_view, plan_view
 
 Selectors = tuple[int | None, str | None, str | None]
@@ -217,22 +222,103 @@ def filter_examples(location: str, snapshot_id: int | None, _table: Table) -> li
     return describe.filter_examples(_table, snapshot, _table.read_schema(snapshot))
 
 
-@st.cache_resource(max_entries=8, show_spinner="Planning the scan…")
-def planned(location: str, selectors: Selectors, filter: str | None, _table: Table) -> Plan:
+PROGRESS_EVERY_S = 0.1
+"""The shortest time between two redraws of a progress bar (each redraw is a message)."""
+
+
+@contextmanager
+def progress_bar(text: str) -> Iterator[None]:
+    """Show the long reads made inside the block (:mod:`icecore.progress`) as a progress bar.
+
+    A cold plan of a million files reads thousands of manifests for seconds: the bar says
+    what is read and how far it is ("Reading manifests: 812 of 2,000") where a spinner
+    would look like a hang. ``text`` is shown until the first report; the bar goes away
+    when the block ends. Call it only around work that is not cached yet (a cached answer
+    needs no bar), and never inside an ``st.cache_*`` function: Streamlit would record the
+    bar's updates and replay them on every later hit.
+    """
+    slot = st.empty()
+    slot.progress(0.0, text=text)
+    last = 0.0
+
+    def listener(what: str, done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if done < total and now - last < PROGRESS_EVERY_S:
+            return
+        last = now
+        fraction = min(done / total, 1.0) if total else 1.0
+        slot.progress(fraction, text=f"{what}: {done:,} of {total:,}")
+
+    try:
+        with reporting(listener):
+            yield
+    finally:
+        slot.empty()
+
+
+PlanKey = tuple[str, Selectors, str | None]
+"""``(metadata location, selectors, filter)``: what a plan depends on (all immutable)."""
+
+PLAN_ENTRIES = 8
+"""Plans kept at once. A plan holds the decoded manifests' columns it was made from (about
+200 MiB at a million files, shared by every plan of the same snapshot), so few are kept."""
+
+_PLANS: SharedCache[PlanKey, Plan] = SharedCache(PLAN_ENTRIES)
+_PLAN_VIEWS: SharedCache[PlanKey, PlanView] = SharedCache(32)
+
+
+def planned(location: str, selectors: Selectors, filter: str | None, table: Table) -> Plan:
     """The plan of a filtered scan, made once per (table version, point, filter).
 
-    The report, the preview rows and the row count all read this one plan. A plan is
-    immutable and holds arrays, not a task per file, so it is shared like a table.
+    The report, the preview rows, the row count and SQL's ``rows`` all read this one plan.
+    A plan is immutable and holds arrays, not a task per file, so it is shared like a table.
+    While a cold plan reads its manifests, a progress bar says how far it is.
     """
-    return _table.scan(filter=filter, **_selectors(selectors)).plan()
+    return _plan_of(location, selectors, filter, table, show_progress=True)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def plan(location: str, selectors: Selectors, filter: str | None, _table: Table) -> PlanView:
-    """Plan a filtered scan and keep what the page shows (counts, first items)."""
-    found = planned(location, selectors, filter, _table)
-    metadata = _table.metadata
-    return plan_view(found, lambda spec, values: partition_label(metadata, spec, values))
+def _plan_of(
+    location: str,
+    selectors: Selectors,
+    filter: str | None,
+    table: Table,
+    *,
+    show_progress: bool = False,
+) -> Plan:
+    """The kept plan; ``show_progress`` draws a bar when it is made (never inside a cache)."""
+
+    def make() -> Plan:
+        scan = table.scan(filter=filter, **_selectors(selectors))
+        if not show_progress:
+            return scan.plan()
+        with progress_bar("Planning the scan…"):
+            return scan.plan()
+
+    return _PLANS.get_or_make((location, selectors, filter), make)
+
+
+def plan(location: str, selectors: Selectors, filter: str | None, table: Table) -> PlanView:
+    """Plan a filtered scan and keep what the page shows (counts, first items).
+
+    The view is made once per (table version, point, filter) and is the same object for
+    every session that asks again: a visit reads no manifest and pickles nothing.
+    """
+    key: PlanKey = (location, selectors, filter)
+    metadata = table.metadata
+
+    def make() -> PlanView:
+        found = planned(location, selectors, filter, table)
+        return plan_view(found, lambda spec, values: partition_label(metadata, spec, values))
+
+    return _PLAN_VIEWS.get_or_make(key, make)
+
+
+def forget_plans() -> None:
+    """Drop every kept plan, plan view and diff (tests; memory is bounded without it)."""
+    _PLANS.clear()
+    _PLAN_VIEWS.clear()
+    _DIFFS.clear()
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the first rows…")
@@ -245,14 +331,14 @@ def preview(
     _table: Table,
 ) -> pa.Table:
     """The first ``limit`` rows of the scan (deletes and filter applied)."""
-    found = planned(location, selectors, filter, _table)
+    found = _plan_of(location, selectors, filter, _table)
     return found.to_arrow(columns=list(columns) if columns is not None else None, limit=limit)
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the planned files…")
 def matching_rows(location: str, selectors: Selectors, filter: str | None, _table: Table) -> int:
     """How many rows the scan returns: every planned file read, deletes and filter applied."""
-    found = planned(location, selectors, filter, _table)
+    found = _plan_of(location, selectors, filter, _table)
     return sum(b.num_rows for b in found.to_batches(columns=[], metadata_columns=["_pos"]))
 
 
@@ -265,19 +351,50 @@ def live_rows(location: str, snapshot_id: int, _table: Table) -> int:
 # --- diff and SQL ----------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=32, show_spinner="Comparing the two points' manifests…")
-def diff(location: str, before: str | None, after: str | None, _table: Table) -> DiffView:
-    """What changed between two points of the table."""
-    result: SnapshotDiff = _table.diff(before, after)
-    return diff_view(result)
+DiffKey = tuple[str, str | None, str | None]
+"""``(metadata location, from point, to point)``: what a diff depends on."""
+
+_DIFFS: SharedCache[DiffKey, DiffView] = SharedCache(32)
+
+
+def diff(location: str, before: str | None, after: str | None, table: Table) -> DiffView:
+    """What changed between two points of the table (progress shown while it is read).
+
+    Kept once per (table version, points) and shared by every session, like the plans.
+    A point named by a time or a branch names another snapshot after a commit, but a commit
+    gives the table a new metadata location, so the key changes with it.
+    """
+
+    def make() -> DiffView:
+        with progress_bar("Comparing the two points' manifests…"):
+            result: SnapshotDiff = table.diff(before, after)
+        return diff_view(result)
+
+    return _DIFFS.get_or_make((location, before, after), make)
+
+
+def sql(
+    location: str, selectors: Selectors, filter: str | None, text: str, table: Table
+) -> pa.Table:
+    """User SQL over the metadata tables and the scan's rows (locked down DuckDB).
+
+    ``rows`` reads the kept plan of the same scan (the one Scan preview shows): made with a
+    progress bar when cold, before the cached query runs (a bar drawn inside a cached
+    function would be replayed on every hit), and only when the SQL may name ``rows``.
+    """
+    if re.search(rf"\b{ROWS_TABLE}\b", text, re.IGNORECASE):
+        planned(location, selectors, filter, table)
+    return _sql(location, selectors, filter, text, table)
 
 
 @st.cache_data(max_entries=16, show_spinner="Running the query…")
-def sql(
+def _sql(
     location: str, selectors: Selectors, filter: str | None, text: str, _table: Table
 ) -> pa.Table:
-    """User SQL over the metadata tables and the scan's rows (locked down DuckDB)."""
-    return run_sql(_table, text, filter=filter, **_selectors(selectors))
+    def plan() -> Plan:
+        return _plan_of(location, selectors, filter, _table)
+
+    return run_sql(_table, text, filter=filter, plan=plan, **_selectors(selectors))
 
 
 # --- evolution -------------------------------------------------------------------------

@@ -109,3 +109,24 @@ def test_every_snapshot_against_its_parent_matches_spark(spark: Any, demo_wareho
                 f"SELECT DISTINCT spec_id FROM {full}.data_files VERSION AS OF {snapshot}"
             ).collect()
             assert specs == tuple(sorted(r.spec_id for r in rows)), snapshot
+
+
+def test_a_diff_tells_the_progress_listener_each_manifest_it_reads(demo_warehouse: Path) -> None:
+    """Reading manifests k of n, for the manifests not listed by both points, k = 1..n.
+
+    Two points far apart read thousands of manifests; the app shows how far it is.
+    """
+    from icecore.progress import reporting
+
+    t = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    first = min(t.snapshots(), key=lambda s: s.sequence_number)
+    last = t.metadata.current_snapshot()
+    assert last is not None
+    old = {m.manifest_path for m in t.manifests(first)}
+    new = {m.manifest_path for m in t.manifests(last)}
+    n = len(old ^ new)
+    assert n > 1
+    heard: list[tuple[str, int, int]] = []
+    with reporting(lambda what, done, total: heard.append((what, done, total))):
+        t.diff(str(first.snapshot_id), str(last.snapshot_id))
+    assert heard == [("Reading manifests", k, n) for k in range(1, n + 1)]

@@ -142,3 +142,106 @@ def test_the_planned_files_tab_lists_what_java_plans(
         assert row["partition"] == partition_label(
             table.metadata, task.spec, task.data_file.partition
         )
+
+
+def test_a_cold_plan_shows_its_manifests_on_a_progress_bar(
+    demo_warehouse: Path, open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a cold plan reads manifests the page's listener hears "k of n"; warm, nothing.
+
+    A fresh in-memory plan context (no disk cache) makes the plan cold; the page's listener
+    is wrapped to record what it is told. The bar is gone once the page is drawn.
+    """
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    from icecore.manifest import ManifestContent
+    from icecore.progress import Listener
+    from icecore.scan import context
+    from icecore.scan.manifest_cache import ManifestCache
+    from ui import data
+
+    monkeypatch.setattr(context, "_DEFAULT", context.PlanContext(manifests=ManifestCache(None)))
+    data.forget_plans()
+    heard: list[tuple[str, int, int]] = []
+    installing = data.reporting
+
+    @contextmanager
+    def recording(listener: Listener) -> Iterator[None]:
+        def spy(what: str, done: int, total: int) -> None:
+            heard.append((what, done, total))
+            listener(what, done, total)
+
+        with installing(spy):
+            yield
+
+    monkeypatch.setattr(data, "reporting", recording)
+    at = open_page(PAGE, table="demo.trips")
+    no_problems(at)
+    table = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    manifests = table.manifests(table.metadata.current_snapshot())
+    n = sum(m.content is ManifestContent.DATA for m in manifests)
+    assert ("Reading manifests", n, n) in heard, heard
+    assert not at.get("progress")
+    heard.clear()
+    at.run()
+    no_problems(at)
+    assert heard == [] and not at.get("progress")
+
+
+def test_a_second_session_is_served_the_first_ones_plan_view(
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two visitors of one (table version, point, filter): one plan, one shared view object.
+
+    The view is the same object (never a pickled copy per visit).
+    """
+    from icecore.scan.planner import TableScan
+    from ui import data
+
+    plans: list[str] = []
+    planning = TableScan.plan
+
+    def counting(self: TableScan) -> Any:
+        plans.append(str(self.filter))
+        return planning(self)
+
+    views: list[Any] = []
+    viewing = data.plan
+
+    def keeping(*args: Any) -> Any:
+        views.append(viewing(*args))
+        return views[-1]
+
+    monkeypatch.setattr(TableScan, "plan", counting)
+    monkeypatch.setattr(data, "plan", keeping)
+    shared = "fare > 17.25"  # no other test plans it
+    first = open_page(PAGE, table="demo.trips", filter=shared)
+    second = open_page(PAGE, table="demo.trips", filter=shared)
+    no_problems(first)
+    no_problems(second)
+    assert len(views) == 2 and views[0] is views[1]
+    assert len(plans) == 1, plans
+
+
+def test_sql_rows_read_the_plan_scan_preview_keeps(
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQL's ``rows`` on the scan Scan preview just planned plans nothing again."""
+    from icecore.scan.planner import TableScan
+
+    plans: list[str] = []
+    planning = TableScan.plan
+
+    def counting(self: TableScan) -> Any:
+        plans.append(str(self.filter))
+        return planning(self)
+
+    monkeypatch.setattr(TableScan, "plan", counting)
+    shared = "fare > 18.75"  # no other test plans it
+    no_problems(open_page(PAGE, table="demo.trips", filter=shared))
+    assert len(plans) == 1, plans
+    at = open_page("pages/7_SQL.py", table="demo.trips", filter=shared)
+    no_problems(at)
+    assert len(at.dataframe[0].value) > 0
+    assert len(plans) == 1, plans

@@ -47,6 +47,31 @@ def test_the_result_can_be_downloaded_as_csv_and_parquet(open_page: OpenPage) ->
     assert labels == {"Download CSV", "Download Parquet"}
 
 
+def test_a_page_run_encodes_no_download(
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CSV and Parquet are made when a download is clicked, not on every run of the page.
+
+    Encoding 100,000 rows twice per run (each keystroke, each rerun) costs seconds.
+    """
+    import icecore.export
+
+    encoded: list[str] = []
+    for name in ("csv_bytes", "parquet_bytes"):
+        encode = getattr(icecore.export, name)
+
+        def counting(table: Any, encode: Any = encode, name: str = name) -> bytes:
+            encoded.append(name)
+            return bytes(encode(table))
+
+        monkeypatch.setattr(icecore.export, name, counting)
+    at = open_page(PAGE, table="demo.zones", sql="SELECT zone_id FROM rows ORDER BY 1")
+    no_problems(at)
+    assert len(at.dataframe[0].value) > 0
+    assert len(at.get("download_button")) == 2
+    assert encoded == []
+
+
 @pytest.mark.parametrize(
     ("sql", "says"),
     [
