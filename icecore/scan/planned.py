@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from itertools import repeat
 from typing import Any
 
@@ -200,6 +199,9 @@ class PlannedBlock:
         "rows",
         "rows_planned",
         "deletes",
+        "schema",
+        "_formats",
+        "_partitions",
         "_load",
         "_data",
         "_recent",
@@ -223,6 +225,10 @@ class PlannedBlock:
         self.rows_planned = rows_planned
         self.deletes: dict[int, tuple[DataFile, ...]] = {}
         """Delete files per position (of :attr:`rows`) that has any."""
+        self.schema: Schema | None = None
+        """The schema the plan reads with (its tasks'), set by :class:`PlannedFiles`."""
+        self._formats: list[str] | None = None
+        self._partitions: list[dict[int, Any]] | None = None
         self._load = load
         self._data = data
         self._recent: dict[int, list[DataFile]] = {}
@@ -294,24 +300,38 @@ class PlannedBlock:
         return built[offset]
 
     def file_format(self, position: int) -> str:
-        """The file format of planned row ``position``."""
-        return str(self.data().columns.column("file_format")[position].as_py())
+        """The file format of planned row ``position``.
+
+        From a list of the block's formats made on first use (one string per distinct
+        format): a loop reading every view's format pays a list lookup, not an Arrow scalar.
+        """
+        formats = self._formats
+        if formats is None:
+            encoded = self.data().columns.column("file_format").combine_chunks()
+            encoded = encoded.dictionary_encode()
+            names = encoded.dictionary.to_pylist()
+            formats = self._formats = list(map(names.__getitem__, _ints(encoded.indices)))
+        return formats[position]
 
     def partition(self, position: int) -> dict[int, Any]:
-        """The partition values of planned row ``position`` (shared by its tuple's rows)."""
-        data = self.data()
-        return dict(data.partitions()[int(data.codes[position])])
+        """The partition values of planned row ``position`` (a copy of its tuple's dict)."""
+        partitions = self._partitions
+        if partitions is None:
+            data = self.data()
+            partitions = self._partitions = list(
+                map(data.partitions().__getitem__, data.codes.tolist())
+            )
+        return partitions[position].copy()
 
-    def tasks(self, schema: Schema, lo: int, hi: int) -> list[FileScanTask]:
+    def tasks(self, lo: int, hi: int) -> list[FileScanTask]:
         """Tasks of planned rows ``lo:hi``: plain attributes read from the columns."""
-        columns = self.data().columns.slice(lo, hi - lo)
+        data = self.data()
+        columns = data.columns.slice(lo, hi - lo)
         paths = columns.column("file_path").to_pylist()
         counts = _ints(columns.column("record_count"))
         sizes = _ints(columns.column("file_size_in_bytes"))
         sequence_numbers = _ints(columns.column("sequence_number"))
-        data = self.data()
         residuals = data.residuals()
-        codes = data.codes[lo:hi].tolist()
         deletes: Any = repeat(())
         if self.deletes:
             get = self.deletes.get
@@ -323,10 +343,8 @@ class PlannedBlock:
                 counts,
                 sizes,
                 sequence_numbers,
-                repeat(self.spec),
-                repeat(schema),
                 deletes,
-                map(residuals.__getitem__, codes),
+                map(residuals.__getitem__, data.codes[lo:hi].tolist()),
                 repeat(self),
                 range(lo, hi),
             )
@@ -435,6 +453,8 @@ class PlannedFiles:
         partition_type: StructType | None,
     ) -> None:
         self.blocks = [b for b in blocks if len(b)]
+        for b in self.blocks:
+            b.schema = schema
         self.schema = schema
         self._partition_type = partition_type
         self._table: pa.Table | None = None
@@ -483,7 +503,7 @@ class PlannedFiles:
 
     def tasks(self) -> TaskList:
         """The tasks, made when read."""
-        return TaskList([(len(b), partial(b.tasks, self.schema)) for b in self.blocks], self.paths)
+        return TaskList([(len(b), b.tasks) for b in self.blocks], self.paths)
 
 
 class TaskList(LazySequence[FileScanTask]):
