@@ -110,6 +110,7 @@ class BlockColumns:
         "_distinct",
         "_partitions",
         "_residuals",
+        "_one_residual",
     )
 
     def __init__(
@@ -126,6 +127,7 @@ class BlockColumns:
         self._distinct = int(len(np.unique(codes))) if len(codes) else 0
         self._partitions: dict[int, dict[int, Any]] | None = None
         self._residuals: list[Expression] | None = None
+        self._one_residual: bool | None = None
 
     @property
     def nbytes(self) -> int:
@@ -156,6 +158,21 @@ class BlockColumns:
                     out[code] = self._residual_of(values)
                 self._residuals = out
         return self._residuals
+
+    def one_residual(self) -> bool:
+        """Whether every planned row has the same residual (``residuals()[0]``).
+
+        Always so without a filter, and often with one (a filter on columns that are not
+        partition sources leaves the same residual everywhere): tasks then take it without
+        a lookup per row.
+        """
+        if self._one_residual is None:
+            found = [r for r in self.residuals() if r is not None]
+            first = found[0] if found else None
+            self._one_residual = bool(found) and all(r is first or r == first for r in found)
+            if self._one_residual and self.residuals()[0] is not first:
+                self._residuals = [first if r is None else r for r in self.residuals()]
+        return self._one_residual
 
 
 def block_columns(
@@ -332,6 +349,11 @@ class PlannedBlock:
         sizes = _ints(columns.column("file_size_in_bytes"))
         sequence_numbers = _ints(columns.column("sequence_number"))
         residuals = data.residuals()
+        residual: Any = (
+            repeat(residuals[0])
+            if data.one_residual()
+            else map(residuals.__getitem__, data.codes[lo:hi].tolist())
+        )
         deletes: Any = repeat(())
         if self.deletes:
             get = self.deletes.get
@@ -344,7 +366,7 @@ class PlannedBlock:
                 sizes,
                 sequence_numbers,
                 deletes,
-                map(residuals.__getitem__, data.codes[lo:hi].tolist()),
+                residual,
                 repeat(self),
                 range(lo, hi),
             )
