@@ -217,8 +217,8 @@ class PlannedBlock:
         "rows_planned",
         "deletes",
         "schema",
-        "_formats",
-        "_partitions",
+        "row_formats",
+        "row_partitions",
         "_load",
         "_data",
         "_recent",
@@ -244,8 +244,10 @@ class PlannedBlock:
         """Delete files per position (of :attr:`rows`) that has any."""
         self.schema: Schema | None = None
         """The schema the plan reads with (its tasks'), set by :class:`PlannedFiles`."""
-        self._formats: list[str] | None = None
-        self._partitions: list[dict[int, Any]] | None = None
+        self.row_formats: list[str] | None = None
+        """Each planned row's file format, once :meth:`formats` has made them."""
+        self.row_partitions: list[dict[int, Any]] | None = None
+        """Each planned row's partition values (shared dicts), once :meth:`partitions` has."""
         self._load = load
         self._data = data
         self._recent: dict[int, list[DataFile]] = {}
@@ -317,28 +319,35 @@ class PlannedBlock:
         return built[offset]
 
     def file_format(self, position: int) -> str:
-        """The file format of planned row ``position``.
+        """The file format of planned row ``position``."""
+        return (self.row_formats or self.formats())[position]
 
-        From a list of the block's formats made on first use (one string per distinct
-        format): a loop reading every view's format pays a list lookup, not an Arrow scalar.
+    def formats(self) -> list[str]:
+        """Every planned row's file format (:attr:`row_formats`, made on first use).
+
+        One string per distinct format, shared: a loop reading every view's format pays a
+        list lookup, not an Arrow scalar.
         """
-        formats = self._formats
-        if formats is None:
+        if self.row_formats is None:
             encoded = self.data().columns.column("file_format").combine_chunks()
             encoded = encoded.dictionary_encode()
             names = encoded.dictionary.to_pylist()
-            formats = self._formats = list(map(names.__getitem__, _ints(encoded.indices)))
-        return formats[position]
+            self.row_formats = list(map(names.__getitem__, _ints(encoded.indices)))
+        return self.row_formats
 
     def partition(self, position: int) -> dict[int, Any]:
         """The partition values of planned row ``position`` (a copy of its tuple's dict)."""
-        partitions = self._partitions
-        if partitions is None:
+        return (self.row_partitions or self.partitions())[position].copy()
+
+    def partitions(self) -> list[dict[int, Any]]:
+        """Every planned row's partition values (:attr:`row_partitions`, made on first use).
+
+        One dict per distinct partition tuple, shared between its rows: readers copy.
+        """
+        if self.row_partitions is None:
             data = self.data()
-            partitions = self._partitions = list(
-                map(data.partitions().__getitem__, data.codes.tolist())
-            )
-        return partitions[position].copy()
+            self.row_partitions = list(map(data.partitions().__getitem__, data.codes.tolist()))
+        return self.row_partitions
 
     def tasks(self, lo: int, hi: int) -> list[FileScanTask]:
         """Tasks of planned rows ``lo:hi``: plain attributes read from the columns."""

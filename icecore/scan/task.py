@@ -51,6 +51,21 @@ class TaskSource(Protocol):
         ...
 
 
+class PlannedSource(TaskSource, Protocol):
+    """A plan's block of rows as views read it (:class:`~icecore.scan.planned.PlannedBlock`)."""
+
+    row_formats: list[str] | None
+    row_partitions: list[dict[int, Any]] | None
+
+    def formats(self) -> list[str]:
+        """Every row's file format (``row_formats``, made on first use)."""
+        ...
+
+    def partitions(self) -> list[dict[int, Any]]:
+        """Every row's partition values, shared dicts (``row_partitions``, made on first use)."""
+        ...
+
+
 DataFileSource = TaskSource
 """The former name of :class:`TaskSource` (a plan's block of rows is one)."""
 
@@ -223,14 +238,18 @@ def _from_manifest(name: str) -> property:
     return property(get, doc=f"The data file's ``{name}`` (read from the manifest when asked).")
 
 
+# A view's format and partition: read in a loop over a million views, so inlined (the
+# block's per-row lists, made on first use), not a call of the source's method.
 def _file_format(self: PlannedDataFile) -> str:
     task = self._task
-    return task._source.file_format(task._position)
+    source: PlannedSource = task._source  # type: ignore[assignment]
+    return (source.row_formats or source.formats())[task._position]
 
 
 def _partition(self: PlannedDataFile) -> dict[int, Any]:
     task = self._task
-    return task._source.partition(task._position)
+    source: PlannedSource = task._source  # type: ignore[assignment]
+    return (source.row_partitions or source.partitions())[task._position].copy()
 
 
 _VIEWED = ("content", "file_path", "spec_id", "record_count", "file_size_in_bytes")
@@ -351,6 +370,7 @@ __all__ = [
     "DataFileSource",
     "FileScanTask",
     "PlannedDataFile",
+    "PlannedSource",
     "PlannedTask",
     "TaskSource",
 ]
