@@ -19,6 +19,7 @@ import icecore
 from icecore.manifest import DataFile, DataFileContent
 from icecore.scan.context import PlanContext
 from icecore.scan.manifest_cache import ManifestCache
+from icecore.scan.planner import Plan
 from icecore.scan.task import FileScanTask
 from icecore.table import Table
 
@@ -45,7 +46,7 @@ def full(table: Table) -> dict[str, DataFile]:
     return {e.data_file.file_path: e.data_file for e in data}
 
 
-def _plan(table: Table, flt: str | None = None) -> icecore.scan.planner.Plan:
+def _plan(table: Table, flt: str | None = None) -> Plan:
     return table.scan(filter=flt, context=PlanContext(ManifestCache())).plan()
 
 
@@ -144,7 +145,7 @@ def test_a_task_made_by_hand(table: Table, full: dict[str, DataFile]) -> None:
     assert task.spec is spec
     assert task.partition == data_file.partition
     assert task == planned and planned == task
-    assert [f.name for f in dataclasses.fields(task)] == [
+    assert [f.name for f in dataclasses.fields(task)] == [  # type: ignore[arg-type]
         "data_file",
         "data_sequence_number",
         "spec",
