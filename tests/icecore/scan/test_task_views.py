@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import pickle
 import sys
+from typing import Any
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_replace_and_pickle_give_a_complete_data_file(
 def test_a_replaced_task_holds_its_data_file(table: Table, full: dict[str, DataFile]) -> None:
     """``dataclasses.replace(task, ...)`` gives a task holding a complete DataFile."""
     plan = _plan(table)
-    task = plan.tasks[11]
+    task: Any = plan.tasks[11]  # a dataclass at run time (FileScanTask declares its fields)
     again = dataclasses.replace(task, data_sequence_number=task.data_sequence_number + 1)
     assert type(again.data_file) is DataFile
     assert again.data_file == full[task.file_path]
