@@ -43,7 +43,7 @@ class TaskSource(Protocol):
         ...
 
     def partition(self, position: int) -> dict[int, Any]:
-        """The partition values of row ``position`` by partition field id (a fresh dict)."""
+        """The partition values of row ``position`` by partition field id."""
         ...
 
     def file_format(self, position: int) -> str:
@@ -64,10 +64,6 @@ class PlannedSource(TaskSource, Protocol):
     def partitions(self) -> list[dict[int, Any]]:
         """Every row's partition values, shared dicts (``row_partitions``, made on first use)."""
         ...
-
-
-DataFileSource = TaskSource
-"""The former name of :class:`TaskSource` (a plan's block of rows is one)."""
 
 
 class _Given:
@@ -367,7 +363,6 @@ class PlannedTask(FileScanTask):
 
 
 __all__ = [
-    "DataFileSource",
     "FileScanTask",
     "PlannedDataFile",
     "PlannedSource",
