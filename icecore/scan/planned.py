@@ -110,7 +110,7 @@ class BlockColumns:
         "_distinct",
         "_partitions",
         "_residuals",
-        "_one_residual",
+        "_shared_residual",
     )
 
     def __init__(
@@ -127,7 +127,7 @@ class BlockColumns:
         self._distinct = int(len(np.unique(codes))) if len(codes) else 0
         self._partitions: dict[int, dict[int, Any]] | None = None
         self._residuals: list[Expression] | None = None
-        self._one_residual: bool | None = None
+        self._shared_residual: tuple[Expression | None] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -159,20 +159,19 @@ class BlockColumns:
                 self._residuals = out
         return self._residuals
 
-    def one_residual(self) -> bool:
-        """Whether every planned row has the same residual (``residuals()[0]``).
+    def shared_residual(self) -> Expression | None:
+        """The residual every planned row has, when they all have the same one; else None.
 
         Always so without a filter, and often with one (a filter on columns that are not
         partition sources leaves the same residual everywhere): tasks then take it without
         a lookup per row.
         """
-        if self._one_residual is None:
+        if self._shared_residual is None:
             found = [r for r in self.residuals() if r is not None]
             first = found[0] if found else None
-            self._one_residual = bool(found) and all(r is first or r == first for r in found)
-            if self._one_residual and self.residuals()[0] is not first:
-                self._residuals = [first if r is None else r for r in self.residuals()]
-        return self._one_residual
+            same = first is not None and all(r is first or r == first for r in found)
+            self._shared_residual = (first if same else None,)
+        return self._shared_residual[0]
 
 
 def block_columns(
@@ -357,11 +356,11 @@ class PlannedBlock:
         counts = _ints(columns.column("record_count"))
         sizes = _ints(columns.column("file_size_in_bytes"))
         sequence_numbers = _ints(columns.column("sequence_number"))
-        residuals = data.residuals()
+        shared = data.shared_residual()
         residual: Any = (
-            repeat(residuals[0])
-            if data.one_residual()
-            else map(residuals.__getitem__, data.codes[lo:hi].tolist())
+            repeat(shared)
+            if shared is not None
+            else map(data.residuals().__getitem__, data.codes[lo:hi].tolist())
         )
         deletes: Any = repeat(())
         if self.deletes:

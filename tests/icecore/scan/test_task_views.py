@@ -158,18 +158,22 @@ def test_a_task_made_by_hand(table: Table, full: dict[str, DataFile]) -> None:
 
 def test_residuals_of_tasks_are_the_files_residuals(table: Table) -> None:
     """Per task residual (one shared or one per partition tuple) is what files() says."""
-    for flt in (
-        None,
-        "pickup_ts >= '2021-01-03T12:00:00+00:00'",  # one day keeps a residual
-        "id >= 5000 AND pickup_ts < '2021-01-09T06:00:00+00:00'",
+    for flt, kinds in (
+        (None, 1),
+        # Whole days: every planned row's residual is true, and the first day of the first
+        # manifest is pruned (its partition tuple, code 0, has no residual).
+        ("pickup_ts >= '2021-01-02T00:00:00+00:00'", 1),
+        ("pickup_ts >= '2021-01-03T12:00:00+00:00'", 2),  # one day keeps a residual
+        ("id >= 5000 AND pickup_ts < '2021-01-09T06:00:00+00:00'", 2),
     ):
         plan = _plan(table, flt)
         tasks = list(plan.tasks)
         assert tasks
         texts = plan.files().column("residual").to_pylist()
         assert [str(t.residual) for t in tasks] == texts
-        if flt is not None:
-            assert len(set(texts)) > 1, flt  # both kinds met
+        assert len(set(texts)) >= kinds, flt
+        if kinds == 1:
+            assert set(texts) == {"true"}, flt
 
 
 def test_a_task_is_eight_slots(table: Table) -> None:
