@@ -18,9 +18,8 @@ From those it gives
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from functools import partial
-from itertools import repeat
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -111,6 +110,7 @@ class BlockColumns:
         "_distinct",
         "_partitions",
         "_residuals",
+        "_shared_residual",
     )
 
     def __init__(
@@ -127,6 +127,7 @@ class BlockColumns:
         self._distinct = int(len(np.unique(codes))) if len(codes) else 0
         self._partitions: dict[int, dict[int, Any]] | None = None
         self._residuals: list[Expression] | None = None
+        self._shared_residual: tuple[Expression | None] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -157,6 +158,20 @@ class BlockColumns:
                     out[code] = self._residual_of(values)
                 self._residuals = out
         return self._residuals
+
+    def shared_residual(self) -> Expression | None:
+        """The residual every planned row has, when they all have the same one; else None.
+
+        Always so without a filter, and often with one (a filter on columns that are not
+        partition sources leaves the same residual everywhere): tasks then take it without
+        a lookup per row.
+        """
+        if self._shared_residual is None:
+            found = [r for r in self.residuals() if r is not None]
+            first = found[0] if found else None
+            same = first is not None and all(r is first or r == first for r in found)
+            self._shared_residual = (first if same else None,)
+        return self._shared_residual[0]
 
 
 def block_columns(
@@ -200,6 +215,9 @@ class PlannedBlock:
         "rows",
         "rows_planned",
         "deletes",
+        "schema",
+        "row_formats",
+        "row_partitions",
         "_load",
         "_data",
         "_recent",
@@ -223,6 +241,12 @@ class PlannedBlock:
         self.rows_planned = rows_planned
         self.deletes: dict[int, tuple[DataFile, ...]] = {}
         """Delete files per position (of :attr:`rows`) that has any."""
+        self.schema: Schema | None = None
+        """The schema the plan reads with (its tasks'), set by :class:`PlannedFiles`."""
+        self.row_formats: list[str] | None = None
+        """Each planned row's file format, once :meth:`formats` has made them."""
+        self.row_partitions: list[dict[int, Any]] | None = None
+        """Each planned row's partition values (shared dicts), once :meth:`partitions` has."""
         self._load = load
         self._data = data
         self._recent: dict[int, list[DataFile]] = {}
@@ -295,23 +319,49 @@ class PlannedBlock:
 
     def file_format(self, position: int) -> str:
         """The file format of planned row ``position``."""
-        return str(self.data().columns.column("file_format")[position].as_py())
+        return (self.row_formats or self.formats())[position]
+
+    def formats(self) -> list[str]:
+        """Every planned row's file format (:attr:`row_formats`, made on first use).
+
+        One string per distinct format, shared: a loop reading every view's format pays a
+        list lookup, not an Arrow scalar.
+        """
+        if self.row_formats is None:
+            encoded = self.data().columns.column("file_format").combine_chunks()
+            encoded = encoded.dictionary_encode()
+            names = encoded.dictionary.to_pylist()
+            self.row_formats = list(map(names.__getitem__, _ints(encoded.indices)))
+        return self.row_formats
 
     def partition(self, position: int) -> dict[int, Any]:
-        """The partition values of planned row ``position`` (shared by its tuple's rows)."""
-        data = self.data()
-        return dict(data.partitions()[int(data.codes[position])])
+        """The partition values of planned row ``position`` (a copy of its tuple's dict)."""
+        return (self.row_partitions or self.partitions())[position].copy()
 
-    def tasks(self, schema: Schema, lo: int, hi: int) -> list[FileScanTask]:
+    def partitions(self) -> list[dict[int, Any]]:
+        """Every planned row's partition values (:attr:`row_partitions`, made on first use).
+
+        One dict per distinct partition tuple, shared between its rows: readers copy.
+        """
+        if self.row_partitions is None:
+            data = self.data()
+            self.row_partitions = list(map(data.partitions().__getitem__, data.codes.tolist()))
+        return self.row_partitions
+
+    def tasks(self, lo: int, hi: int) -> list[FileScanTask]:
         """Tasks of planned rows ``lo:hi``: plain attributes read from the columns."""
-        columns = self.data().columns.slice(lo, hi - lo)
+        data = self.data()
+        columns = data.columns.slice(lo, hi - lo)
         paths = columns.column("file_path").to_pylist()
         counts = _ints(columns.column("record_count"))
         sizes = _ints(columns.column("file_size_in_bytes"))
         sequence_numbers = _ints(columns.column("sequence_number"))
-        data = self.data()
-        residuals = data.residuals()
-        codes = data.codes[lo:hi].tolist()
+        shared = data.shared_residual()
+        residual: Any = (
+            repeat(shared)
+            if shared is not None
+            else map(data.residuals().__getitem__, data.codes[lo:hi].tolist())
+        )
         deletes: Any = repeat(())
         if self.deletes:
             get = self.deletes.get
@@ -323,10 +373,8 @@ class PlannedBlock:
                 counts,
                 sizes,
                 sequence_numbers,
-                repeat(self.spec),
-                repeat(schema),
                 deletes,
-                map(residuals.__getitem__, codes),
+                residual,
                 repeat(self),
                 range(lo, hi),
             )
@@ -435,6 +483,8 @@ class PlannedFiles:
         partition_type: StructType | None,
     ) -> None:
         self.blocks = [b for b in blocks if len(b)]
+        for b in self.blocks:
+            b.schema = schema
         self.schema = schema
         self._partition_type = partition_type
         self._table: pa.Table | None = None
@@ -483,7 +533,7 @@ class PlannedFiles:
 
     def tasks(self) -> TaskList:
         """The tasks, made when read."""
-        return TaskList([(len(b), partial(b.tasks, self.schema)) for b in self.blocks], self.paths)
+        return TaskList([(len(b), b.tasks) for b in self.blocks], self.paths)
 
 
 class TaskList(LazySequence[FileScanTask]):
@@ -500,6 +550,15 @@ class TaskList(LazySequence[FileScanTask]):
     def file_paths(self) -> list[str]:
         """Every task's data file path, without making the tasks."""
         return self._paths()
+
+    def __iter__(self) -> Iterator[FileScanTask]:
+        # Chained in C: a generator resumed per task costs more than the task's making.
+        batch = self._batch
+        return chain.from_iterable(
+            produce(lo, min(lo + batch, n))
+            for n, produce in self._segments
+            for lo in range(0, n, batch)
+        )
 
 
 def tasks_table(tasks: Sequence[FileScanTask], partition_type: StructType | None) -> pa.Table:
