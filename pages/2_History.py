@@ -129,11 +129,14 @@ if len(tl.points) > figures.MAX_MARKERS:
     options = _window_options(tl.points)
     st.session_state["history_window_options"] = options
     held = st.session_state.get("history_window")
-    if not (isinstance(held, tuple) and len(held) == 2 and all(v in options for v in held)):
-        st.session_state["history_window"] = (options[0], options[-1])
+    if held is not None and not (
+        isinstance(held, tuple | list) and len(held) == 2 and all(v in options for v in held)
+    ):
+        del st.session_state["history_window"]  # another table's window
     lo, hi = st.select_slider(
         "Window",
         options,
+        value=(options[0], options[-1]),
         key="history_window",
         format_func=lambda ms: views.format_ms(ms),
         help="Narrow the window (or click a bin) to draw each snapshot: at most "
