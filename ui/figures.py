@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 from icecore.health import format_bytes
 from icecore.layout import MetadataTree
 from icecore.timeline import (
+    LaneKind,
     TimeBin,
     Timeline,
     TimelinePoint,
@@ -137,10 +138,11 @@ def timeline_figure(
             px, py = where[p.parent_id]
             edge_x += [px, _time(p.timestamp_ms), None]
             edge_y += [py, p.lane, None]
-    for m in tags:
+    heads = _moved_heads(tl, {p.snapshot_id: p for p in points})
+    for lane, m in [*((m.lane, m) for m in tags), *heads]:
         tx, ty = where[m.snapshot_id]
         edge_x += [tx, _time(m.timestamp_ms), None]
-        edge_y += [ty, m.lane, None]
+        edge_y += [ty, lane, None]
     fig.add_trace(
         go.Scatter(
             x=edge_x,
@@ -175,6 +177,7 @@ def timeline_figure(
             row=1,
             col=1,
         )
+    _heads_trace(fig, heads)
     _tags_and_rings(
         fig, tags, [p for p in points if p.is_current or p.snapshot_id == selected], selected
     )
@@ -198,6 +201,45 @@ def timeline_figure(
         )
     _lanes_layout(fig, tl)
     return fig
+
+
+def _moved_heads(
+    tl: Timeline, by_id: Mapping[int, TimelinePoint]
+) -> list[tuple[str, TimelinePoint]]:
+    """Branches whose head sits on another lane, with that head.
+
+    A branch made at a main snapshot (or merged back) has no snapshot of its own lane: its
+    lane would be empty, so its head is marked there.
+    """
+    return [
+        (lane.name, by_id[lane.head])
+        for lane in tl.lanes
+        if lane.kind == LaneKind.BRANCH
+        and lane.head is not None
+        and lane.head in by_id
+        and by_id[lane.head].lane != lane.name
+    ]
+
+
+def _heads_trace(fig: go.Figure, heads: Sequence[tuple[str, TimelinePoint]]) -> None:
+    if not heads:
+        return
+    fig.add_trace(
+        go.Scatter(
+            x=[_time(p.timestamp_ms) for _, p in heads],
+            y=[name for name, _ in heads],
+            mode="markers+text",
+            name="branch head",
+            marker={"symbol": "triangle-right", "size": 13, "color": "#0b6fa4"},
+            text=[name for name, _ in heads],
+            textposition="middle right",
+            customdata=[[str(p.snapshot_id)] for _, p in heads],
+            hovertext=[_hover(p) for _, p in heads],
+            hoverinfo="text",
+        ),
+        row=1,
+        col=1,
+    )
 
 
 def _tags_and_rings(
@@ -315,13 +357,14 @@ def binned_figure(
         ]
         edge_y += [parent.lane, p.lane, None]
     tags = [m for m in tl.markers if m.snapshot_id in by_id]
-    for m in tags:
+    heads = _moved_heads(tl, by_id)
+    for lane, m in [*((m.lane, m) for m in tags), *heads]:
         edge_x += [
             _time(m.timestamp_ms // width_ms * width_ms + center),
             _time(m.timestamp_ms),
             None,
         ]
-        edge_y += [by_id[m.snapshot_id].lane, m.lane, None]
+        edge_y += [by_id[m.snapshot_id].lane, lane, None]
     fig.add_trace(
         go.Scatter(
             x=edge_x,
@@ -360,6 +403,7 @@ def binned_figure(
             col=1,
         )
     rings = [p for p in points if p.is_current or p.snapshot_id == selected]
+    _heads_trace(fig, heads)
     _tags_and_rings(fig, tags, rings, selected)
     totals: dict[int, list[int]] = {}
     for b in bins:

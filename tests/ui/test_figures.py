@@ -148,3 +148,15 @@ def test_more_snapshots_than_markers_are_drawn_as_bins_with_tags_exact() -> None
     assert drawn == {
         str(p.snapshot_id) for p in tl.points if window[0] <= p.timestamp_ms <= window[1]
     }
+
+
+def test_a_branch_without_snapshots_of_its_own_marks_its_head_on_its_lane() -> None:
+    metadata = parse_metadata(GOLDEN.read_bytes(), location=str(GOLDEN))
+    main = metadata.refs["main"]
+    refs = {**metadata.refs, "release": dataclasses.replace(main)}  # a branch at main's head
+    tl = timeline(dataclasses.replace(metadata, refs=refs))
+    for max_markers in (len(tl.points), 1):  # markers, then bins
+        fig = figures.timeline_figure(tl, max_markers=max_markers)
+        heads = next(t for t in fig.data if t.name == "branch head")
+        assert list(heads.y) == ["release"]
+        assert [c[0] for c in heads.customdata] == [str(main.snapshot_id)]
