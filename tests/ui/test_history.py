@@ -51,7 +51,9 @@ def test_the_timeline_draws_every_snapshot_with_its_rows(spark: Any, open_page: 
     points = [
         (c[0], lane)
         for trace in figure["data"]
-        if trace["type"] == "scatter" and trace.get("customdata") and trace.get("name") != "tag"
+        if trace["type"] == "scatter"
+        and trace.get("customdata")
+        and trace.get("name") not in ("tag", "branch head", "current", "selected")
         for c, lane in zip(trace.get("customdata", []), trace["y"], strict=True)
     ]
     ids = {
