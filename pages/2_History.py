@@ -143,6 +143,12 @@ if len(tl.points) > figures.MAX_MARKERS:
         f"{figures.MAX_MARKERS:,} snapshots are drawn one by one.",
     )
     window = (lo, hi)
+    if window != (options[0], options[-1]):
+        st.button(
+            "Whole history",
+            key="history_window_all",
+            on_click=lambda: st.session_state.update(history_window=(options[0], options[-1])),
+        )
 in_view = tl.points if window is None else in_window(tl.points, *window)
 binned = len(in_view) > figures.MAX_MARKERS
 if binned:

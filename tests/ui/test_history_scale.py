@@ -125,6 +125,9 @@ def test_a_narrow_window_draws_each_snapshot(open_long: Callable[..., AppTest]) 
         for c, lane in zip(t["customdata"], t["y"], strict=True)
     }
     assert {k for k, v in lanes.items() if v == "audit"} == {str(90_000 + k) for k in range(AUDIT)}
+    at.button(key="history_window_all").click().run()
+    (figure,) = figures(at)
+    assert not _marked(figure) and _bins(figure)
 
 
 def test_the_table_pages_newest_first_and_every_snapshot_is_reachable(
