@@ -334,6 +334,15 @@ def expire_snapshots(
     kept = [s for s in metadata.snapshots if s.snapshot_id not in expired_ids]
     gone = [s for s in metadata.snapshots if s.snapshot_id in expired_ids]
     before, after = reach(table, gone), reach(table, kept)
+    # Every snapshot is gone or kept: their union is the orphan check's reach, for free.
+    _REACHED.put(
+        (table.metadata_location, tuple(sorted(s.snapshot_id for s in metadata.snapshots))),
+        Reach(
+            before.manifest_lists | after.manifest_lists,
+            before.manifests | after.manifests,
+            {**before.files, **after.files},
+        ),
+    )
     removed = {p: v for p, v in before.files.items() if p not in after.files}
     kinds = [kind for kind, _ in removed.values()]
     estimate = {
