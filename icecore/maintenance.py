@@ -37,6 +37,7 @@ from icecore.compute import pc
 from icecore.health import Finding, Status, format_bytes
 from icecore.io import FileInfo, normalize_path
 from icecore.layout import DELETION_VECTOR, content_name, manifest_files
+from icecore.lru import LRU
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
 
@@ -270,15 +271,39 @@ def _key(path: str) -> str:
     return local if protocol == "file" else f"{protocol}://{local}"
 
 
+MANIFEST_PATH = 500
+"""Field id of ``manifest_path`` in a manifest list (spec "Manifest Lists")."""
+
+
+_REACHED: LRU[tuple[str, tuple[int, ...]], Reach] = LRU(max_items=4)
+"""Recent reaches by (metadata file, snapshot ids): expiry's kept snapshots and the orphan
+check's every snapshot are the same set when nothing is expirable, and a long history makes
+each reach read every manifest list once."""
+
+
 def reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
     """Manifest lists, manifests and live files of ``snapshots`` (each manifest read once)."""
+    chosen = list(snapshots)
+    key = (table.metadata_location, tuple(sorted(s.snapshot_id for s in chosen)))
+    return _REACHED.get_or_make(key, lambda: _reach(table, chosen))
+
+
+def _reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
     lists: set[str] = set()
     manifests: dict[str, ManifestFile] = {}
+    seen: set[str] = set()  # raw paths already keyed
     for snapshot in snapshots:
         if snapshot.manifest_list is not None:
             lists.add(_key(snapshot.manifest_list))
-        for m in table.manifests(snapshot):
-            manifests.setdefault(_key(m.manifest_path), m)
+        # A long history lists the same manifests again and again (every append keeps the
+        # earlier ones): read each list's paths as a column, make an object per new one only.
+        listed = table.manifest_list(snapshot)
+        paths = listed.records.column(MANIFEST_PATH)
+        for i, path in enumerate(paths.to_pylist() if paths is not None else ()):
+            if path in seen:
+                continue
+            seen.add(path)
+            manifests.setdefault(_key(path), listed.manifest(i))
     files: dict[str, tuple[str, int]] = {}
     for m in manifests.values():
         live = manifest_files(table, m)
@@ -309,6 +334,15 @@ def expire_snapshots(
     kept = [s for s in metadata.snapshots if s.snapshot_id not in expired_ids]
     gone = [s for s in metadata.snapshots if s.snapshot_id in expired_ids]
     before, after = reach(table, gone), reach(table, kept)
+    # Every snapshot is gone or kept: their union is the orphan check's reach, for free.
+    _REACHED.put(
+        (table.metadata_location, tuple(sorted(s.snapshot_id for s in metadata.snapshots))),
+        Reach(
+            before.manifest_lists | after.manifest_lists,
+            before.manifests | after.manifests,
+            {**before.files, **after.files},
+        ),
+    )
     removed = {p: v for p, v in before.files.items() if p not in after.files}
     kinds = [kind for kind, _ in removed.values()]
     estimate = {

@@ -1,11 +1,25 @@
-"""History: snapshots over time on branch and tag lanes, the refs, and the metadata log."""
+"""History: snapshots over time on branch and tag lanes, the refs, and the metadata log.
+
+Built for long histories (10,000 snapshots is a week of streaming appends): the timeline is
+computed once per metadata file, draws counts per time bin when more than
+:data:`ui.figures.MAX_MARKERS` snapshots are in view (a window narrows the view; a click on
+a bin zooms into it), and the snapshot table shows one page of :data:`PAGE_SIZE` rows, newest
+first, with a filter by operation and a box that jumps to a snapshot id, ref or time. The
+snapshot picker offers the snapshots of the page shown (never thousands of options).
+"""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import streamlit as st
 
-from icecore.timeline import timeline
-from ui import figures, refs, views
+from icecore.errors import IcecoreError
+from icecore.history import resolve_snapshot
+from icecore.metadata import TableMetadata
+from icecore.timeline import TimelinePoint, bin_width_ms, in_window
+from ui import data, figures, refs, views
 from ui.shell import (
     TIME_CURRENT,
     bootstrap,
@@ -16,43 +30,219 @@ from ui.shell import (
     stop,
 )
 
+PAGE_SIZE = 100
+"""Snapshots per page of the table."""
+WINDOW_STEPS = 200
+"""The window slider moves in at most this many steps across the table's history."""
+MAX_JUMP = 200
+"""Longest text the jump box takes (an id, a ref name or an ISO-8601 time)."""
+
+
+def _window_options(points: tuple[TimelinePoint, ...]) -> list[int]:
+    """The slider's stops: nice bin boundaries from the first snapshot to past the last."""
+    first, last = points[0].timestamp_ms, points[-1].timestamp_ms
+    width = bin_width_ms(first, last, WINDOW_STEPS - 1)
+    start = first // width * width
+    return [start + k * width for k in range((last // width * width - start) // width + 2)]
+
+
+def _on_chart() -> None:
+    """A click on a bin zooms the window into it; a click on a snapshot sets the time."""
+    state = st.session_state.get("history_chart") or {}
+    for point in (state.get("selection") or {}).get("points") or []:
+        custom = point.get("customdata")
+        if custom and custom[0] == figures.BIN:
+            options: list[int] = st.session_state.get("history_window_options") or []
+            if len(options) < 2:
+                return
+            start, end = int(custom[1]), int(custom[2])
+            lo = max((o for o in options if o <= start), default=options[0])
+            hi = min((o for o in options if o >= end), default=options[-1])
+            st.session_state["history_window"] = (lo, hi if hi > lo else options[-1])
+            return
+    snapshot_from_chart("history_chart")
+
+
+def _on_jump(metadata: TableMetadata, newest_first: list[int], ops: dict[int, str]) -> None:
+    """Go to the page of the snapshot an id, a ref or a time names, and pick it."""
+    st.session_state.pop("history_jump_error", None)
+    text = str(st.session_state.get("history_jump") or "").strip()[:MAX_JUMP]
+    if not text:
+        return
+    try:
+        if text.lstrip("-").isdigit():
+            found = resolve_snapshot(metadata, snapshot_id=int(text))
+        elif text in metadata.refs:
+            found = resolve_snapshot(metadata, ref=text)
+        else:
+            found = resolve_snapshot(metadata, as_of=text)
+    except IcecoreError as error:
+        st.session_state["history_jump_error"] = str(error)
+        return
+    assert found is not None
+    chosen = st.session_state.get("history_ops") or []
+    if chosen and ops.get(found.snapshot_id) not in chosen:
+        st.session_state["history_ops"] = []  # show it, even if the filter hid it
+        chosen = []
+    rows = [i for i in newest_first if not chosen or ops[i] in chosen]
+    st.session_state["history_page"] = rows.index(found.snapshot_id) // PAGE_SIZE + 1
+    st.session_state["history_pick"] = found.snapshot_id
+
+
+def _row(p: TimelinePoint) -> dict[str, Any]:
+    return {
+        "snapshot": str(p.snapshot_id),
+        "committed at": views.format_ms(p.timestamp_ms),
+        "lane": p.lane,
+        "operation": p.operation,
+        "refs": ", ".join(p.refs),
+        "data files +": p.added_data_files,
+        "data files −": p.removed_data_files,
+        "delete files +": p.added_delete_files,
+        "delete files −": p.removed_delete_files,
+        "rows +": p.added_records,
+        "rows −": p.removed_records,
+        "total rows": p.total_records,
+        "parent": str(p.parent_id or ""),
+        "sequence number": p.sequence_number,
+        "schema id": p.schema_id,
+        "current": p.is_current,
+    }
+
+
 context = bootstrap("History")
 table, snapshot = require_table(context)
 metadata = table.metadata
-tl = timeline(metadata)
+tl = data.timeline_of(table.metadata_location, table)
 selected = context.snapshot_id if context.selection.time_kind != TIME_CURRENT else None
 
 st.title(f"History of {escape_markdown(table.identifier)}")
-st.caption(
-    f"{len(tl.points):,} snapshots on {len(tl.lanes)} lane{'s' if len(tl.lanes) != 1 else ''} · "
-    "marker size grows with rows "
-    "added · click a snapshot to read the table there (it sets the time selector)."
-)
+lanes = f"{len(tl.lanes)} lane{'s' if len(tl.lanes) != 1 else ''}"
+if not tl.points:
+    st.caption(f"0 snapshots on {lanes}.")
+    st.plotly_chart(figures.timeline_figure(tl), key="history_chart", width="stretch")
+    st.info("The table has no snapshot yet.")
+    stop()
+
+window: tuple[int, int] | None = None
+if len(tl.points) > figures.MAX_MARKERS:
+    options = _window_options(tl.points)
+    st.session_state["history_window_options"] = options
+    held = st.session_state.get("history_window")
+    if held is not None and not (
+        isinstance(held, tuple | list) and len(held) == 2 and all(v in options for v in held)
+    ):
+        del st.session_state["history_window"]  # another table's window
+    lo, hi = st.select_slider(
+        "Window",
+        options,
+        value=(options[0], options[-1]),
+        key="history_window",
+        format_func=lambda ms: views.format_ms(ms),
+        help="Narrow the window (or click a bin) to draw each snapshot: at most "
+        f"{figures.MAX_MARKERS:,} snapshots are drawn one by one.",
+    )
+    window = (lo, hi)
+    if window != (options[0], options[-1]):
+        st.button(
+            "Whole history",
+            key="history_window_all",
+            on_click=lambda: st.session_state.update(history_window=(options[0], options[-1])),
+        )
+in_view = tl.points if window is None else in_window(tl.points, *window)
+binned = len(in_view) > figures.MAX_MARKERS
+if binned:
+    width = figures.width_label(
+        bin_width_ms(in_view[0].timestamp_ms, in_view[-1].timestamp_ms, figures.MAX_BINS)
+    )
+    how = (
+        f"drawn as counts per {width}: a square's size grows with its snapshots, its color is "
+        "its most frequent operation · click a square to zoom in, or narrow the window."
+    )
+else:
+    how = (
+        "marker size grows with rows added · click a snapshot to read the table there "
+        "(it sets the time selector)."
+    )
+shown_of = f"{len(in_view):,} of {len(tl.points):,}" if window else f"{len(tl.points):,}"
+st.caption(f"{shown_of} snapshots on {lanes} · {how}")
 st.plotly_chart(
-    figures.timeline_figure(tl, selected),
+    figures.timeline_figure(tl, selected, window),
     key="history_chart",
-    on_select=lambda: snapshot_from_chart("history_chart"),
+    on_select=_on_chart,
     selection_mode="points",
     width="stretch",
 )
 
-if not tl.points:
-    st.info("The table has no snapshot yet.")
-    stop()
-ids = [p.snapshot_id for p in reversed(tl.points)]
+st.subheader("Snapshots")
+newest_first = [p.snapshot_id for p in reversed(tl.points)]
+operation_of = {p.snapshot_id: p.operation for p in tl.points}
+operations = sorted(set(operation_of.values()))
+left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
+chosen_ops = left.multiselect(
+    "Operations",
+    operations,
+    key="history_ops",
+    placeholder="All operations",
+    format_func=lambda o: o or "no operation",
+)
+middle.text_input(
+    "Go to a snapshot id, branch, tag or time",
+    key="history_jump",
+    max_chars=MAX_JUMP,
+    placeholder="6842398851052843, main, 2024-08-09T10:00:00Z",
+    on_change=_on_jump,
+    args=(metadata, newest_first, operation_of),
+)
+rows = [p for p in reversed(tl.points) if not chosen_ops or p.operation in chosen_ops]
+pages = max(1, math.ceil(len(rows) / PAGE_SIZE))
+held_page = st.session_state.get("history_page")
+if not isinstance(held_page, int) or not 1 <= held_page <= pages:
+    st.session_state["history_page"] = 1
+page = int(
+    right.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, key="history_page")
+)
+jump_error = st.session_state.get("history_jump_error")
+if jump_error:
+    st.error(escape_markdown(jump_error), icon=":material/error:")
+on_page = rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+st.dataframe(
+    [_row(p) for p in on_page],
+    hide_index=True,
+    width="stretch",
+    key="history_snapshots",
+    placeholder="",
+)
+first = (page - 1) * PAGE_SIZE + 1
+st.caption(
+    f"Snapshots {first:,}–{first + len(on_page) - 1:,} of {len(rows):,}, newest first"
+    + (f" ({len(tl.points):,} in all)" if chosen_ops else "")
+    + ". Empty cells: the writer did not record the count."
+    if on_page
+    else "No snapshot has the chosen operations."
+)
+
+by_id = {p.snapshot_id: p for p in tl.points}
+pick_ids = [p.snapshot_id for p in on_page]
+for extra in (st.session_state.get("history_pick"), selected):
+    if isinstance(extra, int) and extra in by_id and extra not in pick_ids:
+        pick_ids.insert(0, extra)
+if not pick_ids:
+    pick_ids = newest_first[:1]
 labels = {
-    p.snapshot_id: f"{p.snapshot_id} · {views.format_ms(p.timestamp_ms)} · {p.operation}"
-    + (f" · {', '.join(p.refs)}" if p.refs else "")
-    for p in tl.points
+    i: f"{i} · {views.format_ms(by_id[i].timestamp_ms)} · {by_id[i].operation}"
+    + (f" · {', '.join(by_id[i].refs)}" if by_id[i].refs else "")
+    for i in pick_ids
 }
+if st.session_state.get("history_pick") not in labels:
+    st.session_state["history_pick"] = selected if selected in labels else pick_ids[0]
 refs.keep_pick("history_pick", labels)
 left, right = st.columns([3, 1], vertical_alignment="bottom")
 picked = left.selectbox(
-    "Snapshot",
-    ids,
+    "Snapshot (of this page; go to any other above)",
+    pick_ids,
     key="history_pick",
-    index=ids.index(selected) if selected in ids else 0,
-    format_func=lambda i: labels[i],
+    format_func=lambda i: labels.get(i, str(i)),
 )
 right.button(
     "Read the table at this snapshot",
@@ -60,35 +250,7 @@ right.button(
     on_click=snapshot_from,
     args=("history_pick",),
 )
-refs.actions(context, table, picked if picked is not None else ids[0], prefix="ref_h_")
-
-st.subheader("Snapshots")
-st.dataframe(
-    [
-        {
-            "snapshot": str(p.snapshot_id),
-            "committed at": views.format_ms(p.timestamp_ms),
-            "lane": p.lane,
-            "operation": p.operation,
-            "refs": ", ".join(p.refs),
-            "data files +": p.added_data_files,
-            "data files −": p.removed_data_files,
-            "delete files +": p.added_delete_files,
-            "delete files −": p.removed_delete_files,
-            "rows +": p.added_records,
-            "rows −": p.removed_records,
-            "total rows": p.total_records,
-            "parent": str(p.parent_id or ""),
-            "sequence number": p.sequence_number,
-            "schema id": p.schema_id,
-            "current": p.is_current,
-        }
-        for p in reversed(tl.points)
-    ],
-    hide_index=True,
-    width="stretch",
-    key="history_snapshots",
-)
+refs.actions(context, table, picked if picked is not None else pick_ids[0], prefix="ref_h_")
 
 left, right = st.columns(2)
 with left:

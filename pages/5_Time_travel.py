@@ -28,23 +28,31 @@ if snapshot is None:
     st.info("The table has no snapshot yet: there is nothing to compare.")
     stop()
 
+RECENT = 50
+"""The newest snapshots offered in the pickers; any other is typed (an id or a time)."""
 ordered = sorted(table.snapshots(), key=lambda s: s.timestamp_ms, reverse=True)
-points = [
-    *sorted(table.refs(), key=lambda n: (n != "main", n)),
-    *(str(s.snapshot_id) for s in ordered),
-]
-labels = {
-    str(s.snapshot_id): f"{s.snapshot_id} · {views.format_ms(s.timestamp_ms)} · {s.operation}"
-    for s in ordered
-}
-labels.update(
-    {name: f"{name} ({'branch' if ref.is_branch else 'tag'})" for name, ref in table.refs().items()}
-)
 to_default = str(snapshot.snapshot_id)
 from_default = (
     str(snapshot.parent_snapshot_id)
-    if snapshot.parent_snapshot_id is not None and str(snapshot.parent_snapshot_id) in labels
+    if snapshot.parent_snapshot_id is not None
+    and table.metadata.snapshot_by_id(snapshot.parent_snapshot_id) is not None
     else str(ordered[-1].snapshot_id)
+)
+offered = list(ordered[:RECENT])
+for default in (to_default, from_default):
+    chosen = table.metadata.snapshot_by_id(int(default))
+    if chosen is not None and chosen not in offered:
+        offered.append(chosen)
+points = [
+    *sorted(table.refs(), key=lambda n: (n != "main", n)),
+    *(str(s.snapshot_id) for s in offered),
+]
+labels = {
+    str(s.snapshot_id): f"{s.snapshot_id} · {views.format_ms(s.timestamp_ms)} · {s.operation}"
+    for s in offered
+}
+labels.update(
+    {name: f"{name} ({'branch' if ref.is_branch else 'tag'})" for name, ref in table.refs().items()}
 )
 OTHER = "Another time…"
 choices = [*points, OTHER]
@@ -57,11 +65,14 @@ for col, side, default in ((cols[0], "From", from_default), (cols[1], "To", to_d
         index=choices.index(default),
         key=f"tt_{side.lower()}",
         format_func=lambda p: labels.get(p, p),
+        help=f"Branches and tags, then the {RECENT} newest snapshots; for any other "
+        "snapshot choose “Another time…” and type its id or a time.",
     )
     if choice == OTHER:
         choice = col.text_input(
-            f"{side} (ISO-8601 time, UTC unless an offset is given)",
+            f"{side}: a snapshot id, or an ISO-8601 time (UTC unless an offset is given)",
             key=f"tt_{side.lower()}_time",
+            max_chars=200,
             placeholder="2024-08-09T10:00:00Z",
         ).strip()
     picked[side] = choice

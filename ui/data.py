@@ -38,6 +38,7 @@ from icecore.progress import reporting
 from icecore.scan.planner import Plan
 from icecore.sql import ROWS_TABLE, run_sql
 from icecore.table import Table, load_table_at
+from icecore.timeline import Timeline, timeline
 from ui.evolve import Change, DryRun, dry_run
 from ui.shared_cache import SharedCache
 from ui.views import DiffView, PlanView, diff_view, plan_view
@@ -478,3 +479,15 @@ def comparison(
         for measure, value in measures.items():
             rows.setdefault(measure, {"measure": measure})[side] = str(value)
     return list(rows.values())
+
+
+# --- History at scale (s8-history) -----------------------------------------------------
+
+
+@st.cache_resource(max_entries=16, show_spinner="Laying out the snapshots on their lanes…")
+def timeline_of(location: str, _table: Table) -> Timeline:
+    """The table's timeline, once per metadata file (immutable, and a Timeline is frozen).
+
+    A resource, not data: 10,000 points would otherwise be unpickled on every run.
+    """
+    return timeline(_table.metadata)

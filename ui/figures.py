@@ -16,7 +16,15 @@ from plotly.subplots import make_subplots
 
 from icecore.health import format_bytes
 from icecore.layout import MetadataTree
-from icecore.timeline import Timeline, TimelinePoint
+from icecore.timeline import (
+    LaneKind,
+    TimeBin,
+    Timeline,
+    TimelinePoint,
+    bin_points,
+    bin_width_ms,
+    in_window,
+)
 
 OPERATION_COLORS: Mapping[str, str] = {
     "append": "#2e8b57",
@@ -74,13 +82,46 @@ def marker_size(added_records: int | None) -> float:
     return 9.0 + min(17.0, math.sqrt(max(added_records or 0, 0)) / 4.0)
 
 
-def timeline_figure(tl: Timeline, selected: int | None = None) -> go.Figure:
+MAX_MARKERS = 500
+"""Above this many snapshots in view the timeline draws counts per time bin, not markers:
+thousands of markers (each with its hover text) are megabytes the browser lays out on every
+run, and overlap into a smear no one can click."""
+MAX_BINS = 150
+"""At most this many time bins across the view."""
+BIN = "bin"
+"""``customdata[0]`` of a bin's marker: ``[BIN, start_ms, end_ms]`` (a snapshot's is its id)."""
+
+
+def width_label(width_ms: int) -> str:
+    """A bin width in words: ``1 s``, ``15 min``, ``6 h``, ``1 day``, ``7 days``."""
+    seconds = width_ms // 1000
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if unit == 'day' and count != 1 else ''}"
+    return f"{width_ms / 1000:g} s"
+
+
+def timeline_figure(
+    tl: Timeline,
+    selected: int | None = None,
+    window: tuple[int, int] | None = None,
+    max_markers: int = MAX_MARKERS,
+) -> go.Figure:
     """Snapshots on branch and tag lanes over time, with rows added and removed beneath.
+
+    Up to ``max_markers`` snapshots in view are drawn one marker each; more are drawn as
+    counts per time bin (:func:`binned_figure`), so 10,000 snapshots stay readable and light.
 
     Args:
         tl: :func:`icecore.timeline.timeline` of the table.
         selected: a snapshot id to ring (the time selector's), if any.
+        window: ``(start_ms, end_ms)``, both included: only snapshots committed then.
+        max_markers: the most snapshots drawn one by one.
     """
+    points = tl.points if window is None else in_window(tl.points, *window)
+    if len(points) > max_markers:
+        return binned_figure(tl, points, selected)
     fig = make_subplots(
         rows=2,
         cols=1,
@@ -88,18 +129,20 @@ def timeline_figure(tl: Timeline, selected: int | None = None) -> go.Figure:
         row_heights=[0.68, 0.32],
         vertical_spacing=0.06,
     )
-    where = {p.snapshot_id: (_time(p.timestamp_ms), p.lane) for p in tl.points}
+    where = {p.snapshot_id: (_time(p.timestamp_ms), p.lane) for p in points}
+    tags = [m for m in tl.markers if m.snapshot_id in where]
     edge_x: list[dt.datetime | None] = []
     edge_y: list[str | None] = []
-    for p in tl.points:
+    for p in points:
         if p.parent_id is not None and p.parent_id in where:
             px, py = where[p.parent_id]
             edge_x += [px, _time(p.timestamp_ms), None]
             edge_y += [py, p.lane, None]
-    for m in tl.markers:
+    heads = _moved_heads(tl, {p.snapshot_id: p for p in points})
+    for lane, m in [*((m.lane, m) for m in tags), *heads]:
         tx, ty = where[m.snapshot_id]
         edge_x += [tx, _time(m.timestamp_ms), None]
-        edge_y += [ty, m.lane, None]
+        edge_y += [ty, lane, None]
     fig.add_trace(
         go.Scatter(
             x=edge_x,
@@ -113,71 +156,36 @@ def timeline_figure(tl: Timeline, selected: int | None = None) -> go.Figure:
         row=1,
         col=1,
     )
-    operations = sorted(
-        {p.operation for p in tl.points}, key=lambda o: (o not in OPERATION_COLORS, o)
-    )
+    operations = sorted({p.operation for p in points}, key=lambda o: (o not in OPERATION_COLORS, o))
     for op in operations:
-        points = [p for p in tl.points if p.operation == op]
+        of_op = [p for p in points if p.operation == op]
         fig.add_trace(
             go.Scatter(
-                x=[_time(p.timestamp_ms) for p in points],
-                y=[p.lane for p in points],
+                x=[_time(p.timestamp_ms) for p in of_op],
+                y=[p.lane for p in of_op],
                 mode="markers",
                 name=op or "no operation",
                 marker={
-                    "size": [marker_size(p.added_records) for p in points],
+                    "size": [marker_size(p.added_records) for p in of_op],
                     "color": OPERATION_COLORS.get(op, OTHER_COLOR),
                     "line": {"color": "white", "width": 1},
                 },
-                customdata=[[str(p.snapshot_id)] for p in points],
-                hovertext=[_hover(p) for p in points],
+                customdata=[[str(p.snapshot_id)] for p in of_op],
+                hovertext=[_hover(p) for p in of_op],
                 hoverinfo="text",
             ),
             row=1,
             col=1,
         )
-    if tl.markers:
-        fig.add_trace(
-            go.Scatter(
-                x=[_time(m.timestamp_ms) for m in tl.markers],
-                y=[m.lane for m in tl.markers],
-                mode="markers+text",
-                name="tag",
-                marker={"symbol": "diamond", "size": 13, "color": "#34495e"},
-                text=[m.lane for m in tl.markers],
-                textposition="middle right",
-                customdata=[[str(m.snapshot_id)] for m in tl.markers],
-                hovertext=[_hover(m) for m in tl.markers],
-                hoverinfo="text",
-            ),
-            row=1,
-            col=1,
-        )
-    rings = [p for p in tl.points if p.is_current or p.snapshot_id == selected]
-    if rings:
-        fig.add_trace(
-            go.Scatter(
-                x=[_time(p.timestamp_ms) for p in rings],
-                y=[p.lane for p in rings],
-                mode="markers",
-                name="selected" if selected is not None else "current",
-                marker={
-                    "symbol": "circle-open",
-                    "size": [marker_size(p.added_records) + 10 for p in rings],
-                    "color": ["#0b6fa4" if p.snapshot_id == selected else "#17212b" for p in rings],
-                    "line": {"width": 2.5},
-                },
-                hoverinfo="skip",
-                showlegend=False,
-            ),
-            row=1,
-            col=1,
-        )
-    x = [_time(p.timestamp_ms) for p in tl.points]
-    ids = [[str(p.snapshot_id)] for p in tl.points]
+    _heads_trace(fig, heads)
+    _tags_and_rings(
+        fig, tags, [p for p in points if p.is_current or p.snapshot_id == selected], selected
+    )
+    x = [_time(p.timestamp_ms) for p in points]
+    ids = [[str(p.snapshot_id)] for p in points]
     for name, values, color, sign in (
-        ("rows added", [p.added_records or 0 for p in tl.points], "#2e8b57", "+"),
-        ("rows removed", [-(p.removed_records or 0) for p in tl.points], "#c0392b", ""),
+        ("rows added", [p.added_records or 0 for p in points], "#2e8b57", "+"),
+        ("rows removed", [-(p.removed_records or 0) for p in points], "#c0392b", ""),
     ):
         fig.add_trace(
             go.Bar(
@@ -191,6 +199,97 @@ def timeline_figure(tl: Timeline, selected: int | None = None) -> go.Figure:
             row=2,
             col=1,
         )
+    _lanes_layout(fig, tl)
+    return fig
+
+
+def _moved_heads(
+    tl: Timeline, by_id: Mapping[int, TimelinePoint]
+) -> list[tuple[str, TimelinePoint]]:
+    """Branches whose head sits on another lane, with that head.
+
+    A branch made at a main snapshot (or merged back) has no snapshot of its own lane: its
+    lane would be empty, so its head is marked there.
+    """
+    return [
+        (lane.name, by_id[lane.head])
+        for lane in tl.lanes
+        if lane.kind == LaneKind.BRANCH
+        and lane.head is not None
+        and lane.head in by_id
+        and by_id[lane.head].lane != lane.name
+    ]
+
+
+def _heads_trace(fig: go.Figure, heads: Sequence[tuple[str, TimelinePoint]]) -> None:
+    if not heads:
+        return
+    fig.add_trace(
+        go.Scatter(
+            x=[_time(p.timestamp_ms) for _, p in heads],
+            y=[name for name, _ in heads],
+            mode="markers+text",
+            name="branch head",
+            marker={"symbol": "triangle-right", "size": 13, "color": "#0b6fa4"},
+            text=[name for name, _ in heads],
+            textposition="middle right",
+            customdata=[[str(p.snapshot_id)] for _, p in heads],
+            hovertext=[_hover(p) for _, p in heads],
+            hoverinfo="text",
+        ),
+        row=1,
+        col=1,
+    )
+
+
+def _tags_and_rings(
+    fig: go.Figure,
+    tags: Sequence[TimelinePoint],
+    rings: Sequence[TimelinePoint],
+    selected: int | None,
+) -> None:
+    """Tag diamonds (named) and rings around the current and the selected snapshot."""
+    if tags:
+        fig.add_trace(
+            go.Scatter(
+                x=[_time(m.timestamp_ms) for m in tags],
+                y=[m.lane for m in tags],
+                mode="markers+text",
+                name="tag",
+                marker={"symbol": "diamond", "size": 13, "color": "#34495e"},
+                text=[m.lane for m in tags],
+                textposition="middle right",
+                customdata=[[str(m.snapshot_id)] for m in tags],
+                hovertext=[_hover(m) for m in tags],
+                hoverinfo="text",
+            ),
+            row=1,
+            col=1,
+        )
+    if rings:
+        fig.add_trace(
+            go.Scatter(
+                x=[_time(p.timestamp_ms) for p in rings],
+                y=[p.lane for p in rings],
+                mode="markers",
+                name="selected" if selected is not None else "current",
+                marker={
+                    "symbol": "circle-open",
+                    "size": [marker_size(p.added_records) + 10 for p in rings],
+                    "color": ["#0b6fa4" if p.snapshot_id == selected else "#17212b" for p in rings],
+                    "line": {"width": 2.5},
+                },
+                customdata=[[str(p.snapshot_id)] for p in rings],
+                hovertext=[_hover(p) for p in rings],
+                hoverinfo="text",
+                showlegend=False,
+            ),
+            row=1,
+            col=1,
+        )
+
+
+def _lanes_layout(fig: go.Figure, tl: Timeline) -> None:
     lanes = [lane.name for lane in tl.lanes]
     fig.update_yaxes(
         type="category",
@@ -207,6 +306,134 @@ def timeline_figure(tl: Timeline, selected: int | None = None) -> go.Figure:
         legend={"orientation": "h", "y": 1.08, "x": 0},
         hovermode="closest",
     )
+
+
+def bin_size(snapshots: int) -> float:
+    """Marker diameter in px of a bin: grows with the square root of its snapshots."""
+    return 8.0 + min(24.0, 2.0 * math.sqrt(snapshots))
+
+
+def _bin_hover(b: TimeBin, width: str) -> str:
+    ops = " · ".join(f"{op} {n:,}" for op, n in b.operations)
+    return (
+        f"<b>{b.snapshots:,} snapshot{'s' if b.snapshots != 1 else ''}</b> on {b.lane}<br>"
+        f"{_time(b.start_ms):%Y-%m-%d %H:%M:%S} UTC + {width}<br>{ops}<br>"
+        f"rows +{b.added_records:,} −{b.removed_records:,}<br>click to zoom in"
+    )
+
+
+def binned_figure(
+    tl: Timeline, points: Sequence[TimelinePoint], selected: int | None = None
+) -> go.Figure:
+    """``points`` as counts per time bin and lane, rows added and removed per bin beneath.
+
+    Each bin is one marker on its lane, sized by its snapshots and colored by its most
+    frequent operation; its ``customdata`` is ``[BIN, start_ms, end_ms]`` (a click zooms in).
+    Tags, branch forks, and the current and selected snapshots stay exact.
+    """
+    fig = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, row_heights=[0.68, 0.32], vertical_spacing=0.06
+    )
+    if not points:
+        _lanes_layout(fig, tl)
+        return fig
+    width_ms = bin_width_ms(points[0].timestamp_ms, points[-1].timestamp_ms, MAX_BINS)
+    width = width_label(width_ms)
+    bins = bin_points(points, width_ms)
+    center = width_ms // 2
+    lane_of = {p.snapshot_id: p.lane for p in points}
+    edge_x: list[dt.datetime | None] = []
+    edge_y: list[str | None] = []
+    forks = [
+        p for p in points if p.parent_id is not None and lane_of.get(p.parent_id, p.lane) != p.lane
+    ]
+    by_id = {p.snapshot_id: p for p in points}
+    for p in forks:
+        parent = by_id[p.parent_id]  # type: ignore[index]
+        edge_x += [
+            _time(parent.timestamp_ms // width_ms * width_ms + center),
+            _time(p.timestamp_ms // width_ms * width_ms + center),
+            None,
+        ]
+        edge_y += [parent.lane, p.lane, None]
+    tags = [m for m in tl.markers if m.snapshot_id in by_id]
+    heads = _moved_heads(tl, by_id)
+    for lane, m in [*((m.lane, m) for m in tags), *heads]:
+        edge_x += [
+            _time(m.timestamp_ms // width_ms * width_ms + center),
+            _time(m.timestamp_ms),
+            None,
+        ]
+        edge_y += [by_id[m.snapshot_id].lane, lane, None]
+    fig.add_trace(
+        go.Scatter(
+            x=edge_x,
+            y=edge_y,
+            mode="lines",
+            line={"color": "#b0bec5", "width": 1.5},
+            hoverinfo="skip",
+            showlegend=False,
+            name="fork",
+        ),
+        row=1,
+        col=1,
+    )
+    dominant = sorted(
+        {b.operations[0][0] for b in bins}, key=lambda o: (o not in OPERATION_COLORS, o)
+    )
+    for op in dominant:
+        of_op = [b for b in bins if b.operations[0][0] == op]
+        fig.add_trace(
+            go.Scatter(
+                x=[_time(b.start_ms + center) for b in of_op],
+                y=[b.lane for b in of_op],
+                mode="markers",
+                name=f"mostly {op}",
+                marker={
+                    "size": [bin_size(b.snapshots) for b in of_op],
+                    "color": OPERATION_COLORS.get(op, OTHER_COLOR),
+                    "symbol": "square",
+                    "line": {"color": "white", "width": 1},
+                },
+                customdata=[[BIN, str(b.start_ms), str(b.end_ms)] for b in of_op],
+                hovertext=[_bin_hover(b, width) for b in of_op],
+                hoverinfo="text",
+            ),
+            row=1,
+            col=1,
+        )
+    rings = [p for p in points if p.is_current or p.snapshot_id == selected]
+    _heads_trace(fig, heads)
+    _tags_and_rings(fig, tags, rings, selected)
+    totals: dict[int, list[int]] = {}
+    for b in bins:
+        total = totals.setdefault(b.start_ms, [0, 0, 0, b.end_ms])
+        total[0] += b.snapshots
+        total[1] += b.added_records
+        total[2] += b.removed_records
+    starts = sorted(totals)
+    x = [_time(s + center) for s in starts]
+    custom = [[BIN, str(s), str(totals[s][3])] for s in starts]
+    counts = [totals[s][0] for s in starts]
+    for name, values, color, sign in (
+        ("rows added", [totals[s][1] for s in starts], "#2e8b57", "+"),
+        ("rows removed", [-totals[s][2] for s in starts], "#c0392b", ""),
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=values,
+                width=width_ms * 0.9,
+                name=name,
+                marker_color=color,
+                customdata=custom,
+                hovertext=[f"{n:,} snapshots" for n in counts],
+                hovertemplate=f"{sign}%{{y:,}} rows in %{{hovertext}}<extra></extra>",
+            ),
+            row=2,
+            col=1,
+        )
+    _lanes_layout(fig, tl)
     return fig
 
 

@@ -76,6 +76,14 @@ def _read_hint(io: FileIO, hint_path: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def _version_file(io: FileIO, metadata_dir: str, version: int) -> str | None:
+    """``v<version>.metadata.json`` (or its ``.gz`` form) in ``metadata_dir``, if it exists."""
+    for name in (f"v{version}.metadata.json", f"v{version}.gz.metadata.json"):
+        if io.exists(f"{metadata_dir}/{name}"):
+            return f"{metadata_dir}/{name}"
+    return None
+
+
 def current_metadata_file(io: FileIO, table_location: str) -> str:
     """Resolve a Hadoop-layout table's current metadata.json (see the module docstring).
 
@@ -85,6 +93,13 @@ def current_metadata_file(io: FileIO, table_location: str) -> str:
     metadata_dir = f"{table_location.rstrip('/')}/metadata"
     hint_path = f"{metadata_dir}/{HINT_FILE}"
     hint = _read_hint(io, hint_path)
+    if hint is not None and (current := _version_file(io, metadata_dir, hint)) is not None:
+        # Iceberg Java's HadoopTableOperations: no listing while the hint names a file (the
+        # metadata folder also holds every manifest: 20,000 entries at 10,000 snapshots);
+        # step forward while a newer version exists (a writer not done with the hint yet).
+        while (following := _version_file(io, metadata_dir, hint + 1)) is not None:
+            hint, current = hint + 1, following
+        return current
     try:
         versions = _versions(io.ls(metadata_dir))
     except NotFound as e:

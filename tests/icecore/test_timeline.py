@@ -9,8 +9,15 @@ from typing import Any
 import pytest
 
 import icecore
-from icecore.metadata import parse_metadata
-from icecore.timeline import UNREFERENCED, LaneKind, timeline
+from icecore.metadata import Operation, Summary, parse_metadata
+from icecore.timeline import (
+    UNREFERENCED,
+    LaneKind,
+    bin_points,
+    bin_width_ms,
+    in_window,
+    timeline,
+)
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data/metadata/spark/trips-00024.metadata.json"
 
@@ -70,3 +77,52 @@ def test_summary_counts_are_read_from_the_summary() -> None:
     assert summary is not None
     assert first.added_records == int(summary.get("added-records") or -1)
     assert first.operation == "append"
+
+
+def test_a_count_spark_leaves_out_is_zero_and_one_never_recorded_is_unknown() -> None:
+    metadata = parse_metadata(GOLDEN.read_bytes(), location=str(GOLDEN))
+    first = timeline(metadata).points[0]
+    summary = metadata.snapshot_by_id(first.snapshot_id).summary  # type: ignore[union-attr]
+    assert summary is not None and summary.get("deleted-data-files") is None
+    assert summary.get("total-data-files") is not None  # a writer that counts: absent is 0
+    assert (first.removed_data_files, first.removed_records, first.removed_delete_files) == (
+        0,
+        0,
+        0,
+    )
+    bare = [
+        dataclasses.replace(s, summary=Summary(operation=Operation.APPEND))
+        for s in metadata.snapshots
+    ]
+    point = timeline(dataclasses.replace(metadata, snapshots=tuple(bare))).points[0]
+    assert (point.added_records, point.removed_data_files, point.total_records) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_bins_are_nice_widths_that_count_every_point_once() -> None:
+    day = 86_400_000
+    assert bin_width_ms(0, day - 1, 150) == 600_000  # 144 bins of 10 min (5 min: 288)
+    assert bin_width_ms(0, 51_000, 150) == 1_000
+    assert bin_width_ms(0, 1000 * day, 150) == 7 * day  # 143 weeks (2 days: 501)
+    assert (100 * 365 * day) // bin_width_ms(0, 100 * 365 * day, 50) + 1 <= 50
+    metadata = parse_metadata(GOLDEN.read_bytes(), location=str(GOLDEN))
+    tl = timeline(metadata)
+    width = 60_000
+    bins = bin_points(tl.points, width)
+    assert sum(b.snapshots for b in bins) == len(tl.points)
+    for b in bins:
+        members = [
+            p for p in tl.points if p.lane == b.lane and b.start_ms <= p.timestamp_ms < b.end_ms
+        ]
+        assert b.snapshots == len(members) and b.end_ms - b.start_ms == width
+        assert b.added_records == sum(p.added_records or 0 for p in members)
+        assert sum(n for _, n in b.operations) == len(members)
+    middle = tl.points[len(tl.points) // 2].timestamp_ms
+    window = in_window(tl.points, middle, None)
+    assert list(window) == [p for p in tl.points if p.timestamp_ms >= middle]
+    assert list(in_window(tl.points, None, middle - 1)) == [
+        p for p in tl.points if p.timestamp_ms < middle
+    ]

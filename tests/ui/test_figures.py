@@ -118,3 +118,45 @@ def test_an_empty_table_draws_empty_figures() -> None:
     empty = dataclasses.replace(metadata, snapshots=(), refs={}, current_snapshot_id=None)
     fig = figures.timeline_figure(timeline(empty))
     assert all(len(t.x or ()) == 0 for t in fig.data)
+
+
+def test_more_snapshots_than_markers_are_drawn_as_bins_with_tags_exact() -> None:
+    metadata = parse_metadata(GOLDEN.read_bytes(), location=str(GOLDEN))
+    tl = timeline(metadata)
+    fig = figures.timeline_figure(tl, max_markers=len(tl.points) - 1)
+    operations = {p.operation for p in tl.points}
+    assert not [t for t in fig.data if t.name in operations]  # no marker per snapshot
+    bins = [
+        (lane, int(c[1]), int(c[2]))
+        for t in fig.data
+        if str(t.name).startswith("mostly ")
+        for c, lane in zip(t.customdata, t.y, strict=True)
+    ]
+    assert all(c[0] == figures.BIN for t in fig.data if str(t.name).startswith("mostly ")
+               for c in t.customdata)  # fmt: skip
+    counted = [
+        p for p in tl.points for lane, s, e in bins if p.lane == lane and s <= p.timestamp_ms < e
+    ]
+    assert sorted(p.snapshot_id for p in counted) == sorted(p.snapshot_id for p in tl.points)
+    tags = next(t for t in fig.data if t.name == "tag")
+    assert [c[0] for c in tags.customdata] == [str(m.snapshot_id) for m in tl.markers]
+    added = next(t for t in fig.data if t.name == "rows added")
+    assert sum(added.y) == sum(p.added_records or 0 for p in tl.points)
+    window = (tl.points[2].timestamp_ms, tl.points[5].timestamp_ms)
+    few = figures.timeline_figure(tl, window=window, max_markers=len(tl.points) - 1)
+    drawn = {c[0] for t in few.data if t.name in operations for c in t.customdata}
+    assert drawn == {
+        str(p.snapshot_id) for p in tl.points if window[0] <= p.timestamp_ms <= window[1]
+    }
+
+
+def test_a_branch_without_snapshots_of_its_own_marks_its_head_on_its_lane() -> None:
+    metadata = parse_metadata(GOLDEN.read_bytes(), location=str(GOLDEN))
+    main = metadata.refs["main"]
+    refs = {**metadata.refs, "release": dataclasses.replace(main)}  # a branch at main's head
+    tl = timeline(dataclasses.replace(metadata, refs=refs))
+    for max_markers in (len(tl.points), 1):  # markers, then bins
+        fig = figures.timeline_figure(tl, max_markers=max_markers)
+        heads = next(t for t in fig.data if t.name == "branch head")
+        assert list(heads.y) == ["release"]
+        assert [c[0] for c in heads.customdata] == [str(main.snapshot_id)]

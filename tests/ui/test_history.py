@@ -51,7 +51,9 @@ def test_the_timeline_draws_every_snapshot_with_its_rows(spark: Any, open_page: 
     points = [
         (c[0], lane)
         for trace in figure["data"]
-        if trace["type"] == "scatter" and trace.get("customdata") and trace.get("name") != "tag"
+        if trace["type"] == "scatter"
+        and trace.get("customdata")
+        and trace.get("name") not in ("tag", "branch head", "current", "selected")
         for c, lane in zip(trace.get("customdata", []), trace["y"], strict=True)
     ]
     ids = {
@@ -100,3 +102,28 @@ def test_an_unknown_snapshot_in_a_link_is_one_sentence(
     assert [as_shown(e.value) for e in at.error] == [
         "Snapshot 123 does not exist in the table (never, or expired)."
     ]
+
+
+def test_file_counts_are_sparks_and_zero_where_the_summary_leaves_them_out(
+    spark: Any, open_page: OpenPage
+) -> None:
+    at = open_page(PAGE, table="demo.trips")
+    no_problems(at)
+    snapshots = next(df.value for df in at.dataframe if "lane" in df.value.columns)
+    changed: dict[tuple[str, str], int] = {}
+    for r in spark.sql(
+        "SELECT snapshot_id, status, data_file.content AS content, "
+        "count(DISTINCT data_file.file_path) AS n FROM icecore.demo.trips.all_entries "
+        "WHERE status IN (1, 2) GROUP BY snapshot_id, status, data_file.content"
+    ).collect():
+        column = ("data files " if r.content == 0 else "delete files ") + (
+            "+" if r.status == 1 else "−"
+        )
+        changed[(str(r.snapshot_id), column)] = changed.get((str(r.snapshot_id), column), 0) + r.n
+    columns = ("data files +", "data files −", "delete files +", "delete files −")
+    for _, row in snapshots.iterrows():
+        for column in columns:  # a snapshot that changed none shows 0, never "None"
+            assert row[column] == changed.get((row["snapshot"], column), 0), (
+                row["snapshot"],
+                column,
+            )

@@ -62,3 +62,21 @@ def test_a_typed_time_works_and_a_bad_point_is_one_sentence(open_page: OpenPage)
     at.text_input(key="tt_from_time").input("yesterday").run()
     assert not at.exception
     assert len(at.error) == 1 and "neither a snapshot id" in at.error[0].value
+
+
+def test_any_snapshot_can_be_typed_by_id(spark: Any, open_page: OpenPage) -> None:
+    refs = {
+        r.name: r.snapshot_id
+        for r in spark.sql("SELECT name, snapshot_id FROM icecore.demo.trips.refs").collect()
+    }
+    at = open_page(PAGE, table="demo.trips")
+    assert len(at.selectbox(key="tt_from").options) <= len(refs) + 50 + 2 + 1
+    at.selectbox(key="tt_from").set_value("Another time…").run()
+    at.text_input(key="tt_from_time").input(str(refs["month_end"])).run()
+    at.selectbox(key="tt_to").set_value("main").run()
+    no_problems(at)
+    before = _files(spark, refs["month_end"], "data_files")
+    after = _files(spark, refs["main"], "data_files")
+    shown = metrics(at)
+    assert number(shown["Data files added"]) == len(after.keys() - before.keys())
+    assert number(shown["Data files removed"]) == len(before.keys() - after.keys())
