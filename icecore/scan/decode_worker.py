@@ -1,8 +1,9 @@
 """The decode worker process of :mod:`icecore.scan.decode_pool` (``python -m`` this module).
 
 It reads batches of manifests to decode from stdin, converts those of one spec together
-(:func:`~icecore.scan.planning_manifest.planning_manifests`), writes each into the disk
-cache of :mod:`icecore.scan.manifest_cache` in planning layout, and answers with a
+(:func:`~icecore.scan.planning_manifest.planning_manifests`), writes those converted together
+into the disk cache of :mod:`icecore.scan.manifest_cache` as one file in planning layout
+(:meth:`~icecore.scan.manifest_cache.ManifestCache.store_batch_for_handover`), and answers with a
 description of each file it wrote (:class:`~icecore.scan.manifest_cache.Handover`), so the
 planner need not open them first. A manifest that fails is skipped: the planner decodes it
 again and reports the error.
@@ -81,8 +82,11 @@ def _convert(
             built.extend(planning_manifests(raws, schema, spec, format_version))
         except Exception:  # noqa: BLE001 - one bad manifest: decode the others alone
             built = [_alone(raw, schema, spec, format_version) for raw in raws]
-        for index, pm in zip(keys[spec_id], built, strict=True):
-            handover = None if pm is None else cache.store_for_handover(jobs[index].key, pm)
+        done = [
+            (index, pm) for index, pm in zip(keys[spec_id], built, strict=True) if pm is not None
+        ]
+        handovers = cache.store_batch_for_handover([(jobs[i].key, pm) for i, pm in done])
+        for (index, _), handover in zip(done, handovers, strict=True):
             if handover is not None:
                 written.append((index, handover))
     return written
