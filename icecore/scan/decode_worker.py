@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from icecore.io import FileIO
-from icecore.manifest_arrow import RawManifest, read_manifest_avro
+from icecore.manifest_arrow import RawManifest, read_manifests_avro
 from icecore.partitioning import PartitionSpec, partition_spec_from_json
 from icecore.scan.decode_pool import DecodeJob, receive, send
 from icecore.scan.manifest_cache import Handover, ManifestCache
@@ -64,14 +64,13 @@ def _convert(
     """Read, convert (those of one spec together) and store the jobs at ``chunk``."""
     by_spec: dict[int, list[RawManifest]] = {}
     keys: dict[int, list[int]] = {}
-    for index in chunk:
-        job = jobs[index]
-        try:
-            raw = read_manifest_avro(io, job.manifest)
-        except Exception:  # noqa: BLE001, S112 - the planner reads it again and reports
+    read = read_manifests_avro(io, [jobs[index].manifest for index in chunk])
+    for index, raw in zip(chunk, read, strict=True):
+        if isinstance(raw, Exception):  # the planner reads it again and reports
             continue
-        by_spec.setdefault(job.spec_id, []).append(raw)
-        keys.setdefault(job.spec_id, []).append(index)
+        spec_id = jobs[index].spec_id
+        by_spec.setdefault(spec_id, []).append(raw)
+        keys.setdefault(spec_id, []).append(index)
     written: list[tuple[int, Handover]] = []
     for spec_id, raws in by_spec.items():
         spec = specs.get(spec_id)
