@@ -106,8 +106,10 @@ class _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         env["ICECORE_PLAN_PROCESSES"] = "0"
+        # -P: the current directory is not put first on the path, so the worker imports the
+        # icecore this process runs (PYTHONPATH), not one that happens to be in the directory.
         self.process = subprocess.Popen(  # noqa: S603 - our own module, same interpreter
-            [sys.executable, "-m", "icecore.scan.decode_worker"],
+            [sys.executable, "-P", "-m", "icecore.scan.decode_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

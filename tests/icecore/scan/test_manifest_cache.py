@@ -241,6 +241,29 @@ def test_manifests_decoded_in_worker_processes_plan_as_decoded_here(
     assert there.manifests.hits >= data_manifests
 
 
+def test_decode_workers_import_this_process_icecore_not_the_current_directorys(
+    tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``icecore`` folder in the working directory (another checkout) is not the workers'.
+
+    ``python -m`` puts the working directory first on the path: workers of another version
+    wrote cache files the planner could not find. Here that folder's package cannot even be
+    imported, so workers that took it would decode nothing.
+    """
+    elsewhere = tmp_path / "cwd"
+    (elsewhere / "icecore").mkdir(parents=True)
+    (elsewhere / "icecore" / "__init__.py").write_text("raise ImportError('another icecore')\n")
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(decode_pool, "MIN_MANIFESTS", 1)
+    monkeypatch.setenv("ICECORE_PLAN_PROCESSES", "1")
+    decode_pool._close_workers()  # started afresh, in that directory
+    context = PlanContext(ManifestCache(tmp_path / "cache"))
+    assert len(trips.scan(context=context).plan().tasks) > 0
+    assert context.manifests.misses == context.manifests.disk_hits == 0  # all adopted
+    assert context.manifests.hits >= len(_manifests(trips))
+    decode_pool._close_workers()
+
+
 def _built_together(
     table: Table,
 ) -> list[tuple[ManifestKey, PlanningManifest, PlanningManifest]]:
