@@ -337,15 +337,22 @@ def manifest_batches(
 def _batched(
     raws: Sequence[RawManifest], schema: Schema, spec: PartitionSpec, format_version: int
 ) -> list[DecodedBatch]:
-    groups: dict[tuple[Any, ...], list[int]] = {}
+    by_header: dict[tuple[Any, ...], list[list[int]]] = {}
     for i, raw in enumerate(raws):
         _check_spec(raw.manifest_file, spec)
-        groups.setdefault(_batch_key(raw.table), []).append(i)
+        # Same header, and the same decoded columns (polars types a column without values,
+        # as in a manifest without entries, apart from the others).
+        alike = by_header.setdefault(_batch_key(raw.table), [])
+        for group in alike:
+            if raws[group[0]].table.schema.equals(raw.table.schema):
+                group.append(i)
+                break
+        else:
+            alike.append([i])
     out: list[DecodedBatch] = []
-    for members in groups.values():
+    for members in (group for alike in by_header.values() for group in alike):
         tables = [raws[i].table for i in members]
-        first = tables[0].schema
-        if len(members) == 1 or not all(t.schema.equals(first) for t in tables[1:]):
+        if len(members) == 1:
             for i in members:
                 table = manifest_table(raws[i], schema, spec, format_version)
                 out.append(DecodedBatch(table, (raws[i].manifest_file,), (0, table.num_rows), (i,)))
