@@ -700,12 +700,12 @@ class FileSource:
                 entries = file_meta.get(INDEX_KEY)
                 file_schema = schema
                 if entries is not None:
-                    offset, rows, firsts, lacking = json.loads(entries)[path.stem]
+                    index, file_shared = _batch_index(entries, schema)
+                    offset, rows, firsts, lacking = index[path.stem]
                     self._offset = int(offset)
-                    kept = [f for f in schema.remove_metadata() if f.name not in set(lacking)]
-                    schema = pa.schema(
-                        kept,
-                        {FIRSTS_KEY: json.dumps(firsts).encode(), ROWS_KEY: str(rows).encode()},
+                    shared = _subset_schema(file_shared, tuple(lacking))
+                    schema = shared[0].with_metadata(
+                        {FIRSTS_KEY: json.dumps(firsts).encode(), ROWS_KEY: str(rows).encode()}
                     )
                 else:
                     raw_rows = file_meta.get(ROWS_KEY)
@@ -724,9 +724,14 @@ class FileSource:
         else:
             schema, rows, written_codes = written
             file_schema = schema
+            entries = None
             codes = None if written_codes is None else _one_array(written_codes)
-        self._columns, self._index, self._columns_key = _shared_schema(schema)
-        self._file_columns, self._file_index, self._file_key = _shared_schema(file_schema)
+        if entries is not None:  # a batch file: its schemas are shared by its manifests
+            self._columns, self._index, self._columns_key = shared
+            self._file_columns, self._file_index, self._file_key = file_shared
+        else:
+            self._columns, self._index, self._columns_key = _shared_schema(schema)
+            self._file_columns, self._file_index, self._file_key = _shared_schema(file_schema)
         self._metadata = schema.metadata
         self._rows = rows
         self._codes = codes
@@ -811,6 +816,41 @@ class FileSource:
                 table = pa.Table.from_batches(batches, self._file_columns)
             taken = table.select(names).take(rows)
         return taken.replace_schema_metadata(self._metadata)
+
+
+_Shared = tuple[pa.Schema, dict[str, int], bytes]
+_INDEXES: dict[bytes, tuple[dict[str, list[Any]], _Shared]] = {}
+_SUBSETS: dict[tuple[bytes, tuple[str, ...]], _Shared] = {}
+_MAX_INDEXES = 4096
+
+
+def _batch_index(entries: bytes, schema: pa.Schema) -> tuple[dict[str, list[Any]], _Shared]:
+    """A batch file's index and shared schema, parsed once for all its manifests."""
+    with _SHARED_LOCK:
+        found = _INDEXES.get(entries)
+    if found is None:
+        found = (json.loads(entries), _shared_schema(schema))
+        with _SHARED_LOCK:
+            if len(_INDEXES) >= _MAX_INDEXES:
+                _INDEXES.clear()
+            _INDEXES[entries] = found
+    return found
+
+
+def _subset_schema(file_shared: _Shared, lacking: tuple[str, ...]) -> _Shared:
+    """The shared schema of a batch file's columns less ``lacking``."""
+    if not lacking:
+        return file_shared
+    with _SHARED_LOCK:
+        found = _SUBSETS.get((file_shared[2], lacking))
+    if found is None:
+        gone = set(lacking)
+        found = _shared_schema(pa.schema([f for f in file_shared[0] if f.name not in gone]))
+        with _SHARED_LOCK:
+            if len(_SUBSETS) >= _MAX_INDEXES:
+                _SUBSETS.clear()
+            _SUBSETS[(file_shared[2], lacking)] = found
+    return found
 
 
 def _described(key: bytes) -> tuple[pa.Schema, dict[str, int], bytes]:
