@@ -363,6 +363,148 @@ def read_avro_polars_arrow(data: bytes, path: str) -> pa.Table:
     return table.replace_schema_metadata(header)
 
 
+def _long(data: bytes, pos: int) -> tuple[int, int]:
+    """An Avro ``long`` (zig-zag varint) at ``pos``, and the position after it."""
+    shift = result = 0
+    for _ in range(10):
+        byte = data[pos]  # IndexError past the end: the caller treats the file as unframed
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+    raise ValueError("an Avro long longer than 10 bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class _Framing:
+    """Where an Avro container file's header ends and its blocks are, as written.
+
+    Attributes:
+        header: the header's bytes, sync marker excluded (equal headers: same schema,
+            codec and metadata).
+        blocks: each block's bytes, its object count and size prefix included, sync excluded.
+        rows: objects in all blocks.
+    """
+
+    header: bytes
+    blocks: list[bytes]
+    rows: int
+
+
+def _framing(data: bytes) -> _Framing | None:
+    """The header and blocks of a complete container file; None for anything irregular.
+
+    Only the framing is read (no block is decompressed or decoded): a file whose framing
+    is not exactly as the format writes it (bad magic, a header or block cut short, a wrong
+    sync marker, bytes after the last block, an empty block) is left to the reader of
+    single files, which says what is wrong with it.
+    """
+    try:
+        if data[: len(MAGIC)] != MAGIC:
+            return None
+        pos = len(MAGIC)
+        while True:  # the header's metadata map, in blocks of pairs
+            count, pos = _long(data, pos)
+            if count == 0:
+                break
+            if count < 0:
+                count = -count
+                _, pos = _long(data, pos)
+            for _ in range(2 * count):
+                size, pos = _long(data, pos)
+                if size < 0:
+                    return None
+                pos += size
+        header, sync = data[:pos], data[pos : pos + _SYNC_SIZE]
+        if len(sync) != _SYNC_SIZE:
+            return None
+        pos += _SYNC_SIZE
+        blocks: list[bytes] = []
+        rows = 0
+        while pos < len(data):
+            start = pos
+            count, pos = _long(data, pos)
+            size, pos = _long(data, pos)
+            end = pos + size
+            if count <= 0 or size <= 0 or data[end : end + _SYNC_SIZE] != sync:
+                return None
+            blocks.append(data[start:end])
+            rows += count
+            pos = end + _SYNC_SIZE
+        return _Framing(header, blocks, rows)
+    except (IndexError, ValueError):
+        return None
+
+
+_MERGED_SYNC = b"icecore-merged!!"
+"""The sync marker of container files put together from several (any 16 bytes do)."""
+
+
+def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.Table | Exception]:
+    """:func:`read_avro_polars_arrow` of each ``(bytes, path)``: a table, or what it raised.
+
+    Polars' reader has a fixed cost per file (a manifest of a few hundred entries spends
+    about a tenth of its decode on it), so files whose headers are equal (the same
+    writer's schema, codec and metadata: the manifests of one table and spec) are decoded
+    as one: their blocks, still compressed, are put one after another behind the shared
+    header, and the decoded rows cut back into each file's. The answer for each file is
+    exactly :func:`read_avro_polars_arrow`'s: a file whose framing is not exactly as
+    written, or a group polars refuses, is read alone by it, which raises what it raises.
+    """
+    out: list[pa.Table | Exception | None] = [None] * len(files)
+    groups: dict[bytes, list[tuple[int, _Framing]]] = {}
+    for i, (data, _) in enumerate(files):
+        framing = _framing(data)
+        if framing is not None and framing.blocks:
+            groups.setdefault(framing.header, []).append((i, framing))
+    for header, members in groups.items():
+        if len(members) < 2:
+            continue
+        tables = _decode_merged(header, [f for _, f in members], files[members[0][0]])
+        if tables is not None:
+            for (i, _), table in zip(members, tables, strict=True):
+                out[i] = table
+    for i, (data, path) in enumerate(files):
+        if out[i] is None:
+            try:
+                out[i] = read_avro_polars_arrow(data, path)
+            except Exception as e:  # noqa: BLE001 - the caller's to raise, for this file
+                out[i] = e
+    return [t for t in out if t is not None]
+
+
+def _decode_merged(
+    header: bytes, framings: Sequence[_Framing], first: tuple[bytes, str]
+) -> list[pa.Table] | None:
+    """The rows of each of several files with this header, decoded at once (None: refused)."""
+    import polars as pl
+
+    try:
+        _, metadata, _ = _open(*first)  # the header every file of the group shares
+    except InvalidMetadata:
+        return None
+    parts = [header, _MERGED_SYNC]
+    for framing in framings:
+        for block in framing.blocks:
+            parts.append(block)
+            parts.append(_MERGED_SYNC)
+    try:
+        table = pl.read_avro(io.BytesIO(b"".join(parts))).to_arrow()
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
+        return None
+    if table.num_rows != sum(f.rows for f in framings):
+        return None
+    header_metadata = {HEADER_METADATA_PREFIX + k.encode(): v.encode() for k, v in metadata.items()}
+    table = table.replace_schema_metadata(header_metadata)
+    out: list[pa.Table] = []
+    start = 0
+    for framing in framings:
+        out.append(table.slice(start, framing.rows))
+        start += framing.rows
+    return out
+
+
 def datetime_to_micros(value: dt.datetime) -> int:
     """Microseconds from the epoch of a fastavro-decoded ``timestamp-micros`` value."""
     epoch = _UTC_EPOCH if value.tzinfo is not None else _NAIVE_EPOCH

@@ -7,7 +7,7 @@ page, so the listener is not passed down every signature: :func:`reporting` inst
 the calling context (a :class:`contextvars.ContextVar`, so two sessions planning at once in
 one server each see only their own) and :func:`report` tells it, on the thread that
 installed it. Work done on other threads is counted there and reported from the calling
-thread (see :func:`icecore.scan.decode_pool.decode_in_workers`), because a listener such as
+thread (the planner relays its decode workers' progress), because a listener such as
 a Streamlit element may only be touched from its own script thread.
 
 Reporting is best effort and never changes an answer: a listener that raises is dropped.

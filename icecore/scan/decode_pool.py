@@ -38,7 +38,6 @@ from typing import IO, Any, TypeVar
 from icecore.io import FileIO
 from icecore.manifest import ManifestFile
 from icecore.partitioning import PartitionSpec, partition_spec_to_json
-from icecore.progress import listening, report
 from icecore.scan.manifest_cache import Handover, ManifestCache, ManifestKey
 from icecore.schema import Schema, schema_to_json
 
@@ -107,8 +106,10 @@ class _Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         env["ICECORE_PLAN_PROCESSES"] = "0"
+        # -P: the current directory is not put first on the path, so the worker imports the
+        # icecore this process runs (PYTHONPATH), not one that happens to be in the directory.
         self.process = subprocess.Popen(  # noqa: S603 - our own module, same interpreter
-            [sys.executable, "-m", "icecore.scan.decode_worker"],
+            [sys.executable, "-P", "-m", "icecore.scan.decode_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -194,6 +195,137 @@ def _read_ahead(fn: Callable[[T], R], items: Sequence[T], threads: int, depth: i
 _END = object()
 
 
+class Decoding:
+    """Manifests being decoded in the worker processes, for a planner to use as they come.
+
+    The planner judges each manifest once its batch is back (:meth:`wait_for`), while the
+    workers decode the following ones: its own work overlaps theirs instead of following it.
+    """
+
+    def __init__(
+        self, cache: ManifestCache, batches: list[list[DecodeJob]], message: tuple[Any, ...]
+    ):
+        self._cache = cache
+        self._work: queue.SimpleQueue[tuple[int, list[DecodeJob]]] = queue.SimpleQueue()
+        self._batch_of: dict[ManifestKey, int] = {}
+        for i, batch in enumerate(batches):
+            self._work.put((i, batch))
+            for job in batch:
+                self._batch_of[job.key] = i
+        self._message = message
+        self._finished: set[int] = set()
+        self._done = threading.Condition()
+        self._running = 0
+        self._stopped = False
+        self.decoded = 0
+        self._threads: list[threading.Thread] = []
+
+    def start(self, workers: list[_Worker]) -> None:
+        """Feed the batches to ``workers``, one thread each."""
+        self._running = len(workers)
+        self._threads = [threading.Thread(target=self._feed, args=(w,)) for w in workers]
+        for thread in self._threads:
+            thread.start()
+
+    def _feed(self, worker: _Worker) -> None:
+        try:
+            while not self._stopped:
+                try:
+                    index, batch = self._work.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    written = worker.run((*self._message, batch))
+                except Exception:  # noqa: BLE001 - a broken worker: the planner decodes the rest
+                    worker.close()
+                    with self._done:
+                        self._finished.add(index)  # its manifests: decoded by the planner
+                        self._done.notify_all()
+                    return
+                for at, handover in written:
+                    self._cache.adopt(batch[at].key, handover)
+                with self._done:
+                    self._finished.add(index)
+                    self.decoded += len(written)
+                    self._done.notify_all()
+        finally:
+            with self._done:
+                self._running -= 1
+                self._done.notify_all()
+
+    def wait_for(self, key: ManifestKey) -> None:
+        """Until the batch holding ``key`` is back (at once if it is in none, or no worker runs).
+
+        A batch whose worker failed counts as back: its manifests are not in the cache, and
+        the planner decodes them itself.
+        """
+        index = self._batch_of.get(key)
+        if index is None:
+            return
+        with self._done:
+            while index not in self._finished and self._running > 0:
+                self._done.wait()
+
+    def join(self, *, cancel: bool = False) -> None:
+        """Wait for the feeding threads (``cancel``: after the batches now being decoded)."""
+        if cancel:
+            self._stopped = True
+        for thread in self._threads:
+            thread.join()
+
+
+def start_decoding(
+    cache: ManifestCache,
+    io: FileIO,
+    schema: Schema,
+    specs: Mapping[int, PartitionSpec],
+    format_version: int,
+    jobs: Sequence[DecodeJob],
+) -> Decoding | None:
+    """Start decoding the jobs the cache lacks in worker processes; None when it would not.
+
+    Nothing is started when the cache has no directory, the pool is off, or there are fewer
+    than :data:`MIN_MANIFESTS` misses. The caller must :meth:`Decoding.join` what it gets
+    (the pool is held until then).
+    """
+    workers = pool_size()
+    if cache.directory is None or workers < 1:
+        return None
+    missing = [job for job in jobs if not cache.contains(job.key)]
+    if len(missing) < MIN_MANIFESTS:
+        return None
+    message = (
+        str(cache.directory),
+        dict(io.properties),
+        schema_to_json(schema),
+        [partition_spec_to_json(spec) for spec in specs.values()],
+        format_version,
+    )
+    batches = [missing[i : i + BATCH] for i in range(0, len(missing), BATCH)]
+    decoding = _HeldDecoding(cache, batches, message)
+    _pool_lock.acquire()
+    try:
+        decoding.start(_pool(workers))
+    except BaseException:
+        _pool_lock.release()
+        raise
+    return decoding
+
+
+class _HeldDecoding(Decoding):
+    """A :class:`Decoding` that releases the pool when joined."""
+
+    _held = True
+
+    def join(self, *, cancel: bool = False) -> None:
+        try:
+            super().join(cancel=cancel)
+        finally:
+            if self._held:
+                self._held = False
+                _pool_lock.release()
+
+
 def decode_in_workers(
     cache: ManifestCache,
     io: FileIO,
@@ -201,83 +333,27 @@ def decode_in_workers(
     specs: Mapping[int, PartitionSpec],
     format_version: int,
     jobs: Sequence[DecodeJob],
-    what: str = "Reading manifests",
 ) -> int:
     """Decode the jobs the cache lacks in worker processes; how many were decoded there.
 
-    The progress listener (:mod:`icecore.progress`) is told ``what`` and how many of the
-    jobs are done, from this thread, while the workers run.
-
-    Does nothing (returns 0) when the cache has no directory, the pool is off, or there
-    are fewer than :data:`MIN_MANIFESTS` misses.
+    Does nothing (returns 0) when :func:`start_decoding` would not start.
     """
-    workers = pool_size()
-    if cache.directory is None or workers < 1:
+    decoding = start_decoding(cache, io, schema, specs, format_version, jobs)
+    if decoding is None:
         return 0
-    missing = [job for job in jobs if not cache.contains(job.key)]
-    if len(missing) < MIN_MANIFESTS:
-        return 0
-    properties = dict(io.properties)
-    schema_json = schema_to_json(schema)
-    specs_json = [partition_spec_to_json(spec) for spec in specs.values()]
-    work: queue.SimpleQueue[list[DecodeJob]] = queue.SimpleQueue()
-    for i in range(0, len(missing), BATCH):
-        work.put(missing[i : i + BATCH])
-    done: list[int] = []  # list.append is atomic; ``total += n`` across threads is not
-
-    def feed(worker: _Worker) -> None:
-        while True:
-            try:
-                batch = work.get_nowait()
-            except queue.Empty:
-                return
-            message = (
-                str(cache.directory),
-                properties,
-                schema_json,
-                specs_json,
-                format_version,
-                batch,
-            )
-            try:
-                written = worker.run(message)
-            except Exception:  # noqa: BLE001 - a broken worker: the planner decodes the rest
-                worker.close()  # the planner decodes what is left
-                return
-            for index, handover in written:
-                cache.adopt(batch[index].key, handover)
-            done.append(len(written))
-
-    with _pool_lock:
-        feeders = [threading.Thread(target=feed, args=(w,)) for w in _pool(workers)]
-        for thread in feeders:
-            thread.start()
-        _wait(feeders, done, what, len(jobs) - len(missing), len(jobs))
-    return sum(done)
-
-
-def _wait(
-    feeders: Sequence[threading.Thread], done: list[int], what: str, ready: int, total: int
-) -> None:
-    """Join the feeders, telling the progress listener (on this thread) how far they got."""
-    if not listening():
-        for thread in feeders:
-            thread.join()
-        return
-    for thread in feeders:
-        while thread.is_alive():
-            report(what, ready + sum(done), total)
-            thread.join(0.25)
-    report(what, ready + sum(done), total)
+    decoding.join()
+    return decoding.decoded
 
 
 __all__ = [
     "DecodeJob",
+    "Decoding",
     "decode_in_workers",
     "env_count",
     "pool_size",
     "read_ahead",
     "receive",
     "send",
+    "start_decoding",
     "worker_pids",
 ]

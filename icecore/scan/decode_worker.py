@@ -1,8 +1,9 @@
 """The decode worker process of :mod:`icecore.scan.decode_pool` (``python -m`` this module).
 
 It reads batches of manifests to decode from stdin, converts those of one spec together
-(:func:`~icecore.scan.planning_manifest.planning_manifests`), writes each into the disk
-cache of :mod:`icecore.scan.manifest_cache` in planning layout, and answers with a
+(:func:`~icecore.scan.planning_manifest.planning_manifests`), writes those converted together
+into the disk cache of :mod:`icecore.scan.manifest_cache` as one file in planning layout
+(:meth:`~icecore.scan.manifest_cache.ManifestCache.store_batch_for_handover`), and answers with a
 description of each file it wrote (:class:`~icecore.scan.manifest_cache.Handover`), so the
 planner need not open them first. A manifest that fails is skipped: the planner decodes it
 again and reports the error.
@@ -18,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from icecore.io import FileIO
-from icecore.manifest_arrow import RawManifest, read_manifest_avro
+from icecore.manifest_arrow import RawManifest, read_manifests_avro
 from icecore.partitioning import PartitionSpec, partition_spec_from_json
 from icecore.scan.decode_pool import DecodeJob, receive, send
 from icecore.scan.manifest_cache import Handover, ManifestCache
@@ -63,14 +64,13 @@ def _convert(
     """Read, convert (those of one spec together) and store the jobs at ``chunk``."""
     by_spec: dict[int, list[RawManifest]] = {}
     keys: dict[int, list[int]] = {}
-    for index in chunk:
-        job = jobs[index]
-        try:
-            raw = read_manifest_avro(io, job.manifest)
-        except Exception:  # noqa: BLE001, S112 - the planner reads it again and reports
+    read = read_manifests_avro(io, [jobs[index].manifest for index in chunk])
+    for index, raw in zip(chunk, read, strict=True):
+        if isinstance(raw, Exception):  # the planner reads it again and reports
             continue
-        by_spec.setdefault(job.spec_id, []).append(raw)
-        keys.setdefault(job.spec_id, []).append(index)
+        spec_id = jobs[index].spec_id
+        by_spec.setdefault(spec_id, []).append(raw)
+        keys.setdefault(spec_id, []).append(index)
     written: list[tuple[int, Handover]] = []
     for spec_id, raws in by_spec.items():
         spec = specs.get(spec_id)
@@ -81,8 +81,11 @@ def _convert(
             built.extend(planning_manifests(raws, schema, spec, format_version))
         except Exception:  # noqa: BLE001 - one bad manifest: decode the others alone
             built = [_alone(raw, schema, spec, format_version) for raw in raws]
-        for index, pm in zip(keys[spec_id], built, strict=True):
-            handover = None if pm is None else cache.store_for_handover(jobs[index].key, pm)
+        done = [
+            (index, pm) for index, pm in zip(keys[spec_id], built, strict=True) if pm is not None
+        ]
+        handovers = cache.store_batch_for_handover([(jobs[i].key, pm) for i, pm in done])
+        for (index, _), handover in zip(done, handovers, strict=True):
             if handover is not None:
                 written.append((index, handover))
     return written

@@ -32,18 +32,22 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as fields_of
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from icecore.compute import pc
 from icecore.errors import InvalidMetadata
 from icecore.scan.planning_manifest import (
     CODE_COLUMN,
+    FIRSTS_KEY,
     PlanningManifest,
+    TableSource,
     planning_manifest_from_source,
 )
 
-CACHE_LAYOUT = "planning-4"
+CACHE_LAYOUT = "planning-5"
 """Bumped whenever the planning layout changes, so old cache files are never read."""
 
 DEFAULT_MAX_DISK_BYTES = 4 << 30
@@ -53,6 +57,9 @@ WRITE_BEHIND_BYTES = 2 << 20
 """Decoded columns waiting for the writer thread at most (past that, decoders write)."""
 ROWS_KEY = b"icecore.rows"
 """Schema metadata of a cache file: its row count (read without reading its batches)."""
+INDEX_KEY = b"icecore.manifests"
+"""Schema metadata of a batch file (manifests decoded together, written once): per cache
+key digest, ``[first row, rows, partition firsts, metric columns lacking]``."""
 QUIET_S = 0.1
 """How long no plan must have run before the writer thread writes."""
 
@@ -220,6 +227,37 @@ class ManifestCache:
         """
         written = self._write_file(key, item)
         return None if written is None else written.handover()
+
+    def store_batch_for_handover(
+        self, items: Sequence[tuple[ManifestKey, PlanningManifest]]
+    ) -> list[Handover | None]:
+        """:meth:`store_for_handover` of each item; those built together share one file.
+
+        Writing an Arrow file has a fixed cost (its schema of ~70 fields, twice, and the
+        file's creation) that was a quarter of a decode worker's time per manifest of a
+        few hundred entries. Manifests built together (:attr:`TableSource.batch`) are
+        written as one file, their batch, which each key's file name then links to (a hard
+        link: sweeping and deleting stay per key); the file's :data:`INDEX_KEY` says which
+        rows and columns are each key's. Where links cannot be made, each manifest gets a
+        file of its own.
+        """
+        out: list[Handover | None] = [None] * len(items)
+        groups: dict[int, list[int]] = {}
+        for i, (_, item) in enumerate(items):
+            source = item.source
+            batch = source.batch if isinstance(source, TableSource) else None
+            if batch is None:
+                out[i] = self.store_for_handover(*items[i])
+            else:
+                groups.setdefault(id(batch), []).append(i)
+        for members in groups.values():
+            chosen = [items[i] for i in members]
+            written = self._write_batch(chosen) if len(members) > 1 else None
+            if written is None:
+                written = [self.store_for_handover(*item) for item in chosen]
+            for i, handover in zip(members, written, strict=True):
+                out[i] = handover
+        return out
 
     def adopt(self, key: ManifestKey, handover: Handover) -> None:
         """Serve ``key`` from the cache file another process wrote and described."""
@@ -430,6 +468,66 @@ class ManifestCache:
         codes = table.column(CODE_COLUMN) if CODE_COLUMN in table.column_names else None
         return FileSource(path, (table.schema, table.num_rows, codes))
 
+    def _write_batch(
+        self, items: Sequence[tuple[ManifestKey, PlanningManifest]]
+    ) -> list[Handover | None] | None:
+        """Write manifests built together as one file linked from each key's name.
+
+        None (nothing left behind) when it cannot be written or linked.
+        """
+        if self.directory is None:
+            return None
+        first = items[0][1].source
+        assert isinstance(first, TableSource) and first.batch is not None
+        whole = first.batch
+        names = whole.column_names
+        index: dict[str, list[Any]] = {}
+        described: list[tuple[Path, TableSource, list[str]]] = []
+        for key, item in items:
+            source = item.source
+            assert isinstance(source, TableSource)
+            path = self._file(key)
+            assert path is not None
+            present = set(source.table.column_names)
+            lacking = [n for n in names if n not in present]
+            firsts = json.loads((source.table.schema.metadata or {}).get(FIRSTS_KEY, b"[]"))
+            index[path.stem] = [source.offset, source.num_rows, firsts, lacking]
+            described.append((path, source, lacking))
+        metadata = {ROWS_KEY: str(whole.num_rows).encode(), INDEX_KEY: json.dumps(index).encode()}
+        table = whole.replace_schema_metadata(metadata)
+        tmp = Path(self.directory, f".batch.{os.getpid()}.{threading.get_ident()}.tmp")
+        linked: list[Path] = []
+        try:
+            try:
+                size = _write_ipc(tmp, table)
+            except FileNotFoundError:  # the cache's first file
+                tmp.parent.mkdir(parents=True, exist_ok=True)
+                size = _write_ipc(tmp, table)
+            for path, _, _ in described:
+                _link(tmp, path)
+                linked.append(path)
+        except (OSError, pa.ArrowException):
+            for path in linked:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        self._note_written(size)
+        file_columns = _shared_schema(table.schema)[2]
+        subsets: dict[tuple[str, ...], bytes] = {(): file_columns}
+        out: list[Handover | None] = []
+        for (_, item), (_, source, lacking) in zip(items, described, strict=True):
+            columns = subsets.get(tuple(lacking))
+            if columns is None:
+                columns = _shared_schema(source.table.schema)[2]
+                subsets[tuple(lacking)] = columns
+            meta = {**(source.table.schema.metadata or {}), ROWS_KEY: str(source.num_rows).encode()}
+            codes = np.ascontiguousarray(item.codes, dtype=np.int32).tobytes()
+            out.append(Handover(columns, meta, source.num_rows, codes, file_columns, source.offset))
+        return out
+
     def _note_written(self, size: int) -> None:
         with self._lock:
             self._written_since_sweep += size
@@ -445,8 +543,8 @@ class ManifestCache:
         files: list[tuple[float, int, Path]] = []
         for path in self.directory.glob("*/*.arrow"):
             with contextlib.suppress(OSError):
-                st = path.stat()
-                files.append((st.st_mtime, st.st_size, path))
+                st = path.stat()  # a batch file's bytes are shared by its links
+                files.append((st.st_mtime, st.st_size // max(st.st_nlink, 1), path))
         total = sum(size for _, size, _ in files)
         for _, size, path in sorted(files):
             if total <= self.max_disk_bytes:
@@ -454,6 +552,21 @@ class ManifestCache:
             with contextlib.suppress(OSError):
                 path.unlink()
                 total -= size
+
+
+def _link(target: Path, path: Path) -> None:
+    """Make ``path`` another name of the file ``target`` (replacing what ``path`` was)."""
+    try:
+        os.link(target, path)
+    except FileNotFoundError:  # the first file of its folder
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.link(target, path)
+    except FileExistsError:  # another process wrote it: replaced atomically
+        spare = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        with contextlib.suppress(FileNotFoundError):
+            spare.unlink()
+        os.link(target, spare)
+        os.replace(spare, path)
 
 
 def _write_ipc(path: Path, table: pa.Table) -> int:
@@ -518,16 +631,22 @@ class Handover:
     """A cache file described by the process that wrote it (see :meth:`ManifestCache.adopt`).
 
     Attributes:
-        columns: the file's schema without metadata, serialized (shared by many files).
-        metadata: the file's schema metadata.
+        columns: the manifest's columns (schema without metadata), serialized (shared by
+            many files).
+        metadata: its layout metadata (schema metadata).
         rows: its rows.
         codes: its partition codes (int32, native byte order).
+        file_columns: the file's columns when it is a batch file holding several manifests
+            (empty: the file is the manifest's alone).
+        offset: the manifest's first row in a batch file.
     """
 
     columns: bytes
     metadata: dict[bytes, bytes]
     rows: int
     codes: bytes
+    file_columns: bytes = b""
+    offset: int = 0
 
 
 def _shared_schema(
@@ -557,6 +676,9 @@ class FileSource:
     reads a few columns of each file, and keeping the mapping would keep every page the
     kernel faulted in around them resident too (measured at 1,000,000 files and a filter on
     one column: 690 MiB of mapped pages, against the ~60 MiB of columns the plan needs).
+
+    A batch file (:data:`INDEX_KEY`) holds several manifests; a source is one of them: its
+    rows ``offset:offset + num_rows`` and its columns only.
     """
 
     def __init__(
@@ -569,24 +691,47 @@ class FileSource:
         The partition codes every plan reads first are read in the same opening.
         """
         self.path = path
+        self._offset = 0
         if written is None:
             with pa.memory_map(str(path), "r") as source:
                 reader = pa.ipc.open_file(source)
                 schema = reader.schema
-                raw_rows = (schema.metadata or {}).get(ROWS_KEY)
-                if raw_rows is not None:
-                    rows = int(raw_rows)
-                else:
-                    rows = sum(
-                        reader.get_batch(i).num_rows for i in range(reader.num_record_batches)
+                file_meta = schema.metadata or {}
+                entries = file_meta.get(INDEX_KEY)
+                file_schema = schema
+                if entries is not None:
+                    index, file_shared = _batch_index(entries, schema)
+                    offset, rows, firsts, lacking = index[path.stem]
+                    self._offset = int(offset)
+                    shared = _subset_schema(file_shared, tuple(lacking))
+                    schema = shared[0].with_metadata(
+                        {FIRSTS_KEY: json.dumps(firsts).encode(), ROWS_KEY: str(rows).encode()}
                     )
+                else:
+                    raw_rows = file_meta.get(ROWS_KEY)
+                    if raw_rows is not None:
+                        rows = int(raw_rows)
+                    else:
+                        rows = sum(
+                            reader.get_batch(i).num_rows for i in range(reader.num_record_batches)
+                        )
                 codes: pa.Array | None = None
                 if CODE_COLUMN in schema.names:
-                    codes = _one_array(reader.read_all().column(CODE_COLUMN))
+                    column = reader.read_all().column(CODE_COLUMN)
+                    codes = _one_array(column.slice(self._offset, rows))
+                if len(codes if codes is not None else ()) != rows and entries is not None:
+                    raise ValueError(f"{path} does not hold the rows its index names")
         else:
             schema, rows, written_codes = written
+            file_schema = schema
+            entries = None
             codes = None if written_codes is None else _one_array(written_codes)
-        self._columns, self._index, self._columns_key = _shared_schema(schema)
+        if entries is not None:  # a batch file: its schemas are shared by its manifests
+            self._columns, self._index, self._columns_key = shared
+            self._file_columns, self._file_index, self._file_key = file_shared
+        else:
+            self._columns, self._index, self._columns_key = _shared_schema(schema)
+            self._file_columns, self._file_index, self._file_key = _shared_schema(file_schema)
         self._metadata = schema.metadata
         self._rows = rows
         self._codes = codes
@@ -596,12 +741,10 @@ class FileSource:
         """The cache file another process wrote, as it described it (not opened here)."""
         source = cls.__new__(cls)
         source.path = path
-        with _SHARED_LOCK:
-            shared = _SHARED_SCHEMAS.get(handover.columns)
-        if shared is None:
-            bare = pa.ipc.read_schema(pa.py_buffer(handover.columns))
-            shared = _shared_schema(bare, handover.columns)
-        source._columns, source._index, source._columns_key = shared
+        source._columns, source._index, source._columns_key = _described(handover.columns)
+        file_key = handover.file_columns or handover.columns
+        source._file_columns, source._file_index, source._file_key = _described(file_key)
+        source._offset = handover.offset
         source._metadata = handover.metadata
         source._rows = handover.rows
         source._codes = pa.array(np.frombuffer(handover.codes, dtype=np.int32), pa.int32())
@@ -610,11 +753,14 @@ class FileSource:
     def handover(self) -> Handover:
         """What another process needs to use this file without opening it first."""
         codes = self._codes if self._codes is not None else pa.array([], pa.int32())
+        batch = self._file_key != self._columns_key or self._offset != 0
         return Handover(
             self._columns_key,
             dict(self._metadata or {}),
             self._rows,
             codes.to_numpy(zero_copy_only=False).astype(np.int32).tobytes(),
+            self._file_key if batch else b"",
+            self._offset,
         )
 
     @property
@@ -642,23 +788,76 @@ class FileSource:
             fields = [self._columns.field(self._index[CODE_COLUMN])]
             return pa.Table.from_arrays([self._codes], schema=pa.schema(fields, self._metadata))
         fields = [self._columns.field(self._index[n]) for n in names]
+        lo, rows = self._offset, self._rows
         with pa.memory_map(str(self.path), "r") as source:
-            batches = _record_batches(source.read_buffer(), self._columns)
+            batches = _record_batches(source.read_buffer(), self._file_columns)
             if batches is None:  # not as written: let the IPC reader say what is wrong
                 table = pa.ipc.open_file(source).read_all()
-                columns = [_one_array(table.column(n)) for n in names]
+                columns = [_one_array(table.column(n).slice(lo, rows)) for n in names]
             else:
                 columns = [
-                    _one_array(_column(batches, self._index[n], f))
+                    _one_array(_column(batches, self._file_index[n], f).slice(lo, rows))
                     for n, f in zip(names, fields, strict=True)
                 ]
+        if any(len(c) != rows for c in columns):
+            raise ValueError(f"{self.path} does not hold the rows its index names")
         return pa.Table.from_arrays(columns, schema=pa.schema(fields, self._metadata))
 
     def take(self, rows: pa.Array) -> pa.Table:
         """Copies of the given rows, every column (nothing else is copied out of the file)."""
+        if self._offset:
+            rows = pc.add(rows.cast(pa.int64()), pa.scalar(self._offset, pa.int64()))
+        names = self._columns.names
         with pa.memory_map(str(self.path), "r") as source:
-            batches = _record_batches(source.read_buffer(), self._columns)
+            batches = _record_batches(source.read_buffer(), self._file_columns)
             if batches is None:
-                return pa.ipc.open_file(source).read_all().take(rows)
-            table = pa.Table.from_batches(batches, self.schema)
-            return table.take(rows)
+                table = pa.ipc.open_file(source).read_all()
+            else:
+                table = pa.Table.from_batches(batches, self._file_columns)
+            taken = table.select(names).take(rows)
+        return taken.replace_schema_metadata(self._metadata)
+
+
+_Shared = tuple[pa.Schema, dict[str, int], bytes]
+_INDEXES: dict[bytes, tuple[dict[str, list[Any]], _Shared]] = {}
+_SUBSETS: dict[tuple[bytes, tuple[str, ...]], _Shared] = {}
+_MAX_INDEXES = 4096
+
+
+def _batch_index(entries: bytes, schema: pa.Schema) -> tuple[dict[str, list[Any]], _Shared]:
+    """A batch file's index and shared schema, parsed once for all its manifests."""
+    with _SHARED_LOCK:
+        found = _INDEXES.get(entries)
+    if found is None:
+        found = (json.loads(entries), _shared_schema(schema))
+        with _SHARED_LOCK:
+            if len(_INDEXES) >= _MAX_INDEXES:
+                _INDEXES.clear()
+            _INDEXES[entries] = found
+    return found
+
+
+def _subset_schema(file_shared: _Shared, lacking: tuple[str, ...]) -> _Shared:
+    """The shared schema of a batch file's columns less ``lacking``."""
+    if not lacking:
+        return file_shared
+    with _SHARED_LOCK:
+        found = _SUBSETS.get((file_shared[2], lacking))
+    if found is None:
+        gone = set(lacking)
+        found = _shared_schema(pa.schema([f for f in file_shared[0] if f.name not in gone]))
+        with _SHARED_LOCK:
+            if len(_SUBSETS) >= _MAX_INDEXES:
+                _SUBSETS.clear()
+            _SUBSETS[(file_shared[2], lacking)] = found
+    return found
+
+
+def _described(key: bytes) -> tuple[pa.Schema, dict[str, int], bytes]:
+    """The shared schema serialized as ``key`` (by another process)."""
+    with _SHARED_LOCK:
+        shared = _SHARED_SCHEMAS.get(key)
+    if shared is None:
+        bare = pa.ipc.read_schema(pa.py_buffer(key))
+        shared = _shared_schema(bare, key)
+    return shared

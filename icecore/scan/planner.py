@@ -26,7 +26,7 @@ arrays, not a million objects (docs/ARCHITECTURE.md "Performance").
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -60,7 +60,7 @@ from icecore.manifest_arrow import RawManifest, read_manifest_avro
 from icecore.manifest_list_columns import ManifestListColumns, SpecManifests
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
-from icecore.progress import report
+from icecore.progress import listening, report
 from icecore.read import NAME_MAPPING_PROPERTY, arrow_schema_for, read_tasks, unified_partition_type
 from icecore.scan.context import (
     FileVerdicts,
@@ -69,7 +69,7 @@ from icecore.scan.context import (
     bind_filter,
     default_context,
 )
-from icecore.scan.decode_pool import DecodeJob, decode_in_workers, env_count, read_ahead
+from icecore.scan.decode_pool import DecodeJob, env_count, read_ahead, start_decoding
 from icecore.scan.delete_index import DeleteIndex
 from icecore.scan.manifest_cache import ManifestKey
 from icecore.scan.planned import (
@@ -432,6 +432,10 @@ class TableScan:
         Cached, or decoded (in worker processes when many); ``what`` names the reading to
         the progress listener (:mod:`icecore.progress`).
         """
+        return list(self._loading(self._jobs(manifests), what))
+
+    def _jobs(self, manifests: Sequence[ManifestFile]) -> list[DecodeJob]:
+        """Each manifest with its cache key."""
         metadata = self.table.metadata
         types: dict[int, str] = {}
         jobs: list[DecodeJob] = []
@@ -455,12 +459,52 @@ class TableScan:
                 first_row_id=manifest.first_row_id,
             )
             jobs.append(DecodeJob(key, manifest, spec.spec_id))
+        return jobs
+
+    def _loading(
+        self, jobs: Sequence[DecodeJob], what: str = "Reading manifests"
+    ) -> Generator[tuple[ManifestKey, PlanningManifest], None, None]:
+        """The planning form of each job's manifest, in order, as each becomes available.
+
+        With many misses the worker processes decode them, and each manifest is yielded
+        once its batch is back, so the caller judges it while the workers decode the next
+        ones; a manifest no worker decoded is decoded here.
+        """
+        metadata = self.table.metadata
+        specs = metadata.specs_by_id()
+        cache = self.context.manifests
+        decoding = start_decoding(
+            cache, self.table.io, self.schema, specs, metadata.format_version, jobs
+        )
+        if decoding is None:
+            yield from self._decode_here(jobs, what)
+            return
+        finished = False
+        told = listening()
+        try:
+            for done, job in enumerate(jobs, start=1):
+                decoding.wait_for(job.key)
+                found = cache.lookup(job.key)
+                if found is None:  # a worker failed on it: decoded (or its error raised) here
+                    ((_, found),) = self._decode_here([job])
+                if told:
+                    report(what, done, len(jobs))
+                yield job.key, found
+            finished = True
+        finally:
+            decoding.join(cancel=not finished)
+
+    def _decode_here(
+        self, jobs: Sequence[DecodeJob], what: str | None = None
+    ) -> list[tuple[ManifestKey, PlanningManifest]]:
+        """The planning form of each job's manifest: cached, or decoded in this process.
+
+        ``what``: the progress listener is told it and how many are done after each batch.
+        """
+        metadata = self.table.metadata
         specs = metadata.specs_by_id()
         manifests_cache = self.context.manifests
         io = self.table.io
-        decode_in_workers(
-            manifests_cache, io, self.schema, specs, metadata.format_version, jobs, what
-        )
         found: list[PlanningManifest | None] = [manifests_cache.lookup(job.key) for job in jobs]
         missing = [j for j, pm in enumerate(found) if pm is None]
         ready = len(jobs) - len(missing)
@@ -490,7 +534,8 @@ class TableScan:
             if failed is not None:
                 raise failed
             ready += len(batch)
-            report(what, ready, len(jobs))
+            if what is not None:
+                report(what, ready, len(jobs))
         out: list[tuple[ManifestKey, PlanningManifest]] = []
         for job, held in zip(jobs, found, strict=True):
             assert held is not None
@@ -539,22 +584,36 @@ class TableScan:
             (manifest_list.manifest(i), for_spec(int(manifest_list.spec_ids[i])))
             for i in np.flatnonzero(keep).tolist()
         ]
-        loaded = self._load([m for m, _ in kept])
+        jobs = self._jobs([m for m, _ in kept])
         verdicts_cache = self.context.file_verdicts
         judged: list[FileVerdicts | None] = [
-            verdicts_cache.get((key, evaluator.fingerprint, expr_key))
-            for (key, _), (_, evaluator) in zip(loaded, kept, strict=True)
+            verdicts_cache.get((job.key, evaluator.fingerprint, expr_key))
+            for job, (_, evaluator) in zip(jobs, kept, strict=True)
         ]
         missing = [j for j, v in enumerate(judged) if v is None]
         planned_cache = self.context.planned_columns
         fresh_columns: dict[int, BlockColumns] = {}
-        if missing:
-            fresh = self._judge([(loaded[j][1], kept[j][1]) for j in missing], expr)
-            for j, (made, columns) in zip(missing, fresh, strict=True):
-                cache_key = (loaded[j][0], kept[j][1].fingerprint, expr_key)
-                judged[j] = verdicts_cache.put(cache_key, made)
-                if columns is not None:
-                    fresh_columns[j] = planned_cache.put(cache_key, columns)
+        loading = self._loading(jobs)
+        loaded: list[tuple[ManifestKey, PlanningManifest]] = []
+
+        def to_judge() -> Iterator[tuple[PlanningManifest, _SpecEvaluators]]:
+            # Judged as they are loaded (decode workers go on with the next ones meanwhile).
+            for j in missing:
+                while len(loaded) <= j:
+                    loaded.append(next(loading))
+                yield loaded[j][1], kept[j][1]
+
+        try:
+            if missing:
+                fresh = self._judge(to_judge(), expr)
+                for j, (made, columns) in zip(missing, fresh, strict=True):
+                    cache_key = (loaded[j][0], kept[j][1].fingerprint, expr_key)
+                    judged[j] = verdicts_cache.put(cache_key, made)
+                    if columns is not None:
+                        fresh_columns[j] = planned_cache.put(cache_key, columns)
+            loaded.extend(loading)
+        finally:
+            loading.close()  # on an error: the workers stop after their current batches
         file_might_match = self._file_metrics(expr)
         blocks: list[PlannedBlock] = []
         for j, ((key, pm), (_, evaluator), verdicts) in enumerate(
@@ -603,7 +662,7 @@ class TableScan:
         return blocks
 
     def _judge(
-        self, pending: Sequence[tuple[PlanningManifest, _SpecEvaluators]], expr: Expression
+        self, pending: Iterable[tuple[PlanningManifest, _SpecEvaluators]], expr: Expression
     ) -> list[tuple[FileVerdicts, BlockColumns | None]]:
         """File verdicts of manifests new to this filter, and their kept rows' task columns.
 

@@ -98,6 +98,12 @@ class TableSource:
     table: pa.Table
     size: int | None = None
     """Bytes of the table when known (a slice of a batch: its share of the batch's bytes)."""
+    batch: pa.Table | None = None
+    """The table of every manifest built together with this one (:func:`build_planning_manifests`),
+    of which :attr:`table` is rows ``offset:offset + num_rows`` (less the metric columns this
+    manifest lacks): the disk cache writes a batch as one file."""
+    offset: int = 0
+    """Where :attr:`table`'s rows start in :attr:`batch`."""
 
     @property
     def schema(self) -> pa.Schema:
@@ -290,7 +296,8 @@ def build_planning_manifests(
                 part = part.drop_columns(lacking)
         part = part.replace_schema_metadata({FIRSTS_KEY: json.dumps(firsts[i]).encode()})
         size = (total * (hi - lo)) // max(len(codes), 1)
-        out.append(PlanningManifest(path, spec_id, TableSource(part, size), codes[lo:hi]))
+        source = TableSource(part, size, table, lo)
+        out.append(PlanningManifest(path, spec_id, source, codes[lo:hi]))
     return out
 
 
@@ -421,6 +428,7 @@ def _float_bits(values: pa.Array) -> pa.Array:
 
 __all__ = [
     "CODE_COLUMN",
+    "FIRSTS_KEY",
     "PlanningManifest",
     "build_planning_manifest",
     "build_planning_manifests",

@@ -182,22 +182,26 @@ def test_icecore_plans_in_worker_processes_as_spark_counts(
         f"SELECT count(*) FROM {checked}.files WHERE readable_metrics.id.lower_bound <= {high} "
         f"AND readable_metrics.id.upper_bound >= {low}",
     )
-    decoded: list[int] = []
+    started: list[Any] = []
 
-    def counted(*args: Any) -> int:
-        decoded.append(decode_pool.decode_in_workers(*args))
-        return decoded[-1]
+    def counted(*args: Any) -> Any:
+        started.append(decode_pool.start_decoding(*args))
+        return started[-1]
+
+    def decoded() -> list[int]:
+        """Manifests the workers decoded, per call (0 when the pool was not started)."""
+        return [0 if d is None else d.decoded for d in started]
 
     monkeypatch.setenv("ICECORE_PLAN_PROCESSES", "2")
     monkeypatch.setattr(decode_pool, "MIN_MANIFESTS", 2)
-    monkeypatch.setattr(planner, "decode_in_workers", counted)
+    monkeypatch.setattr(planner, "start_decoding", counted)
     context = PlanContext(ManifestCache(tmp_path / "cache"))
     table = icecore.load_table(result["metadata"])
     flt = f"id >= {low} AND id <= {high}"
     cold = table.scan(filter=flt, context=context).plan()
-    assert decoded == [EXPECTED_MANIFESTS, 0]  # every data manifest; no delete manifests
+    assert decoded() == [EXPECTED_MANIFESTS, 0]  # every data manifest; no delete manifests
     warm = table.scan(filter=flt, context=PlanContext(context.manifests)).plan()
-    assert decoded[2:] == [0, 0]
+    assert decoded()[2:] == [0, 0]
     assert len(cold.tasks) == len(warm.tasks) == expected
     assert cold.data_files == warm.data_files == [t.file_path for t in warm.tasks]
     report = cold.report

@@ -16,7 +16,11 @@ import pyarrow as pa
 import pytest
 
 import icecore
-from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
+from icecore.avro import (
+    HEADER_METADATA_PREFIX,
+    read_avro_polars_arrow,
+    read_avro_polars_arrow_many,
+)
 from icecore.errors import InvalidMetadata, NotFound
 from icecore.io import FileIO
 from icecore.manifest_arrow import (
@@ -125,6 +129,75 @@ def test_polars_reader_refuses_damage(damage: Any) -> None:
     data = _avro([{"d": None, "t": None, "ts": None, "dec": None, "u": None, "b": b"x"}] * 50)
     with pytest.raises(InvalidMetadata, match="mem://bad.avro"):
         read_avro_polars_arrow(damage(data), "mem://bad.avro")
+
+
+_DAMAGE = {
+    "cut-sync": lambda b: b[: len(b) - 10],
+    "half": lambda b: b[: len(b) // 2],
+    "header": lambda b: b[:30],
+    "empty": lambda b: b"",
+    "magic": lambda b: b"XXXX" + b[4:],
+    "trailing": lambda b: b + b"junk",
+}
+
+
+def _many_blocks(n: int, offset: int, metadata: str = "v") -> bytes:
+    """A file of ``n`` records in blocks of a few (and its own random sync marker)."""
+    records: list[dict[str, Any]] = [
+        {"d": dt.date(2020, 1, 1) + dt.timedelta(days=offset + i), "t": None, "ts": None}
+        | {"dec": None, "u": None, "b": str(offset + i).encode()}
+        for i in range(n)
+    ]
+    buf = io.BytesIO()
+    fastavro.writer(
+        buf, _LOGICAL, records, codec="deflate", metadata={"k": metadata}, sync_interval=60
+    )
+    return buf.getvalue()
+
+
+def test_polars_reads_files_with_one_header_together_as_each_alone() -> None:
+    files = [
+        (_many_blocks(40, 0), "mem://a.avro"),
+        (_many_blocks(1, 100), "mem://b.avro"),
+        (_avro([]), "mem://empty.avro"),
+        (_many_blocks(25, 200, metadata="other"), "mem://c.avro"),  # another header
+        (_many_blocks(33, 300), "mem://d.avro"),
+    ]
+    together = read_avro_polars_arrow_many(files)
+    alone = [read_avro_polars_arrow(data, path) for data, path in files]
+    assert [t.num_rows for t in alone] == [40, 1, 0, 25, 33]
+    for got, want in zip(together, alone, strict=True):
+        assert isinstance(got, pa.Table)
+        assert got.schema.equals(want.schema, check_metadata=True)
+        assert got.to_pylist() == want.to_pylist()
+
+
+@pytest.mark.parametrize("damage", list(_DAMAGE))
+def test_a_damaged_file_read_with_others_fails_as_alone(damage: str) -> None:
+    good = [(_many_blocks(20, 20 * i), f"mem://{i}.avro") for i in range(3)]
+    bad = (_DAMAGE[damage](_many_blocks(20, 99)), "mem://bad.avro")
+    together = read_avro_polars_arrow_many([good[0], bad, *good[1:]])
+    with pytest.raises(InvalidMetadata) as alone:
+        read_avro_polars_arrow(*bad)
+    assert isinstance(together[1], InvalidMetadata)
+    assert str(together[1]) == str(alone.value)
+    assert "mem://bad.avro" in str(together[1])
+    for got, (data, path) in zip([together[0], *together[2:]], good, strict=True):
+        assert isinstance(got, pa.Table)
+        assert got.to_pylist() == read_avro_polars_arrow(data, path).to_pylist()
+
+
+def test_a_damaged_block_inside_a_well_framed_file_fails_as_alone() -> None:
+    """Framing intact, a block's compressed bytes not: polars refuses the group; each alone."""
+    data = bytearray(_many_blocks(20, 0))
+    data[len(data) - 40] ^= 0xFF  # inside the last block's deflate stream
+    files = [(_many_blocks(20, 50), "mem://ok.avro"), (bytes(data), "mem://bad.avro")]
+    together = read_avro_polars_arrow_many(files)
+    with pytest.raises(InvalidMetadata) as alone:
+        read_avro_polars_arrow(*files[1])
+    assert isinstance(together[1], InvalidMetadata)
+    assert str(together[1]) == str(alone.value)
+    assert isinstance(together[0], pa.Table) and together[0].num_rows == 20
 
 
 # ---------------------------------------------------------------------------------------

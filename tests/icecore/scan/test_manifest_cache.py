@@ -14,6 +14,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import icecore
@@ -22,7 +23,11 @@ from icecore.manifest_arrow import read_manifest_arrow
 from icecore.scan import decode_pool
 from icecore.scan.context import PlanContext
 from icecore.scan.manifest_cache import ManifestCache, ManifestKey
-from icecore.scan.planning_manifest import PlanningManifest, build_planning_manifest
+from icecore.scan.planning_manifest import (
+    PlanningManifest,
+    build_planning_manifest,
+    build_planning_manifests,
+)
 from icecore.table import Table
 
 pytestmark = pytest.mark.spark
@@ -275,3 +280,109 @@ def test_a_cold_plan_reports_its_manifests_to_the_progress_listener(
         plan = trips.scan(context=PlanContext(ManifestCache(tmp_path))).plan()
     assert len(plan.tasks) > 0
     assert len(calls) <= 1
+
+
+def test_decode_workers_import_this_process_icecore_not_the_current_directorys(
+    tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``icecore`` folder in the working directory (another checkout) is not the workers'.
+
+    ``python -m`` puts the working directory first on the path: workers of another version
+    wrote cache files the planner could not find. Here that folder's package cannot even be
+    imported, so workers that took it would decode nothing.
+    """
+    elsewhere = tmp_path / "cwd"
+    (elsewhere / "icecore").mkdir(parents=True)
+    (elsewhere / "icecore" / "__init__.py").write_text("raise ImportError('another icecore')\n")
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(decode_pool, "MIN_MANIFESTS", 1)
+    monkeypatch.setenv("ICECORE_PLAN_PROCESSES", "1")
+    decode_pool._close_workers()  # started afresh, in that directory
+    context = PlanContext(ManifestCache(tmp_path / "cache"))
+    assert len(trips.scan(context=context).plan().tasks) > 0
+    assert context.manifests.misses == context.manifests.disk_hits == 0  # all adopted
+    assert context.manifests.hits >= len(_manifests(trips))
+    decode_pool._close_workers()
+
+
+def _built_together(
+    table: Table,
+) -> list[tuple[ManifestKey, PlanningManifest, PlanningManifest]]:
+    """Manifests laid out in one batch, each with its key and its layout built alone.
+
+    Three manifests (one manifest's columns under three paths): as written, without lower
+    bounds (its slice of the batch lacks those metric columns), and without live entries.
+    """
+    manifest = _manifests(table)[0]
+    spec = table.metadata.spec_by_id(manifest.partition_spec_id)
+    assert spec is not None
+    decoded = read_manifest_arrow(
+        table.io, manifest, table.schema_for(), spec, table.metadata.format_version
+    )
+    at = decoded.schema.get_field_index("lower_bounds")
+    no_bounds = decoded.set_column(
+        at, decoded.schema.field(at), pa.nulls(decoded.num_rows, decoded.field(at).type)
+    )
+    tables = [decoded, no_bounds, decoded.slice(0, 0)]
+    paths = [manifest.manifest_path + suffix for suffix in ("", "#no-bounds", "#empty")]
+    offsets = [0]
+    for t in tables:
+        offsets.append(offsets[-1] + t.num_rows)
+    together = build_planning_manifests(pa.concat_tables(tables), offsets, paths, spec.spec_id)
+    alone = [
+        build_planning_manifest(t, p, spec.spec_id) for t, p in zip(tables, paths, strict=True)
+    ]
+    keys = [_key(table, manifest, path=p) for p in paths]
+    return list(zip(keys, together, alone, strict=True))
+
+
+def _as_alone(got: PlanningManifest, alone: PlanningManifest) -> None:
+    assert got.source.schema.names == alone.source.schema.names
+    if alone.num_rows:
+        _same(got, alone)
+    else:
+        assert got.num_rows == 0
+        assert got.required("file_path").to_pylist() == []
+
+
+def test_manifests_built_together_share_one_file_each_key_reads_its_own(
+    tmp_path: Path, trips: Table
+) -> None:
+    """A decode worker writes a batch once; every key still reads exactly its manifest."""
+    items = _built_together(trips)
+    assert any(n.startswith("lower_bounds:") for n in items[0][2].source.schema.names) and not any(
+        n.startswith("lower_bounds:") for n in items[1][2].source.schema.names
+    )
+    cache = ManifestCache(tmp_path)
+    handovers = cache.store_batch_for_handover([(key, pm) for key, pm, _ in items])
+    files = sorted(tmp_path.glob("*/*.arrow"))
+    assert len(files) == len(items)
+    assert len({f.stat().st_ino for f in files}) == 1  # one file, a name per key
+    fresh, adopted = ManifestCache(tmp_path), ManifestCache(tmp_path)  # the next process
+    for (key, _, alone), handover in zip(items, handovers, strict=True):
+        assert handover is not None
+        adopted.adopt(key, handover)
+        _as_alone(fresh.get_or_load(key, lambda: pytest.fail("not on disk")), alone)
+        _as_alone(adopted.get_or_load(key, lambda: pytest.fail("not adopted")), alone)
+    assert fresh.disk_hits == adopted.hits == len(items)
+
+
+def test_a_batch_file_counts_once_against_the_directory_bound(tmp_path: Path, trips: Table) -> None:
+    items = _built_together(trips)
+    cache = ManifestCache(tmp_path)
+    cache.store_batch_for_handover([(key, pm) for key, pm, _ in items])
+    files = sorted(tmp_path.glob("*/*.arrow"))
+    cache.max_disk_bytes = files[0].stat().st_size
+    cache.sweep()
+    assert sorted(tmp_path.glob("*/*.arrow")) == files
+
+
+def test_a_damaged_batch_file_is_decoded_again_for_every_key(tmp_path: Path, trips: Table) -> None:
+    items = _built_together(trips)
+    ManifestCache(tmp_path).store_batch_for_handover([(key, pm) for key, pm, _ in items])
+    some = next(iter(tmp_path.glob("*/*.arrow")))
+    some.write_bytes(some.read_bytes()[:-100])  # every name of the file sees it cut short
+    fresh = ManifestCache(tmp_path)
+    for key, _, alone in items:
+        _as_alone(fresh.get_or_load(key, lambda alone=alone: alone), alone)  # type: ignore[misc]
+    assert fresh.misses == len(items)

@@ -15,12 +15,17 @@ import pyarrow as pa
 
 from icecore.io import FileIO
 from icecore.manifest_arrow import manifest_table, output_schema, read_manifest_avro
+from icecore.partitioning import partition_spec_to_json
+from icecore.scan import decode_worker
+from icecore.scan.decode_pool import DecodeJob
+from icecore.scan.manifest_cache import ManifestCache, ManifestKey
 from icecore.scan.planning_manifest import (
     CODE_COLUMN,
     PlanningManifest,
     build_planning_manifest,
     planning_manifests,
 )
+from icecore.schema import schema_to_json
 from tests.icecore.test_manifest import SCHEMA, SPEC, _entry, _manifest_file, _write_manifest
 
 
@@ -121,3 +126,50 @@ def test_distinct_partition_keys_tell_float_bits_and_types_apart() -> None:
     assert [p[1001] for p in partitions] == [1, 1, 1, 1, None]
     assert [math.copysign(1, p[1000]) for p in partitions[:2]] == [1, -1]
     assert keys[4] == ((1000, "float", ("float", struct.pack(">d", 0.0))), (1001, "NoneType", None))
+
+
+def test_a_decode_worker_batch_reads_back_as_each_manifest_alone(tmp_path: Path) -> None:
+    """A worker decodes manifests of one header at once and stores them as one file.
+
+    Read back (as the planner adopts them, and as the next process finds them on disk),
+    each is its manifest laid out alone; a truncated manifest among them is left out (the
+    planner decodes it and reports it) without taking its neighbours with it.
+    """
+    files = []
+    for name, entries in _manifests(tmp_path):
+        path = tmp_path / f"{name}.avro"
+        files.append(_manifest_file(path, _write_manifest(path, entries)))
+    cut = tmp_path / "cut.avro"
+    data = Path(files[0].manifest_path).read_bytes()
+    cut.write_bytes(data[: len(data) - 20])
+    files.insert(2, _manifest_file(cut, len(data)))
+    jobs = [
+        DecodeJob(
+            ManifestKey("t", f.manifest_path, f.manifest_length, 0, 3, "p", 1, 7), f, SPEC.spec_id
+        )
+        for f in files
+    ]
+    cache_dir = tmp_path / "cache"
+    written = decode_worker._decode_batch(
+        str(cache_dir), {}, schema_to_json(SCHEMA), [partition_spec_to_json(SPEC)], 3, jobs
+    )
+    assert [index for index, _ in written] == [0, 1, 3, 4, 5]  # not the cut one
+    assert len({p.stat().st_ino for p in cache_dir.glob("*/*.arrow")}) < len(written)
+    adopted, on_disk = ManifestCache(cache_dir), ManifestCache(cache_dir)
+    for index, handover in written:
+        adopted.adopt(jobs[index].key, handover)
+    for index, _ in written:
+        raw = read_manifest_avro(FileIO(), files[index])
+        alone = build_planning_manifest(
+            manifest_table(raw, SCHEMA, SPEC, 3), files[index].manifest_path, SPEC.spec_id
+        )
+        for cache in (adopted, on_disk):
+            got = cache.lookup(jobs[index].key)
+            assert got is not None
+            (table, codes), (want, want_codes) = _layout(got), _layout(alone)
+            assert table.schema.equals(want.schema)
+            assert table.equals(want)
+            assert codes == want_codes
+            rows = list(range(got.num_rows))
+            assert got.entries(rows) == alone.entries(rows)
+    assert adopted.hits == on_disk.disk_hits == len(written)
