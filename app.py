@@ -1,6 +1,11 @@
-"""Icecore's landing page: the tables of the selected catalog, and a tour of the pages.
+"""Icecore's entry point: the page list, and the landing page ("Tables") it opens on.
 
-Thin by design: every fact shown comes from ``icecore``; ``ui`` holds the Streamlit helpers.
+``streamlit run app.py`` runs this file first on every visit, deep links included; it names
+the pages (``st.navigation``, so the first entry of the sidebar's list reads "Tables", not
+the file name) and runs the one asked for. The landing page lists the tables of the
+selected catalog and gives a tour of the pages. Thin by design: every fact shown comes from
+``icecore``; ``ui`` holds the Streamlit helpers, and each page still starts with
+``ui.shell.bootstrap()``.
 """
 
 from __future__ import annotations
@@ -25,59 +30,73 @@ PAGES = (
     ("pages/8_Maintenance.py", "Maintenance", "recommendations, estimates, jobs on Spark"),
 )
 
-context = bootstrap("Tables")
-st.title("Icecore")
-st.caption(
-    "Explore Apache Iceberg tables: history, metadata tree, pruned scans, time travel, "
-    "guarded evolution. "
-    "Pick a catalog and a table in the sidebar, or open one below."
-)
-if context.failed:
-    stop()
 
-rows: list[dict[str, str | None]] = []
-lazy: list[tuple[str, str]] = []  # (catalog, table) whose location is loaded on demand
-for catalog in [context.catalog, *companions(context.catalog)]:
-    try:
-        found = data.table_rows(catalog)
-    except IcecoreError as error:
-        show_error(error)
-        continue
-    for row in found:
-        link = "Overview?" + urlencode({"catalog": catalog, "table": str(row["table"])})
-        rows.append({**row, "open": link})
-        if row["metadata location"] is None:
-            lazy.append((catalog, str(row["table"])))
-
-if rows:
-    st.subheader(f"{len(rows)} tables")
-    st.dataframe(
-        rows,
-        hide_index=True,
-        width="stretch",
-        column_order=("table", "open", "catalog", "metadata location"),
-        column_config={
-            "open": st.column_config.LinkColumn("open", display_text="Overview →"),
-        },
+def tables() -> None:
+    """The landing page: the tables of the selected catalog, and a tour of the pages."""
+    context = bootstrap("Tables")
+    st.title("Icecore")
+    st.caption(
+        "Explore Apache Iceberg tables: history, metadata tree, pruned scans, time travel, "
+        "guarded evolution. "
+        "Pick a catalog and a table in the sidebar, or open one below."
     )
-    if lazy:
-        # A REST catalog answers a table's location only with the whole table: one request
-        # per table, so the listing leaves it out and loads the one asked for.
-        picked = st.selectbox(
-            "Metadata location of (REST tables load on demand)",
-            options=range(len(lazy)),
-            format_func=lambda i: f"{lazy[i][1]} ({lazy[i][0]})",
-            index=None,
-            key="home_location_of",
-        )
-        if picked is not None:
-            try:
-                st.text(data.metadata_location(*lazy[picked]))
-            except IcecoreError as error:
-                show_error(error)
-else:
-    st.info("No tables found in this catalog.")
+    if context.failed:
+        stop()
 
-st.subheader("Pages")
-for path, label, what in PAGES:
-    st.page_link(path, label=f"**{label}** — {what}", query_params=context.selection.to_params())
+    rows: list[dict[str, str | None]] = []
+    lazy: list[tuple[str, str]] = []  # (catalog, table) whose location is loaded on demand
+    for catalog in [context.catalog, *companions(context.catalog)]:
+        try:
+            found = data.table_rows(catalog)
+        except IcecoreError as error:
+            show_error(error)
+            continue
+        for row in found:
+            link = "Overview?" + urlencode({"catalog": catalog, "table": str(row["table"])})
+            rows.append({**row, "open": link})
+            if row["metadata location"] is None:
+                lazy.append((catalog, str(row["table"])))
+
+    if rows:
+        st.subheader(f"{len(rows)} tables")
+        st.dataframe(
+            rows,
+            hide_index=True,
+            width="stretch",
+            column_order=("table", "open", "catalog", "metadata location"),
+            column_config={
+                "open": st.column_config.LinkColumn("open", display_text="Overview →"),
+            },
+        )
+        if lazy:
+            # A REST catalog answers a table's location only with the whole table: one request
+            # per table, so the listing leaves it out and loads the one asked for.
+            picked = st.selectbox(
+                "Metadata location of (REST tables load on demand)",
+                options=range(len(lazy)),
+                format_func=lambda i: f"{lazy[i][1]} ({lazy[i][0]})",
+                index=None,
+                key="home_location_of",
+            )
+            if picked is not None:
+                try:
+                    st.text(data.metadata_location(*lazy[picked]))
+                except IcecoreError as error:
+                    show_error(error)
+    else:
+        st.info("No tables found in this catalog.")
+
+    st.subheader("Pages")
+    for path, label, what in PAGES:
+        st.page_link(
+            path, label=f"**{label}** — {what}", query_params=context.selection.to_params()
+        )
+
+
+navigation = st.navigation(
+    [
+        st.Page(tables, title="Tables", icon=":material/table_rows:", default=True),
+        *(st.Page(path, title=label) for path, label, _ in PAGES),
+    ]
+)
+navigation.run()

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from icecore.compute import pc
-from icecore.layout import DELETION_VECTOR
+from icecore.layout import DELETION_VECTOR, content_masks
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icecore.scan.planner import TableScan
@@ -136,25 +136,12 @@ class Totals:
 _I8 = pa.int8()
 
 
-def _content_masks(files: pa.Table) -> dict[str, pa.ChunkedArray]:
-    """Per kind of file (:func:`icecore.layout.content_name`'s words), which rows are of it."""
-    content = files.column("content")
-    puffin = pc.equal(pc.utf8_upper(files.column("file_format")), "PUFFIN")
-    positions = pc.equal(content, pa.scalar(1, _I8))
-    return {
-        "data": pc.equal(content, pa.scalar(0, _I8)),
-        "position deletes": pc.and_(positions, pc.invert(puffin)),
-        DELETION_VECTOR: pc.and_(positions, puffin),
-        "equality deletes": pc.equal(content, pa.scalar(2, _I8)),
-    }
-
-
 def totals(snapshot: Snapshot | None, manifests: Sequence[ManifestFile], files: pa.Table) -> Totals:
     """Count a snapshot's live files (``files`` as :func:`icecore.layout.snapshot_files`).
 
     Counted over columns with masks (no copy of the files, no Python object per file).
     """
-    masks = _content_masks(files)
+    masks = content_masks(files)
     is_data = masks["data"]
     is_delete = pc.invert(is_data)
     sizes = files.column("file_size_in_bytes")

@@ -64,6 +64,24 @@ def content_name(content: int, file_format: str) -> str:
     return CONTENT_NAMES.get(content, f"content {content}")
 
 
+def content_masks(files: pa.Table) -> dict[str, pa.ChunkedArray]:
+    """Which rows of a files table are of each kind :func:`content_name` names, as masks.
+
+    Keys: ``data``, ``position deletes``, ``deletion vector``, ``equality deletes`` (rows
+    of another content belong to none). Computed over columns, no Python call per file.
+    """
+    content = files.column("content")
+    kind = content.type
+    puffin = pc.equal(pc.utf8_upper(files.column("file_format")), "PUFFIN")
+    positions = pc.equal(content, pa.scalar(1, kind))
+    return {
+        "data": pc.equal(content, pa.scalar(0, kind)),
+        CONTENT_NAMES[1]: pc.and_(positions, pc.invert(puffin)),
+        DELETION_VECTOR: pc.and_(positions, puffin),
+        CONTENT_NAMES[2]: pc.equal(content, pa.scalar(2, kind)),
+    }
+
+
 def source_type(metadata: TableMetadata, source_id: int) -> IcebergType | None:
     """The type of a partition source column, from the newest schema that still has it.
 
@@ -652,6 +670,7 @@ __all__ = [
     "UNPARTITIONED",
     "MetadataTree",
     "TreeNode",
+    "content_masks",
     "content_name",
     "manifest_files",
     "metadata_tree",

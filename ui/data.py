@@ -28,14 +28,18 @@ from icecore.catalog.base import CatalogBase
 from icecore.catalog.rest import RestCatalog
 from icecore.diff import SnapshotDiff
 from icecore.health import count_live_rows
-from icecore.layout import manifest_files, partition_label, snapshot_files
+from icecore.layout import MetadataTree, metadata_tree, partition_label, snapshot_files
 from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
+from icecore.progress import reporting
 from icecore.scan.planner import Plan
 from icecore.sql import run_sql
 from icecore.table import Table, load_table_at
 from ui.evolve import Change, DryRun, dry_run
 from ui.views import DiffView, PlanView, diff_view, plan_view
+
+LIVE_FILES_ENTRIES = 3
+"""Snapshots whose live files are kept (a million files take ~180 MiB)."""
 
 Selectors = tuple[int | None, str | None, str | None]
 """``(snapshot_id, ref, as_of)``: a time selector as a hashable cache key."""
@@ -144,67 +148,69 @@ def forget_table_lists() -> None:
 # --- files, manifests ------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def _manifest_list(location: str, snapshot_id: int, _table: Table) -> list[ManifestFile]:
     snapshot = _table.metadata.snapshot_by_id(snapshot_id)
     return _table.manifests(snapshot) if snapshot is not None else []
 
 
 def manifest_list(table: Table, snapshot: Snapshot | None) -> list[ManifestFile]:
-    """The snapshot's manifest list (none for an empty table)."""
+    """The snapshot's manifest list (none for an empty table); shared, never to be changed."""
     if snapshot is None:
         return []
     return _manifest_list(table.metadata_location, snapshot.snapshot_id, table)
 
 
-@st.cache_data(max_entries=4096, show_spinner=False)
-def _manifest_files(
-    table_key: str,
-    path: str,
-    length: int,
-    spec_id: int,
-    schema_id: int,
-    _table: Table,
-    _manifest: ManifestFile,
-) -> pa.Table:
-    """One manifest's live files; a manifest never changes, so any version may reuse it."""
-    return manifest_files(_table, _manifest)
+@st.cache_resource(max_entries=LIVE_FILES_ENTRIES, show_spinner=False)
+def _live_files(location: str, snapshot_id: int, _table: Table) -> pa.Table:
+    """Every live file of one snapshot of one table version, shared by every session.
+
+    A ``cache_resource``, not ``cache_data``: a million files are ~180 MiB of columns, which
+    ``cache_data`` would copy (pickle) on every hit. The table is never changed once made.
+    """
+    return snapshot_files(_table, _table.metadata.snapshot_by_id(snapshot_id))
 
 
-def files_of(table: Table, snapshot: Snapshot | None, what: str = "Reading manifests") -> pa.Table:
-    """Every live file of the snapshot, with a progress bar while manifests are read."""
+def files_of(table: Table, snapshot: Snapshot | None) -> pa.Table:
+    """Every live file of the snapshot (shared, never to be changed).
+
+    When the manifests must be read, a progress bar says what is read and how far it is
+    (:mod:`icecore.progress`: "Reading manifests: 812 of 2,000"); a cached answer draws
+    nothing.
+    """
     if snapshot is None:
         return snapshot_files(table, None)
-    manifests = manifest_list(table, snapshot)
-    metadata = table.metadata
-    key = metadata.table_uuid or metadata.location
+    slot = st.empty()
+    shown = [-1]
 
-    def read(manifest: ManifestFile) -> pa.Table:
-        return _manifest_files(
-            key,
-            manifest.manifest_path,
-            manifest.manifest_length,
-            manifest.partition_spec_id,
-            metadata.current_schema_id,
-            table,
-            manifest,
-        )
-
-    bar = st.progress(0.0, text=f"{what}: 0 of {len(manifests):,}")
-
-    def progress(done: int, total: int) -> None:
-        if done == total or done % 10 == 0:
-            bar.progress(done / total, text=f"{what}: {done:,} of {total:,}")
+    def listener(what: str, done: int, total: int) -> None:
+        percent = 100 * done // total if total else 100
+        if percent != shown[0]:
+            shown[0] = percent
+            slot.progress(
+                percent / 100,
+                text=f"{what} of {table.identifier}: {done:,} of {total:,}",
+            )
 
     try:
-        return snapshot_files(table, snapshot, progress=progress, read=read)
+        with reporting(listener):
+            return _live_files(table.metadata_location, snapshot.snapshot_id, table)
     finally:
-        bar.empty()
+        slot.empty()
 
 
 def layout(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
     """The snapshot's manifest list and its live files (read with a progress bar)."""
     return manifest_list(table, snapshot), files_of(table, snapshot)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def tree(location: str, snapshot_id: int, budget: int, size_by: str, _table: Table) -> MetadataTree:
+    """The metadata tree of one snapshot within ``budget`` nodes (a few thousand nodes)."""
+    snapshot = _table.metadata.snapshot_by_id(snapshot_id)
+    assert snapshot is not None  # the page passes a snapshot of this table
+    manifests, files = _live(_table, snapshot)
+    return metadata_tree(snapshot, manifests, files, budget=budget, size_by=size_by)
 
 
 # --- scans -----------------------------------------------------------------------------
@@ -289,8 +295,17 @@ def evolution_dry_run(location: str, changes: tuple[Change, ...], _table: Table)
     return dry_run(_table, changes)
 
 
+def recommendations(location: str, table: Table) -> list[maintenance.Recommendation]:
+    """Every maintenance recommendation for the table's current version (``location``).
+
+    The live files are read first, with a progress bar when the manifests must be read.
+    """
+    files_of(table, table.metadata.current_snapshot())
+    return _recommendations(location, table)
+
+
 @st.cache_data(max_entries=16, show_spinner="Estimating maintenance from metadata…")
-def recommendations(location: str, _table: Table) -> list[maintenance.Recommendation]:
+def _recommendations(location: str, _table: Table) -> list[maintenance.Recommendation]:
     """Every maintenance recommendation for the table's current version (``location``).
 
     Orphan candidates need a listing of the table location, which changes without a commit:
@@ -324,9 +339,13 @@ def maintenance_estimate(
 
 
 def _live(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
-    """Manifests and live files, read without drawing (for use inside cached functions)."""
-    manifests = table.manifests(snapshot) if snapshot is not None else []
-    return manifests, snapshot_files(table, snapshot)
+    """Manifests and live files, shared with every page (for use inside cached functions)."""
+    if snapshot is None:
+        return [], snapshot_files(table, None)
+    return (
+        manifest_list(table, snapshot),
+        _live_files(table.metadata_location, snapshot.snapshot_id, table),
+    )
 
 
 def _now_ms() -> int:

@@ -437,7 +437,6 @@ class TableScan:
         with self.context.manifests.planning():
             return [pm for _, pm in self._load(manifests, what)]
 
-
     def _load(
         self, manifests: Sequence[ManifestFile], what: str = "Reading manifests"
     ) -> list[tuple[ManifestKey, PlanningManifest]]:
