@@ -16,8 +16,11 @@ vended for. The sidebar's listing asks for names only (``listTables``), never a 
 
 from __future__ import annotations
 
+import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 import streamlit as st
@@ -40,6 +43,8 @@ from ui.views import DiffView, PlanView, diff_view, plan_view
 
 LIVE_FILES_ENTRIES = 3
 """Snapshots whose live files are kept (a million files take ~180 MiB)."""
+
+T = TypeVar("T")
 
 Selectors = tuple[int | None, str | None, str | None]
 """``(snapshot_id, ref, as_of)``: a time selector as a hashable cache key."""
@@ -161,22 +166,48 @@ def manifest_list(table: Table, snapshot: Snapshot | None) -> list[ManifestFile]
     return _manifest_list(table.metadata_location, snapshot.snapshot_id, table)
 
 
+class _Shared(Generic[T]):
+    """A value made once and then shared: the first caller makes it, others wait for it.
+
+    Made outside ``st.cache_resource`` on purpose: what the maker draws (a progress bar)
+    belongs to its own page run, and a cached function that draws would have Streamlit
+    replay those elements into later runs. If making fails, the next caller tries again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value: T | None = None
+
+    def get(self, make: Callable[[], T]) -> T:
+        with self._lock:
+            if self._value is None:
+                self._value = make()
+            return self._value
+
+
 @st.cache_resource(max_entries=LIVE_FILES_ENTRIES, show_spinner=False)
-def _live_files(location: str, snapshot_id: int, _table: Table) -> pa.Table:
-    """Every live file of one snapshot of one table version, shared by every session.
+def _live_files(location: str, snapshot_id: int) -> _Shared[pa.Table]:
+    """Where every session finds the live files of one snapshot of one table version.
 
     A ``cache_resource``, not ``cache_data``: a million files are ~180 MiB of columns, which
     ``cache_data`` would copy (pickle) on every hit. The table is never changed once made.
     """
-    return snapshot_files(_table, _table.metadata.snapshot_by_id(snapshot_id))
+    return _Shared()
+
+
+def live_files(table: Table, snapshot: Snapshot) -> pa.Table:
+    """Every live file of the snapshot, shared by every session (never to be changed)."""
+    return _live_files(table.metadata_location, snapshot.snapshot_id).get(
+        partial(snapshot_files, table, snapshot)
+    )
 
 
 def files_of(table: Table, snapshot: Snapshot | None) -> pa.Table:
     """Every live file of the snapshot (shared, never to be changed).
 
     When the manifests must be read, a progress bar says what is read and how far it is
-    (:mod:`icecore.progress`: "Reading manifests: 812 of 2,000"); a cached answer draws
-    nothing.
+    (:mod:`icecore.progress`: "Reading manifests of db.t: 812 of 2,000"); a shared answer
+    draws nothing.
     """
     if snapshot is None:
         return snapshot_files(table, None)
@@ -194,7 +225,7 @@ def files_of(table: Table, snapshot: Snapshot | None) -> pa.Table:
 
     try:
         with reporting(listener):
-            return _live_files(table.metadata_location, snapshot.snapshot_id, table)
+            return live_files(table, snapshot)
     finally:
         slot.empty()
 
@@ -342,10 +373,7 @@ def _live(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], 
     """Manifests and live files, shared with every page (for use inside cached functions)."""
     if snapshot is None:
         return [], snapshot_files(table, None)
-    return (
-        manifest_list(table, snapshot),
-        _live_files(table.metadata_location, snapshot.snapshot_id, table),
-    )
+    return manifest_list(table, snapshot), live_files(table, snapshot)
 
 
 def _now_ms() -> int:

@@ -136,8 +136,7 @@ def test_a_second_session_shares_the_live_files_the_first_read(
     table = icecore.load_table(f"{demo_warehouse}::demo.trips")
     snapshot = table.snapshot()
     assert snapshot is not None
-    shared = data._live_files(table.metadata_location, snapshot.snapshot_id, table)
-    assert shared is made[0]
+    assert data.live_files(table, snapshot) is made[0]
 
 
 def test_a_cold_read_shows_what_it_reads_and_how_far(
