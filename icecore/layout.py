@@ -576,10 +576,13 @@ class _ManifestGroups:
     """
 
     def __init__(self, files: pa.Table) -> None:
-        column = files.column("manifest_path")
-        plain = column.cast(pa.string()) if pa.types.is_dictionary(column.type) else column
-        # One code per distinct path (a dictionary may repeat a value).
-        encoded = pc.dictionary_encode(plain.combine_chunks())
+        # One code per distinct path: snapshot_files' dictionary as it is (no string per
+        # file), re-encoded only when a dictionary repeats a value.
+        encoded = files.column("manifest_path").combine_chunks()
+        if not pa.types.is_dictionary(encoded.type) or len(pc.unique(encoded.dictionary)) < len(
+            encoded.dictionary
+        ):
+            encoded = pc.dictionary_encode(encoded.cast(pa.string()))
         codes = encoded.indices
         paths = encoded.dictionary.to_pylist()
         chosen = files.select(list(_FILE_COLUMNS))

@@ -125,11 +125,11 @@ def _partition_counts(files: pa.Table) -> dict[tuple[int, str], int]:
 
 
 def _keyed(files: pa.Table, **extra: pa.ChunkedArray | pa.Array) -> pa.Table:
-    """``spec_id`` and ``partition`` (as plain strings, one chunk) and ``extra`` columns."""
+    """``spec_id``, ``partition`` and ``extra`` columns, one chunk each (so one dictionary)."""
     return pa.table(
         {
             "spec_id": files.column("spec_id").combine_chunks(),
-            "partition": files.column("partition").combine_chunks().cast(pa.string()),
+            "partition": files.column("partition").combine_chunks(),  # one dictionary
             **{
                 k: v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
                 for k, v in extra.items()
