@@ -206,9 +206,9 @@ def _dictionary(indices: np.ndarray, values: Sequence[str]) -> pa.DictionaryArra
 
 _COLUMNS = ("content", "file_path", "file_format", "spec_id", "partition")
 _COUNTS = ("record_count", "file_size_in_bytes")
-CHUNK_BYTES = 256 << 20
-"""String columns are copied into chunks of about this size (an Arrow string array's offsets
-are 32-bit, so one chunk holds under 2 GiB)."""
+CHUNK_BYTES = 32 << 20
+"""String columns are copied into chunks of about this size (small enough that the copying
+holds little twice; an Arrow string array's offsets are 32-bit, so one chunk holds < 2 GiB)."""
 
 
 def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
@@ -242,12 +242,17 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
     scan = TableScan(table, snapshot_id=snapshot.snapshot_id)
     loaded = scan.load_manifests(manifests)
     columns: dict[str, list[pa.Array]] = {name: [] for name in (*_COLUMNS, *_COUNTS)}
+    strings = {name: _StringChunks() for name in ("file_path", "file_format")}
     sizes: list[int] = []
     for pm in loaded:
         read = pm.read([*_COLUMNS, *_COUNTS])
         sizes.append(read.num_rows)
         for name in columns:
-            columns[name].append(_one(read.column(name)))
+            if name in strings:
+                strings[name].add(_one(read.column(name)))
+            else:
+                columns[name].append(_one(read.column(name)))
+        del read
     paths: dict[str, int] = {}
     codes = np.repeat(
         np.asarray([paths.setdefault(m.manifest_path, len(paths)) for m in manifests], np.int32),
@@ -257,8 +262,8 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
         [
             _dictionary(codes, list(paths)),
             pa.concat_arrays(columns["content"]).cast(pa.int8()),
-            _string_chunks(columns["file_path"]),
-            _string_chunks(columns["file_format"]),
+            strings["file_path"].done(),
+            strings["file_format"].done(),
             pa.concat_arrays(columns["spec_id"]).cast(pa.int32()),
             _labels(metadata, manifests, columns["partition"]),
             pa.concat_arrays(columns["record_count"]).cast(pa.int64()),
@@ -272,20 +277,32 @@ def _one(column: pa.ChunkedArray) -> pa.Array:
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
-def _string_chunks(arrays: Sequence[pa.Array]) -> pa.ChunkedArray:
-    """String arrays copied together into chunks of about :data:`CHUNK_BYTES`."""
-    chunks: list[pa.Array] = []
-    group: list[pa.Array] = []
-    size = 0
-    for array in arrays:
-        if group and size + array.nbytes > CHUNK_BYTES:
-            chunks.append(pa.concat_arrays(group))
-            group, size = [], 0
-        group.append(array)
-        size += array.nbytes
-    if group:
-        chunks.append(pa.concat_arrays(group))
-    return pa.chunked_array(chunks, pa.string())
+class _StringChunks:
+    """String arrays copied together, as they come, into chunks of about :data:`CHUNK_BYTES`.
+
+    Each manifest's column is let go once copied, so reading a million paths holds them
+    about once, not twice; and nothing of a decoded manifest is kept.
+    """
+
+    def __init__(self) -> None:
+        self._chunks: list[pa.Array] = []
+        self._pending: list[pa.Array] = []
+        self._size = 0
+
+    def add(self, array: pa.Array) -> None:
+        self._pending.append(array)
+        self._size += array.nbytes
+        if self._size >= CHUNK_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._chunks.append(pa.concat_arrays(self._pending))
+        self._pending, self._size = [], 0
+
+    def done(self) -> pa.ChunkedArray:
+        self._flush()
+        return pa.chunked_array(self._chunks, pa.string())
 
 
 def _labels(

@@ -361,7 +361,10 @@ def expire_snapshots(
     )
     kept = [s for s in metadata.snapshots if s.snapshot_id not in expired_ids]
     gone = [s for s in metadata.snapshots if s.snapshot_id in expired_ids]
-    before, after = reach(table, gone), reach(table, kept)
+    before = reach(table, gone)
+    # Nothing expires, nothing is removed: the kept snapshots' files (every manifest of the
+    # table, read file by file) need not be read at all.
+    after = reach(table, kept) if gone else before
     removed = {p: v for p, v in before.files.items() if p not in after.files}
     kinds = [kind for kind, _ in removed.values()]
     estimate = {
