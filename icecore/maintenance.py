@@ -34,11 +34,13 @@ import pyarrow as pa
 
 from icecore import health
 from icecore.compute import pc
+from icecore.errors import InvalidMetadata
 from icecore.health import Finding, Status, format_bytes
 from icecore.io import FileInfo, normalize_path
-from icecore.layout import DELETION_VECTOR, content_masks, content_name, manifest_files
+from icecore.layout import DELETION_VECTOR, content_masks, content_name
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
+from icecore.scan.planner import TableScan
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -333,11 +335,19 @@ def reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
         for m in table.manifests(snapshot):
             manifests.setdefault(_key(m.manifest_path), m)
     files: dict[str, tuple[str, int]] = {}
+    metadata = table.metadata
     for m in manifests.values():
-        live = manifest_files(table, m)
-        for path, content, file_format, size in _rows(
-            live, "file_path", "content", "file_format", "file_size_in_bytes"
-        ):
+        if metadata.spec_by_id(m.partition_spec_id) is None:
+            raise InvalidMetadata(
+                f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
+                f"which {table.metadata_location} lacks."
+            )
+    # Read as scan planning reads manifests (decoded once, cached in memory and on disk,
+    # in worker processes when many), so the manifests a page already read cost nothing.
+    loaded = TableScan(table).load_manifests(list(manifests.values())) if manifests else []
+    names = ["file_path", "content", "file_format", "file_size_in_bytes"]
+    for pm in loaded:
+        for path, content, file_format, size in _rows(pm.read(names), *names):
             files[_key(path)] = (content_name(content, file_format), size)
     return Reach(frozenset(lists), frozenset(manifests), files)
 
