@@ -26,16 +26,16 @@ uses by default (read from the table properties when set), so a finding says wha
 from __future__ import annotations
 
 import datetime as dt
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 from icecore.compute import pc
-from icecore.layout import DELETION_VECTOR, content_name
+from icecore.layout import DELETION_VECTOR, content_masks
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icecore.scan.planner import TableScan
@@ -133,35 +133,30 @@ class Totals:
         return self.position_delete_files + self.deletion_vectors + self.equality_delete_files
 
 
-def _kinds(files: pa.Table) -> list[str]:
-    return [
-        content_name(c, f)
-        for c, f in zip(
-            files.column("content").to_pylist(),
-            files.column("file_format").to_pylist(),
-            strict=True,
-        )
-    ]
+_I8 = pa.int8()
 
 
 def totals(snapshot: Snapshot | None, manifests: Sequence[ManifestFile], files: pa.Table) -> Totals:
-    """Count a snapshot's live files (``files`` as :func:`icecore.layout.snapshot_files`)."""
-    content = files.column("content")
-    is_data = pc.equal(content, pa.scalar(0, pa.int8()))
-    data = files.filter(is_data)
-    deletes = files.filter(pc.invert(is_data))
-    kinds = _kinds(deletes)
+    """Count a snapshot's live files (``files`` as :func:`icecore.layout.snapshot_files`).
+
+    Counted over columns with masks (no copy of the files, no Python object per file).
+    """
+    masks = content_masks(files)
+    is_data = masks["data"]
+    is_delete = pc.invert(is_data)
+    sizes = files.column("file_size_in_bytes")
+    records = files.column("record_count")
     summary = snapshot.summary.properties if snapshot and snapshot.summary else {}
     return Totals(
         snapshot_id=snapshot.snapshot_id if snapshot else None,
-        data_files=data.num_rows,
-        data_bytes=_sum(data, "file_size_in_bytes"),
-        rows=_sum(data, "record_count"),
-        position_delete_files=kinds.count("position deletes"),
-        deletion_vectors=kinds.count(DELETION_VECTOR),
-        equality_delete_files=kinds.count("equality deletes"),
-        delete_bytes=_sum(deletes, "file_size_in_bytes"),
-        delete_records=_sum(deletes, "record_count"),
+        data_files=_count(is_data),
+        data_bytes=_masked_sum(sizes, is_data),
+        rows=_masked_sum(records, is_data),
+        position_delete_files=_count(masks["position deletes"]),
+        deletion_vectors=_count(masks[DELETION_VECTOR]),
+        equality_delete_files=_count(masks["equality deletes"]),
+        delete_bytes=_masked_sum(sizes, is_delete),
+        delete_records=_masked_sum(records, is_delete),
         data_manifests=sum(1 for m in manifests if m.content is ManifestContent.DATA),
         delete_manifests=sum(1 for m in manifests if m.content is ManifestContent.DELETES),
         manifest_bytes=sum(m.manifest_length for m in manifests),
@@ -169,9 +164,26 @@ def totals(snapshot: Snapshot | None, manifests: Sequence[ManifestFile], files: 
     )
 
 
-def _sum(table: pa.Table, column: str) -> int:
-    value = pc.sum(table.column(column)).as_py()
+def _count(mask: pa.ChunkedArray | pa.Array) -> int:
+    """How many rows a mask selects."""
+    value = pc.sum(mask).as_py()
     return int(value) if value is not None else 0
+
+
+def _masked_sum(values: pa.ChunkedArray, mask: pa.ChunkedArray | pa.Array) -> int:
+    """The exact integer sum of ``values`` where ``mask`` holds (0 when none)."""
+    value = pc.sum(pc.if_else(mask, values, pa.scalar(0, values.type))).as_py()
+    return int(value) if value is not None else 0
+
+
+def _median(values: np.ndarray) -> int | float:
+    """``statistics.median`` of integers, over a numpy array (same value and type)."""
+    n = len(values)
+    ordered = np.sort(values)
+    middle = n // 2
+    if n % 2:
+        return int(ordered[middle])
+    return (int(ordered[middle - 1]) + int(ordered[middle])) / 2
 
 
 def count_live_rows(
@@ -220,12 +232,11 @@ def small_files(metadata: TableMetadata, files: pa.Table) -> Finding:
     target = _property(metadata, TARGET_FILE_SIZE) or TARGET_FILE_SIZE[1]
     assert target is not None
     threshold = int(target * SMALL_FILE_RATIO)
-    sizes = files.filter(pc.equal(files.column("content"), pa.scalar(0, pa.int8()))).column(
-        "file_size_in_bytes"
-    )
+    is_data = pc.equal(files.column("content"), pa.scalar(0, _I8))
+    sizes = pc.filter(files.column("file_size_in_bytes"), is_data)
     count = len(sizes)
-    small = _sum_bool(pc.less(sizes, pa.scalar(threshold, pa.int64()))) if count else 0
-    median = statistics.median(sizes.to_pylist()) if count else 0
+    small = _count(pc.less(sizes, pa.scalar(threshold, pa.int64()))) if count else 0
+    median = _median(sizes.to_numpy()) if count else 0
     evidence: tuple[tuple[str, str | int | float], ...] = (
         ("data files", count),
         (f"smaller than {format_bytes(threshold)}", small),
@@ -251,10 +262,6 @@ def small_files(metadata: TableMetadata, files: pa.Table) -> Finding:
         "not worth a compaction.",
         evidence,
     )
-
-
-def _sum_bool(values: pa.Array | pa.ChunkedArray) -> int:
-    return _sum(pa.table({"v": pc.cast(values, pa.int64())}), "v")
 
 
 def deletes(t: Totals) -> Finding:
@@ -347,25 +354,34 @@ def manifests(metadata: TableMetadata, manifest_list: Sequence[ManifestFile]) ->
 
 def partition_skew(files: pa.Table) -> Finding:
     """The biggest partition against the median one, by bytes of live data files."""
-    data = files.filter(pc.equal(files.column("content"), pa.scalar(0, pa.int8())))
-    grouped = data.group_by(["spec_id", "partition"]).aggregate(
-        [("file_size_in_bytes", "sum"), ("record_count", "sum"), ("file_path", "count")]
+    is_data = pc.equal(files.column("content"), pa.scalar(0, _I8))
+    data = pa.table(
+        {
+            "spec_id": pc.filter(files.column("spec_id"), is_data),
+            "partition": _one_chunk(pc.filter(files.column("partition"), is_data)),
+            "file_size_in_bytes": pc.filter(files.column("file_size_in_bytes"), is_data),
+        }
     )
+    grouped = data.group_by(["spec_id", "partition"]).aggregate([("file_size_in_bytes", "sum")])
     n = grouped.num_rows
-    sizes = grouped.column("file_size_in_bytes_sum").to_pylist()
-    partitions = grouped.column("partition").to_pylist()
-    specs = grouped.column("spec_id").to_pylist()
     if n == 0:
         return Finding(
             "partition_skew", Status.OK, "Partitions", "No data files.", (("partitions", 0),)
         )
-    biggest = max(range(n), key=lambda i: (sizes[i], partitions[i]))
-    median = statistics.median(sizes)
-    ratio = sizes[biggest] / median if median else 0.0
+    sizes = grouped.column("file_size_in_bytes_sum").to_numpy()
+    # The biggest by bytes; ties go to the greatest partition label, then the first group.
+    tied = np.flatnonzero(sizes == sizes.max()).tolist()
+    labels = pc.cast(grouped.column("partition").take(pa.array(tied)), pa.string()).to_pylist()
+    pick = max(range(len(tied)), key=lambda i: labels[i])
+    biggest, partition = tied[pick], labels[pick]
+    size = int(sizes[biggest])
+    spec = grouped.column("spec_id")[biggest].as_py()
+    median = _median(sizes)
+    ratio = size / median if median else 0.0
     evidence: tuple[tuple[str, str | int | float], ...] = (
         ("partitions", n),
-        ("largest partition", f"spec {specs[biggest]}: {partitions[biggest]}"),
-        ("largest partition size", format_bytes(sizes[biggest])),
+        ("largest partition", f"spec {spec}: {partition}"),
+        ("largest partition size", format_bytes(size)),
         ("median partition size", format_bytes(median)),
         ("largest / median", round(ratio, 2)),
     )
@@ -374,7 +390,7 @@ def partition_skew(files: pa.Table) -> Finding:
             "partition_skew",
             Status.WARN,
             "Partition skew",
-            f"The largest partition ({partitions[biggest]}) holds {ratio:.1f}x the median "
+            f"The largest partition ({partition}) holds {ratio:.1f}x the median "
             "partition's bytes; scans of it do most of the work while others idle.",
             evidence,
         )
@@ -385,6 +401,11 @@ def partition_skew(files: pa.Table) -> Finding:
         f"{n:,} partitions; the largest holds {ratio:.1f}x the median.",
         evidence,
     )
+
+
+def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    """One chunk (dictionaries unified: Arrow's group-by needs one dictionary)."""
+    return column.combine_chunks()
 
 
 def snapshots_to_expire(

@@ -15,18 +15,20 @@ object per entry costs ~8x (docs/ARCHITECTURE.md "Performance").
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from icecore.compute import pc
-from icecore.errors import ValidationError
+from icecore.errors import InvalidMetadata, ValidationError
 from icecore.manifest import ManifestContent, ManifestFile
-from icecore.manifest_arrow import live_files, manifest_entries
+from icecore.manifest_arrow import manifest_entries
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.partitioning import PartitionSpec
+from icecore.scan.planner import TableScan
 from icecore.types import IcebergType
 
 if TYPE_CHECKING:
@@ -37,12 +39,12 @@ UNPARTITIONED = "(unpartitioned)"
 
 FILES_SCHEMA = pa.schema(
     [
-        pa.field("manifest_path", pa.string(), nullable=False),
+        pa.field("manifest_path", pa.dictionary(pa.int32(), pa.string()), nullable=False),
         pa.field("content", pa.int8(), nullable=False),
         pa.field("file_path", pa.string(), nullable=False),
         pa.field("file_format", pa.string(), nullable=False),
         pa.field("spec_id", pa.int32(), nullable=False),
-        pa.field("partition", pa.string(), nullable=False),
+        pa.field("partition", pa.dictionary(pa.int32(), pa.string()), nullable=False),
         pa.field("record_count", pa.int64(), nullable=False),
         pa.field("file_size_in_bytes", pa.int64(), nullable=False),
     ]
@@ -60,6 +62,24 @@ def content_name(content: int, file_format: str) -> str:
     if content == 1 and file_format.upper() == "PUFFIN":
         return DELETION_VECTOR
     return CONTENT_NAMES.get(content, f"content {content}")
+
+
+def content_masks(files: pa.Table) -> dict[str, pa.ChunkedArray]:
+    """Which rows of a files table are of each kind :func:`content_name` names, as masks.
+
+    Keys: ``data``, ``position deletes``, ``deletion vector``, ``equality deletes`` (rows
+    of another content belong to none). Computed over columns, no Python call per file.
+    """
+    content = files.column("content")
+    kind = content.type
+    puffin = pc.equal(pc.utf8_upper(files.column("file_format")), "PUFFIN")
+    positions = pc.equal(content, pa.scalar(1, kind))
+    return {
+        "data": pc.equal(content, pa.scalar(0, kind)),
+        CONTENT_NAMES[1]: pc.and_(positions, pc.invert(puffin)),
+        DELETION_VECTOR: pc.and_(positions, puffin),
+        CONTENT_NAMES[2]: pc.equal(content, pa.scalar(2, kind)),
+    }
 
 
 def source_type(metadata: TableMetadata, source_id: int) -> IcebergType | None:
@@ -107,16 +127,18 @@ def _python_form(values: pa.Array) -> list[Any]:
 
 def _partition_labels(
     metadata: TableMetadata, spec: PartitionSpec, partition: pa.StructArray
-) -> pa.Array:
-    """Human partition labels for a column of partition structs, one Python call per value.
+) -> pa.DictionaryArray:
+    """Human partition labels for a column of partition structs, dictionary-encoded.
 
-    Each field's distinct values are printed once and spread back with ``take``, so a
-    manifest of 100,000 files with 50 distinct days prints 50 dates, not 100,000.
+    Each field's distinct values are printed once, and each distinct tuple of them joined
+    once, so a million files in 16,000 partitions print 16,000 labels, not a million. The
+    dictionary holds each label once.
     """
     n = len(partition)
     if spec.is_unpartitioned or n == 0:
-        return pa.array([UNPARTITIONED] * n, pa.string())
-    pieces: list[pa.Array] = []
+        return _dictionary(np.zeros(n, dtype=np.int32), [UNPARTITIONED] if n else [])
+    codes = np.zeros(n, dtype=np.int64)
+    texts_of: list[list[str]] = []
     for i, pf in enumerate(spec.fields):
         column = partition.field(i)
         unique = pc.unique(column)
@@ -127,11 +149,21 @@ def _partition_labels(
             else (pf.transform.to_human_string(source, v) if source is not None else str(v))
             for v in _python_form(unique)
         ]
-        labels = pa.array([f"{pf.name}={t}" for t in texts], pa.string())
-        pieces.append(labels.take(pc.index_in(column, value_set=unique)))
-    if len(pieces) == 1:
-        return pieces[0]
-    return pc.binary_join_element_wise(*pieces, "/")
+        texts_of.append([f"{pf.name}={t}" for t in texts])
+        positions = pc.index_in(column, value_set=unique).to_numpy(zero_copy_only=False)
+        codes = codes * len(texts) + positions
+        # Renumbered densely after each field, so the combined code stays below n * values.
+        combos, codes = np.unique(codes, return_inverse=True)
+        codes = codes.reshape(-1)
+        if i == 0:
+            parts = [[int(c)] for c in combos]
+        else:
+            width = len(texts)
+            parts = [[*parts[int(c) // width], int(c) % width] for c in combos]
+    labels = ["/".join(texts_of[f][v] for f, v in enumerate(p)) for p in parts]
+    distinct: dict[str, int] = {}
+    remap = np.asarray([distinct.setdefault(label, len(distinct)) for label in labels], np.int32)
+    return _dictionary(remap[codes], list(distinct))
 
 
 def manifest_files(table: TableData, manifest: ManifestFile) -> pa.Table:
@@ -153,7 +185,7 @@ def _files_table(metadata: TableMetadata, manifest: ManifestFile, live: pa.Table
     labels = _partition_labels(metadata, spec, live.column("partition").combine_chunks())
     return pa.Table.from_arrays(
         [
-            pa.array([manifest.manifest_path] * n, pa.string()),
+            _dictionary(np.zeros(n, dtype=np.int32), [manifest.manifest_path]),
             live.column("content").cast(pa.int8()),
             live.column("file_path"),
             live.column("file_format"),
@@ -166,41 +198,137 @@ def _files_table(metadata: TableMetadata, manifest: ManifestFile, live: pa.Table
     )
 
 
-Progress = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` after each manifest is read."""
+def _dictionary(indices: np.ndarray, values: Sequence[str]) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(
+        pa.array(indices, pa.int32()), pa.array(values, pa.string())
+    )
 
 
-def snapshot_files(
-    table: TableData,
-    snapshot: Snapshot | None,
-    progress: Progress | None = None,
-    read: Callable[[ManifestFile], pa.Table] | None = None,
-) -> pa.Table:
-    """Every live file of ``snapshot`` (an empty table for None), manifest by manifest.
+_COLUMNS = ("content", "file_path", "file_format", "spec_id", "partition")
+_COUNTS = ("record_count", "file_size_in_bytes")
+CHUNK_BYTES = 32 << 20
+"""String columns are copied into chunks of about this size (small enough that the copying
+holds little twice; an Arrow string array's offsets are 32-bit, so one chunk holds < 2 GiB)."""
 
-    Files are listed by :func:`icecore.manifest_arrow.live_files`, as everywhere else.
 
-    Args:
-        table: the table.
-        snapshot: the snapshot whose manifest list to walk.
-        progress: told after each manifest, for a progress bar.
-        read: how to read one manifest (default :func:`manifest_files`); the app passes a
-            cached reader, since manifests never change once written.
+def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
+    """Every live file of ``snapshot`` (an empty table for None), as :data:`FILES_SCHEMA`.
+
+    Read as scan planning reads manifests (:meth:`icecore.scan.planner.TableScan.load_manifests`:
+    one decode, cached in memory and on disk, in worker processes when many, progress told to
+    :mod:`icecore.progress`), then laid out in columns in one pass: no Python object per
+    file. ``manifest_path`` and ``partition`` are dictionary-encoded (one dictionary each for
+    the whole table), since a million files share a few thousand manifests and usually far
+    fewer partitions. Rows come manifest by manifest in manifest list order, each manifest's
+    live entries in file order. Every column is a copy: the result holds nothing of the
+    decoded manifests, and is never changed, so callers may share it.
+
+    Raises:
+        NotFound: a manifest does not exist.
+        InvalidMetadata: one is corrupt, or names a partition spec the table lacks.
     """
     if snapshot is None:
         return FILES_SCHEMA.empty_table()
-    if read is None:
-        schema = table.metadata.current_schema()
-        decoded = live_files(table, snapshot, schema, progress=progress)
-        parts = [_files_table(table.metadata, m, live) for m, live in decoded]
-    else:
-        manifests = table.manifests(snapshot)
-        parts = []
-        for done, manifest in enumerate(manifests, start=1):
-            parts.append(read(manifest))
-            if progress is not None:
-                progress(done, len(manifests))
-    return pa.concat_tables(parts) if parts else FILES_SCHEMA.empty_table()
+    metadata = table.metadata
+    manifests = table.manifests(snapshot)
+    for m in manifests:
+        if metadata.spec_by_id(m.partition_spec_id) is None:
+            raise InvalidMetadata(
+                f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
+                f"which {table.metadata_location} lacks."
+            )
+    if not manifests:
+        return FILES_SCHEMA.empty_table()
+    scan = TableScan(table, snapshot_id=snapshot.snapshot_id)
+    loaded = scan.load_manifests(manifests)
+    columns: dict[str, list[pa.Array]] = {name: [] for name in (*_COLUMNS, *_COUNTS)}
+    strings = {name: _StringChunks() for name in ("file_path", "file_format")}
+    sizes: list[int] = []
+    for pm in loaded:
+        read = pm.read([*_COLUMNS, *_COUNTS])
+        sizes.append(read.num_rows)
+        for name in columns:
+            if name in strings:
+                strings[name].add(_one(read.column(name)))
+            else:
+                columns[name].append(_one(read.column(name)))
+        del read
+    paths: dict[str, int] = {}
+    codes = np.repeat(
+        np.asarray([paths.setdefault(m.manifest_path, len(paths)) for m in manifests], np.int32),
+        sizes,
+    )
+    return pa.Table.from_arrays(
+        [
+            _dictionary(codes, list(paths)),
+            pa.concat_arrays(columns["content"]).cast(pa.int8()),
+            strings["file_path"].done(),
+            strings["file_format"].done(),
+            pa.concat_arrays(columns["spec_id"]).cast(pa.int32()),
+            _labels(metadata, manifests, columns["partition"]),
+            pa.concat_arrays(columns["record_count"]).cast(pa.int64()),
+            pa.concat_arrays(columns["file_size_in_bytes"]).cast(pa.int64()),
+        ],
+        schema=FILES_SCHEMA,
+    )
+
+
+def _one(column: pa.ChunkedArray) -> pa.Array:
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+class _StringChunks:
+    """String arrays copied together, as they come, into chunks of about :data:`CHUNK_BYTES`.
+
+    Each manifest's column is let go once copied, so reading a million paths holds them
+    about once, not twice; and nothing of a decoded manifest is kept.
+    """
+
+    def __init__(self) -> None:
+        self._chunks: list[pa.Array] = []
+        self._pending: list[pa.Array] = []
+        self._size = 0
+
+    def add(self, array: pa.Array) -> None:
+        self._pending.append(array)
+        self._size += array.nbytes
+        if self._size >= CHUNK_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._chunks.append(pa.concat_arrays(self._pending))
+        self._pending, self._size = [], 0
+
+    def done(self) -> pa.ChunkedArray:
+        self._flush()
+        return pa.chunked_array(self._chunks, pa.string())
+
+
+def _labels(
+    metadata: TableMetadata, manifests: Sequence[ManifestFile], partitions: Sequence[pa.Array]
+) -> pa.DictionaryArray:
+    """Partition labels of every row, one dictionary for the table.
+
+    The manifests of one spec are labelled together (each distinct value printed once).
+    """
+    by_spec: dict[int, list[int]] = {}
+    for i, m in enumerate(manifests):
+        by_spec.setdefault(m.partition_spec_id, []).append(i)
+    pieces: list[pa.Array | None] = [None] * len(manifests)
+    for spec_id, members in by_spec.items():
+        spec = metadata.spec_by_id(spec_id)
+        assert spec is not None  # checked by snapshot_files
+        parts = [partitions[i] for i in members]
+        labels = _partition_labels(metadata, spec, pa.concat_arrays(parts))
+        offset = 0
+        for i, part in zip(members, parts, strict=True):
+            pieces[i] = labels.slice(offset, len(part))
+            offset += len(part)
+    if len(by_spec) == 1:
+        return labels  # one spec: already in manifest order
+    # Concatenating dictionary arrays unifies their dictionaries (each label once).
+    return pa.concat_arrays([p for p in pieces if p is not None])
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,10 +428,8 @@ def metadata_tree(
     if size_by not in ("bytes", "rows"):
         raise ValidationError(f"Size the tree by 'bytes' or 'rows', not {size_by!r}.")
     budget = max(budget, MIN_BUDGET)
-    by_manifest = _group_files(files)
-    totals = {
-        m.manifest_path: _sums(by_manifest.get(m.manifest_path, _EMPTY_GROUP)) for m in manifests
-    }
+    groups = _ManifestGroups(files)
+    totals = {m.manifest_path: groups.sums(m.manifest_path) for m in manifests}
     ranked = sorted(
         manifests,
         key=lambda m: (-totals[m.manifest_path][0 if size_by == "bytes" else 1], m.manifest_path),
@@ -311,9 +437,7 @@ def metadata_tree(
     shown = ranked[: _manifest_room(len(manifests), files.num_rows, budget)]
     hidden = ranked[len(shown) :]
     file_room = budget - 2 - len(shown) - (1 if hidden else 0)
-    per_manifest = _file_allowance(
-        [len(by_manifest.get(m.manifest_path, _EMPTY_GROUP)[0]) for m in shown], file_room
-    )
+    per_manifest = _file_allowance([groups.count(m.manifest_path) for m in shown], file_room)
 
     root_id = f"snapshot {snapshot.snapshot_id}"
     list_id = snapshot.manifest_list or f"{root_id}/manifest list"
@@ -336,11 +460,12 @@ def metadata_tree(
             snapshot.manifest_list or "",
         ),
     ]
+    key = "file_size_in_bytes" if size_by == "bytes" else "record_count"
     shown_files = 0
     for manifest, allowance in zip(shown, per_manifest, strict=True):
-        group = by_manifest.get(manifest.manifest_path, _EMPTY_GROUP)
         m_bytes, m_rows = totals[manifest.manifest_path]
         kind = "delete manifest" if manifest.content is ManifestContent.DELETES else "data manifest"
+        group = groups.files(manifest.manifest_path)
         nodes.append(
             TreeNode(
                 manifest.manifest_path,
@@ -352,55 +477,25 @@ def metadata_tree(
                 "",
                 m_bytes,
                 m_rows,
-                len(group[0]),
+                group.num_rows,
                 manifest.manifest_path,
             )
         )
-        paths, contents, formats, specs, partitions, rows, sizes = group
-        key = sizes if size_by == "bytes" else rows
-        order = sorted(range(len(paths)), key=lambda i: (-key[i], paths[i]))
-        keep, rest = order[:allowance], order[allowance:]
-        if rest and keep:
-            # The folded node takes a slot: give up the smallest shown file for it.
-            keep, rest = keep[:-1], [keep[-1], *rest]
-        for i in keep:
-            nodes.append(
-                TreeNode(
-                    paths[i],
-                    manifest.manifest_path,
-                    _basename(paths[i]),
-                    "file",
-                    content_name(contents[i], formats[i]),
-                    str(specs[i]),
-                    partitions[i],
-                    sizes[i],
-                    rows[i],
-                    1,
-                    paths[i],
-                )
-            )
-        shown_files += len(keep)
-        if rest:
-            rest_contents = {content_name(contents[i], formats[i]) for i in rest}
-            rest_partitions = {partitions[i] for i in rest}
-            nodes.append(
-                TreeNode(
-                    f"{manifest.manifest_path}#more",
-                    manifest.manifest_path,
-                    f"{len(rest):,} more files",
-                    "folded",
-                    rest_contents.pop() if len(rest_contents) == 1 else "mixed",
-                    str(manifest.partition_spec_id),
-                    rest_partitions.pop() if len(rest_partitions) == 1 else "several",
-                    sum(sizes[i] for i in rest),
-                    sum(rows[i] for i in rest),
-                    len(rest),
-                )
-            )
+        # Biggest first, then by path; Arrow's sort is stable, so full ties keep file order.
+        order = pc.sort_indices(group, [(key, "descending"), ("file_path", "ascending")])
+        n_keep = min(allowance, group.num_rows)
+        if 0 < n_keep < group.num_rows:
+            n_keep -= 1  # the folded node takes a slot: give up the smallest shown file for it
+        kept = group.take(order.slice(0, n_keep))
+        nodes.extend(_file_nodes(kept, manifest.manifest_path))
+        shown_files += n_keep
+        if n_keep < group.num_rows:
+            rest = group.take(order.slice(n_keep))
+            nodes.append(_folded_files(rest, manifest))
     if hidden:
         h_bytes = sum(totals[m.manifest_path][0] for m in hidden)
         h_rows = sum(totals[m.manifest_path][1] for m in hidden)
-        h_files = sum(len(by_manifest.get(m.manifest_path, _EMPTY_GROUP)[0]) for m in hidden)
+        h_files = sum(groups.count(m.manifest_path) for m in hidden)
         hidden_specs = {str(m.partition_spec_id) for m in hidden}
         nodes.append(
             TreeNode(
@@ -426,37 +521,131 @@ def metadata_tree(
     )
 
 
-_Group = tuple[list[str], list[int], list[str], list[int], list[str], list[int], list[int]]
-_EMPTY_GROUP: _Group = ([], [], [], [], [], [], [])
+_FILE_COLUMNS = (
+    "file_path",
+    "content",
+    "file_format",
+    "spec_id",
+    "partition",
+    "record_count",
+    "file_size_in_bytes",
+)
 
 
-def _group_files(files: pa.Table) -> dict[str, _Group]:
-    """Column lists of the files of each manifest, in file order."""
-    groups: dict[str, _Group] = {}
-    columns = [
-        files.column(name).to_pylist()
-        for name in (
-            "manifest_path",
-            "file_path",
-            "content",
-            "file_format",
-            "spec_id",
-            "partition",
-            "record_count",
-            "file_size_in_bytes",
+def _file_nodes(kept: pa.Table, manifest_path: str) -> list[TreeNode]:
+    """A node for each of the files drawn on their own (a few thousand at most)."""
+    return [
+        TreeNode(
+            path,
+            manifest_path,
+            _basename(path),
+            "file",
+            content_name(content, file_format),
+            str(spec),
+            partition,
+            size,
+            rows,
+            1,
+            path,
+        )
+        for path, content, file_format, spec, partition, rows, size in zip(
+            *(kept.column(c).to_pylist() for c in _FILE_COLUMNS), strict=True
         )
     ]
-    for manifest, *values in zip(*columns, strict=True):
-        group = groups.get(manifest)
-        if group is None:
-            group = groups[manifest] = ([], [], [], [], [], [], [])
-        for target, value in zip(group, values, strict=True):
-            cast(list[Any], target).append(value)
-    return groups
 
 
-def _sums(group: _Group) -> tuple[int, int]:
-    return sum(group[6]), sum(group[5])
+def _folded_files(rest: pa.Table, manifest: ManifestFile) -> TreeNode:
+    """The "N more files" node of a manifest: its files not drawn on their own."""
+    kinds = (
+        pa.table({"c": rest.column("content"), "f": rest.column("file_format")})
+        .group_by(["c", "f"])
+        .aggregate([])
+    )
+    contents = {
+        content_name(c, f)
+        for c, f in zip(kinds.column("c").to_pylist(), kinds.column("f").to_pylist(), strict=True)
+    }
+    partitions = set(pc.unique(rest.column("partition").combine_chunks()).to_pylist())
+    return TreeNode(
+        f"{manifest.manifest_path}#more",
+        manifest.manifest_path,
+        f"{rest.num_rows:,} more files",
+        "folded",
+        contents.pop() if len(contents) == 1 else "mixed",
+        str(manifest.partition_spec_id),
+        partitions.pop() if len(partitions) == 1 else "several",
+        _total(rest.column("file_size_in_bytes")),
+        _total(rest.column("record_count")),
+        rest.num_rows,
+    )
+
+
+def _total(values: pa.ChunkedArray | pa.Array) -> int:
+    found = pc.sum(values).as_py()
+    return int(found) if found is not None else 0
+
+
+class _ManifestGroups:
+    """The files of each manifest, found by columns (no Python object per file).
+
+    Rows are ordered by manifest once (a stable sort, so each manifest keeps its file
+    order) and each manifest's bytes and rows summed in one group-by.
+    """
+
+    def __init__(self, files: pa.Table) -> None:
+        # One code per distinct path: snapshot_files' dictionary as it is (no string per
+        # file), re-encoded only when a dictionary repeats a value.
+        encoded = files.column("manifest_path").combine_chunks()
+        if not pa.types.is_dictionary(encoded.type) or len(pc.unique(encoded.dictionary)) < len(
+            encoded.dictionary
+        ):
+            encoded = pc.dictionary_encode(encoded.cast(pa.string()))
+        codes = encoded.indices
+        paths = encoded.dictionary.to_pylist()
+        chosen = files.select(list(_FILE_COLUMNS))
+        numbers = codes.to_numpy(zero_copy_only=False)
+        # Files come manifest by manifest (snapshot_files' order): then slices need no copy.
+        grouped = bool(np.all(numbers[1:] >= numbers[:-1]))
+        self._files = chosen if grouped else chosen.take(pc.sort_indices(codes))
+        sums = (
+            pa.table(
+                {
+                    "m": codes,
+                    "b": files.column("file_size_in_bytes").combine_chunks(),
+                    "r": files.column("record_count").combine_chunks(),
+                }
+            )
+            .group_by(["m"])
+            .aggregate([("b", "sum"), ("r", "sum"), ("m", "count")])
+        )
+        found: dict[int, tuple[int, int, int]] = {
+            m: (b, r, n)
+            for m, b, r, n in zip(
+                *(sums.column(c).to_pylist() for c in ("m", "b_sum", "r_sum", "m_count")),
+                strict=True,
+            )
+        }
+        self._at: dict[str, tuple[int, int, int, int]] = {}
+        start = 0
+        for code, path in enumerate(paths):
+            b, r, n = found.get(code, (0, 0, 0))
+            self._at[path] = (start, n, b, r)
+            start += n
+
+    def count(self, path: str) -> int:
+        """Live files of the manifest."""
+        found = self._at.get(path)
+        return found[1] if found is not None else 0
+
+    def sums(self, path: str) -> tuple[int, int]:
+        """The manifest's live bytes and rows."""
+        found = self._at.get(path)
+        return (found[2], found[3]) if found is not None else (0, 0)
+
+    def files(self, path: str) -> pa.Table:
+        """The manifest's files, in file order."""
+        start, n, _, _ = self._at.get(path, (0, 0, 0, 0))
+        return self._files.slice(start, n)
 
 
 def _manifest_room(manifests: int, files: int, budget: int) -> int:
@@ -501,6 +690,7 @@ __all__ = [
     "UNPARTITIONED",
     "MetadataTree",
     "TreeNode",
+    "content_masks",
     "content_name",
     "manifest_files",
     "metadata_tree",

@@ -34,12 +34,14 @@ import pyarrow as pa
 
 from icecore import health
 from icecore.compute import pc
+from icecore.errors import InvalidMetadata
 from icecore.health import Finding, Status, format_bytes
 from icecore.io import FileInfo, normalize_path
-from icecore.layout import DELETION_VECTOR, content_name, manifest_files
+from icecore.layout import DELETION_VECTOR, content_masks, content_name
 from icecore.lru import LRU
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
+from icecore.scan.planner import TableScan
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -96,34 +98,88 @@ def _rows(files: pa.Table, *columns: str) -> Iterator[tuple[Any, ...]]:
     return zip(*(files.column(c).to_pylist() for c in columns), strict=True)
 
 
-def _groups(files: pa.Table) -> dict[tuple[int, str], list[tuple[str, int]]]:
-    """Files by (spec id, partition): (path, size) pairs."""
-    groups: dict[tuple[int, str], list[tuple[str, int]]] = {}
-    for spec_id, partition, path, size in _rows(
-        files, "spec_id", "partition", "file_path", "file_size_in_bytes"
-    ):
-        groups.setdefault((spec_id, partition), []).append((path, size))
-    return groups
+@dataclass(frozen=True, slots=True)
+class _Rewritten:
+    """A partition a bin-pack rewrite acts on.
+
+    Attributes:
+        key: (spec id, partition label).
+        files: files in the partition.
+        picked: how many of them the rewrite takes.
+        picked_bytes: their bytes.
+    """
+
+    key: tuple[int, str]
+    files: int
+    picked: int
+    picked_bytes: int
 
 
-def _rewritten_groups(
-    files: pa.Table, target: int, spec_id: int
-) -> list[tuple[tuple[int, str], int, list[int]]]:
-    """The partitions a bin-pack rewrite acts on: (key, files in it, sizes of those picked).
+def _partition_counts(files: pa.Table) -> dict[tuple[int, str], int]:
+    """Files per (spec id, partition), counted by one group-by."""
+    grouped = _keyed(files).group_by(["spec_id", "partition"]).aggregate([("spec_id", "count")])
+    return {
+        (spec_id, partition): count
+        for spec_id, partition, count in zip(
+            *(grouped.column(c).to_pylist() for c in ("spec_id", "partition", "spec_id_count")),
+            strict=True,
+        )
+    }
+
+
+def _keyed(files: pa.Table, **extra: pa.ChunkedArray | pa.Array) -> pa.Table:
+    """``spec_id``, ``partition`` and ``extra`` columns, one chunk each (so one dictionary)."""
+    return pa.table(
+        {
+            "spec_id": files.column("spec_id").combine_chunks(),
+            "partition": files.column("partition").combine_chunks(),  # one dictionary
+            **{
+                k: v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
+                for k, v in extra.items()
+            },
+        }
+    )
+
+
+def _rewritten_groups(files: pa.Table, target: int, spec_id: int) -> list[_Rewritten]:
+    """The partitions a bin-pack rewrite acts on, in the order they first appear.
 
     A file is picked when its size is outside [75%, 180%] of the target or when it was
     written under another partition spec than the table's default (Iceberg 1.10 rewrites
     those into the default spec whatever their size). A partition's picked files are
     rewritten when there are ``min-input-files`` of them, more than a target's worth, or
-    any under another spec.
+    any under another spec. Counted by one group-by over columns.
     """
     low, high = int(target * health.SMALL_FILE_RATIO), int(target * MAX_FILE_RATIO)
+    sizes = files.column("file_size_in_bytes")
+    moved = pc.not_equal(files.column("spec_id"), pa.scalar(spec_id, pa.int32()))
+    picked = pc.or_(
+        moved,
+        pc.or_(
+            pc.less(sizes, pa.scalar(low, pa.int64())),
+            pc.greater(sizes, pa.scalar(high, pa.int64())),
+        ),
+    )
+    grouped = (
+        _keyed(
+            files,
+            picked=pc.cast(picked, pa.int64()),
+            picked_bytes=pc.if_else(picked, sizes, pa.scalar(0, pa.int64())),
+        )
+        .group_by(["spec_id", "partition"])
+        .aggregate([("spec_id", "count"), ("picked", "sum"), ("picked_bytes", "sum")])
+    )
     found = []
-    for key, members in _groups(files).items():
-        moved = key[0] != spec_id
-        picked = [size for _, size in members if moved or size < low or size > high]
-        if picked and (moved or len(picked) >= health.MIN_INPUT_FILES or sum(picked) > target):
-            found.append((key, len(members), picked))
+    for key_spec, partition, count, n_picked, picked_bytes in zip(
+        *(
+            grouped.column(c).to_pylist()
+            for c in ("spec_id", "partition", "spec_id_count", "picked_sum", "picked_bytes_sum")
+        ),
+        strict=True,
+    ):
+        other_spec = key_spec != spec_id
+        if n_picked and (other_spec or n_picked >= health.MIN_INPUT_FILES or picked_bytes > target):
+            found.append(_Rewritten((key_spec, partition), count, n_picked, picked_bytes))
     return found
 
 
@@ -135,15 +191,16 @@ def _binpack(files: pa.Table, target: int, spec_id: int) -> dict[str, int]:
     """
     groups = _rewritten_groups(files, target, spec_id)
     return {
-        "rewritten_files_count": sum(len(picked) for _, _, picked in groups),
-        "added_files_count": sum(max(1, math.ceil(sum(p) / target)) for _, _, p in groups),
-        "rewritten_bytes_count": sum(sum(picked) for _, _, picked in groups),
+        "rewritten_files_count": sum(g.picked for g in groups),
+        "added_files_count": sum(max(1, math.ceil(g.picked_bytes / target)) for g in groups),
+        "rewritten_bytes_count": sum(g.picked_bytes for g in groups),
     }
 
 
-def _content(files: pa.Table, *kinds: str) -> pa.Table:
-    names = [content_name(c, f) for c, f in _rows(files, "content", "file_format")]
-    return files.filter(pa.array([n in kinds for n in names], pa.bool_()))
+def _content(files: pa.Table, kind: str) -> pa.Table:
+    """The files of one kind, with the columns estimates read (paths are not copied)."""
+    chosen = files.select(["content", "spec_id", "partition", "file_size_in_bytes"])
+    return chosen.filter(content_masks(files)[kind])
 
 
 def _target(metadata: TableMetadata) -> int:
@@ -164,14 +221,12 @@ def rewrite_data_files(
     data = _content(files, "data")
     target, spec_id = _target(metadata), metadata.default_spec_id
     estimate = _binpack(data, target, spec_id)
-    emptied = {
-        key
-        for key, count, picked in _rewritten_groups(data, target, spec_id)
-        if len(picked) == count
-    }
-    deletes = files.filter(pc.not_equal(files.column("content"), pa.scalar(0, pa.int8())))
+    emptied = {g.key for g in _rewritten_groups(data, target, spec_id) if g.picked == g.files}
+    deletes = files.select(["spec_id", "partition"]).filter(
+        pc.not_equal(files.column("content"), pa.scalar(0, pa.int8()))
+    )
     estimate["removed_delete_files_count"] = sum(
-        len(members) for key, members in _groups(deletes).items() if key in emptied
+        count for key, count in _partition_counts(deletes).items() if key in emptied
     )
     worth = estimate["rewritten_files_count"] > 0
     return Recommendation(
@@ -305,11 +360,19 @@ def _reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
             seen.add(path)
             manifests.setdefault(_key(path), listed.manifest(i))
     files: dict[str, tuple[str, int]] = {}
+    metadata = table.metadata
     for m in manifests.values():
-        live = manifest_files(table, m)
-        for path, content, file_format, size in _rows(
-            live, "file_path", "content", "file_format", "file_size_in_bytes"
-        ):
+        if metadata.spec_by_id(m.partition_spec_id) is None:
+            raise InvalidMetadata(
+                f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
+                f"which {table.metadata_location} lacks."
+            )
+    # Read as scan planning reads manifests (decoded once, cached in memory and on disk,
+    # in worker processes when many), so the manifests a page already read cost nothing.
+    loaded = TableScan(table).load_manifests(list(manifests.values())) if manifests else []
+    names = ["file_path", "content", "file_format", "file_size_in_bytes"]
+    for pm in loaded:
+        for path, content, file_format, size in _rows(pm.read(names), *names):
             files[_key(path)] = (content_name(content, file_format), size)
     return Reach(frozenset(lists), frozenset(manifests), files)
 
@@ -333,16 +396,20 @@ def expire_snapshots(
     )
     kept = [s for s in metadata.snapshots if s.snapshot_id not in expired_ids]
     gone = [s for s in metadata.snapshots if s.snapshot_id in expired_ids]
-    before, after = reach(table, gone), reach(table, kept)
-    # Every snapshot is gone or kept: their union is the orphan check's reach, for free.
-    _REACHED.put(
-        (table.metadata_location, tuple(sorted(s.snapshot_id for s in metadata.snapshots))),
-        Reach(
-            before.manifest_lists | after.manifest_lists,
-            before.manifests | after.manifests,
-            {**before.files, **after.files},
-        ),
-    )
+    before = reach(table, gone)
+    # Nothing expires, nothing is removed: the kept snapshots' files (every manifest of the
+    # table) need not be read at all.
+    after = reach(table, kept) if gone else before
+    if gone:
+        # Every snapshot is gone or kept: their union is the orphan check's reach, for free.
+        _REACHED.put(
+            (table.metadata_location, tuple(sorted(s.snapshot_id for s in metadata.snapshots))),
+            Reach(
+                before.manifest_lists | after.manifest_lists,
+                before.manifests | after.manifests,
+                {**before.files, **after.files},
+            ),
+        )
     removed = {p: v for p, v in before.files.items() if p not in after.files}
     kinds = [kind for kind, _ in removed.values()]
     estimate = {

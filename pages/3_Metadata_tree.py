@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from icecore.health import format_bytes
-from icecore.layout import MIN_BUDGET, metadata_tree
+from icecore.layout import MIN_BUDGET
 from ui import data, figures, views
 from ui.shell import bootstrap, count_metric, escape_markdown, guarded, require_table, stop
 
@@ -37,7 +37,7 @@ budget = cols[3].number_input(
 )
 
 manifests, files = guarded(lambda: data.layout(table, snapshot))
-tree = metadata_tree(snapshot, manifests, files, budget=int(budget), size_by=str(size_by))
+tree = data.tree(table.metadata_location, snapshot.snapshot_id, int(budget), str(size_by), table)
 
 cols = st.columns(4)
 count_metric(cols[0], "Manifests", tree.total_manifests)

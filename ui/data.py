@@ -20,6 +20,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +32,7 @@ from icecore.catalog.base import CatalogBase
 from icecore.catalog.rest import RestCatalog
 from icecore.diff import SnapshotDiff
 from icecore.health import count_live_rows
-from icecore.layout import manifest_files, partition_label, snapshot_files
+from icecore.layout import MetadataTree, metadata_tree, partition_label, snapshot_files
 from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
 from icecore.progress import reporting
@@ -42,6 +43,10 @@ from icecore.timeline import Timeline, timeline
 from ui.evolve import Change, DryRun, dry_run
 from ui.shared_cache import SharedCache
 from ui.views import DiffView, PlanView, diff_view, plan_view
+
+LIVE_FILES_ENTRIES = 3
+"""Snapshots whose live files are kept (a million files take ~180 MiB)."""
+
 
 Selectors = tuple[int | None, str | None, str | None]
 """``(snapshot_id, ref, as_of)``: a time selector as a hashable cache key."""
@@ -150,67 +155,61 @@ def forget_table_lists() -> None:
 # --- files, manifests ------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def _manifest_list(location: str, snapshot_id: int, _table: Table) -> list[ManifestFile]:
     snapshot = _table.metadata.snapshot_by_id(snapshot_id)
     return _table.manifests(snapshot) if snapshot is not None else []
 
 
 def manifest_list(table: Table, snapshot: Snapshot | None) -> list[ManifestFile]:
-    """The snapshot's manifest list (none for an empty table)."""
+    """The snapshot's manifest list (none for an empty table); shared, never to be changed."""
     if snapshot is None:
         return []
     return _manifest_list(table.metadata_location, snapshot.snapshot_id, table)
 
 
-@st.cache_data(max_entries=4096, show_spinner=False)
-def _manifest_files(
-    table_key: str,
-    path: str,
-    length: int,
-    spec_id: int,
-    schema_id: int,
-    _table: Table,
-    _manifest: ManifestFile,
-) -> pa.Table:
-    """One manifest's live files; a manifest never changes, so any version may reuse it."""
-    return manifest_files(_table, _manifest)
+LiveKey = tuple[str, int]
+"""``(metadata location, snapshot id)``: what a snapshot's live files depend on."""
+
+_LIVE_FILES: SharedCache[LiveKey, pa.Table] = SharedCache(LIVE_FILES_ENTRIES)
+"""Every session's live files of a snapshot: a million files are ~180 MiB of columns, which
+``st.cache_data`` would copy (pickle) on every hit; made outside ``st.cache_resource`` so the
+progress bar the first session draws is never replayed into later runs."""
 
 
-def files_of(table: Table, snapshot: Snapshot | None, what: str = "Reading manifests") -> pa.Table:
-    """Every live file of the snapshot, with a progress bar while manifests are read."""
+def live_files(table: Table, snapshot: Snapshot) -> pa.Table:
+    """Every live file of the snapshot, shared by every session (never to be changed)."""
+    key = (table.metadata_location, snapshot.snapshot_id)
+    return _LIVE_FILES.get_or_make(key, partial(snapshot_files, table, snapshot))
+
+
+def files_of(table: Table, snapshot: Snapshot | None) -> pa.Table:
+    """Every live file of the snapshot (shared, never to be changed).
+
+    When the manifests must be read, a progress bar says what is read and how far it is
+    (:mod:`icecore.progress`: "Reading manifests: 812 of 2,000"); a shared answer draws
+    nothing.
+    """
     if snapshot is None:
         return snapshot_files(table, None)
-    manifests = manifest_list(table, snapshot)
-    metadata = table.metadata
-    key = metadata.table_uuid or metadata.location
-
-    def read(manifest: ManifestFile) -> pa.Table:
-        return _manifest_files(
-            key,
-            manifest.manifest_path,
-            manifest.manifest_length,
-            manifest.partition_spec_id,
-            metadata.current_schema_id,
-            table,
-            manifest,
-        )
-
-    bar = st.progress(0.0, text=f"{what}: 0 of {len(manifests):,}")
-
-    def progress(done: int, total: int) -> None:
-        if done == total or done % 10 == 0:
-            bar.progress(done / total, text=f"{what}: {done:,} of {total:,}")
-
-    try:
-        return snapshot_files(table, snapshot, progress=progress, read=read)
-    finally:
-        bar.empty()
+    if (table.metadata_location, snapshot.snapshot_id) in _LIVE_FILES:
+        return live_files(table, snapshot)
+    with progress_bar(f"Reading the manifests of {table.identifier}…"):
+        return live_files(table, snapshot)
 
 
 def layout(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
     """The snapshot's manifest list and its live files (read with a progress bar)."""
     return manifest_list(table, snapshot), files_of(table, snapshot)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def tree(location: str, snapshot_id: int, budget: int, size_by: str, _table: Table) -> MetadataTree:
+    """The metadata tree of one snapshot within ``budget`` nodes (a few thousand nodes)."""
+    snapshot = _table.metadata.snapshot_by_id(snapshot_id)
+    assert snapshot is not None  # the page passes a snapshot of this table
+    manifests, files = _live(_table, snapshot)
+    return metadata_tree(snapshot, manifests, files, budget=budget, size_by=size_by)
 
 
 # --- scans -----------------------------------------------------------------------------
@@ -407,8 +406,17 @@ def evolution_dry_run(location: str, changes: tuple[Change, ...], _table: Table)
     return dry_run(_table, changes)
 
 
+def recommendations(location: str, table: Table) -> list[maintenance.Recommendation]:
+    """Every maintenance recommendation for the table's current version (``location``).
+
+    The live files are read first, with a progress bar when the manifests must be read.
+    """
+    files_of(table, table.metadata.current_snapshot())
+    return _recommendations(location, table)
+
+
 @st.cache_data(max_entries=16, show_spinner="Estimating maintenance from metadata…")
-def recommendations(location: str, _table: Table) -> list[maintenance.Recommendation]:
+def _recommendations(location: str, _table: Table) -> list[maintenance.Recommendation]:
     """Every maintenance recommendation for the table's current version (``location``).
 
     Orphan candidates need a listing of the table location, which changes without a commit:
@@ -442,9 +450,10 @@ def maintenance_estimate(
 
 
 def _live(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
-    """Manifests and live files, read without drawing (for use inside cached functions)."""
-    manifests = table.manifests(snapshot) if snapshot is not None else []
-    return manifests, snapshot_files(table, snapshot)
+    """Manifests and live files, shared with every page (for use inside cached functions)."""
+    if snapshot is None:
+        return [], snapshot_files(table, None)
+    return manifest_list(table, snapshot), live_files(table, snapshot)
 
 
 def _now_ms() -> int:

@@ -424,6 +424,19 @@ class TableScan:
 
     # -- loading ---------------------------------------------------------------------
 
+    def load_manifests(
+        self, manifests: Sequence[ManifestFile], what: str = "Reading manifests"
+    ) -> list[PlanningManifest]:
+        """The planning form of ``manifests`` (data or delete), decoded as a plan decodes them.
+
+        The same decode, caches (memory, disk) and worker processes as :meth:`plan`, for
+        readers of every live file of a snapshot (:func:`icecore.layout.snapshot_files`);
+        progress goes to :mod:`icecore.progress` as ``what``. Every manifest's partition spec
+        must be one the table defines (the caller checks).
+        """
+        with self.context.manifests.planning():
+            return [pm for _, pm in self._load(manifests, what)]
+
     def _load(
         self, manifests: Sequence[ManifestFile], what: str = "Reading manifests"
     ) -> list[tuple[ManifestKey, PlanningManifest]]:

@@ -27,6 +27,8 @@ from icecore.layout import (
 )
 from icecore.manifest import ManifestContent
 from icecore.metadata import Snapshot
+from icecore.progress import reporting
+from icecore.scan.context import default_context
 from tests.icecore.fakes import DEMO_TABLES, manifest_file
 from tests.icecore.fakes import files as fake_files
 
@@ -97,6 +99,40 @@ def test_every_consumer_lists_the_same_live_files(
     assert {e.data_file.file_path for e in table.live_entries(current)} == {
         r.file_path for r in spark_files
     }
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("spark_name", "spec"), TABLES)
+def test_snapshot_files_read_the_planners_manifests_and_report_progress(
+    spark: Any, demo_warehouse: Path, spark_name: str, spec: str
+) -> None:
+    # The live files come from the planner's decode (one decode, shared with scans, told to
+    # the progress listener while it runs): cold, the listener hears every manifest of the
+    # snapshot, data and delete alike; warm, nothing is decoded and nothing is told.
+    table = icecore.load_table(spec.format(w=demo_warehouse))
+    snapshot = table.snapshot()
+    assert snapshot is not None
+    default_context().clear()
+    default_context().manifests.clear(disk=True)
+    told: list[tuple[str, int, int]] = []
+    with reporting(lambda what, done, total: told.append((what, done, total))):
+        cold = snapshot_files(table, snapshot)
+    manifests = len(table.manifests(snapshot))
+    assert told and told[-1] == ("Reading manifests", manifests, manifests)
+    assert [done for _, done, _ in told] == sorted(done for _, done, _ in told)
+    told.clear()
+    with reporting(lambda what, done, total: told.append((what, done, total))):
+        warm = snapshot_files(table, snapshot)
+    assert told == []
+    assert warm.equals(cold)
+    # One dictionary per encoded column, so Arrow can group by them.
+    for name in ("manifest_path", "partition"):
+        assert warm.column(name).num_chunks == 1
+    expected = {
+        (r.file_path, r.content, r.record_count)
+        for r in spark.table(f"{spark_name}.files").collect()
+    }
+    assert {(r["file_path"], r["content"], r["record_count"]) for r in warm.to_pylist()} == expected
 
 
 @pytest.mark.spark
@@ -188,3 +224,37 @@ def test_delete_manifests_are_labelled() -> None:
 def test_the_tree_refuses_an_unknown_measure() -> None:
     with pytest.raises(ValidationError):
         metadata_tree(SNAPSHOT, [], FILES_SCHEMA.empty_table(), size_by="colour")
+
+
+def test_files_in_any_order_give_the_same_tree() -> None:
+    # The tree groups files by manifest itself: rows interleaved across manifests (as a
+    # concatenation in another order would give) make the same tree as rows grouped.
+    layout = {f"m{i}": [(10 * i + j, j + 1) for j in range(6)] for i in range(4)}
+    grouped = _files(layout)
+    order = sorted(range(grouped.num_rows), key=lambda i: (i % 6, i))
+    interleaved = grouped.take(pa.array(order))
+    manifests = [manifest_file(m) for m in layout]
+    for budget in (MIN_BUDGET, 12, 100):
+        for size_by in ("bytes", "rows"):
+            assert metadata_tree(
+                SNAPSHOT, manifests, interleaved, budget=budget, size_by=size_by
+            ) == metadata_tree(SNAPSHOT, manifests, grouped, budget=budget, size_by=size_by)
+
+
+def test_a_folded_node_names_its_one_partition_and_content() -> None:
+    # 2 + 1 + 6 nodes > 8: four files shown, the two smallest fold; both are in p=0 and are
+    # data, so the folded node says so (a mixed fold says "several" and "mixed").
+    files = fake_files(
+        [(60, 1), (50, 1), (40, 1), (30, 1), (20, 1), (10, 1)],
+        "m1",
+        partitions=["p=1", "p=1", "p=1", "p=1", "p=0", "p=0"],
+    )
+    tree = metadata_tree(SNAPSHOT, [manifest_file("m1")], files, budget=MIN_BUDGET)
+    folded = next(n for n in tree.nodes if n.level == "folded")
+    assert (folded.files, folded.bytes, folded.partition, folded.content) == (2, 30, "p=0", "data")
+    mixed = fake_files(
+        [(60, 1), (50, 1), (40, 1), (30, 1), (20, 1), (10, 1)], "m1", contents=[0, 0, 0, 0, 0, 2]
+    )
+    tree = metadata_tree(SNAPSHOT, [manifest_file("m1")], mixed, budget=MIN_BUDGET)
+    folded = next(n for n in tree.nodes if n.level == "folded")
+    assert (folded.partition, folded.content) == ("several", "mixed")

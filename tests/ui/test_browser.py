@@ -169,6 +169,9 @@ def test_an_analyst_walks_from_a_table_to_time_travel(
     page.goto(server)
     _settle(page)
     _shot(page, "0_tables")
+    # The page list opens on the landing page by what it shows, not by its file name.
+    links = page.get_by_test_id("stSidebarNav").get_by_role("link")
+    assert links.first.inner_text().splitlines()[-1].strip() == "Tables"
 
     # Pick the table in the sidebar: the URL follows.
     sidebar = page.get_by_test_id("stSidebar")

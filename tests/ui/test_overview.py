@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import icecore
 from icecore import describe, health
 from icecore.layout import snapshot_files
+from icecore.scan.context import default_context
 from tests.ui.helpers import OpenPage, metrics, no_problems, number, spark_count
+from ui import data
 
 PAGE = "pages/1_Overview.py"
 TABLES = [
@@ -101,3 +106,66 @@ def test_the_overview_follows_the_time_selector(
     assert number(metrics(at)["Live rows (deletes applied)"]) == spark_count(
         spark, f"SELECT count(*) FROM icecore.demo.trips VERSION AS OF {tag}"
     )
+
+
+def test_a_second_session_shares_the_live_files_the_first_read(
+    demo_warehouse: Path, open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two browser sessions on one table version read its manifests once: the second gets the
+    # very table the first made (a shared resource, not a per-hit copy), and the Metadata
+    # tree and Maintenance pages use it too.
+    made: list[pa.Table] = []
+    real = data.snapshot_files
+
+    def counting(table: Any, snapshot: Any) -> pa.Table:
+        found = real(table, snapshot)
+        if snapshot is not None:
+            made.append(found)
+        return found
+
+    monkeypatch.setattr(data, "snapshot_files", counting)
+    data._LIVE_FILES.clear()
+    first = open_page(PAGE, table="demo.trips")
+    no_problems(first)
+    second = open_page(PAGE, table="demo.trips")
+    no_problems(second)
+    tree = open_page("pages/3_Metadata_tree.py", table="demo.trips")
+    no_problems(tree)
+    assert len(made) == 1
+    assert metrics(first) == metrics(second)
+    table = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    snapshot = table.snapshot()
+    assert snapshot is not None
+    assert data.live_files(table, snapshot) is made[0]
+
+
+def test_a_cold_read_shows_what_it_reads_and_how_far(
+    demo_warehouse: Path, open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Cold (no decoded manifest in memory or on disk), the page's progress listener is told
+    # "Reading manifests: k of n" up to every manifest of the snapshot; warm, it hears nothing.
+    told: list[tuple[str, int, int]] = []
+    real = data.reporting
+
+    @contextmanager
+    def recording(listener: Any) -> Iterator[None]:
+        def both(what: str, done: int, total: int) -> None:
+            told.append((what, done, total))
+            listener(what, done, total)
+
+        with real(both):
+            yield
+
+    monkeypatch.setattr(data, "reporting", recording)
+    data._LIVE_FILES.clear()
+    default_context().clear()
+    default_context().manifests.clear(disk=True)
+    no_problems(open_page(PAGE, table="demo.events_v3"))
+    table = icecore.load_table(f"{demo_warehouse}::demo.events_v3")
+    snapshot = table.snapshot()
+    assert snapshot is not None
+    manifests = len(table.manifests(snapshot))
+    assert told and told[-1] == ("Reading manifests", manifests, manifests)
+    told.clear()
+    no_problems(open_page(PAGE, table="demo.events_v3"))
+    assert told == []

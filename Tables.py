@@ -1,0 +1,88 @@
+"""Icecore's landing page: the tables of the selected catalog, and a tour of the pages.
+
+Thin by design: every fact shown comes from ``icecore``; ``ui`` holds the Streamlit helpers.
+
+``app.py`` is a link to this file, so ``streamlit run app.py`` runs it as the main script
+while the sidebar's page list names it "Tables": Streamlit labels the main page by the file
+name its path resolves to, and DESIGN.md keeps the ``pages/`` directory (no
+``st.navigation``), which offers no other way to name it.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from icecore.errors import IcecoreError
+from ui import data
+from ui.served import companions
+from ui.shell import bootstrap, show_error, stop
+
+PAGES = (
+    ("pages/1_Overview.py", "Overview", "format, schema tree, specs, totals and health findings"),
+    ("pages/2_History.py", "History", "snapshots on branch and tag lanes, the metadata log"),
+    ("pages/3_Metadata_tree.py", "Metadata tree", "snapshot → manifests → files, to scale"),
+    ("pages/4_Scan_preview.py", "Scan preview", "a filter, what it prunes and why, the rows"),
+    ("pages/5_Time_travel.py", "Time travel", "two points in time and what changed between"),
+    ("pages/6_Evolution.py", "Evolution", "schema, partition and sort changes: dry run, commit"),
+    ("pages/7_SQL.py", "SQL", "DuckDB over metadata tables and scan rows, downloads"),
+    ("pages/8_Maintenance.py", "Maintenance", "recommendations, estimates, jobs on Spark"),
+)
+
+context = bootstrap("Tables")
+st.title("Icecore")
+st.caption(
+    "Explore Apache Iceberg tables: history, metadata tree, pruned scans, time travel, "
+    "guarded evolution. "
+    "Pick a catalog and a table in the sidebar, or open one below."
+)
+if context.failed:
+    stop()
+
+rows: list[dict[str, str | None]] = []
+lazy: list[tuple[str, str]] = []  # (catalog, table) whose location is loaded on demand
+for catalog in [context.catalog, *companions(context.catalog)]:
+    try:
+        found = data.table_rows(catalog)
+    except IcecoreError as error:
+        show_error(error)
+        continue
+    for row in found:
+        link = "Overview?" + urlencode({"catalog": catalog, "table": str(row["table"])})
+        rows.append({**row, "open": link})
+        if row["metadata location"] is None:
+            lazy.append((catalog, str(row["table"])))
+
+if rows:
+    st.subheader(f"{len(rows)} tables")
+    st.dataframe(
+        rows,
+        hide_index=True,
+        width="stretch",
+        column_order=("table", "open", "catalog", "metadata location"),
+        column_config={
+            "open": st.column_config.LinkColumn("open", display_text="Overview →"),
+        },
+    )
+    if lazy:
+        # A REST catalog answers a table's location only with the whole table: one request
+        # per table, so the listing leaves it out and loads the one asked for.
+        picked = st.selectbox(
+            "Metadata location of (REST tables load on demand)",
+            options=range(len(lazy)),
+            format_func=lambda i: f"{lazy[i][1]} ({lazy[i][0]})",
+            index=None,
+            key="home_location_of",
+        )
+        if picked is not None:
+            try:
+                st.text(data.metadata_location(*lazy[picked]))
+            except IcecoreError as error:
+                show_error(error)
+else:
+    st.info("No tables found in this catalog.")
+
+st.subheader("Pages")
+for path, label, what in PAGES:
+    st.page_link(path, label=f"**{label}** — {what}", query_params=context.selection.to_params())
