@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -243,17 +243,14 @@ def _free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(
-    catalog: str, cache_dir: Path, log_path: Path, start_timeout: float = 90
+def streamlit_app(
+    env: Mapping[str, str], log_path: Path, start_timeout: float = 90
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``streamlit run app.py`` on 127.0.0.1, read-only on ``catalog``, with an empty cache."""
+    """``streamlit run app.py`` on 127.0.0.1 and a free port with exactly ``env``; its URL.
+
+    The one way the bench and the browser tests start the app; stopped when the block ends.
+    """
     port = _free_port()
-    env = {
-        **os.environ,
-        "ICECORE_CATALOG": catalog,
-        "ICECORE_READ_ONLY": "1",
-        "ICECORE_CACHE_DIR": str(cache_dir),
-    }
     with log_path.open("wb") as out:
         process = subprocess.Popen(
             [
@@ -269,7 +266,7 @@ def streamlit_server(
                 "--server.fileWatcherType=none",
             ],
             cwd=REPO,
-            env=env,
+            env=dict(env),
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -296,6 +293,21 @@ def streamlit_server(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@contextmanager
+def streamlit_server(
+    catalog: str, cache_dir: Path, log_path: Path, start_timeout: float = 90
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The app read-only on ``catalog``, with an empty cache (:func:`streamlit_app`)."""
+    env = {
+        **os.environ,
+        "ICECORE_CATALOG": catalog,
+        "ICECORE_READ_ONLY": "1",
+        "ICECORE_CACHE_DIR": str(cache_dir),
+    }
+    with streamlit_app(env, log_path, start_timeout) as started:
+        yield started
 
 
 # ------------------------------------------------------------------------------- pages

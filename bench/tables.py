@@ -122,6 +122,19 @@ def java_classpath(iceberg_jar: str) -> str:
     return os.pathsep.join([str(_pyspark_jars() / "*"), iceberg_jar])
 
 
+def _java_command(java: str, classes: Path, iceberg_jar: str, main_class: str) -> list[str]:
+    """``java`` running a compiled builder class against pyspark's jars and the Iceberg jar."""
+    return [
+        java,
+        f"-Xmx{JAVA_HEAP}",
+        "-XX:+UseParallelGC",
+        "-Dlog4j2.level=WARN",
+        "-cp",
+        os.pathsep.join([str(classes), java_classpath(iceberg_jar)]),
+        main_class,
+    ]
+
+
 def compile_builder(
     java: str, iceberg_jar: str, cache_root: Path | None = None, source: Path = JAVA_SOURCE
 ) -> Path:
@@ -238,13 +251,7 @@ def build_table(
         raise BenchBuildError(str(e)) from e
     classes = compile_builder(java, iceberg_jar)
     cmd = [
-        java,
-        f"-Xmx{JAVA_HEAP}",
-        "-XX:+UseParallelGC",
-        "-Dlog4j2.level=WARN",
-        "-cp",
-        os.pathsep.join([str(classes), java_classpath(iceberg_jar)]),
-        MAIN_CLASS,
+        *_java_command(java, classes, iceberg_jar, MAIN_CLASS),
         "--warehouse",
         str(Path(warehouse).resolve() / HADOOP_SUBDIR),
         "--namespace",
@@ -416,15 +423,7 @@ def build_shape(
         "start-date": start_date,
         "interval-seconds": interval_seconds,
     }
-    cmd = [
-        java,
-        f"-Xmx{JAVA_HEAP}",
-        "-XX:+UseParallelGC",
-        "-Dlog4j2.level=WARN",
-        "-cp",
-        os.pathsep.join([str(classes), java_classpath(iceberg_jar)]),
-        SHAPE_CLASS,
-    ]
+    cmd = _java_command(java, classes, iceberg_jar, SHAPE_CLASS)
     for key, value in options.items():
         cmd += [f"--{key}", str(value)]
     real_ns = target.parent

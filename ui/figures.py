@@ -102,6 +102,23 @@ def width_label(width_ms: int) -> str:
     return f"{width_ms / 1000:g} s"
 
 
+def _add_edges(fig: go.Figure, x: list[dt.datetime | None], y: list[str | None], name: str) -> None:
+    """Grey lines between snapshots (``None`` between segments) on the timeline's lanes."""
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=y,
+            mode="lines",
+            line={"color": "#b0bec5", "width": 1.5},
+            hoverinfo="skip",
+            showlegend=False,
+            name=name,
+        ),
+        row=1,
+        col=1,
+    )
+
+
 def timeline_figure(
     tl: Timeline,
     selected: int | None = None,
@@ -143,19 +160,7 @@ def timeline_figure(
         tx, ty = where[m.snapshot_id]
         edge_x += [tx, _time(m.timestamp_ms), None]
         edge_y += [ty, lane, None]
-    fig.add_trace(
-        go.Scatter(
-            x=edge_x,
-            y=edge_y,
-            mode="lines",
-            line={"color": "#b0bec5", "width": 1.5},
-            hoverinfo="skip",
-            showlegend=False,
-            name="parent",
-        ),
-        row=1,
-        col=1,
-    )
+    _add_edges(fig, edge_x, edge_y, "parent")
     operations = sorted({p.operation for p in points}, key=lambda o: (o not in OPERATION_COLORS, o))
     for op in operations:
         of_op = [p for p in points if p.operation == op]
@@ -365,19 +370,7 @@ def binned_figure(
             None,
         ]
         edge_y += [by_id[m.snapshot_id].lane, lane, None]
-    fig.add_trace(
-        go.Scatter(
-            x=edge_x,
-            y=edge_y,
-            mode="lines",
-            line={"color": "#b0bec5", "width": 1.5},
-            hoverinfo="skip",
-            showlegend=False,
-            name="fork",
-        ),
-        row=1,
-        col=1,
-    )
+    _add_edges(fig, edge_x, edge_y, "fork")
     dominant = sorted(
         {b.operations[0][0] for b in bins}, key=lambda o: (o not in OPERATION_COLORS, o)
     )

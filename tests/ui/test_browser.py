@@ -19,11 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,79 +27,27 @@ from typing import Any
 
 import pytest
 
+from bench.app_bench import CHROMIUM, CHROMIUM_ARGS, streamlit_app
 from tests.icecore.evolution.conftest import EvoCatalogs
 from tests.icecore.evolution.spark_checks import describe
 from tests.ui.copies import copy_sql_table
 from tests.ui.helpers import REPO, spark_count
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-]
 SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
 FILTER = "fare > 30"
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def _streamlit(catalog: str, log_name: str) -> Iterator[str]:
     """``streamlit run app.py`` on 127.0.0.1 and a free port, with ``catalog`` as default."""
-    port = _free_port()
     env = {**os.environ, "ICECORE_CATALOG": catalog}
     env.pop("ICECORE_READ_ONLY", None)
     log = (REPO / "test-artifacts").resolve()
     log.mkdir(parents=True, exist_ok=True)
-    with (log / log_name).open("w") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                "app.py",
-                "--server.address=127.0.0.1",
-                f"--server.port={port}",
-                "--server.headless=true",
-                "--browser.gatherUsageStats=false",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                assert process.poll() is None, f"streamlit exited; see test-artifacts/{log_name}"
-                assert time.monotonic() < deadline, "streamlit did not start within 60 s"
-                time.sleep(0.5)
-            yield base
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with streamlit_app(env, log / log_name, start_timeout=60) as (base, _):
+        yield base
 
 
 @pytest.fixture(scope="module")
