@@ -194,7 +194,7 @@ def files_of(table: Table, snapshot: Snapshot | None) -> pa.Table:
         return snapshot_files(table, None)
     if (table.metadata_location, snapshot.snapshot_id) in _LIVE_FILES:
         return live_files(table, snapshot)
-    with progress_bar(f"Reading the manifests of {table.identifier}…"):
+    with progress_bar("Reading the snapshot's manifests…"):
         return live_files(table, snapshot)
 
 
