@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from icecore.errors import IcecoreError, ValidationError
-from icecore.inspect import KINDS, inspect_table
+from icecore.inspect import KINDS, entry_count, inspect_table
 from icecore.scan.planner import Plan, TableScan
 
 if TYPE_CHECKING:
@@ -86,6 +86,9 @@ class SqlLimits:
         process_memory_mb: the query process's data segment limit (``RLIMIT_DATA``), the
             bound that holds whatever DuckDB allocates.
         timeout_s: seconds before the query is stopped; None reads ``ICECORE_SQL_TIMEOUT_S``.
+        max_entries: manifest entries a file-level metadata table (``files``,
+            ``all_entries``, ...) may be built from; those are made before the query runs,
+            in the caller's process and outside ``timeout_s``, so they are bounded here.
     """
 
     memory_limit: str = "1GB"
@@ -94,6 +97,7 @@ class SqlLimits:
     max_bytes: int = 256 * 2**20
     process_memory_mb: int = 2048
     timeout_s: float | None = None
+    max_entries: int = 250_000
 
 
 def _send(stream: IO[bytes], kind: bytes, payload: bytes) -> None:
@@ -250,8 +254,20 @@ def run_sql(
     """
     selectors: dict[str, Any] = {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
 
+    bound = (limits or SqlLimits()).max_entries
+
     def inspect_of(kind: str) -> Callable[[], pa.Table]:
-        return lambda: inspect_table(table, kind, **selectors)
+        def build() -> pa.Table:
+            count = entry_count(table, kind, **selectors)
+            if count > bound:
+                raise ValidationError(
+                    f"The {kind} table would be built from {count:,} manifest entries, more "
+                    f"than the {bound:,} a query here may read; query {ROWS_TABLE} (with a "
+                    "filter), snapshots or manifests instead, or run it on Spark."
+                )
+            return inspect_table(table, kind, **selectors)
+
+        return build
 
     def rows() -> pa.Table:
         planned = plan() if plan is not None else TableScan(table, filter, **selectors).plan()

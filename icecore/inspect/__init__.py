@@ -95,6 +95,55 @@ SNAPSHOT_KINDS = frozenset(
 """The kinds that describe one snapshot and so honour a snapshot selector."""
 
 
+_PER_ENTRY: dict[str, tuple[bool, Pick, bool]] = {
+    # kind: (every reachable snapshot?, which manifests, live entries only?)
+    "entries": (False, _all, False),
+    "files": (False, _all, True),
+    "data_files": (False, _data, True),
+    "delete_files": (False, _deletes, True),
+    "partitions": (False, _all, True),
+    "all_entries": (True, _all, False),
+    "all_files": (True, _all, True),
+    "all_data_files": (True, _data, True),
+    "all_delete_files": (True, _deletes, True),
+}
+"""The kinds built from manifest entries, one Python object per entry (see :func:`entry_count`)."""
+
+
+def entry_count(
+    table: TableData,
+    kind: str,
+    *,
+    snapshot_id: int | None = None,
+    ref: str | None = None,
+    as_of: str | int | dt.datetime | None = None,
+) -> int:
+    """How many manifest entries building ``kind`` reads, from the manifest lists' counts.
+
+    The file-level tables are made entry by entry (a million-file snapshot costs minutes
+    and gigabytes), so a caller that must stay bounded (the app's SQL page) asks first; it
+    reads only manifest lists. 0 for the kinds not built from entries; a manifest whose list
+    omits its counts (optional in v1) counts as 0.
+    """
+    shape = _PER_ENTRY.get(kind)
+    if shape is None:
+        return 0
+    whole, pick, live = shape
+    if whole:
+        manifests = reachable_manifests(table)
+    else:
+        manifests = snapshot_manifests(
+            table, table.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+        )
+    counts = (
+        (m.added_files_count or 0)
+        + (m.existing_files_count or 0)
+        + (0 if live else (m.deleted_files_count or 0))
+        for m in pick(manifests)
+    )
+    return sum(counts)
+
+
 def inspect_table(
     table: TableData,
     kind: str,
@@ -127,4 +176,4 @@ def inspect_table(
     return builder(table_view(table), snapshot)
 
 
-__all__ = ["KINDS", "SNAPSHOT_KINDS", "inspect_table"]
+__all__ = ["KINDS", "SNAPSHOT_KINDS", "entry_count", "inspect_table"]

@@ -41,6 +41,34 @@ def test_sql_answers_equal_spark(spark: Any, demo_warehouse: Path) -> None:
     assert {(r["content"], r["n"]) for r in ours.to_pylist()} == {(r.content, r.n) for r in theirs}
 
 
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("kind", "spark_sql"),
+    [
+        ("files", "SELECT count(*) FROM {t}.files"),
+        ("entries", "SELECT count(*) FROM {t}.entries"),
+        ("all_entries", "SELECT count(*) FROM {t}.all_entries"),
+        ("delete_files", "SELECT count(*) FROM {t}.delete_files"),
+    ],
+)
+def test_file_level_tables_are_bounded_before_they_are_built(
+    spark: Any, demo_warehouse: Path, kind: str, spark_sql: str
+) -> None:
+    """A file-level table is made in this process, before the query's time limit starts.
+
+    At a million files ``files`` costs minutes and gigabytes, so its entries are counted
+    from the manifest lists first (Spark's count of the same table is the oracle) and a
+    table above ``max_entries`` is refused in one sentence, nothing built.
+    """
+    t = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    n = spark.sql(spark_sql.format(t="icecore.demo.trips")).collect()[0][0]
+    assert n > 0
+    fits = run_sql(t, f"SELECT count(*) AS n FROM {kind}", limits=SqlLimits(max_entries=n))
+    assert fits.to_pylist() == [{"n": n}]
+    with pytest.raises(ValidationError, match=rf"^The {kind} table would be built from {n:,} "):
+        run_sql(t, f"SELECT count(*) AS n FROM {kind}", limits=SqlLimits(max_entries=n - 1))
+
+
 def test_only_safe_selects() -> None:
     tables = {"files": pa.table({"a": [1, 2, 3]})}
     assert query_arrow("SELECT sum(a) AS s FROM files", tables).to_pylist() == [{"s": 6}]
