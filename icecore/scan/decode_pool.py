@@ -138,6 +138,16 @@ class _Worker:
 
 _workers: list[_Worker] = []
 _pool_lock = threading.Lock()
+_uses = itertools.count()
+_last_use = -1
+"""The number of the pool's latest use; an idle timer retires the workers only if no use
+came after the one that started it."""
+
+IDLE_ENV = "ICECORE_PLAN_WORKERS_IDLE_S"
+IDLE_S = 120
+"""Seconds an unused pool lives: each worker holds ~100 MiB (Arrow, polars, icecore), which a
+long-running server (the app) should give back when no big plan has needed them for a while;
+starting them again costs 1-3 s, paid only by the next cold plan of many manifests."""
 
 
 @atexit.register
@@ -145,6 +155,24 @@ def _close_workers() -> None:
     for worker in _workers:
         worker.close()
     _workers.clear()
+
+
+def _retire_when_idle(use: int) -> None:
+    """Close the workers if the pool has not been used since use number ``use``."""
+    if not _pool_lock.acquire(blocking=False):
+        return  # in use now: that use schedules its own timer
+    try:
+        if use == _last_use:
+            _close_workers()
+    finally:
+        _pool_lock.release()
+
+
+def _schedule_retirement() -> None:
+    """After a use (the pool lock held), retire the workers once they sat idle long enough."""
+    timer = threading.Timer(env_count(IDLE_ENV, IDLE_S), _retire_when_idle, (_last_use,))
+    timer.daemon = True
+    timer.start()
 
 
 def worker_pids() -> list[int]:
@@ -303,8 +331,10 @@ def start_decoding(
     )
     batches = [missing[i : i + BATCH] for i in range(0, len(missing), BATCH)]
     decoding = _HeldDecoding(cache, batches, message)
+    global _last_use
     _pool_lock.acquire()
     try:
+        _last_use = next(_uses)
         decoding.start(_pool(workers))
     except BaseException:
         _pool_lock.release()
@@ -323,6 +353,7 @@ class _HeldDecoding(Decoding):
         finally:
             if self._held:
                 self._held = False
+                _schedule_retirement()
                 _pool_lock.release()
 
 

@@ -386,3 +386,27 @@ def test_a_damaged_batch_file_is_decoded_again_for_every_key(tmp_path: Path, tri
     for key, _, alone in items:
         _as_alone(fresh.get_or_load(key, lambda alone=alone: alone), alone)  # type: ignore[misc]
     assert fresh.misses == len(items)
+
+
+def test_idle_decode_workers_are_retired_and_started_again(
+    tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server gives the workers' memory back once no big plan has used them for a while."""
+    import time
+
+    monkeypatch.setattr(decode_pool, "MIN_MANIFESTS", 1)
+    monkeypatch.setenv("ICECORE_PLAN_PROCESSES", "2")
+    monkeypatch.setenv(decode_pool.IDLE_ENV, "1")
+    want = [t.file_path for t in trips.scan(context=PlanContext(ManifestCache(None))).plan().tasks]
+    first = trips.scan(context=PlanContext(ManifestCache(tmp_path / "a"))).plan()
+    pids = decode_pool.worker_pids()
+    assert len(pids) == 2
+    deadline = time.monotonic() + 30
+    while decode_pool.worker_pids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert decode_pool.worker_pids() == []
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)  # ended and reaped
+    again = trips.scan(context=PlanContext(ManifestCache(tmp_path / "b"))).plan()
+    restarted = decode_pool.worker_pids()
+    assert len(restarted) == 2 and not set(restarted) & set(pids)
+    assert [t.file_path for t in first.tasks] == [t.file_path for t in again.tasks] == want
