@@ -349,23 +349,14 @@ def visit(
     seconds: float | None
     errors: list[str] = []
     try:
+        done = [title_pattern(page, table), EXTRA.get(page)]
         go()
-        tab.wait_for_function(
-            DONE,
-            arg=[title_pattern(page, table), EXTRA.get(page)],
-            timeout=timeout * 1000,
-            polling=50,
-        )
+        tab.wait_for_function(DONE, arg=done, timeout=timeout * 1000, polling=50)
         seconds = round(time.perf_counter() - started, 2)
         # Another run may follow at once (a rerun the page asks for): wait for it too.
         time.sleep(0.5)
-        if not tab.evaluate(DONE, [title_pattern(page, table), EXTRA.get(page)]):
-            tab.wait_for_function(
-                DONE,
-                arg=[title_pattern(page, table), EXTRA.get(page)],
-                timeout=timeout * 1000,
-                polling=50,
-            )
+        if not tab.evaluate(DONE, done):
+            tab.wait_for_function(DONE, arg=done, timeout=timeout * 1000, polling=50)
             seconds = round(time.perf_counter() - started, 2)
     except Exception as e:  # Playwright's TimeoutError and friends: a finding, not a crash
         seconds = None

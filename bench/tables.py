@@ -46,6 +46,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from pipeline.spark import HADOOP_SUBDIR, PipelineError, find_iceberg_jar, find_java
 
@@ -133,6 +134,21 @@ def _java_command(java: str, classes: Path, iceberg_jar: str, main_class: str) -
         os.pathsep.join([str(classes), java_classpath(iceberg_jar)]),
         main_class,
     ]
+
+
+def _run_builder(cmd: list[str], what: str, say: Callable[[str], None]) -> dict[str, Any]:
+    """Run a Java builder, its stderr passed to ``say``; the JSON of its last stdout line."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stderr is not None and proc.stdout is not None
+        for line in proc.stderr:
+            say(line.rstrip("\n"))
+        out = proc.stdout.read()
+        code = proc.wait()
+    lines = [line for line in out.splitlines() if line.strip()]
+    if code != 0 or not lines:
+        raise BenchBuildError(f"the Java {what} failed (exit {code}); see its stderr above.")
+    made: dict[str, Any] = json.loads(lines[-1])
+    return made
 
 
 def compile_builder(
@@ -275,16 +291,7 @@ def build_table(
         f"building {namespace}.{name}: {files:,} files, {files_per_manifest} per manifest, "
         f"{snapshots:,} snapshot(s)"
     )
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        assert proc.stderr is not None and proc.stdout is not None
-        for line in proc.stderr:
-            say(line.rstrip("\n"))
-        out = proc.stdout.read()
-        code = proc.wait()
-    lines = [line for line in out.splitlines() if line.strip()]
-    if code != 0 or not lines:
-        raise BenchBuildError(f"the Java table builder failed (exit {code}); see its stderr above.")
-    made = json.loads(lines[-1])
+    made = _run_builder(cmd, "table builder", say)
     seconds = time.perf_counter() - started
     return BuildResult(
         table=made["table"],
@@ -443,20 +450,7 @@ def build_shape(
         shutil.rmtree(target)
     say(f"building {namespace}.{name} ({kind})" + (f" staged in {staging}" if staging else ""))
     try:
-        with subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        ) as proc:
-            assert proc.stderr is not None and proc.stdout is not None
-            for line in proc.stderr:
-                say(line.rstrip("\n"))
-            out = proc.stdout.read()
-            code = proc.wait()
-        lines = [line for line in out.splitlines() if line.strip()]
-        if code != 0 or not lines:
-            raise BenchBuildError(
-                f"the Java shape builder failed (exit {code}); see its stderr above."
-            )
-        made: dict[str, object] = json.loads(lines[-1])
+        made = _run_builder(cmd, "shape builder", say)
         if staging is not None:
             if target.exists():
                 say(f"replacing the existing {target}")

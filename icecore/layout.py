@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from icecore.compute import pc
-from icecore.errors import InvalidMetadata, ValidationError
+from icecore.errors import ValidationError
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.manifest_arrow import manifest_entries
 from icecore.metadata import Snapshot, TableMetadata
@@ -229,18 +229,10 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
     """
     if snapshot is None:
         return FILES_SCHEMA.empty_table()
-    metadata = table.metadata
     manifests = table.manifests(snapshot)
-    for m in manifests:
-        if metadata.spec_by_id(m.partition_spec_id) is None:
-            raise InvalidMetadata(
-                f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
-                f"which {table.metadata_location} lacks."
-            )
-    if not manifests:
+    loaded = TableScan(table, snapshot_id=snapshot.snapshot_id).load_manifests(manifests)
+    if not loaded:
         return FILES_SCHEMA.empty_table()
-    scan = TableScan(table, snapshot_id=snapshot.snapshot_id)
-    loaded = scan.load_manifests(manifests)
     columns: dict[str, list[pa.Array]] = {name: [] for name in (*_COLUMNS, *_COUNTS)}
     strings = {name: _StringChunks() for name in ("file_path", "file_format")}
     sizes: list[int] = []
@@ -265,7 +257,7 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
             strings["file_path"].done(),
             strings["file_format"].done(),
             pa.concat_arrays(columns["spec_id"]).cast(pa.int32()),
-            _labels(metadata, manifests, columns["partition"]),
+            _labels(table.metadata, manifests, columns["partition"]),
             pa.concat_arrays(columns["record_count"]).cast(pa.int64()),
             pa.concat_arrays(columns["file_size_in_bytes"]).cast(pa.int64()),
         ],

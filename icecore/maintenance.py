@@ -34,7 +34,6 @@ import pyarrow as pa
 
 from icecore import health
 from icecore.compute import pc
-from icecore.errors import InvalidMetadata
 from icecore.health import Finding, Status, format_bytes
 from icecore.io import FileInfo, normalize_path
 from icecore.layout import DELETION_VECTOR, content_masks, content_name
@@ -360,16 +359,9 @@ def _reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
             seen.add(path)
             manifests.setdefault(_key(path), listed.manifest(i))
     files: dict[str, tuple[str, int]] = {}
-    metadata = table.metadata
-    for m in manifests.values():
-        if metadata.spec_by_id(m.partition_spec_id) is None:
-            raise InvalidMetadata(
-                f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
-                f"which {table.metadata_location} lacks."
-            )
     # Read as scan planning reads manifests (decoded once, cached in memory and on disk,
     # in worker processes when many), so the manifests a page already read cost nothing.
-    loaded = TableScan(table).load_manifests(list(manifests.values())) if manifests else []
+    loaded = TableScan(table).load_manifests(list(manifests.values()))
     names = ["file_path", "content", "file_format", "file_size_in_bytes"]
     for pm in loaded:
         for path, content, file_format, size in _rows(pm.read(names), *names):

@@ -357,29 +357,9 @@ class _HeldDecoding(Decoding):
                 _pool_lock.release()
 
 
-def decode_in_workers(
-    cache: ManifestCache,
-    io: FileIO,
-    schema: Schema,
-    specs: Mapping[int, PartitionSpec],
-    format_version: int,
-    jobs: Sequence[DecodeJob],
-) -> int:
-    """Decode the jobs the cache lacks in worker processes; how many were decoded there.
-
-    Does nothing (returns 0) when :func:`start_decoding` would not start.
-    """
-    decoding = start_decoding(cache, io, schema, specs, format_version, jobs)
-    if decoding is None:
-        return 0
-    decoding.join()
-    return decoding.decoded
-
-
 __all__ = [
     "DecodeJob",
     "Decoding",
-    "decode_in_workers",
     "env_count",
     "pool_size",
     "read_ahead",

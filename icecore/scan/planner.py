@@ -431,9 +431,22 @@ class TableScan:
 
         The same decode, caches (memory, disk) and worker processes as :meth:`plan`, for
         readers of every live file of a snapshot (:func:`icecore.layout.snapshot_files`);
-        progress goes to :mod:`icecore.progress` as ``what``. Every manifest's partition spec
-        must be one the table defines (the caller checks).
+        progress goes to :mod:`icecore.progress` as ``what``.
+
+        Raises:
+            InvalidMetadata: a manifest names a partition spec the table lacks (checked
+                before anything is read), or is corrupt.
+            NotFound: a manifest does not exist.
         """
+        metadata = self.table.metadata
+        for m in manifests:
+            if metadata.spec_by_id(m.partition_spec_id) is None:
+                raise InvalidMetadata(
+                    f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
+                    f"which {self.table.metadata_location} lacks."
+                )
+        if not manifests:
+            return []
         with self.context.manifests.planning():
             return [pm for _, pm in self._load(manifests, what)]
 
