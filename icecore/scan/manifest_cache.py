@@ -53,8 +53,13 @@ CACHE_LAYOUT = "planning-5"
 DEFAULT_MAX_DISK_BYTES = 4 << 30
 DEFAULT_MAX_MEMORY_BYTES = 512 << 20
 DEFAULT_MAX_HANDLES = 16_384
-WRITE_BEHIND_BYTES = 2 << 20
-"""Decoded columns waiting for the writer thread at most (past that, decoders write)."""
+WRITE_BEHIND_BYTES = 128 << 20
+"""Decoded columns waiting for the writer thread at most (past that, decoders write).
+
+A plan of up to ~200,000 files decodes in the planning process (fewer manifests than
+:data:`icecore.scan.decode_pool.MIN_MANIFESTS`): its ~70 MiB of columns per 100,000 files
+wait for the writer instead of costing the cold plan a quarter of its time (issue 19).
+Bigger plans are decoded by worker processes, which write their own files."""
 ROWS_KEY = b"icecore.rows"
 """Schema metadata of a cache file: its row count (read without reading its batches)."""
 INDEX_KEY = b"icecore.manifests"
@@ -142,7 +147,7 @@ class ManifestCache:
         self._memory = 0
         self._written_since_sweep = 0
         self._lock = threading.Lock()
-        self._queue: queue.Queue[tuple[ManifestKey, PlanningManifest] | None] = queue.Queue()
+        self._queue: queue.Queue[list[tuple[ManifestKey, PlanningManifest]] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._closed = False
         self._unwritten = 0
@@ -151,6 +156,7 @@ class ManifestCache:
         self._idle = threading.Event()
         self._idle.set()
         self._idle_since = 0.0
+        self._batch_files = BatchFiles()
         self.hits = 0
         self.disk_hits = 0
         self.misses = 0
@@ -186,11 +192,24 @@ class ManifestCache:
 
     def add(self, key: ManifestKey, built: PlanningManifest) -> PlanningManifest:
         """Keep a manifest just decoded for ``key`` (its file written now or behind)."""
-        kept = self._remember(key, built, on_disk=False)
-        if self.directory is None or self._write_behind(key, built):
+        return self.add_many([(key, built)])[0]
+
+    def add_many(
+        self, items: Sequence[tuple[ManifestKey, PlanningManifest]]
+    ) -> list[PlanningManifest]:
+        """Keep manifests just decoded; those built together get one cache file, their batch.
+
+        The files are left to the writer thread when little waits for it already (a cold
+        plan should not wait for its cache files), else written here.
+        """
+        kept = [self._remember(key, built, on_disk=False) for key, built in items]
+        if self.directory is None or not items or self._write_behind(items):
             return kept
-        written = self._write_file(key, built)  # the plan holds the file, not the columns
-        return kept if written is None else self._swap_to_file(key, built, written)
+        # Written here: the plan holds the files, not the columns.
+        for at, source in self._write_items(items):
+            key, built = items[at]
+            kept[at] = self._swap_to_file(key, built, source)
+        return kept
 
     @contextlib.contextmanager
     def planning(self) -> Iterator[None]:
@@ -206,6 +225,7 @@ class ManifestCache:
                 if self._active == 0:
                     self._idle_since = time.monotonic()
                     self._idle.set()
+                    self._batch_files.clear()
 
     def contains(self, key: ManifestKey) -> bool:
         """Whether ``key`` is held in memory or on disk (without loading it)."""
@@ -359,7 +379,8 @@ class ManifestCache:
         if path is None:
             return None
         try:
-            source = FileSource(path)
+            opened = self._batch_files if self._active else None  # see BatchFiles
+            source = FileSource(path, opened=opened)
         except FileNotFoundError:
             return None
         except (OSError, pa.ArrowException, ValueError, KeyError):
@@ -376,16 +397,16 @@ class ManifestCache:
             os.utime(path)
         return found
 
-    def _write_behind(self, key: ManifestKey, item: PlanningManifest) -> bool:
-        """Leave ``item``'s cache file to the writer thread, if little is waiting already.
+    def _write_behind(self, items: Sequence[tuple[ManifestKey, PlanningManifest]]) -> bool:
+        """Leave ``items``' cache files to the writer thread, if little is waiting already.
 
-        Writing a cache file costs about a third of decoding the manifest, and a small plan
+        Writing a cache file costs about a third of decoding the manifest, and a plan
         should not wait for it. The writer runs when no plan does (threads sharing the GIL
         slow each other down), and the process waits for it at exit. Columns waiting are
         held in memory, so at most :data:`WRITE_BEHIND_BYTES` of them wait; past that the
-        decoder writes the file itself. Returns whether the writer took it.
+        decoder writes the files itself. Returns whether the writer took them.
         """
-        size = item.nbytes
+        size = sum(item.nbytes for _, item in items)
         with self._lock:
             if self._closed or self._unwritten + size > WRITE_BEHIND_BYTES:
                 return False
@@ -396,27 +417,38 @@ class ManifestCache:
                 )
                 self._writer.start()
                 atexit.register(self.close)
-        self._queue.put((key, item))
+        self._queue.put(list(items))
         return True
 
     def _drain(self) -> None:
         while True:
-            entry = self._queue.get()
-            if entry is None:  # close(): everything before it is written
+            items = self._queue.get()
+            if items is None:  # close(): everything before it is written
                 self._queue.task_done()
                 return
-            key, item = entry
             self._wait_until_quiet()
             try:
-                written = self._write_file(key, item)
-                if written is not None:
-                    self._swap_to_file(key, item, written)
+                for at, source in self._write_items(items):
+                    self._swap_to_file(*items[at], source)
             except Exception:  # noqa: BLE001, S110 - a cache can cost time, never an answer
                 pass
             finally:
                 with self._lock:
-                    self._unwritten -= item.nbytes
+                    self._unwritten -= sum(item.nbytes for _, item in items)
                 self._queue.task_done()
+
+    def _write_items(
+        self, items: Sequence[tuple[ManifestKey, PlanningManifest]]
+    ) -> Iterator[tuple[int, FileSource]]:
+        """Write the cache files of ``items`` (positions and sources of those written).
+
+        Manifests built together are written as their batch's one file (see
+        :meth:`store_batch_for_handover`), the others one file each.
+        """
+        for at, handover in enumerate(self.store_batch_for_handover(items)):
+            path = self._file(items[at][0])
+            if handover is not None and path is not None:
+                yield at, FileSource.handed_over(path, handover)
 
     def _wait_until_quiet(self) -> None:
         """Until no plan has run for :data:`QUIET_S` (or a flush is waiting on the writer).
@@ -669,6 +701,74 @@ def _shared_schema(
         return found
 
 
+@dataclass(frozen=True, slots=True)
+class _BatchFile:
+    """What a batch file's manifests share: its index, columns and partition codes."""
+
+    entries: bytes
+    index: dict[str, list[Any]]
+    shared: tuple[pa.Schema, dict[str, int], bytes]
+    codes: pa.Array | None
+
+
+class BatchFiles:
+    """Batch files opened during a plan, by inode (their names are links to them).
+
+    A batch file holds up to :data:`icecore.scan.decode_pool.BATCH` manifests; reading
+    its footer, schema and codes once per manifest cost a restarted plan of a million
+    files ~1 s. Kept only while plans run (:meth:`ManifestCache.planning`), so a file
+    replaced later (same inode, new content) is never taken for the old one.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self._files: OrderedDict[tuple[int, int, int], _BatchFile] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, int, int]) -> _BatchFile | None:
+        """The batch file opened with this (device, inode, size), if remembered."""
+        with self._lock:
+            return self._files.get(key)
+
+    def put(self, key: tuple[int, int, int], batch: _BatchFile) -> None:
+        """Remember a batch file just opened (the least recently opened go first)."""
+        with self._lock:
+            self._files[key] = batch
+            while len(self._files) > self._size:
+                self._files.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every file (no plan runs)."""
+        with self._lock:
+            self._files.clear()
+
+
+def _open_batch(path: Path, opened: BatchFiles | None) -> _BatchFile | None:
+    """The batch file ``path`` links to (None: a file of one manifest)."""
+    key: tuple[int, int, int] | None = None
+    if opened is not None:
+        st = os.stat(path)
+        if st.st_nlink > 1:  # a batch file's names are links; a file of its own has one
+            key = (st.st_dev, st.st_ino, st.st_size)
+            found = opened.get(key)
+            if found is not None:
+                return found
+    with pa.memory_map(str(path), "r") as source:
+        reader = pa.ipc.open_file(source)
+        schema = reader.schema
+        entries = (schema.metadata or {}).get(INDEX_KEY)
+        if entries is None:
+            return None
+        index, shared = _batch_index(entries, schema)
+        codes = None
+        if CODE_COLUMN in schema.names:
+            codes = _one_array(reader.read_all().column(CODE_COLUMN))
+    batch = _BatchFile(entries, index, shared, codes)
+    if key is not None and opened is not None:
+        opened.put(key, batch)
+    return batch
+
+
 class FileSource:
     """A cache file (Arrow IPC), from which a few columns at a time are copied out.
 
@@ -685,29 +785,38 @@ class FileSource:
         self,
         path: Path,
         written: tuple[pa.Schema, int, pa.ChunkedArray | None] | None = None,
+        opened: BatchFiles | None = None,
     ) -> None:
         """Open a cache file (``written``: its schema, rows and codes, known when written).
 
-        The partition codes every plan reads first are read in the same opening.
+        The partition codes every plan reads first are read in the same opening. A batch
+        file is opened once for all its manifests when ``opened`` remembers it (a plan reads
+        the manifests of a batch one after another).
         """
         self.path = path
         self._offset = 0
+        entries: bytes | None = None
         if written is None:
-            with pa.memory_map(str(path), "r") as source:
-                reader = pa.ipc.open_file(source)
-                schema = reader.schema
-                file_meta = schema.metadata or {}
-                entries = file_meta.get(INDEX_KEY)
-                file_schema = schema
-                if entries is not None:
-                    index, file_shared = _batch_index(entries, schema)
-                    offset, rows, firsts, lacking = index[path.stem]
-                    self._offset = int(offset)
-                    shared = _subset_schema(file_shared, tuple(lacking))
-                    schema = shared[0].with_metadata(
-                        {FIRSTS_KEY: json.dumps(firsts).encode(), ROWS_KEY: str(rows).encode()}
-                    )
-                else:
+            batch = _open_batch(path, opened)
+            if batch is not None:
+                entries = batch.entries
+                offset, rows, firsts, lacking = batch.index[path.stem]
+                self._offset = int(offset)
+                file_shared = batch.shared
+                shared = _subset_schema(file_shared, tuple(lacking))
+                schema = shared[0].with_metadata(
+                    {FIRSTS_KEY: json.dumps(firsts).encode(), ROWS_KEY: str(rows).encode()}
+                )
+                codes = None
+                if batch.codes is not None and CODE_COLUMN in schema.names:
+                    codes = batch.codes.slice(self._offset, rows)
+                if len(codes if codes is not None else ()) != rows:
+                    raise ValueError(f"{path} does not hold the rows its index names")
+            else:
+                with pa.memory_map(str(path), "r") as source:
+                    reader = pa.ipc.open_file(source)
+                    schema = reader.schema
+                    file_meta = schema.metadata or {}
                     raw_rows = file_meta.get(ROWS_KEY)
                     if raw_rows is not None:
                         rows = int(raw_rows)
@@ -715,16 +824,13 @@ class FileSource:
                         rows = sum(
                             reader.get_batch(i).num_rows for i in range(reader.num_record_batches)
                         )
-                codes: pa.Array | None = None
-                if CODE_COLUMN in schema.names:
-                    column = reader.read_all().column(CODE_COLUMN)
-                    codes = _one_array(column.slice(self._offset, rows))
-                if len(codes if codes is not None else ()) != rows and entries is not None:
-                    raise ValueError(f"{path} does not hold the rows its index names")
+                    codes = None
+                    if CODE_COLUMN in schema.names:
+                        codes = _one_array(reader.read_all().column(CODE_COLUMN))
+                file_schema = schema
         else:
             schema, rows, written_codes = written
             file_schema = schema
-            entries = None
             codes = None if written_codes is None else _one_array(written_codes)
         if entries is not None:  # a batch file: its schemas are shared by its manifests
             self._columns, self._index, self._columns_key = shared

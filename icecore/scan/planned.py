@@ -191,8 +191,12 @@ def block_columns(
         read: the manifest's columns when already read (holding :data:`TASK_COLUMNS`).
     """
     source = read if read is not None else manifest.read(TASK_COLUMNS)
-    columns = source.select(list(TASK_COLUMNS)).take(pa.array(rows, _I64))
-    codes = np.asarray(manifest.codes[rows], dtype=np.int32)
+    columns = source.select(list(TASK_COLUMNS))
+    if len(rows) == columns.num_rows:  # every row (ascending, distinct): nothing to take
+        codes = np.asarray(manifest.codes, dtype=np.int32)
+    else:
+        columns = columns.take(pa.array(rows, _I64))
+        codes = np.asarray(manifest.codes[rows], dtype=np.int32)
     return BlockColumns(columns, codes, residual, always_true)
 
 

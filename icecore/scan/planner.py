@@ -56,7 +56,7 @@ from icecore.manifest import (
     ManifestEntry,
     ManifestFile,
 )
-from icecore.manifest_arrow import RawManifest, read_manifest_avro
+from icecore.manifest_arrow import RawManifest, read_manifests_avro
 from icecore.manifest_list_columns import ManifestListColumns, SpecManifests
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
@@ -95,7 +95,7 @@ if TYPE_CHECKING:
     from icecore.table_data import TableData
 
 
-DECODE_BATCH = 4
+DECODE_BATCH = 8
 """Manifests converted together by the planning process.
 
 Converting 4 manifests at once instead of 1 saves ~1 ms of Arrow call overheads per
@@ -522,51 +522,56 @@ class TableScan:
 
     def _decode_here(
         self, jobs: Sequence[DecodeJob], what: str | None = None
-    ) -> list[tuple[ManifestKey, PlanningManifest]]:
-        """The planning form of each job's manifest: cached, or decoded in this process.
+    ) -> Iterator[tuple[ManifestKey, PlanningManifest]]:
+        """The planning form of each job's manifest, in order: cached, or decoded here.
 
+        Misses are read, their Avro decoded and laid out for planning DECODE_BATCH
+        manifests of one spec at a time on threads (polars and Arrow's kernels release the
+        GIL), ahead of the caller, which judges each manifest as it comes.
         ``what``: the progress listener is told it and how many are done after each batch.
         """
         metadata = self.table.metadata
         specs = metadata.specs_by_id()
         manifests_cache = self.context.manifests
         io = self.table.io
+        schema = self.schema
         found: list[PlanningManifest | None] = [manifests_cache.lookup(job.key) for job in jobs]
         missing = [j for j, pm in enumerate(found) if pm is None]
         ready = len(jobs) - len(missing)
-        # Files are read and their Avro decoded on threads (no GIL), ahead of this thread,
-        # which gives the entries their meaning and lays them out, DECODE_BATCH manifests of
-        # one spec at a time (each Arrow call's fixed cost paid once per batch).
-        ahead = read_ahead(
-            partial(read_manifest_avro, io),
-            [jobs[j].manifest for j in missing],
-            _plan_threads(),
-        )
-        for batch in _decode_batches(missing, [job.spec_id for job in jobs]):
+        batches = list(_decode_batches(missing, [job.spec_id for job in jobs]))
+
+        def convert(batch: list[int]) -> tuple[list[PlanningManifest], Exception | None]:
             raws: list[RawManifest] = []
             failed: Exception | None = None
-            for _ in batch:
-                try:
-                    raws.append(next(ahead))
-                except Exception as e:  # noqa: BLE001 - raised below, after the earlier ones
-                    failed = e
+            for raw in read_manifests_avro(io, [jobs[j].manifest for j in batch]):
+                if isinstance(raw, Exception):
+                    failed = raw
                     break
+                raws.append(raw)
             spec = specs[jobs[batch[0]].spec_id]
-            built = planning_manifests(raws, self.schema, spec, metadata.format_version)
-            del raws  # the Avro tables: only the layout is needed now
-            for j, pm in zip(batch, built, strict=False):
-                found[j] = manifests_cache.add(jobs[j].key, pm)
-            del built  # written (or waiting for the writer): the batch's memory goes
+            built = planning_manifests(raws, schema, spec, metadata.format_version) if raws else []
+            return built, failed
+
+        ahead = read_ahead(convert, batches, _plan_threads())
+        at = 0
+        for batch, (built, failed) in zip(batches, ahead, strict=True):
+            kept = manifests_cache.add_many(
+                [(jobs[j].key, pm) for j, pm in zip(batch, built, strict=False)]
+            )
+            for j, pm in zip(batch, kept, strict=False):
+                found[j] = pm
+            del built, kept
             if failed is not None:
                 raise failed
             ready += len(batch)
             if what is not None:
                 report(what, ready, len(jobs))
-        out: list[tuple[ManifestKey, PlanningManifest]] = []
-        for job, held in zip(jobs, found, strict=True):
+            while at < len(jobs) and found[at] is not None:
+                yield jobs[at].key, found[at]  # type: ignore[misc]
+                at += 1
+        for job, held in zip(jobs[at:], found[at:], strict=True):
             assert held is not None
-            out.append((job.key, held))
-        return out
+            yield job.key, held
 
     # -- data files ------------------------------------------------------------------
 

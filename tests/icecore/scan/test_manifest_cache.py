@@ -179,10 +179,16 @@ def test_a_manifest_without_live_entries_reads_back_empty(tmp_path: Path, trips:
     assert again.required("file_path").to_pylist() == []
 
 
+@pytest.mark.parametrize("name", ["demo.trips", "demo.accounts"])
 def test_cache_files_written_behind_are_in_place_when_the_process_exits(
-    tmp_path: Path, trips: Table
+    tmp_path: Path, demo_warehouse: Path, name: str
 ) -> None:
-    """A plan does not wait for its cache files; the process does, before it exits."""
+    """A plan does not wait for its cache files; the process does, before it exits.
+
+    Manifests of one spec decoded together are written as one batch file, a link per key
+    (``demo.accounts`` has two data manifests of one spec).
+    """
+    table = icecore.load_table(f"{demo_warehouse}::{name}")
     code = (
         "import icecore, sys\n"
         "t = icecore.load_table(sys.argv[1])\n"
@@ -190,7 +196,7 @@ def test_cache_files_written_behind_are_in_place_when_the_process_exits(
     )
     env = {**os.environ, "ICECORE_CACHE_DIR": str(tmp_path), "ICECORE_PLAN_PROCESSES": "0"}
     done = subprocess.run(
-        [sys.executable, "-c", code, trips.metadata_location],
+        [sys.executable, "-c", code, table.metadata_location],
         env=env,
         capture_output=True,
         text=True,
@@ -198,7 +204,11 @@ def test_cache_files_written_behind_are_in_place_when_the_process_exits(
         cwd=Path(__file__).parents[3],
     )
     assert int(done.stdout) > 0
-    assert len(list(tmp_path.glob("*/*.arrow"))) >= len(_manifests(trips)) > 0
+    files = list(tmp_path.glob("*/*.arrow"))
+    specs = [m.partition_spec_id for m in _manifests(table)]
+    assert len(files) >= len(specs) > 0  # data manifests, and any delete manifests
+    shared = len(specs) - len(set(specs))  # data manifests in another's batch file
+    assert len({f.stat().st_ino for f in files}) <= len(files) - shared
 
 
 def test_close_writes_what_waits_and_joins_the_writer_thread(tmp_path: Path, trips: Table) -> None:
@@ -365,6 +375,35 @@ def test_manifests_built_together_share_one_file_each_key_reads_its_own(
         _as_alone(fresh.get_or_load(key, lambda: pytest.fail("not on disk")), alone)
         _as_alone(adopted.get_or_load(key, lambda: pytest.fail("not adopted")), alone)
     assert fresh.disk_hits == adopted.hits == len(items)
+
+
+def test_a_plan_opens_a_batch_file_once_for_all_its_manifests(
+    tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restarted plan reads a batch file's footer and codes once, not once per manifest.
+
+    Outside a plan nothing is remembered, so a file replaced between plans is read anew.
+    """
+    items = _built_together(trips)
+    ManifestCache(tmp_path).store_batch_for_handover([(key, pm) for key, pm, _ in items])
+    opened: list[str] = []
+    real_open = pa.ipc.open_file
+
+    def counting(source: object, *args: object, **kwargs: object) -> object:
+        opened.append("open")
+        return real_open(source, *args, **kwargs)
+
+    monkeypatch.setattr(pa.ipc, "open_file", counting)
+    fresh = ManifestCache(tmp_path)  # the next process
+    with fresh.planning():
+        for key, _, alone in items:
+            _as_alone(fresh.get_or_load(key, lambda: pytest.fail("not on disk")), alone)
+    assert fresh.disk_hits == len(items)
+    assert len(opened) == 1
+    again = ManifestCache(tmp_path)
+    for key, _, alone in items:  # no plan running: each manifest opens the file itself
+        _as_alone(again.get_or_load(key, lambda: pytest.fail("not on disk")), alone)
+    assert len(opened) == 1 + len(items)
 
 
 def test_a_batch_file_counts_once_against_the_directory_bound(tmp_path: Path, trips: Table) -> None:
