@@ -96,12 +96,14 @@ if TYPE_CHECKING:
 
 
 DECODE_BATCH = 8
-"""Manifests converted together by the planning process.
+"""Manifests read and converted together by the planning process (one thread's task).
 
 Converting 4 manifests at once instead of 1 saves ~1 ms of Arrow call overheads per
-manifest; larger batches save little more but raise the process's peak memory ~2 MiB per
-manifest (mimalloc keeps what a batch's temporaries used). Worker processes convert more
-at a time (:data:`icecore.scan.decode_worker.CONVERT`)."""
+manifest, and reading 8 Avro files as one saves polars' fixed cost per file (measured on
+200 manifests of ~500 entries: 0.61 s alone, 0.47 s by 4, 0.45 s by 8, 0.44 s by 32);
+larger batches raise the process's peak memory ~2 MiB per manifest per thread (mimalloc
+keeps what a batch's temporaries used). Worker processes convert more at a time
+(:data:`icecore.scan.decode_worker.CONVERT`)."""
 METRICS_BATCH_ROWS = 65_536
 """Files judged by metrics in one pass (bounds the temporaries of the Arrow kernels)."""
 
