@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from icecore.errors import IcecoreError, ValidationError
-from icecore.inspect import KINDS, entry_count, inspect_table
+from icecore.inspect import EVERY_SNAPSHOT_KINDS, KINDS, entry_count, inspect_table
 from icecore.scan.planner import Plan, TableScan
 
 if TYPE_CHECKING:
@@ -87,8 +87,12 @@ class SqlLimits:
             bound that holds whatever DuckDB allocates.
         timeout_s: seconds before the query is stopped; None reads ``ICECORE_SQL_TIMEOUT_S``.
         max_entries: manifest entries a file-level metadata table (``files``,
-            ``all_entries``, ...) may be built from; those are made before the query runs,
-            in the caller's process and outside ``timeout_s``, so they are bounded here.
+            ``all_entries``, ...) may be built from, and rows ``all_manifests`` may have;
+            those are made before the query runs, in the caller's process and outside
+            ``timeout_s``, so they are bounded here.
+        max_snapshots: snapshots whose manifest lists a whole-history table
+            (``all_manifests``, ``all_entries``, ``all_files``, ...) may read (each list is
+            read before anything is counted).
     """
 
     memory_limit: str = "1GB"
@@ -98,6 +102,7 @@ class SqlLimits:
     process_memory_mb: int = 2048
     timeout_s: float | None = None
     max_entries: int = 250_000
+    max_snapshots: int = 2_000
 
 
 def _send(stream: IO[bytes], kind: bytes, payload: bytes) -> None:
@@ -254,16 +259,27 @@ def run_sql(
     """
     selectors: dict[str, Any] = {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
 
-    bound = (limits or SqlLimits()).max_entries
+    bounds = limits or SqlLimits()
+    bound = bounds.max_entries
+    instead = (
+        f"query {ROWS_TABLE} (with a filter), snapshots or manifests instead, or run it on Spark."
+    )
 
     def inspect_of(kind: str) -> Callable[[], pa.Table]:
         def build() -> pa.Table:
+            snapshots = len(table.metadata.snapshots)
+            if kind in EVERY_SNAPSHOT_KINDS and snapshots > bounds.max_snapshots:
+                raise ValidationError(
+                    f"The {kind} table would read the manifest lists of {snapshots:,} "
+                    f"snapshots, more than the {bounds.max_snapshots:,} a query here may "
+                    f"read; {instead}"
+                )
             count = entry_count(table, kind, **selectors)
             if count > bound:
+                what = "manifest list entries" if kind == "all_manifests" else "manifest entries"
                 raise ValidationError(
-                    f"The {kind} table would be built from {count:,} manifest entries, more "
-                    f"than the {bound:,} a query here may read; query {ROWS_TABLE} (with a "
-                    "filter), snapshots or manifests instead, or run it on Spark."
+                    f"The {kind} table would be built from {count:,} {what}, more than the "
+                    f"{bound:,} a query here may read; {instead}"
                 )
             return inspect_table(table, kind, **selectors)
 

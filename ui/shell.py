@@ -19,6 +19,7 @@ the selection. A page never reads a widget to learn the selection; it reads
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -468,15 +469,31 @@ def _sidebar_table(selection: Selection, tables: list[str]) -> None:
     )
 
 
-def _snapshot_label(table: Table) -> dict[int, str]:
+RECENT_SNAPSHOTS = 50
+"""The newest snapshots the sidebar's picker offers; any other is typed (10,000 options
+would be sent to the browser on every run)."""
+
+
+def _snapshot_label(table: Table, chosen: int | None) -> dict[int, str]:
+    """Labels of the newest snapshots, newest first, and of the chosen one."""
     labels = {}
     current = table.metadata.current_snapshot_id
-    for s in sorted(table.snapshots(), key=lambda s: s.timestamp_ms, reverse=True):
+    newest = heapq.nlargest(RECENT_SNAPSHOTS, table.snapshots(), key=lambda s: s.timestamp_ms)
+    picked = table.metadata.snapshot_by_id(chosen) if chosen is not None else None
+    if picked is not None and all(s.snapshot_id != chosen for s in newest):
+        newest.append(picked)
+    for s in newest:
         when = dt.datetime.fromtimestamp(s.timestamp_ms / 1000, tz=dt.UTC)
         mark = " (current)" if s.snapshot_id == current else ""
         op = f" · {s.operation}" if s.operation is not None else ""
         labels[s.snapshot_id] = f"{s.snapshot_id} · {when:%Y-%m-%d %H:%M:%S}{op}{mark}"
     return labels
+
+
+def _on_snapshot_id() -> None:
+    value = (st.session_state.get("sb_snapshot_id") or "").strip()
+    if value:  # checked where every selection is: an unknown id is one sentence on the page
+        set_time(snapshot=value)
 
 
 def _sidebar_time(selection: Selection, table: Table) -> None:
@@ -493,11 +510,12 @@ def _sidebar_time(selection: Selection, table: Table) -> None:
         label_visibility="collapsed",
     )
     if kind == TIME_SNAPSHOT:
-        labels = _snapshot_label(table)
         chosen: int | None = None
         if selection.snapshot is not None and selection.snapshot.lstrip("-").isdigit():
             chosen = int(selection.snapshot)
+        labels = _snapshot_label(table, chosen)
         drive("sb_snapshot", chosen if chosen in labels else None)
+        total = len(table.metadata.snapshots)
         st.sidebar.selectbox(
             "Snapshot",
             list(labels),
@@ -506,7 +524,18 @@ def _sidebar_time(selection: Selection, table: Table) -> None:
             placeholder="Choose a snapshot",
             format_func=lambda i: labels.get(i, str(i)),
             on_change=_on_snapshot,
+            help=None
+            if total <= RECENT_SNAPSHOTS
+            else f"The {RECENT_SNAPSHOTS} newest of {total:,} snapshots; type any other below.",
         )
+        if total > RECENT_SNAPSHOTS:
+            st.sidebar.text_input(
+                "Another snapshot id",
+                key="sb_snapshot_id",
+                max_chars=20,
+                placeholder="a snapshot id",
+                on_change=_on_snapshot_id,
+            )
     elif kind == TIME_REF:
         refs = table.refs()
         names = sorted(refs, key=lambda n: (n != "main", n))

@@ -94,6 +94,11 @@ SNAPSHOT_KINDS = frozenset(
 )
 """The kinds that describe one snapshot and so honour a snapshot selector."""
 
+EVERY_SNAPSHOT_KINDS = frozenset(
+    {"all_manifests", "all_entries", "all_files", "all_data_files", "all_delete_files"}
+)
+"""The kinds that read the manifest list of every valid snapshot."""
+
 
 _PER_ENTRY: dict[str, tuple[bool, Pick, bool]] = {
     # kind: (every reachable snapshot?, which manifests, live entries only?)
@@ -122,9 +127,12 @@ def entry_count(
 
     The file-level tables are made entry by entry (a million-file snapshot costs minutes
     and gigabytes), so a caller that must stay bounded (the app's SQL page) asks first; it
-    reads only manifest lists. 0 for the kinds not built from entries; a manifest whose list
-    omits its counts (optional in v1) counts as 0.
+    reads only manifest lists. ``all_manifests`` counts its rows (a manifest list entry per
+    snapshot and manifest: ~800,000 at 10,000 snapshots). 0 for the other kinds; a manifest
+    whose list omits its counts (optional in v1) counts as 0.
     """
+    if kind == "all_manifests":
+        return sum(len(table.manifests(s)) for s in table.metadata.snapshots)
     shape = _PER_ENTRY.get(kind)
     if shape is None:
         return 0
@@ -176,4 +184,4 @@ def inspect_table(
     return builder(table_view(table), snapshot)
 
 
-__all__ = ["KINDS", "SNAPSHOT_KINDS", "entry_count", "inspect_table"]
+__all__ = ["EVERY_SNAPSHOT_KINDS", "KINDS", "SNAPSHOT_KINDS", "entry_count", "inspect_table"]

@@ -49,6 +49,7 @@ def test_sql_answers_equal_spark(spark: Any, demo_warehouse: Path) -> None:
         ("entries", "SELECT count(*) FROM {t}.entries"),
         ("all_entries", "SELECT count(*) FROM {t}.all_entries"),
         ("delete_files", "SELECT count(*) FROM {t}.delete_files"),
+        ("all_manifests", "SELECT count(*) FROM {t}.all_manifests"),
     ],
 )
 def test_file_level_tables_are_bounded_before_they_are_built(
@@ -67,6 +68,28 @@ def test_file_level_tables_are_bounded_before_they_are_built(
     assert fits.to_pylist() == [{"n": n}]
     with pytest.raises(ValidationError, match=rf"^The {kind} table would be built from {n:,} "):
         run_sql(t, f"SELECT count(*) AS n FROM {kind}", limits=SqlLimits(max_entries=n - 1))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("kind", ["all_manifests", "all_entries", "all_data_files"])
+def test_whole_history_tables_are_bounded_by_the_snapshots_they_read(
+    spark: Any, demo_warehouse: Path, kind: str
+) -> None:
+    """Counting a whole-history table reads every snapshot's manifest list.
+
+    So the number of snapshots is bounded first (Spark's count of snapshots is the oracle).
+    """
+    t = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    n = spark.sql("SELECT count(*) FROM icecore.demo.trips.snapshots").collect()[0][0]
+    assert n > 1
+    fits = run_sql(t, f"SELECT count(*) AS n FROM {kind}", limits=SqlLimits(max_snapshots=n))
+    assert fits.to_pylist()[0]["n"] > 0
+    refusal = rf"^The {kind} table would read the manifest lists of {n:,} snapshots"
+    with pytest.raises(ValidationError, match=refusal):
+        run_sql(t, f"SELECT count(*) AS n FROM {kind}", limits=SqlLimits(max_snapshots=n - 1))
+    # The one-snapshot tables are not bounded by the history's length.
+    one = run_sql(t, "SELECT count(*) AS n FROM files", limits=SqlLimits(max_snapshots=0))
+    assert one.to_pylist()[0]["n"] > 0
 
 
 def test_only_safe_selects() -> None:

@@ -222,3 +222,24 @@ def test_the_counts_shown_are_sparks(
             assert row["rows +"] == int(summary.get("added-records", 0))
             assert row["rows −"] == int(summary.get("deleted-records", 0))
             assert row["total rows"] == int(summary["total-records"])
+
+
+def test_the_sidebar_offers_the_newest_snapshots_and_takes_any_other_typed(
+    open_long: Callable[..., AppTest],
+) -> None:
+    """The sidebar's snapshot picker holds the 50 newest (and the chosen one), not 1,200."""
+    old = NEWEST_FIRST[-3].snapshot_id
+    at = open_long(snapshot=str(old)).run()  # the sidebar follows the link from its 2nd run
+    no_problems(at)
+    picker = at.sidebar.selectbox(key="sb_snapshot")
+    offered = [int(label.split(" · ")[0]) for label in picker.options]
+    assert offered == [s.snapshot_id for s in NEWEST_FIRST[:50]] + [old]
+    assert at.session_state["sb_snapshot"] == old
+    other = NEWEST_FIRST[700].snapshot_id
+    at.sidebar.text_input(key="sb_snapshot_id").input(str(other)).run()
+    no_problems(at)
+    assert at.query_params["snapshot"] in (str(other), [str(other)])
+    assert at.session_state["sb_snapshot"] == other
+    at.sidebar.text_input(key="sb_snapshot_id").input("[x](http://evil) <b>").run()
+    assert not at.exception
+    assert len(at.error) == 1
