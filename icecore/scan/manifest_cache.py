@@ -743,8 +743,10 @@ class BatchFiles:
             self._files.clear()
 
 
-def _open_batch(path: Path, opened: BatchFiles | None) -> _BatchFile | None:
-    """The batch file ``path`` links to (None: a file of one manifest)."""
+def _open_file(
+    path: Path, opened: BatchFiles | None
+) -> _BatchFile | tuple[pa.Schema, int, pa.Array | None]:
+    """Open a cache file once: a batch file's shared parts, or a file's schema, rows, codes."""
     key: tuple[int, int, int] | None = None
     if opened is not None:
         st = os.stat(path)
@@ -756,13 +758,19 @@ def _open_batch(path: Path, opened: BatchFiles | None) -> _BatchFile | None:
     with pa.memory_map(str(path), "r") as source:
         reader = pa.ipc.open_file(source)
         schema = reader.schema
-        entries = (schema.metadata or {}).get(INDEX_KEY)
-        if entries is None:
-            return None
-        index, shared = _batch_index(entries, schema)
-        codes = None
+        meta = schema.metadata or {}
+        codes: pa.Array | None = None
         if CODE_COLUMN in schema.names:
             codes = _one_array(reader.read_all().column(CODE_COLUMN))
+        entries = meta.get(INDEX_KEY)
+        if entries is None:
+            raw_rows = meta.get(ROWS_KEY)
+            if raw_rows is not None:
+                rows = int(raw_rows)
+            else:
+                rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+            return schema, rows, codes
+        index, shared = _batch_index(entries, schema)
     batch = _BatchFile(entries, index, shared, codes)
     if key is not None and opened is not None:
         opened.put(key, batch)
@@ -797,36 +805,23 @@ class FileSource:
         self._offset = 0
         entries: bytes | None = None
         if written is None:
-            batch = _open_batch(path, opened)
-            if batch is not None:
-                entries = batch.entries
-                offset, rows, firsts, lacking = batch.index[path.stem]
+            found = _open_file(path, opened)
+            if isinstance(found, _BatchFile):
+                entries = found.entries
+                offset, rows, firsts, lacking = found.index[path.stem]
                 self._offset = int(offset)
-                file_shared = batch.shared
+                file_shared = found.shared
                 shared = _subset_schema(file_shared, tuple(lacking))
                 schema = shared[0].with_metadata(
                     {FIRSTS_KEY: json.dumps(firsts).encode(), ROWS_KEY: str(rows).encode()}
                 )
                 codes = None
-                if batch.codes is not None and CODE_COLUMN in schema.names:
-                    codes = batch.codes.slice(self._offset, rows)
+                if found.codes is not None and CODE_COLUMN in schema.names:
+                    codes = found.codes.slice(self._offset, rows)
                 if len(codes if codes is not None else ()) != rows:
                     raise ValueError(f"{path} does not hold the rows its index names")
             else:
-                with pa.memory_map(str(path), "r") as source:
-                    reader = pa.ipc.open_file(source)
-                    schema = reader.schema
-                    file_meta = schema.metadata or {}
-                    raw_rows = file_meta.get(ROWS_KEY)
-                    if raw_rows is not None:
-                        rows = int(raw_rows)
-                    else:
-                        rows = sum(
-                            reader.get_batch(i).num_rows for i in range(reader.num_record_batches)
-                        )
-                    codes = None
-                    if CODE_COLUMN in schema.names:
-                        codes = _one_array(reader.read_all().column(CODE_COLUMN))
+                schema, rows, codes = found
                 file_schema = schema
         else:
             schema, rows, written_codes = written

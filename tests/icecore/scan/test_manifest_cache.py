@@ -394,16 +394,24 @@ def test_a_plan_opens_a_batch_file_once_for_all_its_manifests(
         return real_open(source, *args, **kwargs)
 
     monkeypatch.setattr(pa.ipc, "open_file", counting)
+    single = _manifests(trips)[1]  # a manifest with a file of its own: opened once too
+    single_key = _key(trips, single)
+    ManifestCache(tmp_path).store(single_key, _decode(trips, single))
     fresh = ManifestCache(tmp_path)  # the next process
     with fresh.planning():
         for key, _, alone in items:
             _as_alone(fresh.get_or_load(key, lambda: pytest.fail("not on disk")), alone)
-    assert fresh.disk_hits == len(items)
-    assert len(opened) == 1
+        _same(
+            fresh.get_or_load(single_key, lambda: pytest.fail("not on disk")),
+            _decode(trips, single),
+        )
+    assert fresh.disk_hits == len(items) + 1
+    assert len(opened) == 2
+    opened.clear()
     again = ManifestCache(tmp_path)
     for key, _, alone in items:  # no plan running: each manifest opens the file itself
         _as_alone(again.get_or_load(key, lambda: pytest.fail("not on disk")), alone)
-    assert len(opened) == 1 + len(items)
+    assert len(opened) == len(items)
 
 
 def test_a_batch_file_counts_once_against_the_directory_bound(tmp_path: Path, trips: Table) -> None:
