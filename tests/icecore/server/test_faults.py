@@ -276,6 +276,7 @@ class ResettingProxy:
                     self.armed.clear()
                     state["reset"] = True
                 upstream.sendall(data)
+            upstream.shutdown(socket.SHUT_WR)  # the client is done: so is its flow upstream
         except OSError:
             pass
 
@@ -289,11 +290,18 @@ class ResettingProxy:
                     client.setsockopt(
                         socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
                     )
+                    # The other thread is blocked reading this socket, and Linux defers a
+                    # close (and so the RST) until that read returns: wake it first, or the
+                    # client hears nothing until its read timeout (60 s).
+                    client.shutdown(socket.SHUT_RD)
                     client.close()
                     upstream.close()
                     self.resets += 1
                     return
                 client.sendall(data)
+            # The server closed the connection (an idle keep-alive): close the client's too,
+            # or its pool reuses a connection that leads nowhere and waits for its timeout.
+            client.shutdown(socket.SHUT_WR)
         except OSError:
             pass
 
