@@ -132,7 +132,7 @@ def entry_count(
     whose list omits its counts (optional in v1) counts as 0.
     """
     if kind == "all_manifests":
-        return sum(len(table.manifests(s)) for s in table.metadata.snapshots)
+        return sum(len(table.manifest_list(s)) for s in table.metadata.snapshots)
     shape = _PER_ENTRY.get(kind)
     if shape is None:
         return 0
