@@ -40,6 +40,7 @@ from icecore.layout import DELETION_VECTOR, content_masks, content_name
 from icecore.lru import LRU
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
+from icecore.progress import listening, report
 from icecore.scan.planner import TableScan
 
 if TYPE_CHECKING:
@@ -346,7 +347,9 @@ def _reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
     lists: set[str] = set()
     manifests: dict[str, ManifestFile] = {}
     seen: set[str] = set()  # raw paths already keyed
-    for snapshot in snapshots:
+    chosen = list(snapshots)
+    told = listening()
+    for done, snapshot in enumerate(chosen, start=1):
         if snapshot.manifest_list is not None:
             lists.add(_key(snapshot.manifest_list))
         # A long history lists the same manifests again and again (every append keeps the
@@ -358,6 +361,8 @@ def _reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
                 continue
             seen.add(path)
             manifests.setdefault(_key(path), listed.manifest(i))
+        if told:
+            report("Reading manifest lists", done, len(chosen))
     files: dict[str, tuple[str, int]] = {}
     # Read as scan planning reads manifests (decoded once, cached in memory and on disk,
     # in worker processes when many), so the manifests a page already read cost nothing.

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import streamlit as st
@@ -43,6 +43,9 @@ from icecore.timeline import Timeline, timeline
 from ui.evolve import Change, DryRun, dry_run
 from ui.shared_cache import SharedCache
 from ui.views import DiffView, PlanView, diff_view, plan_view
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 LIVE_FILES_ENTRIES = 3
 """Snapshots whose live files are kept (a million files take ~180 MiB)."""
@@ -177,6 +180,18 @@ _LIVE_FILES: SharedCache[LiveKey, pa.Table] = SharedCache(LIVE_FILES_ENTRIES)
 progress bar the first session draws is never replayed into later runs."""
 
 
+def shared_with_progress(cache: SharedCache[K, V], key: K, make: Callable[[], V], text: str) -> V:
+    """``cache``'s entry for ``key``; made under a progress bar (``text`` first) if missing.
+
+    A shared answer draws nothing; making one shows what is read and how far it is
+    (:func:`progress_bar`).
+    """
+    if key in cache:
+        return cache.get_or_make(key, make)
+    with progress_bar(text):
+        return cache.get_or_make(key, make)
+
+
 def live_files(table: Table, snapshot: Snapshot) -> pa.Table:
     """Every live file of the snapshot, shared by every session (never to be changed)."""
     key = (table.metadata_location, snapshot.snapshot_id)
@@ -192,10 +207,13 @@ def files_of(table: Table, snapshot: Snapshot | None) -> pa.Table:
     """
     if snapshot is None:
         return snapshot_files(table, None)
-    if (table.metadata_location, snapshot.snapshot_id) in _LIVE_FILES:
-        return live_files(table, snapshot)
-    with progress_bar("Reading the snapshot's manifests…"):
-        return live_files(table, snapshot)
+    key = (table.metadata_location, snapshot.snapshot_id)
+    return shared_with_progress(
+        _LIVE_FILES,
+        key,
+        partial(snapshot_files, table, snapshot),
+        "Reading the snapshot's manifests…",
+    )
 
 
 def layout(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
@@ -406,47 +424,61 @@ def evolution_dry_run(location: str, changes: tuple[Change, ...], _table: Table)
     return dry_run(_table, changes)
 
 
+MAINTENANCE_ENTRIES = 16
+_RECOMMENDATIONS: SharedCache[str, list[maintenance.Recommendation]] = SharedCache(
+    MAINTENANCE_ENTRIES
+)
+"""Recommendations per table version, for every session. Not ``st.cache_data``: expiry reads
+every snapshot's manifest list (35 s at 10,000 snapshots) with a progress bar, which a cached
+function would record and replay."""
+EstimateKey = tuple[str, maintenance.Job, int | None, int | None]
+_ESTIMATES: SharedCache[EstimateKey, maintenance.Recommendation] = SharedCache(
+    2 * MAINTENANCE_ENTRIES
+)
+
+
 def recommendations(location: str, table: Table) -> list[maintenance.Recommendation]:
     """Every maintenance recommendation for the table's current version (``location``).
 
-    The live files are read first, with a progress bar when the manifests must be read.
-    """
-    files_of(table, table.metadata.current_snapshot())
-    return _recommendations(location, table)
-
-
-@st.cache_data(max_entries=16, show_spinner="Estimating maintenance from metadata…")
-def _recommendations(location: str, _table: Table) -> list[maintenance.Recommendation]:
-    """Every maintenance recommendation for the table's current version (``location``).
-
+    The live files are read first; both show a progress bar while what they need is read.
     Orphan candidates need a listing of the table location, which changes without a commit:
     they are judged when this version is first shown (a new commit gives a new key).
     """
-    snapshot = _table.metadata.current_snapshot()
-    manifests, files = _live(_table, snapshot)
-    return maintenance.recommendations(_table, manifests, files)
+    snapshot = table.metadata.current_snapshot()
+    files_of(table, snapshot)
+
+    def make() -> list[maintenance.Recommendation]:
+        manifests, files = _live(table, snapshot)
+        return maintenance.recommendations(table, manifests, files)
+
+    return shared_with_progress(
+        _RECOMMENDATIONS, location, make, "Estimating maintenance from metadata…"
+    )
 
 
-@st.cache_data(max_entries=32, show_spinner="Estimating the job from metadata…")
 def maintenance_estimate(
     location: str,
     job: maintenance.Job,
     older_than_ms: int | None,
     retain_last: int | None,
-    _table: Table,
+    table: Table,
 ) -> maintenance.Recommendation:
-    """The dry-run estimate of one job with the options the user chose."""
-    snapshot = _table.metadata.current_snapshot()
-    manifests, files = _live(_table, snapshot)
-    return maintenance.recommendation(
-        _table,
-        job,
-        manifests,
-        files,
-        _now_ms(),
-        older_than_ms=older_than_ms,
-        retain_last=retain_last,
-    )
+    """The dry-run estimate of one job with the options the user chose (shared, with progress)."""
+
+    def make() -> maintenance.Recommendation:
+        manifests, files = _live(table, table.metadata.current_snapshot())
+        return maintenance.recommendation(
+            table,
+            job,
+            manifests,
+            files,
+            _now_ms(),
+            older_than_ms=older_than_ms,
+            retain_last=retain_last,
+        )
+
+    key = (location, job, older_than_ms, retain_last)
+    return shared_with_progress(_ESTIMATES, key, make, "Estimating the job from metadata…")
 
 
 def _live(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
