@@ -213,3 +213,44 @@ def test_bad_filters_and_selectors(demo_warehouse: Path) -> None:
         t.scan(ref="missing")
     with pytest.raises(NotFound):
         t.scan(as_of="1999-01-01T00:00:00Z")
+
+
+@pytest.mark.spark
+def test_a_truncated_or_missing_manifest_among_many_is_named_and_the_others_still_decode(
+    demo_warehouse: Path, tmp_path: Path
+) -> None:
+    """Manifests decoded together on threads: one bad manifest fails the read by name.
+
+    Copies of Spark's manifests of ``demo.accounts`` (two of one spec, decoded as one
+    batch), the second cut in half, then gone: the error names it, and the good ones
+    decode (and match a decode of the originals) afterwards.
+    """
+    from dataclasses import replace
+
+    from icecore.errors import InvalidMetadata
+    from icecore.scan.planner import TableScan
+
+    table = icecore.load_table(f"{demo_warehouse}::demo.accounts")
+    snapshot = table.snapshot()
+    assert snapshot is not None
+    originals = [m for m in table.manifests(snapshot) if m.content == 0]
+    assert len({m.partition_spec_id for m in originals}) < len(originals)  # a shared batch
+    copies = []
+    for i, m in enumerate(originals):
+        copy = tmp_path / f"{i}-{Path(m.manifest_path).name}"
+        copy.write_bytes(Path(m.manifest_path).read_bytes())
+        copies.append(replace(m, manifest_path=str(copy)))
+    bad = Path(copies[1].manifest_path)
+    whole = bad.read_bytes()
+    bad.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(InvalidMetadata, match=str(bad)):
+        TableScan(table).load_manifests(copies)
+    bad.unlink()
+    with pytest.raises(NotFound, match=bad.name):
+        TableScan(table).load_manifests(copies)
+    good = [c for i, c in enumerate(copies) if i != 1]
+    loaded = TableScan(table).load_manifests(good)
+    expected = TableScan(table).load_manifests([m for i, m in enumerate(originals) if i != 1])
+    for got, want in zip(loaded, expected, strict=True):
+        names = ["file_path", "record_count", "file_size_in_bytes"]
+        assert got.read(names).equals(want.read(names))
