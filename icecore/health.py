@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from icecore.compute import pc
-from icecore.layout import DELETION_VECTOR, content_masks
+from icecore.layout import DELETION_VECTOR, content_masks, total
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icecore.scan.planner import TableScan
@@ -149,12 +149,12 @@ def totals(snapshot: Snapshot | None, manifests: Sequence[ManifestFile], files: 
     summary = snapshot.summary.properties if snapshot and snapshot.summary else {}
     return Totals(
         snapshot_id=snapshot.snapshot_id if snapshot else None,
-        data_files=_count(is_data),
+        data_files=total(is_data),
         data_bytes=_masked_sum(sizes, is_data),
         rows=_masked_sum(records, is_data),
-        position_delete_files=_count(masks["position deletes"]),
-        deletion_vectors=_count(masks[DELETION_VECTOR]),
-        equality_delete_files=_count(masks["equality deletes"]),
+        position_delete_files=total(masks["position deletes"]),
+        deletion_vectors=total(masks[DELETION_VECTOR]),
+        equality_delete_files=total(masks["equality deletes"]),
         delete_bytes=_masked_sum(sizes, is_delete),
         delete_records=_masked_sum(records, is_delete),
         data_manifests=sum(1 for m in manifests if m.content is ManifestContent.DATA),
@@ -164,16 +164,9 @@ def totals(snapshot: Snapshot | None, manifests: Sequence[ManifestFile], files: 
     )
 
 
-def _count(mask: pa.ChunkedArray | pa.Array) -> int:
-    """How many rows a mask selects."""
-    value = pc.sum(mask).as_py()
-    return int(value) if value is not None else 0
-
-
 def _masked_sum(values: pa.ChunkedArray, mask: pa.ChunkedArray | pa.Array) -> int:
     """The exact integer sum of ``values`` where ``mask`` holds (0 when none)."""
-    value = pc.sum(pc.if_else(mask, values, pa.scalar(0, values.type))).as_py()
-    return int(value) if value is not None else 0
+    return total(pc.if_else(mask, values, pa.scalar(0, values.type)))
 
 
 def _median(values: np.ndarray) -> int | float:
@@ -235,7 +228,7 @@ def small_files(metadata: TableMetadata, files: pa.Table) -> Finding:
     is_data = pc.equal(files.column("content"), pa.scalar(0, _I8))
     sizes = pc.filter(files.column("file_size_in_bytes"), is_data)
     count = len(sizes)
-    small = _count(pc.less(sizes, pa.scalar(threshold, pa.int64()))) if count else 0
+    small = total(pc.less(sizes, pa.scalar(threshold, pa.int64()))) if count else 0
     median = _median(sizes.to_numpy()) if count else 0
     evidence: tuple[tuple[str, str | int | float], ...] = (
         ("data files", count),
@@ -355,12 +348,9 @@ def manifests(metadata: TableMetadata, manifest_list: Sequence[ManifestFile]) ->
 def partition_skew(files: pa.Table) -> Finding:
     """The biggest partition against the median one, by bytes of live data files."""
     is_data = pc.equal(files.column("content"), pa.scalar(0, _I8))
-    data = pa.table(
-        {
-            "spec_id": pc.filter(files.column("spec_id"), is_data),
-            "partition": _one_chunk(pc.filter(files.column("partition"), is_data)),
-            "file_size_in_bytes": pc.filter(files.column("file_size_in_bytes"), is_data),
-        }
+    data = grouping_table(
+        files.select(["spec_id", "partition", "file_size_in_bytes"]).filter(is_data),
+        "file_size_in_bytes",
     )
     grouped = data.group_by(["spec_id", "partition"]).aggregate([("file_size_in_bytes", "sum")])
     n = grouped.num_rows
@@ -403,9 +393,19 @@ def partition_skew(files: pa.Table) -> Finding:
     )
 
 
-def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
-    """One chunk (dictionaries unified: Arrow's group-by needs one dictionary)."""
-    return column.combine_chunks()
+def grouping_table(files: pa.Table, *columns: str, **extra: pa.ChunkedArray | pa.Array) -> pa.Table:
+    """Columns to group files by (spec id, partition): those two, ``columns``, ``extra``.
+
+    One chunk each: Arrow's group-by needs one dictionary per dictionary-encoded column
+    (:func:`icecore.layout.snapshot_files`' ``partition``): one chunk unifies them.
+    """
+    chosen = {name: files.column(name) for name in ("spec_id", "partition", *columns)}
+    return pa.table(
+        {
+            k: v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
+            for k, v in {**chosen, **extra}.items()
+        }
+    )
 
 
 def snapshots_to_expire(

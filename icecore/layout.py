@@ -566,13 +566,14 @@ def _folded_files(rest: pa.Table, manifest: ManifestFile) -> TreeNode:
         contents.pop() if len(contents) == 1 else "mixed",
         str(manifest.partition_spec_id),
         partitions.pop() if len(partitions) == 1 else "several",
-        _total(rest.column("file_size_in_bytes")),
-        _total(rest.column("record_count")),
+        total(rest.column("file_size_in_bytes")),
+        total(rest.column("record_count")),
         rest.num_rows,
     )
 
 
-def _total(values: pa.ChunkedArray | pa.Array) -> int:
+def total(values: pa.ChunkedArray | pa.Array) -> int:
+    """The exact integer sum of a column (a mask: how many rows it selects); 0 when empty."""
     found = pc.sum(values).as_py()
     return int(found) if found is not None else 0
 

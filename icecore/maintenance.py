@@ -117,7 +117,11 @@ class _Rewritten:
 
 def _partition_counts(files: pa.Table) -> dict[tuple[int, str], int]:
     """Files per (spec id, partition), counted by one group-by."""
-    grouped = _keyed(files).group_by(["spec_id", "partition"]).aggregate([("spec_id", "count")])
+    grouped = (
+        health.grouping_table(files)
+        .group_by(["spec_id", "partition"])
+        .aggregate([("spec_id", "count")])
+    )
     return {
         (spec_id, partition): count
         for spec_id, partition, count in zip(
@@ -125,20 +129,6 @@ def _partition_counts(files: pa.Table) -> dict[tuple[int, str], int]:
             strict=True,
         )
     }
-
-
-def _keyed(files: pa.Table, **extra: pa.ChunkedArray | pa.Array) -> pa.Table:
-    """``spec_id``, ``partition`` and ``extra`` columns, one chunk each (so one dictionary)."""
-    return pa.table(
-        {
-            "spec_id": files.column("spec_id").combine_chunks(),
-            "partition": files.column("partition").combine_chunks(),  # one dictionary
-            **{
-                k: v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
-                for k, v in extra.items()
-            },
-        }
-    )
 
 
 def _rewritten_groups(files: pa.Table, target: int, spec_id: int) -> list[_Rewritten]:
@@ -161,7 +151,7 @@ def _rewritten_groups(files: pa.Table, target: int, spec_id: int) -> list[_Rewri
         ),
     )
     grouped = (
-        _keyed(
+        health.grouping_table(
             files,
             picked=pc.cast(picked, pa.int64()),
             picked_bytes=pc.if_else(picked, sizes, pa.scalar(0, pa.int64())),

@@ -193,9 +193,11 @@ def shared_with_progress(cache: SharedCache[K, V], key: K, make: Callable[[], V]
 
 
 def live_files(table: Table, snapshot: Snapshot) -> pa.Table:
-    """Every live file of the snapshot, shared by every session (never to be changed)."""
-    key = (table.metadata_location, snapshot.snapshot_id)
-    return _LIVE_FILES.get_or_make(key, partial(snapshot_files, table, snapshot))
+    """Every live file of the snapshot, shared by every session (never to be changed).
+
+    Draws nothing: when the manifests must be read, the caller's progress listener hears it.
+    """
+    return _LIVE_FILES.get_or_make(*_live_entry(table, snapshot))
 
 
 def files_of(table: Table, snapshot: Snapshot | None) -> pa.Table:
@@ -207,13 +209,13 @@ def files_of(table: Table, snapshot: Snapshot | None) -> pa.Table:
     """
     if snapshot is None:
         return snapshot_files(table, None)
-    key = (table.metadata_location, snapshot.snapshot_id)
-    return shared_with_progress(
-        _LIVE_FILES,
-        key,
-        partial(snapshot_files, table, snapshot),
-        "Reading the snapshot's manifests…",
-    )
+    key, make = _live_entry(table, snapshot)
+    return shared_with_progress(_LIVE_FILES, key, make, "Reading the snapshot's manifests…")
+
+
+def _live_entry(table: Table, snapshot: Snapshot) -> tuple[LiveKey, Callable[[], pa.Table]]:
+    """The live files' key in :data:`_LIVE_FILES` and how to make them."""
+    return (table.metadata_location, snapshot.snapshot_id), partial(snapshot_files, table, snapshot)
 
 
 def layout(table: Table, snapshot: Snapshot | None) -> tuple[list[ManifestFile], pa.Table]:
@@ -440,12 +442,12 @@ _ESTIMATES: SharedCache[EstimateKey, maintenance.Recommendation] = SharedCache(
 def recommendations(location: str, table: Table) -> list[maintenance.Recommendation]:
     """Every maintenance recommendation for the table's current version (``location``).
 
-    The live files are read first; both show a progress bar while what they need is read.
-    Orphan candidates need a listing of the table location, which changes without a commit:
-    they are judged when this version is first shown (a new commit gives a new key).
+    Made under a progress bar (live files, then the history's manifest lists), a shared
+    answer reads nothing. Orphan candidates need a listing of the table location, which
+    changes without a commit: they are judged when this version is first shown (a new
+    commit gives a new key).
     """
     snapshot = table.metadata.current_snapshot()
-    files_of(table, snapshot)
 
     def make() -> list[maintenance.Recommendation]:
         manifests, files = _live(table, snapshot)
