@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any, TypeVar
@@ -190,7 +190,7 @@ def _pool(size: int) -> list[_Worker]:
 
 def read_ahead(
     fn: Callable[[T], R], items: Sequence[T], threads: int, depth: int = 0
-) -> Iterator[R]:
+) -> Generator[R, None, None]:
     """``fn`` of each item, in order, computed on ``threads`` threads ahead of the reader.
 
     For work that releases the GIL (reading files, polars decoding Avro), overlapped with
@@ -202,7 +202,9 @@ def read_ahead(
     return _read_ahead(fn, items, threads, max(depth, 2 * threads))
 
 
-def _read_ahead(fn: Callable[[T], R], items: Sequence[T], threads: int, depth: int) -> Iterator[R]:
+def _read_ahead(
+    fn: Callable[[T], R], items: Sequence[T], threads: int, depth: int
+) -> Generator[R, None, None]:
     with ThreadPoolExecutor(min(threads, len(items))) as pool:
         pending: deque[Future[R]] = deque()
         rest = iter(items)

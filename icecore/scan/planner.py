@@ -556,21 +556,27 @@ class TableScan:
 
         ahead = read_ahead(convert, batches, _plan_threads())
         at = 0
-        for batch, (built, failed) in zip(batches, ahead, strict=True):
-            kept = manifests_cache.add_many(
-                [(jobs[j].key, pm) for j, pm in zip(batch, built, strict=False)]
-            )
-            for j, pm in zip(batch, kept, strict=False):
-                found[j] = pm
-            del built, kept
-            if failed is not None:
-                raise failed
-            ready += len(batch)
-            if what is not None:
-                report(what, ready, len(jobs))
-            while at < len(jobs) and found[at] is not None:
-                yield jobs[at].key, found[at]  # type: ignore[misc]
-                at += 1
+        try:
+            for batch, (built, failed) in zip(batches, ahead, strict=True):
+                kept = manifests_cache.add_many(
+                    [(jobs[j].key, pm) for j, pm in zip(batch, built, strict=False)]
+                )
+                for j, pm in zip(batch, kept, strict=False):
+                    found[j] = pm
+                del built, kept
+                if failed is not None:
+                    raise failed
+                ready += len(batch)
+                if what is not None:
+                    report(what, ready, len(jobs))
+                while at < len(jobs) and found[at] is not None:
+                    yield jobs[at].key, found[at]  # type: ignore[misc]
+                    at += 1
+        finally:
+            # Stop the threads here, on this thread. Left to the garbage collector (an error's
+            # traceback holds the generator), the pool could be shut down from one of its own
+            # threads, which cannot join itself.
+            ahead.close()
         for job, held in zip(jobs[at:], found[at:], strict=True):
             assert held is not None
             yield job.key, held
