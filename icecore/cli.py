@@ -30,7 +30,7 @@ from icecore.evolution.change_text import (
 from icecore.export import check_output, protected_paths, write_parquet, write_table
 from icecore.refs.manage import ManageSnapshots
 from icecore.scan.planner import Plan
-from icecore.sql import run_sql
+from icecore.sql import result_cut, run_sql
 from icecore.table_data import TableData
 
 Command = Callable[[argparse.Namespace], Any]
@@ -197,6 +197,12 @@ def cmd_sql(args: argparse.Namespace) -> list[dict[str, Any]]:
         ref=args.ref,
         as_of=args.as_of,
     )
+    if result_cut(result):
+        print(
+            f"note: first {result.num_rows:,} rows of the result; the query gave more "
+            "(aggregate, or add a LIMIT).",
+            file=sys.stderr,
+        )
     return [jsonable(row) for row in result.to_pylist()]
 
 

@@ -3,7 +3,14 @@
 ``run_sql(table, "SELECT spec_id, count(*) FROM files GROUP BY 1")`` answers from Arrow
 tables Icecore builds: every metadata table (``files``, ``manifests``, ``snapshots``, ... as
 :mod:`icecore.inspect` names them) and ``rows``, the scan of the chosen snapshot (deletes
-applied, the optional filter pushed into planning). Only the tables a query names are built.
+applied, the optional filter pushed into planning). Only the tables a query names are built,
+and of ``rows`` only the columns it names (:func:`icecore.expressions.parser.names_in_query`).
+
+``rows`` holds every live row of the scan: no input row cap. What bounds a query is time
+(``ICECORE_SQL_TIMEOUT_S``), memory (the child's ``RLIMIT_DATA``) and, before anything is
+read, the estimated size of the columns read (:attr:`SqlLimits.max_input_bytes`), each
+refused in one sentence. The result is cut at :attr:`SqlLimits.max_rows`, and a cut result
+says so (:func:`result_cut`).
 
 User SQL is locked down. Each query runs in a child process of its own
 (:mod:`icecore.sql_worker`), because no limit inside DuckDB bounds what a query can
@@ -30,14 +37,20 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.ipc
 
+from icecore.arrow_types import arrow_type
+from icecore.compute import pc
 from icecore.errors import IcecoreError, ValidationError
+from icecore.expressions.parser import names_in_query
+from icecore.health import format_bytes
 from icecore.inspect import EVERY_SNAPSHOT_KINDS, KINDS, entry_count, inspect_table
+from icecore.read.projection import arrow_schema_for
 from icecore.scan.planner import Plan, TableScan
+from icecore.schema import Schema
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -93,6 +106,10 @@ class SqlLimits:
         max_snapshots: snapshots whose manifest lists a whole-history table
             (``all_manifests``, ``all_entries``, ``all_files``, ...) may read (each list is
             read before anything is counted).
+        max_input_bytes: the estimated Arrow size of the ``rows`` columns a query reads
+            (planned records times the columns' widths) at most; past it the query is
+            refused before anything is read. Half the process limit by default: the child
+            holds the rows while DuckDB works on them.
     """
 
     memory_limit: str = "1GB"
@@ -103,6 +120,16 @@ class SqlLimits:
     timeout_s: float | None = None
     max_entries: int = 250_000
     max_snapshots: int = 2_000
+    max_input_bytes: int = 1024 * 2**20
+
+
+CUT_KEY = b"icecore.result_cut"
+"""Schema metadata key the worker sets on a result it cut at ``max_rows``."""
+
+
+def result_cut(result: pa.Table) -> bool:
+    """Whether the query gave more rows than ``result`` holds (cut at ``SqlLimits.max_rows``)."""
+    return (result.schema.metadata or {}).get(CUT_KEY) == b"1"
 
 
 def _send(stream: IO[bytes], kind: bytes, payload: bytes) -> None:
@@ -183,12 +210,30 @@ def _timeout_error(timeout: float) -> IcecoreError:
     )
 
 
+Source: TypeAlias = "pa.Table | Callable[[], pa.Table | pa.RecordBatchReader]"
+"""A table of a query: Arrow, or made only when the SQL names it (a reader is streamed)."""
+
+
+def _send_table(child: _Child, made: pa.Table | pa.RecordBatchReader) -> None:
+    """Hand a table to the child; a reader batch by batch, so this process never holds it."""
+    if isinstance(made, pa.Table):
+        child.send(b"T", _ipc(made))
+        return
+    for batch in made:
+        if batch.num_rows:
+            child.send(b"B", _ipc(pa.Table.from_batches([batch])))
+    child.send(b"T", _ipc(made.schema.empty_table()))
+
+
 def query_arrow(
     sql: str,
-    tables: Mapping[str, pa.TableData | Callable[[], pa.Table]],
+    tables: Mapping[str, Source],
     limits: SqlLimits | None = None,
 ) -> pa.Table:
     """Run one SELECT over named Arrow tables; callables are built only when the SQL uses them.
+
+    The result carries :data:`CUT_KEY` when the query gave more than ``limits.max_rows``
+    rows (:func:`result_cut`).
 
     Raises:
         ValidationError: not a single SELECT, a syntax error, or an unknown table.
@@ -220,7 +265,7 @@ def query_arrow(
                 raise child.died()
             name = json.loads(payload)["name"]
             source = tables[name]
-            child.send(b"T", _ipc(source() if callable(source) else source))
+            _send_table(child, source() if callable(source) else source)
     finally:
         child.close()
 
@@ -247,15 +292,22 @@ def run_sql(
     snapshot_id: int | None = None,
     ref: str | None = None,
     as_of: Any = None,
-    row_limit: int | None = 100_000,
+    row_limit: int | None = None,
     limits: SqlLimits | None = None,
     plan: Callable[[], Plan] | None = None,
 ) -> pa.Table:
     """Run user SQL over ``table``'s metadata tables and its (filtered) rows at a snapshot.
 
-    ``plan``, when given, returns the plan of that very scan (``filter`` at the selectors):
-    a caller that keeps plans (the app) passes its kept one, so ``rows`` reads no manifest
-    again. It is called only when the SQL names ``rows``.
+    ``rows`` is every live row of the scan (``row_limit``: the first rows only, for callers
+    that ask for a sample; None, the default, is every row), read column by column as the
+    query names them and streamed to the query process. ``plan``, when given, returns the
+    plan of that very scan (``filter`` at the selectors): a caller that keeps plans (the
+    app) passes its kept one, so ``rows`` reads no manifest again. It is called only when
+    the SQL names ``rows``.
+
+    Raises:
+        ValidationError: as :func:`query_arrow`, and when the ``rows`` columns the query
+            reads are estimated past ``limits.max_input_bytes``.
     """
     selectors: dict[str, Any] = {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
 
@@ -285,10 +337,64 @@ def run_sql(
 
         return build
 
-    def rows() -> pa.Table:
+    def rows() -> pa.RecordBatchReader:
         planned = plan() if plan is not None else TableScan(table, filter, **selectors).plan()
-        return planned.to_arrow(limit=row_limit)
+        columns = rows_columns(planned.schema, sql)
+        extra = [] if columns is None or columns else ["_pos"]  # DuckDB wants a column
+        _check_rows_size(planned, columns, bounds.max_input_bytes, row_limit)
+        schema = arrow_schema_for(planned.schema, columns, extra, planned.partition_type)
+        return pa.RecordBatchReader.from_batches(
+            schema, planned.to_batches(columns, row_limit, extra)
+        )
 
-    sources: dict[str, pa.TableData | Callable[[], pa.Table]] = {k: inspect_of(k) for k in KINDS}
+    sources: dict[str, Source] = {k: inspect_of(k) for k in KINDS}
     sources[ROWS_TABLE] = rows
     return query_arrow(sql, sources, limits)
+
+
+def rows_columns(schema: Schema, sql: str) -> list[str] | None:
+    """The top-level columns of ``rows`` that ``sql`` names (None: it may use every one).
+
+    A name the query uses anywhere (a column, an alias, a struct field) that is also a
+    column's name reads that column: wider than needed at worst, never narrower.
+    """
+    names = names_in_query(sql)
+    if names is None:
+        return None
+    return [f.name for f in schema.fields if f.name.lower() in names]
+
+
+VARIABLE_WIDTH_BYTES = 32
+"""Estimated Arrow bytes of one value of a string, binary or nested column (offsets and data)."""
+
+
+def _value_bytes(field_type: Any) -> int:
+    arrow = arrow_type(field_type)
+    try:
+        return max(arrow.bit_width // 8, 1)
+    except ValueError:
+        return VARIABLE_WIDTH_BYTES
+
+
+def _check_rows_size(
+    plan: Plan, columns: list[str] | None, bound: int, row_limit: int | None
+) -> None:
+    """Refuse, before reading, ``rows`` columns whose estimated Arrow size passes ``bound``.
+
+    The estimate is the planned files' record counts (before deletes: an upper bound of
+    the rows) times the columns' value widths (fixed widths as Arrow stores them,
+    :data:`VARIABLE_WIDTH_BYTES` for the others).
+    """
+    records = int(pc.sum(plan.files().column("record_count")).as_py() or 0)
+    if row_limit is not None:
+        records = min(records, row_limit)
+    fields = [f for f in plan.schema.fields if columns is None or f.name in columns]
+    width = sum(_value_bytes(f.field_type) for f in fields) or 8  # _pos
+    estimate = records * width
+    if estimate > bound:
+        raise ValidationError(
+            f"The {ROWS_TABLE} columns this query reads are about {format_bytes(estimate)} "
+            f"({records:,} rows of {len(fields):,} columns, estimated from the planned files' "
+            f"record counts), more than the {format_bytes(bound)} a query here may hold; name "
+            "fewer columns, add a filter, or run it on Spark."
+        )

@@ -16,10 +16,13 @@ the connection after the time limit; results fetched in batches and stopped at t
 byte limits.
 
 Protocol on stdin/stdout (stdout is kept for it; fd 1 is pointed at stderr): frames of one
-kind byte and an 8-byte big-endian length. Parent: ``S`` (the request, JSON), ``T`` (a table
-the child asked for, Arrow IPC stream; empty when the name is unknown). Child: ``N`` (JSON
-``{"name": ...}``: a table the query names), ``R`` (the result, Arrow IPC stream), ``E``
-(JSON ``{"kind": ..., "message": ...}``).
+kind byte and an 8-byte big-endian length. Parent: ``S`` (the request, JSON), ``B`` (a batch
+of the table the child asked for, Arrow IPC stream; any number, so the parent streams a
+large table without holding it), ``T`` (the table, or its last part, Arrow IPC stream; empty
+when the name is unknown). Child: ``N`` (JSON ``{"name": ...}``: a table the query names),
+``R`` (the result, Arrow IPC stream; its schema metadata has ``icecore.result_cut`` ``1``
+when the query gave more than ``max_rows`` rows), ``E`` (JSON ``{"kind": ..., "message":
+...}``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ _HEADER = struct.Struct(">cQ")
 _MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist", re.IGNORECASE)
 MAX_TABLE_LOOKUPS = 20
 BATCH_ROWS = 2048
+CUT_KEY = b"icecore.result_cut"
 
 
 class Refusal(Exception):
@@ -134,10 +138,15 @@ class Query:
                 "validation", f"{first_line(error)} Tables you can query: {', '.join(known)}."
             ) from error
         write_frame(self.sink, b"N", json.dumps({"name": name}).encode())
+        parts: list[pa.Table] = []
         kind, payload = read_frame(self.source)
+        while kind == b"B":
+            parts.append(pyarrow.ipc.open_stream(pa.py_buffer(payload)).read_all())
+            kind, payload = read_frame(self.source)
         if kind != b"T" or not payload:
             raise Refusal("failed", f"The table {name} could not be built.")
-        table = pyarrow.ipc.open_stream(pa.py_buffer(payload)).read_all()
+        last = pyarrow.ipc.open_stream(pa.py_buffer(payload)).read_all()
+        table = pa.concat_tables([*parts, last]) if parts else last
         self.connection.register(name, table)
         registered.add(name)
 
@@ -149,7 +158,13 @@ class Query:
         max_rows, max_bytes = self.request["max_rows"], self.request["max_bytes"]
         batches: list[pa.RecordBatch] = []
         rows = size = 0
+        cut = False
         for batch in reader:
+            if rows >= max_rows:
+                cut = batch.num_rows > 0
+                if cut:
+                    break
+                continue
             size += batch.nbytes
             if size > max_bytes:
                 raise Refusal(
@@ -159,9 +174,13 @@ class Query:
                 )
             batches.append(batch.slice(0, max_rows - rows))
             rows += batches[-1].num_rows
-            if rows >= max_rows:
+            cut = batches[-1].num_rows < batch.num_rows
+            if cut:
                 break
-        return pa.Table.from_batches(batches, schema=reader.schema)
+        schema = reader.schema
+        if cut:
+            schema = schema.with_metadata({**(schema.metadata or {}), CUT_KEY: b"1"})
+        return pa.Table.from_batches(batches, schema=schema)
 
     def run(self) -> pa.Table:
         """The result, at most ``max_rows`` rows and ``max_bytes`` bytes."""

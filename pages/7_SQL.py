@@ -13,7 +13,7 @@ import streamlit as st
 from icecore.errors import IcecoreError
 from icecore.export import csv_bytes, parquet_bytes
 from icecore.inspect import KINDS
-from icecore.sql import ROWS_TABLE
+from icecore.sql import ROWS_TABLE, SqlLimits, result_cut
 from pipeline.query_check import checked_query
 from pipeline.spark import PipelineError
 from ui import data, jobs
@@ -35,7 +35,8 @@ st.caption(
     + (f", filter {escape_markdown(selection.filter)}" if selection.filter else "")
     + ") and the metadata tables: "
     + ", ".join(f"`{k}`" for k in KINDS)
-    + ". No files, no network; at most 100,000 rows come back."
+    + f". `{ROWS_TABLE}` holds every live row of the scan; no files, no network; at most "
+    f"{SqlLimits().max_rows:,} rows of the result come back."
 )
 
 # SQL in the link (a shared view, or "Open in SQL") fills the box once; then the box rules.
@@ -110,6 +111,12 @@ result = guarded(
     lambda: data.sql(table.metadata_location, selectors, selection.filter, text, table)
 )
 
+if result_cut(result):
+    st.warning(
+        f"First {result.num_rows:,} rows of the result: the query gave more. Aggregate or "
+        "add a LIMIT to see the rest; the downloads hold these rows only.",
+        icon=":material/content_cut:",
+    )
 st.caption(f"{result.num_rows:,} rows · {result.num_columns:,} columns")
 st.dataframe(result, hide_index=True, width="stretch")
 name = str(table.identifier).replace(".", "_")

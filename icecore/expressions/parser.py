@@ -40,6 +40,7 @@ from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
@@ -191,6 +192,43 @@ def parse_scan_filter(text: str) -> tuple[Expression, Expression]:
         )
     condition = _Converter(text, lists).boolean(nodes[0])
     return condition.true, sql.pushed(condition)
+
+
+def names_in_query(sql: str) -> frozenset[str] | None:
+    """The lower-cased names a user query (DuckDB's SQL) uses, or None if it may use any column.
+
+    :func:`icecore.sql.run_sql` reads only the columns of ``rows`` a query names: reading
+    every column of a wide table costs more than the query. None (read every column) when
+    the text does not parse here (DuckDB judges it), or a ``*`` other than ``count(*)``,
+    ``COLUMNS(...)`` or a whole row by its table's name (``SELECT r FROM rows r``) may reach
+    columns the text does not name. Every identifier counts (a table, an alias or a struct
+    field named like a column only makes the read wider, never wrong).
+    """
+    try:
+        trees = sqlglot.parse(sql, read="duckdb")
+    except (ParseError, TokenError, RecursionError):
+        return None
+    names: set[str] = set()
+    for tree in trees:
+        if tree is None:
+            continue
+        tables = {
+            str(node.name).lower()
+            for node in tree.find_all(exp.Table, exp.TableAlias, exp.CTE)
+            if node.name
+        } | {str(node.alias).lower() for node in tree.find_all(exp.Table) if node.alias}
+        for node in tree.walk():
+            if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
+                return None
+            if isinstance(node, exp.Columns) or (
+                isinstance(node, exp.Anonymous) and str(node.name).lower() == "columns"
+            ):
+                return None
+            if isinstance(node, exp.Column) and not node.table and node.name.lower() in tables:
+                return None
+            if isinstance(node, exp.Identifier):
+                names.add(str(node.this).lower())
+    return frozenset(names)
 
 
 def _parse(text: str, sql: str) -> list[exp.Expr | None]:

@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 
 from icecore.catalog import load_table
+from icecore.sql import SqlLimits
 from pipeline.query_check import checked_query
 from pipeline.spark import PipelineError
-from tests.ui.helpers import OpenPage, as_shown, no_problems, spark_count
+from tests.big_rows import write_big_table
+from tests.icecore.evolution.conftest import register_catalogs
+from tests.ui.helpers import OpenPage, as_shown, no_problems, open_app, spark_count
 from ui.jobs import jobs_dir
 
 PAGE = "pages/7_SQL.py"
@@ -161,3 +164,37 @@ def test_a_refused_query_is_one_sentence_and_launches_no_job(
     assert "sql_spark_job" not in at.session_state
     assert not any(jobs_dir().iterdir())
     assert not marker.exists()
+
+
+def test_rows_are_every_row_and_a_cut_result_says_so(
+    spark: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """504,000 rows written by Spark: count(*) and a GROUP BY are Spark's, not a sample's."""
+    catalogs = register_catalogs(spark, tmp_path_factory.mktemp("sql-page-big"))
+    full = write_big_table(catalogs, "big")
+    monkeypatch.setenv("ICECORE_CATALOG", str(catalogs.warehouse))
+    monkeypatch.delenv("ICECORE_READ_ONLY", raising=False)
+    at = open_app(PAGE, catalog=str(catalogs.warehouse), table="db.big")
+    no_problems(at)
+    at.text_area(key="sql_text").input("SELECT count(*) AS n FROM rows").run()
+    no_problems(at)
+    assert int(at.dataframe[0].value.iloc[0]["n"]) == spark_count(
+        spark, f"SELECT count(*) FROM {full}"
+    )
+    assert not at.warning
+    at.text_area(key="sql_text").input("SELECT k, count(*) AS n FROM rows GROUP BY k").run()
+    no_problems(at)
+    shown = {(int(r["k"]), int(r["n"])) for _, r in at.dataframe[0].value.iterrows()}
+    theirs = spark.sql(f"SELECT k, count(*) AS n FROM {full} GROUP BY k").collect()
+    assert shown == {(r.k, r.n) for r in theirs}
+
+    at.text_area(key="sql_text").input("SELECT id FROM rows").run()
+    no_problems(at)
+    most = SqlLimits().max_rows
+    assert len(at.dataframe[0].value) == most
+    assert [w.value for w in at.warning] == [
+        f"First {most:,} rows of the result: the query gave more. Aggregate or add a LIMIT "
+        "to see the rest; the downloads hold these rows only."
+    ]
