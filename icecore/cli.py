@@ -29,6 +29,7 @@ from icecore.evolution.change_text import (
 )
 from icecore.export import check_output, protected_paths, write_parquet, write_table
 from icecore.refs.manage import ManageSnapshots
+from icecore.row_counts import rows_between, snapshot_rows
 from icecore.scan.planner import Plan
 from icecore.sql import result_cut, run_sql
 from icecore.table_data import TableData
@@ -80,14 +81,21 @@ def jsonable(value: Any) -> Any:
 
 
 def cmd_history(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The table's snapshots in commit order, with lineage and the refs pointing at each."""
+    """The table's snapshots in commit order, with lineage and the refs pointing at each.
+
+    With each, its rows as a reader sees them (:mod:`icecore.row_counts`): ``rows_added``,
+    ``rows_removed`` and ``rows_removed_by``, ``rows_live`` (Spark's ``count(*)`` there),
+    ``rows_note`` and ``delete_files_added``; snapshots with live delete files are read.
+    """
     table = load_table(args.table)
     refs_by_snapshot: dict[int, list[str]] = {}
     for name, ref in table.refs().items():
         refs_by_snapshot.setdefault(ref.snapshot_id, []).append(name)
     made_current = {h.snapshot_id: h for h in table.history()}
+    ordered = sorted(table.snapshots(), key=lambda s: (s.timestamp_ms, s.sequence_number))
+    counts = {c.snapshot_id: c for c in snapshot_rows(table, ordered)}
     rows = []
-    for snapshot in sorted(table.snapshots(), key=lambda s: (s.timestamp_ms, s.sequence_number)):
+    for snapshot in ordered:
         entry = made_current.get(snapshot.snapshot_id)
         rows.append(
             {
@@ -100,6 +108,7 @@ def cmd_history(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "refs": sorted(refs_by_snapshot.get(snapshot.snapshot_id, [])),
                 "schema_id": snapshot.schema_id,
                 "summary": dict(snapshot.summary.properties) if snapshot.summary else {},
+                **counts[snapshot.snapshot_id].to_dict(),
             }
         )
     return [jsonable(r) for r in rows]
@@ -113,9 +122,24 @@ def cmd_inspect(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def cmd_diff(args: argparse.Namespace) -> dict[str, Any]:
-    """Files, rows, partitions, schema and specs changed between two points."""
+    """Files, rows, partitions, schema and specs changed between two points.
+
+    ``rows_added``/``rows_removed`` are rows as a reader sees them (deletes included, so
+    ``rows_live_from + rows_added - rows_removed = rows_live_to``, Spark's counts);
+    ``data_file_records_*`` are the record counts of the data files that appeared or went.
+    """
     table = load_table(args.table)
-    return jsonable(table.diff(args.from_point, args.to_point).to_dict())  # type: ignore[no-any-return]
+    diff = table.diff(args.from_point, args.to_point)
+    before = table.point(args.from_point) if args.from_point is not None else None
+    rows = rows_between(table, before, table.point(diff.to_snapshot_id), diff.rows_added)
+    answer = diff.to_dict() | {
+        "rows_added": rows.added,
+        "rows_removed": rows.removed,
+        "rows_live_from": rows.live_from,
+        "rows_live_to": rows.live_to,
+        "rows_note": rows.note,
+    }
+    return jsonable(answer)  # type: ignore[no-any-return]
 
 
 def _plan(args: argparse.Namespace) -> Plan:

@@ -77,7 +77,11 @@ class SnapshotDiff:
 
     @property
     def rows_removed(self) -> int:
-        """Rows in data files that disappeared (record counts)."""
+        """Records of data files that disappeared: not rows a delete file removed.
+
+        Rows removed as a reader sees them (deletes included) need the live rows at both
+        points: :func:`icecore.row_counts.rows_between`.
+        """
         return sum(f.record_count for f in self.data_files_removed)
 
     @property
@@ -96,6 +100,8 @@ class SnapshotDiff:
             "delete_files_removed": [f.file_path for f in self.delete_files_removed],
             "rows_added": self.rows_added,
             "rows_removed": self.rows_removed,
+            "data_file_records_added": self.rows_added,
+            "data_file_records_removed": self.rows_removed,
             "delete_records_added": self.delete_records_added,
             "partitions_touched": list(self.partitions_touched),
             "schema_changes": [

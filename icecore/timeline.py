@@ -99,7 +99,8 @@ only when it is above zero, while the totals are always written: with a total pr
 missing change count is a true 0. Without one, the writer recorded nothing: unknown."""
 
 
-def _count(snapshot: Snapshot, key: str) -> int | None:
+def summary_count(snapshot: Snapshot, key: str) -> int | None:
+    """A count of the snapshot's summary (:data:`TOTALS_KEY` says when missing means 0)."""
     if snapshot.summary is None:
         return None
     raw = snapshot.summary.get(key)
@@ -124,13 +125,13 @@ def _point(
         operation=str(snapshot.operation) if snapshot.operation is not None else "",
         refs=refs,
         is_current=snapshot.snapshot_id == current,
-        added_data_files=_count(snapshot, "added-data-files"),
-        removed_data_files=_count(snapshot, "deleted-data-files"),
-        added_delete_files=_count(snapshot, "added-delete-files"),
-        removed_delete_files=_count(snapshot, "removed-delete-files"),
-        added_records=_count(snapshot, "added-records"),
-        removed_records=_count(snapshot, "deleted-records"),
-        total_records=_count(snapshot, "total-records"),
+        added_data_files=summary_count(snapshot, "added-data-files"),
+        removed_data_files=summary_count(snapshot, "deleted-data-files"),
+        added_delete_files=summary_count(snapshot, "added-delete-files"),
+        removed_delete_files=summary_count(snapshot, "removed-delete-files"),
+        added_records=summary_count(snapshot, "added-records"),
+        removed_records=summary_count(snapshot, "deleted-records"),
+        total_records=summary_count(snapshot, "total-records"),
     )
 
 

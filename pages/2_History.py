@@ -16,14 +16,17 @@ from typing import Any
 import streamlit as st
 
 from icecore.errors import IcecoreError
+from icecore.health import format_bytes
 from icecore.history import resolve_snapshot
 from icecore.metadata import TableMetadata
+from icecore.row_counts import SnapshotRows
 from icecore.timeline import TimelinePoint, bin_width_ms, in_window
 from ui import data, figures, refs, views
 from ui.shell import (
     TIME_CURRENT,
     bootstrap,
     escape_markdown,
+    guarded,
     require_table,
     snapshot_from,
     snapshot_from_chart,
@@ -36,6 +39,9 @@ WINDOW_STEPS = 200
 """The window slider moves in at most this many steps across the table's history."""
 MAX_JUMP = 200
 """Longest text the jump box takes (an id, a ref name or an ISO-8601 time)."""
+AUTO_COUNT_BYTES = 512 * 2**20
+"""Live rows of the snapshots on a page are counted without asking while the snapshots
+with delete files hold at most this many bytes of data files (else behind a button)."""
 
 
 def _window_options(points: tuple[TimelinePoint, ...]) -> list[int]:
@@ -89,7 +95,7 @@ def _on_jump(metadata: TableMetadata, newest_first: list[int], ops: dict[int, st
     st.session_state["history_pick"] = found.snapshot_id
 
 
-def _row(p: TimelinePoint) -> dict[str, Any]:
+def _row(p: TimelinePoint, counted: SnapshotRows) -> dict[str, Any]:
     return {
         "snapshot": str(p.snapshot_id),
         "committed at": views.format_ms(p.timestamp_ms),
@@ -100,13 +106,16 @@ def _row(p: TimelinePoint) -> dict[str, Any]:
         "data files −": p.removed_data_files,
         "delete files +": p.added_delete_files,
         "delete files −": p.removed_delete_files,
-        "rows +": p.added_records,
-        "rows −": p.removed_records,
-        "total rows": p.total_records,
+        "rows +": counted.rows_added,
+        "rows −": counted.rows_removed,
+        "removed by": views.removed_by_text(counted.rows_removed, counted.rows_removed_by),
+        "live rows": counted.rows_live,
+        "records before deletes": p.total_records,
         "parent": str(p.parent_id or ""),
         "sequence number": p.sequence_number,
         "schema id": p.schema_id,
         "current": p.is_current,
+        "note": counted.rows_note,
     }
 
 
@@ -206,8 +215,16 @@ jump_error = st.session_state.get("history_jump_error")
 if jump_error:
     st.error(escape_markdown(jump_error), icon=":material/error:")
 on_page = rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+page_ids = tuple(p.snapshot_id for p in on_page)
+pending, pending_bytes = data.rows_reading_needed(table, page_ids)
+count_here = (
+    pending == 0
+    or (pending_bytes is not None and pending_bytes <= AUTO_COUNT_BYTES)
+    or bool(st.session_state.get("history_count_rows"))
+)
+counted = guarded(lambda: data.snapshot_rows(table, page_ids, count_here))
 st.dataframe(
-    [_row(p) for p in on_page],
+    [_row(p, c) for p, c in zip(on_page, counted, strict=True)],
     hide_index=True,
     width="stretch",
     key="history_snapshots",
@@ -217,10 +234,21 @@ first = (page - 1) * PAGE_SIZE + 1
 st.caption(
     f"Snapshots {first:,}–{first + len(on_page) - 1:,} of {len(rows):,}, newest first"
     + (f" ({len(tl.points):,} in all)" if chosen_ops else "")
-    + ". Empty cells: the writer did not record the count."
+    + ". rows +: records of the data files added; rows −: rows a reader saw before and "
+    "not after (removed files and deletes); live rows: what a reader sees, deletes applied "
+    "(Spark's count(*)); records before deletes: the summary's total-records. Empty cells: "
+    "not recorded by the writer, or not counted (the note says why)."
     if on_page
     else "No snapshot has the chosen operations."
 )
+if not count_here:
+    size = format_bytes(pending_bytes) if pending_bytes is not None else "an unknown size"
+    st.button(
+        f"Count live rows on this page: reads {pending:,} snapshot{'s' if pending != 1 else ''}"
+        f" with delete files ({size} of data files)",
+        key="history_count_rows_button",
+        on_click=lambda: st.session_state.update(history_count_rows=True),
+    )
 
 by_id = {p.snapshot_id: p for p in tl.points}
 pick_ids = [p.snapshot_id for p in on_page]

@@ -83,18 +83,31 @@ before, after = picked["From"], picked["To"]
 
 diff = guarded(lambda: data.diff(table.metadata_location, before, after, table))
 
-st.caption(
-    f"From snapshot {diff.from_snapshot_id} to snapshot {diff.to_snapshot_id}. Rows are record "
-    "counts of the data files that appeared or disappeared (before deletes)."
+rows = guarded(lambda: data.rows_between(table, diff))
+live_text = " → ".join(
+    f"{n:,}" if n is not None else "unknown" for n in (rows.live_from, rows.live_to)
 )
-counts = diff.counts
+st.caption(
+    f"From snapshot {diff.from_snapshot_id} to snapshot {diff.to_snapshot_id}. Live rows "
+    f"(what a reader sees, deletes applied): {live_text}. Rows added are the records of the "
+    "data files that appeared; rows removed are the rows of the From point no longer read "
+    "(removed files, position deletes, deletion vectors, equality deletes) and rows of added "
+    f"files deleted since. Records of the data files that disappeared: "
+    f"{diff.counts['records removed']:,} (before deletes)."
+)
+if rows.note:
+    st.warning(f"Rows removed unknown: {escape_markdown(rows.note)}.", icon=":material/help:")
+counts = {**diff.counts, "rows added": rows.added, "rows removed": rows.removed or 0}
 cols = st.columns(6)
 count_metric(cols[0], "Data files added", counts["data files added"])
 count_metric(cols[1], "Data files removed", counts["data files removed"])
 count_metric(cols[2], "Delete files added", counts["delete files added"])
 count_metric(cols[3], "Delete files removed", counts["delete files removed"])
-count_metric(cols[4], "Rows added", counts["rows added"])
-count_metric(cols[5], "Rows removed", counts["rows removed"])
+count_metric(cols[4], "Rows added", rows.added)
+if rows.removed is not None:
+    count_metric(cols[5], "Rows removed", rows.removed)
+else:
+    cols[5].metric("Rows removed", "unknown", help=rows.note)
 st.plotly_chart(figures.diff_figure(counts), key="tt_chart", width="stretch")
 st.button(
     f"Read the table at snapshot {diff.to_snapshot_id}",

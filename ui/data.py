@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import streamlit as st
 
-from icecore import describe, health, maintenance
+from icecore import describe, health, maintenance, row_counts
 from icecore.catalog import Catalog, TableIdentifier, load_catalog
 from icecore.catalog.base import CatalogBase
 from icecore.catalog.rest import RestCatalog
@@ -391,6 +391,64 @@ def diff(location: str, before: str | None, after: str | None, table: Table) -> 
         return diff_view(result)
 
     return _DIFFS.get_or_make((location, before, after), make)
+
+
+# --- rows as a reader sees them (icecore.row_counts) --------------------------------------
+
+RowsKey = tuple[str, int | None, int]
+"""``(metadata location, from snapshot id, to snapshot id)``."""
+
+_ROWS_BETWEEN: SharedCache[RowsKey, row_counts.RowsBetween] = SharedCache(32)
+_SNAPSHOT_ROWS: SharedCache[tuple[str, tuple[int, ...]], list[row_counts.SnapshotRows]] = (
+    SharedCache(32)
+)
+
+
+def rows_between(table: Table, diff: DiffView) -> row_counts.RowsBetween:
+    """Live rows at a diff's two points and the rows added and removed between them.
+
+    Reads the data files of a point with live delete files (once per snapshot and process,
+    :mod:`icecore.row_counts`), under a progress bar; shared by every session.
+    """
+    metadata = table.metadata
+    before = (
+        metadata.snapshot_by_id(diff.from_snapshot_id)
+        if diff.from_snapshot_id is not None
+        else None
+    )
+    after = metadata.snapshot_by_id(diff.to_snapshot_id)
+    assert after is not None  # the diff was made from this table's metadata
+
+    def make() -> row_counts.RowsBetween:
+        return row_counts.rows_between(table, before, after, diff.counts["records added"])
+
+    key = (table.metadata_location, diff.from_snapshot_id, diff.to_snapshot_id)
+    return shared_with_progress(_ROWS_BETWEEN, key, make, "Counting live rows at both points…")
+
+
+def rows_reading_needed(table: Table, snapshot_ids: tuple[int, ...]) -> tuple[int, int | None]:
+    """Snapshots :func:`snapshot_rows` would still read, and their data bytes (None: unknown)."""
+    snapshots = [s for i in snapshot_ids if (s := table.metadata.snapshot_by_id(i)) is not None]
+    return row_counts.reading_needed(table, snapshots)
+
+
+def snapshot_rows(
+    table: Table, snapshot_ids: tuple[int, ...], read: bool
+) -> list[row_counts.SnapshotRows]:
+    """Row numbers of the snapshots (:func:`icecore.row_counts.snapshot_rows`).
+
+    Without ``read`` only metadata is used (instant for any number of snapshots); with it
+    the counts that need reading are read under a progress bar and shared by every session.
+    """
+    snapshots = [s for i in snapshot_ids if (s := table.metadata.snapshot_by_id(i)) is not None]
+    if not read:
+        return row_counts.snapshot_rows(table, snapshots, read=False)
+
+    def make() -> list[row_counts.SnapshotRows]:
+        return row_counts.snapshot_rows(table, snapshots)
+
+    key = (table.metadata_location, snapshot_ids)
+    return shared_with_progress(_SNAPSHOT_ROWS, key, make, "Counting live rows…")
 
 
 def sql(

@@ -267,7 +267,8 @@ class DiffView:
 
     Attributes:
         from_snapshot_id, to_snapshot_id: the two points.
-        counts: files and rows added and removed, by name.
+        counts: files added and removed, and the records of the data files, by name (rows
+            as a reader sees them: :func:`ui.data.rows_between`).
         added, removed: the first data and delete files that appeared / disappeared.
         partitions: the first partitions touched; ``partitions_total`` counts all.
         schema_changes: one row per field difference.
@@ -285,6 +286,26 @@ class DiffView:
     specs: list[dict[str, Any]]
 
 
+REMOVED_BY_LABELS = {
+    "data_files": "removed data files",
+    "position_deletes": "position deletes",
+    "deletion_vectors": "deletion vectors",
+    "equality_deletes": "equality deletes",
+}
+"""How :data:`icecore.row_counts.REMOVED_KINDS` read on a page."""
+
+
+def removed_by_text(removed: int | None, by: Mapping[str, int | None]) -> str:
+    """What removed a snapshot's rows: ``position deletes 2,109`` ("" when none, or unknown)."""
+    if not removed:
+        return ""
+    if any(by.get(kind) is None for kind in REMOVED_BY_LABELS):
+        return "not known"
+    return " · ".join(
+        f"{label} {by[kind]:,}" for kind, label in REMOVED_BY_LABELS.items() if by.get(kind)
+    )
+
+
 def diff_view(d: SnapshotDiff) -> DiffView:
     """Copy what the page shows out of a :class:`~icecore.diff.SnapshotDiff`."""
     counts = {
@@ -292,8 +313,8 @@ def diff_view(d: SnapshotDiff) -> DiffView:
         "data files removed": len(d.data_files_removed),
         "delete files added": len(d.delete_files_added),
         "delete files removed": len(d.delete_files_removed),
-        "rows added": d.rows_added,
-        "rows removed": d.rows_removed,
+        "records added": d.rows_added,
+        "records removed": d.rows_removed,
         "delete records added": d.delete_records_added,
         "files added": len(d.data_files_added) + len(d.delete_files_added),
         "files removed": len(d.data_files_removed) + len(d.delete_files_removed),

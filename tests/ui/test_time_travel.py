@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.helpers import OpenPage, figures, metrics, no_problems, number
+from tests.ui.helpers import OpenPage, figures, metrics, no_problems, number, spark_count
 
 PAGE = "pages/5_Time_travel.py"
 
@@ -39,9 +39,21 @@ def test_the_diff_between_a_tag_and_main_is_sparks(spark: Any, open_page: OpenPa
     assert number(shown["Delete files added"]) == len(after_del.keys() - before_del.keys())
     assert number(shown["Delete files removed"]) == len(before_del.keys() - after_del.keys())
     rows_added = sum(after[p] for p in after.keys() - before.keys())
-    rows_removed = sum(before[p] for p in before.keys() - after.keys())
+    # Rows removed as a reader sees them: deletes since the tag count, not only the records
+    # of data files that went (which said 0 where thousands of rows were deleted).
+    live_from = spark_count(
+        spark, f"SELECT count(*) FROM icecore.demo.trips VERSION AS OF {refs['month_end']}"
+    )
+    live_to = spark_count(
+        spark, f"SELECT count(*) FROM icecore.demo.trips VERSION AS OF {refs['main']}"
+    )
+    rows_removed = live_from + rows_added - live_to
+    assert rows_removed > sum(before[p] for p in before.keys() - after.keys())
     assert number(shown["Rows added"]) == rows_added
     assert number(shown["Rows removed"]) == rows_removed
+    assert f"Live rows (what a reader sees, deletes applied): {live_from:,} → {live_to:,}." in (
+        " ".join(c.value for c in at.caption)
+    )
     (figure,) = figures(at)
     bars = {t["name"]: t["x"] for t in figure["data"]}
     assert bars["rows added"] == [rows_added] and bars["rows removed"] == [-rows_removed]
