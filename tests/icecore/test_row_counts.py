@@ -19,6 +19,7 @@ import icecore
 from icecore.progress import reporting
 from icecore.row_counts import REMOVED_KINDS, forget_counts, rows_between, snapshot_rows
 from tests.conftest import REPO
+from tests.icecore.evolution.conftest import register_catalogs
 
 pytestmark = pytest.mark.spark
 
@@ -173,3 +174,41 @@ def test_a_snapshot_is_read_once_and_the_reads_are_reported(demo_warehouse: Path
         second = snapshot_rows(again)
     assert second == first
     assert not [h for h in heard if h[0] == "Counting live rows"]
+
+
+def test_a_count_that_cannot_be_read_is_null_and_says_why(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A missing data file, or a snapshot past the read bound: no number, and a reason."""
+    forget_counts()
+    catalogs = register_catalogs(spark, tmp_path_factory.mktemp("row-counts"))
+    full = catalogs.spark_name("sql", "gone")
+    spark.sql(
+        f"CREATE TABLE {full} (id BIGINT, part INT) USING iceberg PARTITIONED BY (part) "
+        "TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read')"
+    )
+    spark.sql(f"INSERT INTO {full} SELECT id, CAST(id % 2 AS INT) FROM range(100)")
+    spark.sql(f"DELETE FROM {full} WHERE id % 10 = 0")
+    table = catalogs.load("sql", "gone")
+    first, deleted = sorted(table.snapshots(), key=lambda s: s.sequence_number)
+    live_then = _spark_count_of(spark, full, first.snapshot_id)
+    past_bound = snapshot_rows(table, bound=1)
+    assert past_bound[0].rows_live == live_then  # from the summary: nothing to read
+    assert past_bound[1].rows_live is None and past_bound[1].rows_removed is None
+    assert "more than the 1 B a count here may read" in past_bound[1].rows_note
+
+    raw = str(table.inspect("data_files").column("file_path").to_pylist()[0])
+    victim = Path(raw.split(":", 1)[1] if raw.startswith("file:") else raw)
+    victim.unlink()
+    gone = snapshot_rows(catalogs.load("sql", "gone"))
+    assert gone[0].rows_live == live_then
+    assert gone[1].rows_live is None and gone[1].rows_removed is None
+    assert gone[1].rows_note.startswith("it cannot be read: ")
+    assert victim.name in gone[1].rows_note
+    assert deleted.snapshot_id == gone[1].snapshot_id
+
+
+def _spark_count_of(spark: Any, full: str, snapshot_id: int) -> int:
+    return int(
+        spark.sql(f"SELECT count(*) FROM {full} VERSION AS OF {snapshot_id}").collect()[0][0]
+    )
