@@ -215,11 +215,18 @@ Source: TypeAlias = "pa.Table | Callable[[], pa.Table | pa.RecordBatchReader]"
 
 
 def _send_table(child: _Child, made: pa.Table | pa.RecordBatchReader) -> None:
-    """Hand a table to the child; a reader batch by batch, so this process never holds it."""
+    """Hand a table to the child; a reader batch by batch, so this process never holds it.
+
+    Reading a streamed table (``rows``: data files read as the query asks) counts against
+    the query's time limit: past it the read stops and the query is refused as too long.
+    """
     if isinstance(made, pa.Table):
         child.send(b"T", _ipc(made))
         return
+    deadline = time.monotonic() + child.timeout
     for batch in made:
+        if time.monotonic() > deadline:
+            raise _timeout_error(child.timeout)
         if batch.num_rows:
             child.send(b"B", _ipc(pa.Table.from_batches([batch])))
     child.send(b"T", _ipc(made.schema.empty_table()))

@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
-from icecore.errors import ValidationError
+from icecore.errors import IcecoreError, ValidationError
 from icecore.schema import Schema
-from icecore.sql import SqlLimits, result_cut, rows_columns, run_sql
+from icecore.sql import SqlLimits, query_arrow, result_cut, rows_columns, run_sql
 from icecore.types import IntegerType, NestedField, StringType
 from tests.big_rows import ROWS, write_big_table
 from tests.conftest import REPO
@@ -121,3 +124,27 @@ def test_rows_columns_are_the_names_a_query_uses() -> None:
         "SELECT rows FROM rows",
     ):
         assert rows_columns(schema, every) is None, every
+
+
+def test_reading_a_streamed_table_counts_against_the_time_limit() -> None:
+    """``rows`` is read while the query waits for it: a slow read is stopped at the limit."""
+
+    def slow() -> Iterator[pa.RecordBatch]:
+        for i in range(50):
+            time.sleep(0.1)
+            yield pa.record_batch([pa.array([i])], names=["n"])
+
+    schema = pa.schema([("n", pa.int64())])
+    started = time.monotonic()
+    with pytest.raises(IcecoreError, match=r"ran longer than 1 s"):
+        query_arrow(
+            "SELECT count(*) FROM rows",
+            {"rows": lambda: pa.RecordBatchReader.from_batches(schema, slow())},
+            SqlLimits(timeout_s=1.0),
+        )
+    assert time.monotonic() - started < 4.0
+    fast = pa.RecordBatchReader.from_batches(
+        schema, iter([pa.record_batch([pa.array([1, 2])], names=["n"])])
+    )
+    answer = query_arrow("SELECT sum(n) AS s FROM rows", {"rows": lambda: fast}, SqlLimits())
+    assert answer.to_pylist() == [{"s": 3}]
