@@ -245,7 +245,7 @@ if not count_here:
     size = format_bytes(pending_bytes) if pending_bytes is not None else "an unknown size"
     st.button(
         f"Count live rows on this page: reads {pending:,} snapshot{'s' if pending != 1 else ''}"
-        f" with delete files ({size} of data files)",
+        f" whose metadata cannot tell ({size} of data files)",
         key="history_count_rows_button",
         on_click=lambda: st.session_state.update(history_count_rows=True),
     )

@@ -244,3 +244,32 @@ def test_the_sidebar_offers_the_newest_snapshots_and_takes_any_other_typed(
     at.sidebar.text_input(key="sb_snapshot_id").input("[x](http://evil) <b>").run()
     assert not at.exception
     assert len(at.error) == 1
+
+
+def test_counts_that_need_reading_wait_for_a_button_and_say_why_they_are_missing(
+    open_long: Callable[..., AppTest],
+) -> None:
+    """Snapshots whose summary has no totals need reading: asked for, never guessed.
+
+    Their manifest lists were never written (tests/ui/long_history.py), so the count is
+    left empty with a note saying why.
+    """
+    at = open_long()
+    no_problems(at)
+    unknown = [s for s in NEWEST_FIRST[:100] if "total-records" not in s.summary]
+    button = at.button(key="history_count_rows_button")
+    assert button.label.startswith("Count live rows on this page: reads ")
+    assert button.label.endswith(" whose metadata cannot tell (an unknown size of data files)")
+    rows = {r["snapshot"]: r for _, r in _snapshot_table(at).value.iterrows()}
+    for s in unknown:
+        row = rows[str(s.snapshot_id)]
+        assert row["live rows"] is None or row["live rows"] != row["live rows"]
+        assert row["note"] == "needs reading the data files with their deletes"
+    button.click().run()
+    no_problems(at)
+    rows = {r["snapshot"]: r for _, r in _snapshot_table(at).value.iterrows()}
+    for s in unknown:
+        row = rows[str(s.snapshot_id)]
+        assert row["live rows"] is None or row["live rows"] != row["live rows"]
+        assert row["note"].startswith("its manifest list cannot be read: ")
+    assert not [b for b in at.button if b.key == "history_count_rows_button"]
