@@ -406,6 +406,7 @@ def metadata_events(
         for i in range(1, len(files))
         if (files[i - 1][0], files[i][0]) not in _PAIRS
         for j in (i - 1, i)
+        if files[j][0] != table.metadata_location  # the current file is in hand
     }
     total = min(len(uncached), max_files)
     started = time.monotonic()

@@ -66,6 +66,18 @@ def log_locations(table: TableData) -> list[tuple[str, int]]:
     return found
 
 
+def adds_no_snapshot(metadata: TableMetadata) -> bool:
+    """Whether the commit that wrote ``metadata`` added no snapshot (a metadata-only commit).
+
+    A snapshot is made before the commit that adds it, so one added by this file's commit
+    is newer than the previous file's ``last-updated-ms``. False for a table's first file.
+    """
+    if not metadata.metadata_log:
+        return False
+    previous_ms = metadata.metadata_log[-1].timestamp_ms
+    return all(s.timestamp_ms <= previous_ms for s in metadata.snapshots)
+
+
 def read_log_file(table: TableData, location: str, timestamp_ms: int) -> LogFile:
     """One metadata file of the table's log, read through the table's FileIO.
 
@@ -277,6 +289,7 @@ __all__ = [
     "FileFacts",
     "LogFile",
     "SnapshotState",
+    "adds_no_snapshot",
     "log_locations",
     "read_log_file",
     "read_newest_first",

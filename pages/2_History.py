@@ -19,6 +19,7 @@ from icecore.errors import IcecoreError
 from icecore.history import resolve_snapshot
 from icecore.metadata import TableMetadata
 from icecore.metadata_events import MetadataEvent
+from icecore.metadata_log import MAX_FILES_READ, TIME_BOUND_S
 from icecore.timeline import TimelinePoint, bin_width_ms, in_window
 from ui import data, figures, refs, views
 from ui.shell import (
@@ -140,8 +141,7 @@ tl = data.timeline_of(table.metadata_location, table)
 selected = context.snapshot_id if context.selection.time_kind != TIME_CURRENT else None
 
 st.title(f"History of {escape_markdown(table.identifier)}")
-events = data.events_of(table)
-latest = [e for e in events if e.metadata_file == table.metadata_location]
+latest = data.latest_events(table)
 if latest:
     with st.container(border=True, key="history_latest"):
         st.markdown(
@@ -291,6 +291,17 @@ right.button(
 refs.actions(context, table, picked if picked is not None else pick_ids[0], prefix="ref_h_")
 
 st.subheader("Metadata changes")
+files = len(metadata.metadata_log) + 1
+if not data.events_ready(table) and not st.session_state.get("history_events_read"):
+    st.button(
+        f"Read the {files:,} metadata files of the log",
+        key="history_events_read",
+        help=f"Each of this table's metadata files lists {len(metadata.snapshots):,} "
+        f"snapshots (megabytes): the log is read when asked, with its progress, at most "
+        f"{MAX_FILES_READ:,} files or {TIME_BOUND_S:g} s per request.",
+    )
+read_log = data.events_ready(table) or bool(st.session_state.get("history_events_read"))
+events = data.events_of(table) if read_log else ()
 kinds = sorted({e.kind for e in events}, key=list(EVENT_KINDS).index)
 left, right = st.columns([4, 1], vertical_alignment="bottom")
 chosen_kinds = left.multiselect(
@@ -319,17 +330,17 @@ st.dataframe(
     placeholder="",
 )
 first_event = (event_page - 1) * PAGE_SIZE + 1
-files = len(metadata.metadata_log) + 1
-st.caption(
-    (
-        f"Events {first_event:,}–{first_event + len(on_event_page) - 1:,} of "
-        f"{len(shown_events):,}, newest first"
-        if on_event_page
-        else "No metadata change" + (" of the chosen kinds" if chosen_kinds else "")
+if read_log:
+    st.caption(
+        (
+            f"Events {first_event:,}–{first_event + len(on_event_page) - 1:,} of "
+            f"{len(shown_events):,}, newest first"
+            if on_event_page
+            else "No metadata change" + (" of the chosen kinds" if chosen_kinds else "")
+        )
+        + f", from the {files:,} metadata files of the log (each compared with the one "
+        "before it). Commits that add a snapshot are in the snapshot table above."
     )
-    + f", from the {files:,} metadata files of the log (each compared with the one before it). "
-    "Commits that add a snapshot are in the snapshot table above."
-)
 
 left, right = st.columns(2)
 with left:
