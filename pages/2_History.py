@@ -107,9 +107,9 @@ def _on_jump(metadata: TableMetadata, newest_first: list[int], ops: dict[int, st
 def _event_row(e: MetadataEvent) -> dict[str, Any]:
     return {
         "committed at": views.format_ms(e.timestamp_ms),
-        "kind": EVENT_KINDS.get(e.kind, e.kind),
+        "type of change": EVENT_KINDS.get(e.kind, e.kind),
         "what changed": "; ".join(e.changes),
-        "metadata file": e.metadata_file,
+        "in metadata file": e.metadata_file,
     }
 
 

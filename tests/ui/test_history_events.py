@@ -17,7 +17,7 @@ import pytest
 import icecore
 from tests.icecore.evolution.conftest import EvoCatalogs
 from tests.ui.copies import copy_sql_table
-from tests.ui.helpers import OpenPage, metrics, no_problems, open_app
+from tests.ui.helpers import OpenPage, as_shown, metrics, no_problems, open_app
 
 HISTORY = "pages/2_History.py"
 OVERVIEW = "pages/1_Overview.py"
@@ -54,10 +54,10 @@ def test_a_metadata_only_commit_through_icecore_appears_in_history(
     latest, events = _events(at)
     assert len(events) == len(listed) + 2
     newest = events.iloc[0]
-    assert newest["kind"] == "properties" and newest["what changed"] == "set memo.owner = 'ops'"
-    assert Path(newest["metadata file"].removeprefix("file:")) == Path(location)
+    assert newest["type of change"] == "properties" and newest["what changed"] == "set memo.owner = 'ops'"
+    assert Path(newest["in metadata file"].removeprefix("file:")) == Path(location)
     schema = events.iloc[1]
-    assert schema["kind"] == "schema" and "added memo string" in schema["what changed"]
+    assert schema["type of change"] == "schema" and "added memo string" in schema["what changed"]
     assert latest is not None
     assert list(latest["what changed"]) == ["set memo.owner = 'ops'"]
 
@@ -89,7 +89,7 @@ def test_the_overview_at_a_tag_lists_the_tags_columns_spec_and_sort_order(
     specs = next(df.value for df in at.dataframe if "spec" in df.value.columns)
     in_force = specs[specs["at this point"]]
     assert set(in_force["spec"]) == {r[0] for r in written}
-    assert any("ref month_end" in i.value for i in at.info)
+    assert any("ref month_end" in as_shown(i.value) for i in at.info)
 
     current = open_page(OVERVIEW, table="demo.trips")
     no_problems(current)
