@@ -54,7 +54,8 @@ def test_a_metadata_only_commit_through_icecore_appears_in_history(
     latest, events = _events(at)
     assert len(events) == len(listed) + 2
     newest = events.iloc[0]
-    assert newest["type of change"] == "properties" and newest["what changed"] == "set memo.owner = 'ops'"
+    assert newest["type of change"] == "properties"
+    assert newest["what changed"] == "set memo.owner = 'ops'"
     assert Path(newest["in metadata file"].removeprefix("file:")) == Path(location)
     schema = events.iloc[1]
     assert schema["type of change"] == "schema" and "added memo string" in schema["what changed"]
