@@ -313,3 +313,31 @@ def test_the_cli_adds_the_events_among_the_snapshots_only_when_asked(evo: EvoCat
     assert dt.datetime.fromisoformat(schema[0]["time"]).tzinfo is not None
     order = [r.get("kind") or r["snapshot_id"] for r in both]
     assert order.index("schema") < order.index(second)  # in time order
+
+
+def test_a_rollback_moves_main_and_a_retention_change_is_named(evo: EvoCatalogs) -> None:
+    spark = evo.spark
+    name = f"refs_{next(_names)}"
+    full = evo.spark_name("sql", name)
+    spark.sql(f"CREATE TABLE {full} (id bigint) USING iceberg")
+    spark.sql(f"INSERT INTO {full} VALUES (1)")
+    first = _snapshot(spark, full)
+    spark.sql(f"INSERT INTO {full} VALUES (2)")
+    second = _snapshot(spark, full)
+    spark.sql(f"ALTER TABLE {full} CREATE BRANCH b AS OF VERSION {first} RETAIN 7 DAYS")
+    spark.sql(f"ALTER TABLE {full} REPLACE BRANCH b AS OF VERSION {first} RETAIN 3 DAYS")
+    retained = _location(evo, name)
+    spark.sql(f"CALL {evo.sql}.system.rollback_to_snapshot('db.{name}', {first})")
+    rolled = _location(evo, name)
+
+    events = metadata_events(evo.load("sql", name))
+
+    moved = _of(events, rolled, "ref")
+    assert moved.details["moved"] == [
+        {"name": "main", "type": "branch", "before": second, "after": first}
+    ]
+    retention = _of(events, retained, "ref").details["retention"]
+    day_ms = 24 * 3600 * 1000
+    assert retention == [
+        {"name": "b", "setting": "max_ref_age_ms", "before": 7 * day_ms, "after": 3 * day_ms}
+    ]
