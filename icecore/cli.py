@@ -28,6 +28,7 @@ from icecore.evolution.change_text import (
     apply_spec_change,
 )
 from icecore.export import check_output, protected_paths, write_parquet, write_table
+from icecore.metadata_events import metadata_events
 from icecore.refs.manage import ManageSnapshots
 from icecore.row_counts import rows_between, snapshot_rows
 from icecore.scan.planner import Plan
@@ -111,7 +112,27 @@ def cmd_history(args: argparse.Namespace) -> list[dict[str, Any]]:
                 **counts[snapshot.snapshot_id].to_dict(),
             }
         )
+    if getattr(args, "metadata", False):
+        rows = _with_metadata_events(table, rows)
     return [jsonable(r) for r in rows]
+
+
+def _with_metadata_events(table: TableData, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The snapshot rows with the metadata log's events among them, in time order.
+
+    An event row has ``time`` (ISO-8601), ``metadata_file``, ``kind`` (schema, spec,
+    sort_order, properties, ref, location, format_version, snapshots, unreadable,
+    not_read), ``changes`` (sentences) and ``details``; snapshot rows have no ``kind``.
+    An event sorts after the snapshots committed at the same millisecond.
+    """
+    keyed: list[tuple[int, int, dict[str, Any]]] = [
+        (int(r["committed_at"].timestamp() * 1000), 0, r) for r in rows
+    ]
+    for event in metadata_events(table):
+        row = {"time": dt.datetime.fromtimestamp(event.timestamp_ms / 1000, dt.UTC)}
+        keyed.append((event.timestamp_ms, 1, row | event.to_dict()))
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    return [r for _, _, r in keyed]
 
 
 def cmd_inspect(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -508,6 +529,12 @@ def build_parser() -> argparse.ArgumentParser:
     table_help = "CATALOG::ns.table, a table folder, or a metadata.json path"
     hist = sub.add_parser("history", help="a table's snapshots, lineage and refs")
     hist.add_argument("table", help=table_help)
+    hist.add_argument(
+        "--metadata",
+        action="store_true",
+        help="add the metadata-only changes (schema, spec, sort order, properties, refs, "
+        "location, format version) from the metadata log, as events among the snapshots",
+    )
     hist.set_defaults(run=cmd_history)
     insp = sub.add_parser("inspect", help="a metadata table (files, manifests, partitions, ...)")
     insp.add_argument("table", help=table_help)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from icecore.diff import schema_changes
+from icecore.diff import FieldChange, schema_changes
 from icecore.manifest import ManifestContent, ManifestEntryStatus
 from icecore.manifest_arrow import read_manifest
 from icecore.metadata import Snapshot, TableMetadata
@@ -151,14 +151,16 @@ def schema_history(metadata: TableMetadata) -> list[SchemaVersion]:
                 fields=len(schema.field_ids),
                 first_snapshot_id=used.snapshot_id if used else None,
                 first_used_ms=used.timestamp_ms if used else None,
-                changes=tuple(_change_text(c.kind, c.name, c.before, c.after) for c in changes),
+                changes=tuple(change_text(c) for c in changes),
             )
         )
         previous = schema
     return versions
 
 
-def _change_text(kind: str, name: str, before: str, after: str) -> str:
+def change_text(change: FieldChange) -> str:
+    """One schema difference as a phrase: ``added tip_amount double``, ``renamed a to b``."""
+    kind, name, before, after = change.kind, change.name, change.before, change.after
     if kind == "added":
         return f"added {name} {after}"
     if kind == "removed":
@@ -199,15 +201,25 @@ def _column_name(metadata: TableMetadata, field_id: int) -> str:
     return f"(dropped column {field_id})"
 
 
-def _sources(metadata: TableMetadata, field_ids: Iterable[int]) -> str:
+def column_names(metadata: TableMetadata, field_ids: Iterable[int]) -> str:
+    """Names of columns by id (from the newest schema that has each), comma-separated."""
     return ", ".join(_column_name(metadata, i) for i in field_ids)
 
 
-def partition_spec_rows(metadata: TableMetadata) -> list[SpecFieldRow]:
-    """Every field of every partition spec, oldest spec first (unpartitioned shown as such)."""
+def partition_spec_rows(
+    metadata: TableMetadata, default_id: int | None = None
+) -> list[SpecFieldRow]:
+    """Every field of every partition spec, oldest spec first (unpartitioned shown as such).
+
+    Args:
+        metadata: the table's metadata.
+        default_id: the spec to mark as the default (the table's default spec when None;
+            the spec in force at an earlier snapshot otherwise).
+    """
+    default_id = metadata.default_spec_id if default_id is None else default_id
     rows = []
     for spec in sorted(metadata.partition_specs, key=lambda s: s.spec_id):
-        default = spec.spec_id == metadata.default_spec_id
+        default = spec.spec_id == default_id
         if spec.is_unpartitioned:
             rows.append(SpecFieldRow(spec.spec_id, default, 0, "(unpartitioned)", "", "", ""))
         for i, f in enumerate(spec.fields):
@@ -218,22 +230,28 @@ def partition_spec_rows(metadata: TableMetadata) -> list[SpecFieldRow]:
                     i,
                     f.name,
                     str(f.transform),
-                    _sources(metadata, f.all_source_ids),
+                    column_names(metadata, f.all_source_ids),
                     f"field id {f.field_id}",
                 )
             )
     return rows
 
 
-def sort_order_rows(metadata: TableMetadata) -> list[SpecFieldRow]:
-    """Every field of every sort order, oldest first (the unsorted order shown as such)."""
+def sort_order_rows(metadata: TableMetadata, default_id: int | None = None) -> list[SpecFieldRow]:
+    """Every field of every sort order, oldest first (the unsorted order shown as such).
+
+    Args:
+        metadata: the table's metadata.
+        default_id: the order to mark as the default (as in :func:`partition_spec_rows`).
+    """
+    default_id = metadata.default_sort_order_id if default_id is None else default_id
     rows = []
     for order in sorted(metadata.sort_orders, key=lambda o: o.order_id):
-        default = order.order_id == metadata.default_sort_order_id
+        default = order.order_id == default_id
         if order.is_unsorted:
             rows.append(SpecFieldRow(order.order_id, default, 0, "(unsorted)", "", "", ""))
         for i, f in enumerate(order.fields):
-            source = _sources(
+            source = column_names(
                 metadata, f.source_ids if f.source_ids is not None else (f.source_id,)
             )
             rows.append(
@@ -358,6 +376,8 @@ __all__ = [
     "FieldRow",
     "SchemaVersion",
     "SpecFieldRow",
+    "change_text",
+    "column_names",
     "filter_examples",
     "partition_spec_rows",
     "quote_name",

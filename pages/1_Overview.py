@@ -7,7 +7,16 @@ import streamlit as st
 from icecore import describe, health
 from icecore.errors import IcecoreError
 from ui import data, views
-from ui.shell import bootstrap, count_metric, escape_markdown, guarded, require_table, show_error
+from ui.shell import (
+    TIME_CURRENT,
+    TIME_REF,
+    bootstrap,
+    count_metric,
+    escape_markdown,
+    guarded,
+    require_table,
+    show_error,
+)
 
 # Live rows after deletes are counted at once up to this many data files, else on demand.
 AUTO_COUNT_FILES = 2_000
@@ -22,12 +31,32 @@ st.caption(
     f"{escape_markdown(context.catalog)} · at {escape_markdown(when)} · "
     f"metadata file {escape_markdown(table.metadata_location)}"
 )
+selection = context.selection
+state = guarded(
+    lambda: data.state_of(
+        table,
+        snapshot,
+        selection.ref,
+        selection.time_kind not in (TIME_CURRENT, TIME_REF),
+    )
+)
+if selection.time_kind != TIME_CURRENT:
+    shown = views.snapshot_text(snapshot)
+    current = metadata.current_snapshot_id
+    st.info(
+        f"Shown at {escape_markdown(when)}: snapshot {escape_markdown(shown)}"
+        + ("" if snapshot is None or snapshot.snapshot_id != current else " (the current one)")
+        + f". Schema {state.schema.schema_id}, partition spec {state.spec.spec_id} and sort "
+        f"order {state.sort_order.order_id} are those of that point. "
+        f"{escape_markdown(state.note)}",
+        icon=":material/history:",
+    )
 cols = st.columns(5)
 cols[0].metric("Format version", metadata.format_version)
 count_metric(cols[1], "Snapshots", len(metadata.snapshots))
-cols[2].metric("Schema id", metadata.current_schema_id)
-cols[3].metric("Partition spec id", metadata.default_spec_id)
-cols[4].metric("Sort order id", metadata.default_sort_order_id)
+cols[2].metric("Schema id", state.schema.schema_id)
+cols[3].metric("Partition spec id", state.spec.spec_id)
+cols[4].metric("Sort order id", state.sort_order.order_id)
 st.dataframe(
     [
         {"": "snapshot", "value": views.snapshot_text(snapshot)},
@@ -104,9 +133,12 @@ for finding in health.findings(metadata, manifests, files, totals):
             )
 
 st.subheader("Schema")
-schema = metadata.current_schema()
+schema = state.schema
 identifiers = ", ".join(schema.identifier_field_names()) or "none"
-st.caption(f"Schema {schema.schema_id} · identifier fields: {escape_markdown(identifiers)}")
+st.caption(
+    f"Schema {schema.schema_id} (read at {escape_markdown(when)}) · identifier fields: "
+    f"{escape_markdown(identifiers)}"
+)
 schema_rows = describe.schema_rows(schema)
 st.dataframe(
     [views.field_row(row) for row in schema_rows],
@@ -120,6 +152,7 @@ with st.expander("Schema history"):
             {
                 "schema id": v.schema_id,
                 "current": v.is_current,
+                "at this point": v.schema_id == schema.schema_id,
                 "fields": v.fields,
                 "first used by snapshot": str(v.first_snapshot_id or ""),
                 "first used at": views.format_ms(v.first_used_ms),
@@ -138,13 +171,13 @@ with left:
         [
             {
                 "spec": r.spec_id,
-                "default": r.is_default,
+                "at this point": r.is_default,
                 "field": r.name,
                 "transform": r.transform,
                 "source": r.source,
                 "": r.detail,
             }
-            for r in describe.partition_spec_rows(metadata)
+            for r in describe.partition_spec_rows(metadata, state.spec.spec_id)
         ],
         hide_index=True,
         width="stretch",
@@ -155,12 +188,12 @@ with right:
         [
             {
                 "order": r.spec_id,
-                "default": r.is_default,
+                "at this point": r.is_default,
                 "source": r.source or r.name,
                 "transform": r.transform,
                 "direction": r.detail,
             }
-            for r in describe.sort_order_rows(metadata)
+            for r in describe.sort_order_rows(metadata, state.sort_order.order_id)
         ],
         hide_index=True,
         width="stretch",

@@ -19,6 +19,8 @@ from icecore.errors import IcecoreError
 from icecore.health import format_bytes
 from icecore.history import resolve_snapshot
 from icecore.metadata import TableMetadata
+from icecore.metadata_events import MetadataEvent
+from icecore.metadata_log import MAX_FILES_READ, TIME_BOUND_S
 from icecore.row_counts import SnapshotRows
 from icecore.timeline import TimelinePoint, bin_width_ms, in_window
 from ui import data, figures, refs, views
@@ -34,7 +36,20 @@ from ui.shell import (
 )
 
 PAGE_SIZE = 100
-"""Snapshots per page of the table."""
+"""Snapshots (and metadata events) per page of their tables."""
+EVENT_KINDS = {
+    "schema": "schema",
+    "spec": "partition spec",
+    "sort_order": "sort order",
+    "properties": "properties",
+    "ref": "branch or tag",
+    "location": "location",
+    "format_version": "format version",
+    "snapshots": "snapshots expired",
+    "unreadable": "unreadable file",
+    "not_read": "not read",
+}
+"""Event kinds as the page names them."""
 WINDOW_STEPS = 200
 """The window slider moves in at most this many steps across the table's history."""
 MAX_JUMP = 200
@@ -95,6 +110,15 @@ def _on_jump(metadata: TableMetadata, newest_first: list[int], ops: dict[int, st
     st.session_state["history_pick"] = found.snapshot_id
 
 
+def _event_row(e: MetadataEvent) -> dict[str, Any]:
+    return {
+        "committed at": views.format_ms(e.timestamp_ms),
+        "type of change": EVENT_KINDS.get(e.kind, e.kind),
+        "what changed": "; ".join(e.changes),
+        "in metadata file": e.metadata_file,
+    }
+
+
 def _row(p: TimelinePoint, counted: SnapshotRows) -> dict[str, Any]:
     return {
         "snapshot": str(p.snapshot_id),
@@ -126,6 +150,20 @@ tl = data.timeline_of(table.metadata_location, table)
 selected = context.snapshot_id if context.selection.time_kind != TIME_CURRENT else None
 
 st.title(f"History of {escape_markdown(table.identifier)}")
+latest = data.latest_events(table)
+if latest:
+    with st.container(border=True, key="history_latest"):
+        st.markdown(
+            f"**The latest commit changed the table's metadata** "
+            f"({views.format_ms(latest[0].timestamp_ms)}):"
+        )
+        st.dataframe(
+            [_event_row(e) for e in latest],
+            hide_index=True,
+            width="stretch",
+            key="history_latest_events",
+        )
+        st.caption("Every metadata change is listed under Metadata changes below.")
 lanes = f"{len(tl.lanes)} lane{'s' if len(tl.lanes) != 1 else ''}"
 if not tl.points:
     st.caption(f"0 snapshots on {lanes}.")
@@ -279,6 +317,58 @@ right.button(
     args=("history_pick",),
 )
 refs.actions(context, table, picked if picked is not None else pick_ids[0], prefix="ref_h_")
+
+st.subheader("Metadata changes")
+files = len(metadata.metadata_log) + 1
+if not data.events_ready(table) and not st.session_state.get("history_events_read"):
+    st.button(
+        f"Read the {files:,} metadata files of the log",
+        key="history_events_read",
+        help=f"Each of this table's metadata files lists {len(metadata.snapshots):,} "
+        f"snapshots (megabytes): the log is read when asked, with its progress, at most "
+        f"{MAX_FILES_READ:,} files or {TIME_BOUND_S:g} s per request.",
+    )
+read_log = data.events_ready(table) or bool(st.session_state.get("history_events_read"))
+events = data.events_of(table) if read_log else ()
+kinds = sorted({e.kind for e in events}, key=list(EVENT_KINDS).index)
+left, right = st.columns([4, 1], vertical_alignment="bottom")
+chosen_kinds = left.multiselect(
+    "Kinds",
+    kinds,
+    key="history_event_kinds",
+    placeholder="All kinds",
+    format_func=lambda k: EVENT_KINDS.get(k, k),
+)
+shown_events = [e for e in reversed(events) if not chosen_kinds or e.kind in chosen_kinds]
+event_pages = max(1, math.ceil(len(shown_events) / PAGE_SIZE))
+held_event_page = st.session_state.get("history_events_page")
+if not isinstance(held_event_page, int) or not 1 <= held_event_page <= event_pages:
+    st.session_state["history_events_page"] = 1
+event_page = int(
+    right.number_input(
+        f"Page (of {event_pages:,})", min_value=1, max_value=event_pages, key="history_events_page"
+    )
+)
+on_event_page = shown_events[(event_page - 1) * PAGE_SIZE : event_page * PAGE_SIZE]
+st.dataframe(
+    [_event_row(e) for e in on_event_page],
+    hide_index=True,
+    width="stretch",
+    key="history_events",
+    placeholder="",
+)
+first_event = (event_page - 1) * PAGE_SIZE + 1
+if read_log:
+    st.caption(
+        (
+            f"Events {first_event:,}–{first_event + len(on_event_page) - 1:,} of "
+            f"{len(shown_events):,}, newest first"
+            if on_event_page
+            else "No metadata change" + (" of the chosen kinds" if chosen_kinds else "")
+        )
+        + f", from the {files:,} metadata files of the log (each compared with the one "
+        "before it). Commits that add a snapshot are in the snapshot table above."
+    )
 
 left, right = st.columns(2)
 with left:

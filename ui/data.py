@@ -35,6 +35,8 @@ from icecore.health import count_live_rows
 from icecore.layout import MetadataTree, metadata_tree, partition_label, snapshot_files
 from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
+from icecore.metadata_events import MetadataEvent, metadata_events
+from icecore.metadata_log import SnapshotState, adds_no_snapshot, state_at
 from icecore.progress import reporting
 from icecore.scan.planner import Plan
 from icecore.sql import ROWS_TABLE, run_sql
@@ -592,3 +594,76 @@ def timeline_of(location: str, _table: Table) -> Timeline:
     A resource, not data: 10,000 points would otherwise be unpickled on every run.
     """
     return timeline(_table.metadata)
+
+
+# --- Metadata events and the state at a snapshot (s10-events) ------------------------------
+
+_EVENTS: SharedCache[str, tuple[MetadataEvent, ...]] = SharedCache(16)
+"""Every session's metadata events of a table version, by its metadata location."""
+
+StateKey = tuple[str, int | None, str | None, bool]
+"""``(metadata location, snapshot id, ref, time travel)``: what a snapshot's state depends on."""
+
+_STATES: SharedCache[StateKey, SnapshotState] = SharedCache(64)
+
+
+_LATEST: SharedCache[str, tuple[MetadataEvent, ...]] = SharedCache(64)
+
+AUTO_EVENTS_SNAPSHOTS = 2_000
+"""Above this many snapshots a metadata file is megabytes (10,000 snapshots: 4.4 MB, ~4 s
+to parse on a busy machine), so History reads the whole log only when asked."""
+
+
+def events_ready(table: Table) -> bool:
+    """Whether the table's events can be shown at once: known already, or the files small."""
+    return (
+        table.metadata_location in _EVENTS or len(table.metadata.snapshots) <= AUTO_EVENTS_SNAPSHOTS
+    )
+
+
+def latest_events(table: Table) -> tuple[MetadataEvent, ...]:
+    """What the table's latest commit changed when it added no snapshot (else nothing).
+
+    Reads one earlier metadata file at most (the one before the current), so History can
+    show an Evolution or ref commit at once, whatever the length of the log.
+    """
+    if not adds_no_snapshot(table.metadata):
+        return ()
+    location = table.metadata_location
+
+    def make() -> tuple[MetadataEvent, ...]:
+        found = metadata_events(table, max_files=1)
+        return tuple(e for e in found if e.metadata_file == location)
+
+    return shared_with_progress(_LATEST, location, make, "Reading the previous metadata file…")
+
+
+def events_of(table: Table) -> tuple[MetadataEvent, ...]:
+    """The table's metadata events, oldest first (old metadata files read under a bar)."""
+    return shared_with_progress(
+        _EVENTS,
+        table.metadata_location,
+        lambda: tuple(metadata_events(table)),
+        "Reading earlier metadata files…",
+    )
+
+
+def state_of(
+    table: Table, snapshot: Snapshot | None, ref: str | None, time_travel: bool
+) -> SnapshotState:
+    """The schema, spec and sort order at the selected point (:func:`state_at`), shared."""
+    named = table.metadata.refs.get(ref) if ref is not None else None
+    if not time_travel and (named is None or named.is_branch):
+        return state_at(table, snapshot, ref=ref, time_travel=time_travel)  # reads no file
+    key = (
+        table.metadata_location,
+        snapshot.snapshot_id if snapshot is not None else None,
+        ref,
+        time_travel,
+    )
+    return shared_with_progress(
+        _STATES,
+        key,
+        lambda: state_at(table, snapshot, ref=ref, time_travel=time_travel),
+        "Finding the metadata file of that snapshot…",
+    )
