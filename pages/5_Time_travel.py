@@ -109,10 +109,11 @@ for col, side, default in ((cols[0], "From", from_default), (cols[1], "To", to_d
             placeholder="2024-08-09T10:00:00Z",
         ).strip()
     picked[side] = choice
-    # Written back (and remembered, so it is not applied again as a new link's point).
-    st.session_state[f"{key}_linked"] = choice
+    # Written back, and remembered as the link's value so it is not applied again as a new
+    # link's point (a time not typed yet leaves the link as it was).
     if choice and st.query_params.get(POINT_PARAMS[side]) != choice:
         st.query_params[POINT_PARAMS[side]] = choice
+    st.session_state[f"{key}_linked"] = st.query_params.get(POINT_PARAMS[side]) or ""
 share_link()
 if not picked["From"] or not picked["To"]:
     st.info("Type a time for the point marked “Another time…”.")

@@ -285,6 +285,7 @@ def _on_commit(prefix: str) -> None:
     finally:
         data.forget_table_lists()
     _forget(f"{prefix}f_")
+    st.session_state.pop(f"{prefix}action", None)  # the outcome shows, not a stale form
     st.session_state.pop(f"{prefix}pin", None)
     st.session_state.pop(f"{prefix}undoing", None)
     st.session_state[f"{prefix}confirm"] = False

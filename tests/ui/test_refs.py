@@ -229,10 +229,10 @@ def test_undo_of_a_rollback_with_set_current(
     assert spark_count(spark, f"SELECT count(*) FROM {trips.spark_name}") == rows
 
 
-def test_set_current_points_main_off_its_history(
+def test_set_current_where_a_rollback_is_refused(
     spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Set current to a snapshot of audit that main never had: the dry run says so."""
+    """A snapshot of audit is not in main's history: rollback refuses, set current moves main."""
     refs = _refs(spark, trips)
     main, audit = refs["main"][1], refs["audit"][1]
     (deleted,) = spark.sql(
@@ -245,11 +245,14 @@ def test_set_current_points_main_off_its_history(
     )
     (error,) = [as_shown(e.value) for e in at.error]
     assert "set_current_snapshot" in error  # the core's refusal of a rollback there
+    assert "To point a branch at any snapshot, in its history or not: “Set current here”." in [
+        c.value for c in at.caption
+    ]
     at = drive(at, ("radio", "ref_h_action", "Set current here"))
     no_problems(at)
     text = _dry_run(at)
     assert f"move branch main: snapshot {main} -> {deleted}" in text
-    assert "not in its history" in text
+    assert "moves forward" in text  # audit left main at main's head
     at = _confirm_and_commit(at, "ref_h_")
     no_problems(at)
     assert _refs(spark, trips)["main"] == ("BRANCH", deleted)
