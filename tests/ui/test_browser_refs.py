@@ -44,6 +44,9 @@ def test_a_rollback_is_undone_with_set_current(
         page = browser.new_page(viewport={"width": 1400, "height": 2200})
         page.goto(f"{base}/History?catalog={copy.catalog}&table={copy.table}")
         _settle(page)
+        # The view's link, to copy from the sidebar: this page's address and its parameters.
+        link = page.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text().strip()
+        assert link.startswith(f"{base}/History?") and f"table={copy.table}" in link, link
         main = page.get_by_test_id("stMain")
         _pick(page, main, "Snapshot", re.compile("month_end"))
         commit = page.get_by_role("button", name="Commit", exact=True)
