@@ -14,7 +14,7 @@ import streamlit as st
 
 from icecore.changelog import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID
 from icecore.errors import IcecoreError
-from icecore.export import csv_bytes, flat_columns, parquet_bytes
+from icecore.export import csv_bytes, parquet_bytes
 from ui import data, figures, refs, views
 from ui.shell import (
     bootstrap,
@@ -181,7 +181,8 @@ with rows_tab:
         f"{diff.to_snapshot_id}, as Spark's create_changelog_view gives them: "
         f"{CHANGE_TYPE} (INSERT or DELETE), {CHANGE_ORDINAL} (0 for the first snapshot of the "
         f"range) and {COMMIT_SNAPSHOT_ID}. From must be in To's history; replace snapshots "
-        "(compactions) change no row. Reading it reads the changed data files."
+        "(compactions) change no row. Values are shown as text (NULL for a null). Reading "
+        "it reads the changed data files."
     )
     asked = (table.metadata_location, before, after)
     limit = int(
@@ -209,7 +210,7 @@ with rows_tab:
                 f"{limit:,}); the downloads hold all {changed.num_rows:,}."
             )
             st.dataframe(
-                flat_columns(changed.slice(0, shown)),
+                views.text_rows(changed.slice(0, shown)),
                 hide_index=True,
                 width="stretch",
                 key="tt_changelog_rows",

@@ -394,7 +394,7 @@ def diff(location: str, before: str | None, after: str | None, table: Table) -> 
     return _DIFFS.get_or_make((location, before, after), make)
 
 
-CHANGELOG_ENTRIES = 4
+CHANGELOG_ENTRIES = 2
 """Row changelogs kept at once (each holds every changed row of its range)."""
 
 _CHANGELOGS: SharedCache[DiffKey, pa.Table] = SharedCache(CHANGELOG_ENTRIES)
