@@ -179,8 +179,8 @@ with rows_tab:
     st.caption(
         f"Rows inserted and deleted after snapshot {diff.from_snapshot_id} up to snapshot "
         f"{diff.to_snapshot_id}, as Spark's create_changelog_view gives them: "
-        f"{CHANGE_TYPE} (INSERT or DELETE), {CHANGE_ORDINAL} (0 for the first snapshot of the "
-        f"range) and {COMMIT_SNAPSHOT_ID}. From must be in To's history; replace snapshots "
+        f"`{CHANGE_TYPE}` (INSERT or DELETE), `{CHANGE_ORDINAL}` (0 for the first snapshot of "
+        f"the range) and `{COMMIT_SNAPSHOT_ID}`. From must be in To's history; replace snapshots "
         "(compactions) change no row. Values are shown as text (NULL for a null). Reading "
         "it reads the changed data files."
     )
