@@ -420,7 +420,7 @@ def _fast_forward_form(
     if source == branch:
         source = None
     to = st.selectbox(
-        f"Move {branch} forward to the head of",
+        f"Move {escape_markdown(branch)} forward to the head of",
         others,
         index=others.index(source) if source in others else None,
         key=f"{f}ff",

@@ -449,3 +449,30 @@ def test_read_only_hides_the_actions(
     at = open_app(page, catalog=str(demo_warehouse), table="demo.trips")
     no_problems(at)
     assert [r for r in at.radio if r.key == f"{prefix}action"]
+
+
+def test_ref_names_in_the_new_forms_are_text(
+    spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A branch named with Markdown: the forms' labels and captions show it verbatim."""
+    name = "[x](https://example.org) **b**"
+    spark.sql(f"ALTER TABLE {trips.spark_name} CREATE BRANCH `{name}`")
+    at = drive(
+        _open(trips, monkeypatch, TIME_TRAVEL, to=name),
+        ("radio", "ref_t_action", "Drop a branch or tag"),
+    )
+    no_problems(at)
+    assert at.selectbox(key="ref_t_f_ref").value == name  # the ref picked as "To"
+    assert f"drop branch {name} (at snapshot" in _dry_run(at)
+    at = drive(
+        at,
+        ("radio", "ref_t_action", "Fast-forward a branch"),
+        ("selectbox", "ref_t_f_ff_branch", name),
+        ("selectbox", "ref_t_f_ff", "month_end"),
+    )
+    assert not at.exception
+    label = at.selectbox(key="ref_t_f_ff").label
+    assert "](https" not in label and as_shown(label) == f"Move {name} forward to the head of"
+    said = [c.value for c in at.caption if "moves from snapshot" in as_shown(c.value)]
+    assert said and all("](https" not in c for c in said)
+    assert as_shown(said[0]).startswith(f"{name} moves from snapshot")
