@@ -181,8 +181,9 @@ with rows_tab:
         f"{diff.to_snapshot_id}, as Spark's create_changelog_view gives them: "
         f"`{CHANGE_TYPE}` (INSERT or DELETE), `{CHANGE_ORDINAL}` (0 for the first snapshot of "
         f"the range) and `{COMMIT_SNAPSHOT_ID}`. From must be in To's history; replace snapshots "
-        "(compactions) change no row. Values are shown as text (NULL for a null). Reading "
-        "it reads the changed data files."
+        "(compactions) change no row. Where the range holds delete files, Spark 1.10's view "
+        "refuses; these rows are then the rows the deletes remove, read here. Values are shown "
+        "as text (NULL for a null). Reading it reads the changed data files."
     )
     asked = (table.metadata_location, before, after)
     limit = int(
