@@ -195,16 +195,23 @@ def csv_bytes(table: pa.Table) -> bytes:
     CSV holds flat values only: struct, list and map columns are written as their JSON-like
     text, binary values as hex.
     """
+    buffer = io.BytesIO()
+    pcsv.write_csv(flat_columns(table), buffer)
+    return buffer.getvalue()
+
+
+def flat_columns(table: pa.Table) -> pa.Table:
+    """``table`` with its struct, list, map and binary columns as text (JSON-like, hex).
+
+    What CSV holds, and what a grid shows as one text cell per value, never a Python repr.
+    """
     columns = []
     for column in table.columns:
         t = column.type
         if pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
             column = pa.array([_text(v) for v in column.to_pylist()], pa.string())
         columns.append(column)
-    flat = pa.Table.from_arrays(columns, names=table.column_names)
-    buffer = io.BytesIO()
-    pcsv.write_csv(flat, buffer)
-    return buffer.getvalue()
+    return pa.Table.from_arrays(columns, names=table.column_names)
 
 
 def _text(value: object) -> str | None:

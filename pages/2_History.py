@@ -316,7 +316,17 @@ right.button(
     on_click=snapshot_from,
     args=("history_pick",),
 )
-refs.actions(context, table, picked if picked is not None else pick_ids[0], prefix="ref_h_")
+acted_on = picked if picked is not None else pick_ids[0]
+linked_ref = context.selection.ref
+refs.actions(
+    context,
+    table,
+    acted_on,
+    prefix="ref_h_",
+    picked_ref=linked_ref
+    if linked_ref in metadata.refs and metadata.refs[linked_ref].snapshot_id == acted_on
+    else None,
+)
 
 st.subheader("Metadata changes")
 files = len(metadata.metadata_log) + 1

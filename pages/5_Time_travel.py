@@ -1,9 +1,20 @@
-"""Time travel and diff: two points of the table and everything that changed between them."""
+"""Time travel and diff: two points of the table and everything that changed between them.
+
+The two points are in the link (``?from=…&to=…``, each a snapshot id, a branch or tag name,
+or an ISO-8601 time): read on load, written back when changed, so a shared comparison opens
+on the same points. The changed rows between them (Spark's ``create_changelog_view``) are read
+on request, shown up to a stated row limit, and downloadable whole.
+"""
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
+from icecore.changelog import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID
+from icecore.errors import IcecoreError
+from icecore.export import csv_bytes, parquet_bytes
 from ui import data, figures, refs, views
 from ui.shell import (
     bootstrap,
@@ -12,8 +23,18 @@ from ui.shell import (
     guarded,
     require_table,
     set_time,
+    share_link,
+    show_error,
     stop,
 )
+
+POINT_PARAMS = {"From": "from", "To": "to"}
+"""The link's query parameter for each point."""
+MAX_POINT = 200
+"""Longest point text taken from a link or typed (an id, a ref name or an ISO time)."""
+CHANGELOG_LIMIT = 1_000
+MAX_CHANGELOG_LIMIT = 100_000
+"""Changed rows shown by default and at most (the download holds them all)."""
 
 context = bootstrap("Time travel")
 table, snapshot = require_table(context)
@@ -38,9 +59,13 @@ from_default = (
     and table.metadata.snapshot_by_id(snapshot.parent_snapshot_id) is not None
     else str(ordered[-1].snapshot_id)
 )
+linked = {
+    side: (st.query_params.get(param) or "").strip()[:MAX_POINT]
+    for side, param in POINT_PARAMS.items()
+}
 offered = list(ordered[:RECENT])
-for default in (to_default, from_default):
-    chosen = table.metadata.snapshot_by_id(int(default))
+for default in (to_default, from_default, *linked.values()):
+    chosen = table.metadata.snapshot_by_id(int(default)) if default.lstrip("-").isdigit() else None
     if chosen is not None and chosen not in offered:
         offered.append(chosen)
 points = [
@@ -59,11 +84,19 @@ choices = [*points, OTHER]
 cols = st.columns(2)
 picked = {}
 for col, side, default in ((cols[0], "From", from_default), (cols[1], "To", to_default)):
+    key = f"tt_{side.lower()}"
+    link = linked[side]
+    if link and link != st.session_state.get(f"{key}_linked"):
+        # A link's point (new, or edited in the address bar) drives the picker once.
+        st.session_state[key] = link if link in choices else OTHER
+        if link not in choices:
+            st.session_state[f"{key}_time"] = link
+    elif st.session_state.get(key) not in choices:
+        st.session_state[key] = default
     choice = col.selectbox(
         side,
         choices,
-        index=choices.index(default),
-        key=f"tt_{side.lower()}",
+        key=key,
         format_func=lambda p: labels.get(p, p),
         help=f"Branches and tags, then the {RECENT} newest snapshots; for any other "
         "snapshot choose “Another time…” and type its id or a time.",
@@ -76,6 +109,12 @@ for col, side, default in ((cols[0], "From", from_default), (cols[1], "To", to_d
             placeholder="2024-08-09T10:00:00Z",
         ).strip()
     picked[side] = choice
+    # Written back, and remembered as the link's value so it is not applied again as a new
+    # link's point (a time not typed yet leaves the link as it was).
+    if choice and st.query_params.get(POINT_PARAMS[side]) != choice:
+        st.query_params[POINT_PARAMS[side]] = choice
+    st.session_state[f"{key}_linked"] = st.query_params.get(POINT_PARAMS[side]) or ""
+share_link()
 if not picked["From"] or not picked["To"]:
     st.info("Type a time for the point marked “Another time…”.")
     stop()
@@ -115,7 +154,13 @@ st.button(
     on_click=set_time,
     kwargs={"snapshot": str(diff.to_snapshot_id)},
 )
-refs.actions(context, table, diff.to_snapshot_id, prefix="ref_t_")
+refs.actions(
+    context,
+    table,
+    diff.to_snapshot_id,
+    prefix="ref_t_",
+    picked_ref=after if after in table.refs() else None,
+)
 
 left, right = st.columns(2)
 with left:
@@ -132,16 +177,71 @@ with right:
 st.subheader(f"Partitions touched ({diff.partitions_total:,})")
 st.dataframe([{"partition": p} for p in diff.partitions], hide_index=True, width="stretch")
 
-added_tab, removed_tab = st.tabs(
+added_tab, removed_tab, rows_tab = st.tabs(
     [
         f"Files added ({counts['files added']:,})",
         f"Files removed ({counts['files removed']:,})",
+        "Changed rows",
     ]
 )
 with added_tab:
     st.dataframe(diff.added, hide_index=True, width="stretch")
 with removed_tab:
     st.dataframe(diff.removed, hide_index=True, width="stretch")
+with rows_tab:
+    st.caption(
+        f"Rows inserted and deleted after snapshot {diff.from_snapshot_id} up to snapshot "
+        f"{diff.to_snapshot_id}, as Spark's create_changelog_view gives them: "
+        f"`{CHANGE_TYPE}` (INSERT or DELETE), `{CHANGE_ORDINAL}` (0 for the first snapshot of "
+        f"the range) and `{COMMIT_SNAPSHOT_ID}`. From must be in To's history; replace snapshots "
+        "(compactions) change no row. Where the range holds delete files, Spark 1.10's view "
+        "refuses; these rows are then the rows the deletes remove, read here. Values are shown "
+        "as text (NULL for a null). Reading it reads the changed data files."
+    )
+    asked = (table.metadata_location, before, after)
+    limit = int(
+        st.number_input(
+            "Rows shown",
+            min_value=1,
+            max_value=MAX_CHANGELOG_LIMIT,
+            value=CHANGELOG_LIMIT,
+            step=100,
+            key="tt_changelog_limit",
+        )
+    )
+    if st.button("Read the changed rows", key="tt_changelog") or (
+        st.session_state.get("tt_changelog_for") == asked
+    ):
+        st.session_state["tt_changelog_for"] = asked
+        try:
+            changed = data.changelog(table.metadata_location, before, after, table)
+        except IcecoreError as error:
+            show_error(error)
+        else:
+            shown = min(limit, changed.num_rows)
+            st.caption(
+                f"{changed.num_rows:,} changed rows; the first {shown:,} are shown (row limit "
+                f"{limit:,}); the downloads hold all {changed.num_rows:,}."
+            )
+            st.dataframe(
+                views.text_rows(changed.slice(0, shown)),
+                hide_index=True,
+                width="stretch",
+                key="tt_changelog_rows",
+            )
+            name = f"{str(table.identifier).replace('.', '_')}_changes"
+            downloads = (
+                ("CSV", csv_bytes, "csv", "text/csv"),
+                ("Parquet", parquet_bytes, "parquet", "application/vnd.apache.parquet"),
+            )
+            for col, (label, encode, suffix, mime) in zip(st.columns(2), downloads, strict=True):
+                col.download_button(
+                    f"Download all {changed.num_rows:,} rows as {label}",
+                    data=partial(encode, changed),
+                    file_name=f"{name}.{suffix}",
+                    mime=mime,
+                    key=f"tt_changelog_{suffix}",
+                )
 
 st.subheader("Branches and tags")
 refs.refs_table(metadata, key="tt_refs")

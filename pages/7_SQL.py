@@ -17,7 +17,15 @@ from icecore.sql import ROWS_TABLE, SqlLimits, result_cut
 from pipeline.query_check import checked_query
 from pipeline.spark import PipelineError
 from ui import data, jobs
-from ui.shell import bootstrap, drive, escape_markdown, guarded, require_table, stop
+from ui.shell import (
+    bootstrap,
+    drive,
+    escape_markdown,
+    guarded,
+    require_table,
+    share_link,
+    stop,
+)
 
 SPARK_JOB_KEY = "sql_spark_job"
 SPARK_QUERIES_ENV = "ICECORE_SPARK_QUERIES"
@@ -53,6 +61,7 @@ if not text.strip():
     stop()
 st.query_params["sql"] = text
 st.session_state["sql_linked"] = text
+share_link()
 
 # Spark can reach far beyond this table; offered only where the operator says so.
 if os.environ.get(SPARK_QUERIES_ENV) == "1":

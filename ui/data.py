@@ -341,6 +341,7 @@ def forget_plans() -> None:
     _PLANS.clear()
     _PLAN_VIEWS.clear()
     _DIFFS.clear()
+    _CHANGELOGS.clear()
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading the first rows…")
@@ -451,6 +452,26 @@ def snapshot_rows(
 
     key = (table.metadata_location, snapshot_ids)
     return shared_with_progress(_SNAPSHOT_ROWS, key, make, "Counting live rows…")
+
+
+CHANGELOG_ENTRIES = 2
+"""Row changelogs kept at once (each holds every changed row of its range)."""
+
+_CHANGELOGS: SharedCache[DiffKey, pa.Table] = SharedCache(CHANGELOG_ENTRIES)
+
+
+def changelog(location: str, before: str | None, after: str | None, table: Table) -> pa.Table:
+    """The changed rows between two points (:func:`icecore.changelog.changelog`).
+
+    ``before`` is exclusive and must be an ancestor of ``after``, as Spark's
+    ``create_changelog_view`` has it. Kept once per (table version, points), like diffs.
+    """
+
+    def make() -> pa.Table:
+        with st.spinner("Reading the changed data files…"):
+            return table.changelog(before, after)
+
+    return _CHANGELOGS.get_or_make((location, before, after), make)
 
 
 def sql(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn, TypeVar
@@ -54,6 +55,10 @@ PENDING_KIND_KEY = "sb_pending_kind"
 """The time-selector kind the user chose before giving it a value (a time not yet typed)."""
 PARAMS = ("catalog", "table", "snapshot", "ref", "as_of", "filter")
 """The query parameters of a shared link (docs/ARCHITECTURE.md "Contracts", App)."""
+TABLE_PARAMS = ("from", "to")
+"""A page's own parameters that name points of one table (Time travel's ``from``/``to``):
+dropped from the link when the catalog or table changes, where they would name nothing."""
+LINK_SLOT_KEY = "link_slot"
 
 TIME_CURRENT = "Current"
 TIME_SNAPSHOT = "Snapshot"
@@ -266,6 +271,14 @@ def current_selection() -> Selection:
 
 def set_selection(selection: Selection) -> None:
     """Remember ``selection`` in session state and write it to the URL."""
+    before = st.session_state.get(SELECTION_KEY)
+    if isinstance(before, Selection) and (before.catalog, before.table) != (
+        selection.catalog,
+        selection.table,
+    ):
+        for name in TABLE_PARAMS:
+            if name in st.query_params:
+                del st.query_params[name]
     st.session_state[SELECTION_KEY] = selection
     wanted = selection.to_params()
     current = {name: st.query_params.get(name) for name in PARAMS if st.query_params.get(name)}
@@ -567,8 +580,18 @@ def bootstrap(title: str) -> PageContext:
     """Configure the page, draw the sidebar, and resolve the selection to a table.
 
     An error (unknown catalog, table, snapshot or ref) is shown once, as one sentence, on
-    the page; the context then has no table and ``failed`` set.
+    the page; the context then has no table and ``failed`` set. The sidebar ends with the
+    link to the view (:func:`share_link`).
     """
+    context, served = _bootstrap(title)
+    # A link naming a catalog that is not served is never repeated on the page.
+    st.session_state[LINK_SLOT_KEY] = st.sidebar.empty() if served else None
+    share_link()
+    return context
+
+
+def _bootstrap(title: str) -> tuple[PageContext, bool]:
+    """:func:`bootstrap`'s work; also whether the link's catalog is served."""
     st.set_page_config(page_title=f"{title} · Icecore", page_icon="🧊", layout="wide")
     selection = current_selection()
     try:
@@ -580,7 +603,7 @@ def bootstrap(title: str) -> PageContext:
         show_error(refused)
         selection = Selection(catalog=default_catalog())
         context = PageContext(catalog=selection.catalog, read_only=read_only(), selection=selection)
-        return replace(context, failed=True)
+        return replace(context, failed=True), False
     set_selection(selection)
     st.sidebar.title("Icecore")
     _sidebar_catalog(selection)
@@ -589,7 +612,7 @@ def bootstrap(title: str) -> PageContext:
         tables = data.table_names(selection.catalog)
     except IcecoreError as error:
         show_error(error)
-        return replace(context, failed=True)
+        return replace(context, failed=True), True
     if selection.table is not None and selection.table not in tables:
         # The listing is cached for seconds: a table created since then is asked for once.
         data.table_names.clear()
@@ -597,31 +620,58 @@ def bootstrap(title: str) -> PageContext:
             tables = data.table_names(selection.catalog)
         except IcecoreError as error:
             show_error(error)
-            return replace(context, failed=True)
+            return replace(context, failed=True), True
     if selection.table is not None:
         try:
             check_listed(selection.table, tables)
         except NotFound as error:
             _sidebar_table(replace(selection, table=None), tables)
             show_error(error)
-            return replace(context, failed=True)
+            return replace(context, failed=True), True
     _sidebar_table(selection, tables)
     if selection.table is None:
-        return context
+        return context, True
     try:
         table = data.open_table(selection.catalog, selection.table)
     except IcecoreError as error:
         show_error(error)
-        return replace(context, failed=True)
+        return replace(context, failed=True), True
     _sidebar_time(selection, table)
     try:
         snapshot = table.snapshot(**selection.selectors())
     except IcecoreError as error:
         show_error(error)
-        return replace(context, table=table, failed=True)
+        return replace(context, table=table, failed=True), True
     if context.read_only:
         st.sidebar.caption("Read-only mode: commit controls are hidden.")
-    return replace(context, table=table, snapshot=snapshot)
+    return replace(context, table=table, snapshot=snapshot), True
+
+
+def link_to_view() -> str:
+    """The link of the view shown: this page's URL and every query parameter it holds.
+
+    ``st.context.url`` is the page's address in the browser without its query; where no
+    browser is attached (a script run without one), the link is the query alone.
+    """
+    base = st.context.url or ""
+    params = {k: v for k, v in st.query_params.to_dict().items() if v}
+    query = urllib.parse.urlencode(params, quote_via=urllib.parse.quote)
+    return f"{base}?{query}" if query else base
+
+
+def share_link() -> None:
+    """Show the link of this view in the sidebar, copyable (``st.code`` has a copy button).
+
+    :func:`bootstrap` draws it first; a page that writes its own parameters later in its
+    run (Time travel's points, SQL's query) calls it again, and the one slot is redrawn.
+    The link is shown as text (a code block), never as Markdown or HTML.
+    """
+    slot = st.session_state.get(LINK_SLOT_KEY)
+    if slot is None:
+        return
+    with slot.container():
+        st.caption("Link to this view (copy it with the button on its right):")
+        st.code(link_to_view(), language=None, wrap_lines=True)
 
 
 def check_listed(name: str, tables: list[str]) -> None:

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from icecore.describe import FieldRow
 from icecore.diff import SnapshotDiff
+from icecore.export import flat_columns
 from icecore.health import format_bytes
 from icecore.layout import content_name
 from icecore.manifest import DataFile, ManifestContent, ManifestFile
@@ -43,6 +44,7 @@ __all__ = [
     "manifest_rows",
     "plan_view",
     "snapshot_text",
+    "text_rows",
 ]
 
 
@@ -54,6 +56,26 @@ MAX_TABLE_PX = 720
 MAX_TEXT = 2_000
 """Characters of a filter or residual shown in one cell or block (a 10,000-term filter is
 ~200 KB: drawn whole per planned file it would swamp the page)."""
+
+
+NULL_TEXT = "NULL"
+"""How a null value reads in a grid of values shown as text (as SQL writes it)."""
+
+
+def text_rows(table: pa.Table) -> pa.Table:
+    """Every value of ``table`` as text, for a grid that shows values and never reformats them.
+
+    Nested and binary values as :func:`icecore.export.flat_columns` writes them (JSON-like,
+    hex); other values cast to their text (full precision, ISO times); nulls as ``NULL``.
+    """
+    flat = flat_columns(table)
+    columns = []
+    for column in flat.columns:
+        text = column if pa.types.is_string(column.type) else pc.cast(column, pa.string())
+        if pa.types.is_floating(column.type):
+            text = pc.if_else(pc.is_nan(column), "NaN", text)  # as Spark and SQL write it
+        columns.append(pc.fill_null(text, NULL_TEXT))
+    return pa.Table.from_arrays(columns, names=flat.column_names)
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> str:

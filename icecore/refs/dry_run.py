@@ -248,6 +248,9 @@ class RefDryRun:
         metadata: the metadata the operation would commit.
         preview: the commit's own preview (updates, requirements, its change lines), when
             the dry run was made for a :class:`~icecore.refs.manage.ManageSnapshots`.
+        pending: what the commit writes beyond the metadata compared here, one sentence
+            each: a cherry-pick that is not a fast-forward writes its snapshot (and moves
+            the branch onto it) only at commit, so no ref move can be shown before it.
     """
 
     table: str
@@ -260,10 +263,13 @@ class RefDryRun:
     now_ms: int
     metadata: TableMetadata
     preview: Preview | None = None
+    pending: tuple[str, ...] = ()
 
     @property
     def is_noop(self) -> bool:
-        """Whether the commit would change nothing (no ref moves, no update)."""
+        """Whether the commit would change nothing (no ref moves, no update, nothing pending)."""
+        if self.pending:
+            return False
         if self.preview is not None:
             return self.preview.is_noop
         return not self.moves
@@ -292,6 +298,7 @@ class RefDryRun:
             "would_expire_snapshot_ids": list(self.would_expire),
             "kept_from_expiry_snapshot_ids": list(self.kept_from_expiry),
             "warnings": list(self.warnings),
+            "pending": list(self.pending),
             "expiry_judged_at": _iso(self.now_ms),
         }
 
@@ -301,6 +308,9 @@ class RefDryRun:
             return ["Nothing would change: every ref stays where it is."]
         out = ["Refs:"]
         out.extend(f"  {m.text()}" for m in self.moves)
+        if not self.moves:
+            out.append("  none move before the commit writes its snapshot (below)")
+        out.extend(f"At commit: {p}" for p in self.pending)
         for b in self.branches:
             out.extend(b.lines())
         if self.unreachable:

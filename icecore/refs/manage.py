@@ -143,6 +143,7 @@ class ManageSnapshots(CommitsOnExit):
         self._ref_requirements: dict[str, AssertRefSnapshotId] = {}
         self._other_requirements: tuple[Requirement, ...] = ()
         self._pending_pick: CherryPickPlan | None = None
+        self._pending_note = ""
         self.result: TableData | None = None
 
     # Context manager --------------------------------------------------------------------
@@ -236,12 +237,13 @@ class ManageSnapshots(CommitsOnExit):
         self._pending_pick = pick
         added_rows = sum(f.record_count for f in pick.added)
         head = pick.head.snapshot_id if pick.head is not None else None
-        self.notes.append(
+        self._pending_note = (
             f"cherry-pick of snapshot {snapshot_id} onto {branch} (head {head}) writes a new "
             f"snapshot at commit: it adds {len(pick.added)} file(s) with {added_rows} row(s) "
-            f"and removes {len(pick.removed)} data file(s); the branch contents below do not "
-            "include it yet."
+            f"and removes {len(pick.removed)} data file(s), and moves {branch} onto it; the "
+            "branch contents below do not include it yet."
         )
+        self.notes.append(self._pending_note)
         return self
 
     def publish_wap(self, wap_id: str, branch: str = MAIN_BRANCH) -> ManageSnapshots:
@@ -434,7 +436,10 @@ class ManageSnapshots(CommitsOnExit):
         preview = preview_updates(self.table, self.updates, self.requirements())
         changes = tuple(m.describe() for m in self.moves) + tuple(self.notes)
         preview = dataclasses.replace(preview, changes=changes)
-        return dry_run(self.table, preview.metadata, preview=preview)
+        result = dry_run(self.table, preview.metadata, preview=preview)
+        if self._pending_pick is not None:
+            result = dataclasses.replace(result, pending=(self._pending_note,))
+        return result
 
     def commit(self) -> TableData:
         """Commit every staged operation as one metadata version; returns the new table.

@@ -77,7 +77,7 @@ def drive(at: AppTest, *steps: Step) -> AppTest:
 
 def code_blocks(at: AppTest) -> list[str]:
     """The page's code blocks (dry-run lines, staged changes, the JSON diff)."""
-    return [c.value for c in at.code]
+    return [c.value for c in at.main.code]
 
 
 def keys(widgets: Any) -> set[str]:

@@ -309,7 +309,7 @@ def test_a_mistake_is_one_sentence_in_place_of_the_dry_run(
     drive(at, *steps)
     assert not at.exception
     assert len(at.error) == 1 and says in as_shown(at.error[0].value), [e.value for e in at.error]
-    assert not at.code, "no dry run for a change that breaks a rule"
+    assert not at.main.code, "no dry run for a change that breaks a rule"
     assert "evo_commit" not in keys(at.button)
     assert tree_state(tmp_path) == before
 
@@ -365,7 +365,7 @@ def test_staged_changes_commit_as_one_version(hand: Open, tmp_path: Path) -> Non
     assert schema["fields"][-1] == added
     assert committed["current-schema-id"] == 1 and committed["default-spec-id"] == 1
     assert metrics(at)["Schema id"] == "1" and metrics(at)["Partition spec id"] == "1"
-    assert not at.code[0].value.startswith("add_column"), "nothing staged after the commit"
+    assert not at.main.code[0].value.startswith("add_column"), "nothing staged after the commit"
 
 
 def test_clearing_staged_changes(hand: Open) -> None:
@@ -373,7 +373,7 @@ def test_clearing_staged_changes(hand: Open) -> None:
     drive(at, ("text_input", "evo_f_add_name", "a"), ("button", "evo_stage", None))
     drive(at, ("button", "evo_clear", None))
     assert [i.value for i in at.info] == ["Type the new column's name."]
-    assert not at.code
+    assert not at.main.code
 
 
 def test_an_edit_after_confirming_takes_the_confirmation_back(hand: Open, tmp_path: Path) -> None:

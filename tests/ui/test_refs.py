@@ -15,7 +15,16 @@ from streamlit.testing.v1 import AppTest
 
 from tests.icecore.evolution.conftest import EvoCatalogs
 from tests.ui.copies import Copy, copy_sql_table
-from tests.ui.helpers import Step, as_shown, code_blocks, drive, no_problems, open_app, spark_count
+from tests.ui.helpers import (
+    Step,
+    as_shown,
+    code_blocks,
+    drive,
+    keys,
+    no_problems,
+    open_app,
+    spark_count,
+)
 
 HISTORY = "pages/2_History.py"
 TIME_TRAVEL = "pages/5_Time_travel.py"
@@ -139,20 +148,225 @@ def test_a_name_is_shown_as_text(spark: Any, trips: Copy, monkeypatch: pytest.Mo
     assert f"create branch {name} at snapshot" in _dry_run(at)
 
 
-def test_time_travel_fast_forwards_main_to_audit(
+def test_time_travel_fast_forwards_main_to_the_picked_ref(
     spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    audit = _refs(spark, trips)["audit"][1]
+    """To = audit (from the link): the form starts on main -> audit and says where main goes."""
+    refs = _refs(spark, trips)
+    main, audit = refs["main"][1], refs["audit"][1]
     at = drive(
-        _open(trips, monkeypatch, TIME_TRAVEL),
-        ("radio", "ref_t_action", "Fast-forward a branch into main"),
-        ("selectbox", "ref_t_f_ff", "audit"),
+        _open(trips, monkeypatch, TIME_TRAVEL, to="audit"),
+        ("radio", "ref_t_action", "Fast-forward a branch"),
     )
     no_problems(at)
-    assert "moves forward" in _dry_run(at)
+    assert at.selectbox(key="ref_t_f_ff_branch").value == "main"
+    assert at.selectbox(key="ref_t_f_ff").value == "audit"
+    said = [as_shown(c.value) for c in at.caption]
+    assert f"main moves from snapshot {main} to snapshot {audit}, the head of audit." in said
+    text = _dry_run(at)
+    assert f"move branch main: snapshot {main} -> {audit}" in text and "moves forward" in text
     at = _confirm_and_commit(at, "ref_t_")
     no_problems(at)
     assert _refs(spark, trips)["main"] == ("BRANCH", audit)
+    assert spark_count(spark, f"SELECT count(*) FROM {trips.spark_name}") == spark_count(
+        spark, f"SELECT count(*) FROM {trips.spark_name} VERSION AS OF {audit}"
+    )
+
+
+def test_history_fast_forward_follows_the_picked_snapshot(
+    spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot inside audit's history (not its head) preselects audit.
+
+    The page says that main goes to audit's head, not to the picked snapshot.
+    """
+    refs = _refs(spark, trips)
+    main, audit = refs["main"][1], refs["audit"][1]
+    (inside,) = spark.sql(
+        f"SELECT parent_id FROM {trips.spark_name}.snapshots WHERE snapshot_id = {audit}"
+    ).collect()[0]
+    assert inside != main  # audit has two commits of its own
+    at = drive(
+        _open(trips, monkeypatch, HISTORY),
+        ("selectbox", "history_pick", inside),
+        ("radio", "ref_h_action", "Fast-forward a branch"),
+    )
+    no_problems(at)
+    assert at.selectbox(key="ref_h_f_ff").value == "audit"
+    said = " ".join(as_shown(c.value) for c in at.caption)
+    assert f"main moves from snapshot {main} to snapshot {audit}, the head of audit." in said
+    assert f"That is not snapshot {inside}, the one picked" in said
+    assert f"move branch main: snapshot {main} -> {audit}" in _dry_run(at)
+
+
+def test_undo_of_a_rollback_with_set_current(
+    spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Roll main back, then undo it from the outcome: Spark sees the original head again."""
+    refs = _refs(spark, trips)
+    main, month_end = refs["main"][1], refs["month_end"][1]
+    rows = spark_count(spark, f"SELECT count(*) FROM {trips.spark_name}")
+    at = drive(
+        _open(trips, monkeypatch, HISTORY),
+        ("selectbox", "history_pick", month_end),
+        ("radio", "ref_h_action", "Roll back main to here"),
+    )
+    at = _confirm_and_commit(at, "ref_h_")
+    no_problems(at)
+    assert _refs(spark, trips)["main"] == ("BRANCH", month_end)
+    undo = at.button(key="ref_h_undo")
+    assert as_shown(undo.label) == f"Undo: set main back to snapshot {main}"
+    at = drive(at, ("button", "ref_h_undo", None))
+    no_problems(at)
+    text = _dry_run(at)
+    assert f"move branch main: snapshot {month_end} -> {main}" in text
+    assert at.button(key="ref_h_commit").disabled
+    assert _refs(spark, trips)["main"] == ("BRANCH", month_end)  # the dry run wrote nothing
+    at = _confirm_and_commit(at, "ref_h_")
+    no_problems(at)
+    assert any("Committed to" in as_shown(s.value) for s in at.success)
+    assert _refs(spark, trips)["main"] == ("BRANCH", main)
+    assert spark_count(spark, f"SELECT count(*) FROM {trips.spark_name}") == rows
+
+
+def test_set_current_where_a_rollback_is_refused(
+    spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot of audit is not in main's history: rollback refuses, set current moves main."""
+    refs = _refs(spark, trips)
+    main, audit = refs["main"][1], refs["audit"][1]
+    (deleted,) = spark.sql(
+        f"SELECT parent_id FROM {trips.spark_name}.snapshots WHERE snapshot_id = {audit}"
+    ).collect()[0]
+    at = drive(
+        _open(trips, monkeypatch, HISTORY),
+        ("selectbox", "history_pick", deleted),
+        ("radio", "ref_h_action", "Roll back main to here"),
+    )
+    (error,) = [as_shown(e.value) for e in at.error]
+    assert "set_current_snapshot" in error  # the core's refusal of a rollback there
+    assert "To point a branch at any snapshot, in its history or not: “Set current here”." in [
+        c.value for c in at.caption
+    ]
+    at = drive(at, ("radio", "ref_h_action", "Set current here"))
+    no_problems(at)
+    text = _dry_run(at)
+    assert f"move branch main: snapshot {main} -> {deleted}" in text
+    assert "moves forward" in text  # audit left main at main's head
+    at = _confirm_and_commit(at, "ref_h_")
+    no_problems(at)
+    assert _refs(spark, trips)["main"] == ("BRANCH", deleted)
+    assert spark_count(spark, f"SELECT count(*) FROM {trips.spark_name}") == spark_count(
+        spark, f"SELECT count(*) FROM {trips.spark_name} VERSION AS OF {deleted}"
+    )
+
+
+def test_rename_a_tag_and_drop_a_branch(
+    spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refs = _refs(spark, trips)
+    month_end = refs["month_end"][1]
+    at = drive(
+        _open(trips, monkeypatch, HISTORY),
+        ("selectbox", "history_pick", month_end),
+        ("radio", "ref_h_action", "Rename a branch or tag"),
+    )
+    assert at.selectbox(key="ref_h_f_ref").value == "month_end"  # the tag at the pick
+    at = drive(at, ("text_input", "ref_h_f_new_name", "august_close"))
+    no_problems(at)
+    assert "rename tag month_end to august_close" in _dry_run(at)
+    at = _confirm_and_commit(at, "ref_h_")
+    no_problems(at)
+    after = _refs(spark, trips)
+    assert after["august_close"] == ("TAG", month_end) and "month_end" not in after
+    assert "ref_h_undo" not in keys(at.button)  # a rename moves no branch: nothing to undo
+
+    at = drive(
+        at,
+        ("radio", "ref_h_action", "Drop a branch or tag"),
+        ("selectbox", "ref_h_f_ref", "audit"),
+    )
+    no_problems(at)
+    assert f"drop branch audit (at snapshot {refs['audit'][1]})" in _dry_run(at)
+    at = _confirm_and_commit(at, "ref_h_")
+    no_problems(at)
+    assert "audit" not in _refs(spark, trips)
+
+
+def test_main_cannot_be_dropped_and_says_why(
+    spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    location = trips.location()
+    at = drive(
+        _open(trips, monkeypatch, HISTORY),
+        ("radio", "ref_h_action", "Drop a branch or tag"),
+        ("selectbox", "ref_h_f_ref", "main"),
+    )
+    assert not at.exception
+    (error,) = [as_shown(e.value) for e in at.error]
+    assert error.startswith("Cannot drop the main branch of") and error.endswith(".")
+    assert not [b for b in at.button if b.key == "ref_h_commit"]
+    assert trips.location() == location
+
+
+def test_a_drop_confirmed_before_another_writer_commits_is_refused(
+    spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark commits to audit after the user confirmed dropping it: refused, audit stays."""
+    at = drive(
+        _open(trips, monkeypatch, HISTORY),
+        ("radio", "ref_h_action", "Drop a branch or tag"),
+        ("selectbox", "ref_h_f_ref", "audit"),
+        ("checkbox", "ref_h_confirm", True),
+    )
+    no_problems(at)
+    spark.sql(
+        f"INSERT INTO {trips.spark_name}.branch_audit "
+        f"SELECT * FROM {trips.spark_name}.branch_audit LIMIT 2"
+    )
+    moved = _refs(spark, trips)["audit"]
+    at.button(key="ref_h_commit").click().run()
+    assert not at.exception
+    (error,) = [as_shown(e.value) for e in at.error]
+    assert "audit" in error
+    assert _refs(spark, trips)["audit"] == moved
+
+
+def test_cherry_pick_a_staged_snapshot_onto_main(
+    spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A WAP-staged append picked onto a main that moved on: a new snapshot, rows as Spark's."""
+    name = trips.spark_name
+    spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('write.wap.enabled'='true')")
+    spark.conf.set("spark.wap.id", "pick-7")
+    try:
+        spark.sql(f"INSERT INTO {name} SELECT * FROM {name} LIMIT 3")
+    finally:
+        spark.conf.unset("spark.wap.id")
+    (staged,) = spark.sql(
+        f"SELECT snapshot_id FROM {name}.snapshots WHERE summary['wap.id'] = 'pick-7'"
+    ).collect()[0]
+    spark.sql(f"INSERT INTO {name} SELECT * FROM {name} LIMIT 2")  # main moves on
+    head = _refs(spark, trips)["main"][1]
+    rows = spark_count(spark, f"SELECT count(*) FROM {name}")
+    at = drive(
+        _open(trips, monkeypatch, TIME_TRAVEL, to=str(staged)),
+        ("radio", "ref_t_action", "Cherry-pick onto a branch"),
+    )
+    no_problems(at)
+    assert at.selectbox(key="ref_t_f_cp").value == "main"
+    text = _dry_run(at)
+    assert f"At commit: cherry-pick of snapshot {staged} onto main (head {head})" in text
+    assert _refs(spark, trips)["main"] == ("BRANCH", head)
+    at = _confirm_and_commit(at, "ref_t_")
+    no_problems(at)
+    picked = _refs(spark, trips)["main"][1]
+    assert picked not in (head, staged)
+    (parent,) = spark.sql(
+        f"SELECT parent_id FROM {name}.snapshots WHERE snapshot_id = {picked}"
+    ).collect()[0]
+    assert parent == head
+    assert spark_count(spark, f"SELECT count(*) FROM {name}") == rows + 3
 
 
 def test_time_travel_creates_a_branch_at_the_compared_snapshot(
@@ -235,3 +449,30 @@ def test_read_only_hides_the_actions(
     at = open_app(page, catalog=str(demo_warehouse), table="demo.trips")
     no_problems(at)
     assert [r for r in at.radio if r.key == f"{prefix}action"]
+
+
+def test_ref_names_in_the_new_forms_are_text(
+    spark: Any, trips: Copy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A branch named with Markdown: the forms' labels and captions show it verbatim."""
+    name = "[x](https://example.org) **b**"
+    spark.sql(f"ALTER TABLE {trips.spark_name} CREATE BRANCH `{name}`")
+    at = drive(
+        _open(trips, monkeypatch, TIME_TRAVEL, to=name),
+        ("radio", "ref_t_action", "Drop a branch or tag"),
+    )
+    no_problems(at)
+    assert at.selectbox(key="ref_t_f_ref").value == name  # the ref picked as "To"
+    assert f"drop branch {name} (at snapshot" in _dry_run(at)
+    at = drive(
+        at,
+        ("radio", "ref_t_action", "Fast-forward a branch"),
+        ("selectbox", "ref_t_f_ff_branch", name),
+        ("selectbox", "ref_t_f_ff", "month_end"),
+    )
+    assert not at.exception
+    label = at.selectbox(key="ref_t_f_ff").label
+    assert "](https" not in label and as_shown(label) == f"Move {name} forward to the head of"
+    said = [c.value for c in at.caption if "moves from snapshot" in as_shown(c.value)]
+    assert said and all("](https" not in c for c in said)
+    assert as_shown(said[0]).startswith(f"{name} moves from snapshot")

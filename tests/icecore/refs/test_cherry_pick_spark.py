@@ -62,12 +62,21 @@ def wap_tables(wap_catalogs: EvoCatalogs) -> dict[int, WapTable]:
 
 
 def icecore_pick(copy: TableCopy, snapshot_id: int, branch: str = "main") -> icecore.Table:
-    """Pick through the public API; its dry run must write nothing, even for a new snapshot."""
+    """Pick through the public API; its dry run must write nothing, even for a new snapshot.
+
+    The dry run is never a no-op: a fast-forward moves the branch; a pick that writes a
+    snapshot says so as what happens at commit (no ref can move before it exists).
+    """
     table = icecore.load_table(copy.icecore_name)
     manage = table.manage_snapshots().cherrypick_snapshot(snapshot_id, branch)
     before = {str(p): p.read_bytes() for p in copy.folder.rglob("*") if p.is_file()}
-    manage.preview()
+    dry = manage.preview()
     assert {str(p): p.read_bytes() for p in copy.folder.rglob("*") if p.is_file()} == before
+    assert not dry.is_noop
+    assert bool(dry.pending) != bool(dry.moves)
+    for line in dry.pending:
+        assert f"At commit: {line}" in dry.text()
+        assert line.startswith(f"cherry-pick of snapshot {snapshot_id} onto {branch}")
     result = manage.commit()
     assert isinstance(result, icecore.Table)
     return result
