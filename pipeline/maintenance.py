@@ -263,8 +263,15 @@ def _state(table: Table) -> dict[str, Any]:
     }
 
 
-def estimate(job: Job, table: Table, args: argparse.Namespace) -> dict[str, int]:
+def estimate(
+    job: Job, table: Table, args: argparse.Namespace
+) -> dict[str, maintenance.EstimateValue]:
     """Icecore's estimate of the job's effect, from metadata alone."""
+    return dict(recommendation(job, table, args).estimate)
+
+
+def recommendation(job: Job, table: Table, args: argparse.Namespace) -> maintenance.Recommendation:
+    """Icecore's recommendation for the job with these options: its estimate and warnings."""
     snapshot = table.metadata.current_snapshot()
     manifests = table.manifests(snapshot) if snapshot else []
     files = layout.snapshot_files(table, snapshot)
@@ -284,7 +291,7 @@ def estimate(job: Job, table: Table, args: argparse.Namespace) -> dict[str, int]
         older_than_ms=parse_timestamp_ms(args.older_than) if args.older_than else None,
         retain_last=args.retain_last,
     )
-    return dict(found.estimate)
+    return found
 
 
 def run_job(
@@ -366,6 +373,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", help="rewrite_data_files: a SQL boolean expression")
     p.add_argument("--strategy", choices=["binpack", "sort"], help="rewrite_data_files")
     p.add_argument("--dry-run", action="store_true", help="estimate only (orphans: list only)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="rewrite_data_files: run even when the estimate says it writes more files "
+        "than it removes",
+    )
     p.add_argument("--master", help="Spark master URL (default ICECORE_SPARK_MASTER or local[*])")
     return p
 
@@ -402,16 +415,24 @@ def _job(args: argparse.Namespace) -> dict[str, Any]:
         check_prerequisites()
         check_master(master)
     _say(f"resolved {args.table} at {table.metadata_location}")
-    guess = estimate(job, table, args)
+    found = recommendation(job, table, args)
+    guess = jsonable(dict(found.estimate))
     _say(f"estimate from metadata: {json.dumps(guess)}")
+    warning = {"warning": found.force_reason} if found.force_reason else {}
     if dry_only:
         return {
             "job": str(job),
             "table": args.table,
             "dry_run": True,
             "estimate": guess,
+            **warning,
             "before": _state(table),
         }
+    if found.force_reason and not args.force:
+        raise PipelineError(
+            f"{found.force_reason.removesuffix('.')}; coarsen the partition spec first, or "
+            "pass --force to rewrite anyway."
+        )
     _say(f"starting Spark on {master}")
     result = on_spark(
         target, master, f"icecore-{job}", lambda s: run_job(s, job, args.table, args, _say)
