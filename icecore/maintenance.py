@@ -577,12 +577,12 @@ def metadata_files(table: TableData) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class Orphans:
-    """Files under the table's data and metadata folders that no metadata reaches.
+    """Files under the table location that no metadata reaches.
 
     Attributes:
         removable: older than the cutoff: what ``remove_orphan_files`` would delete.
         young: younger than the cutoff (perhaps a write in flight): kept.
-        listed: files listed under those folders, hidden ones left out.
+        listed: files listed under the location, hidden ones left out.
         hidden: files left out as hidden (:func:`is_hidden`), as Spark's listing does.
     """
 
@@ -595,24 +595,16 @@ class Orphans:
 HIDDEN_PREFIXES = ("_", ".")
 """Hadoop's ``HiddenPathFilter``: names starting so are not listed (``.crc`` checksums,
 ``_SUCCESS``, ``_temporary``)."""
-DATA_PATH = "write.data.path"
-METADATA_PATH = "write.metadata.path"
-"""Table properties that move the data and metadata folders (TableProperties.java)."""
 
 
 def orphan_locations(metadata: TableMetadata) -> list[str]:
-    """The folders ``remove_orphan_files`` lists: the table's data and metadata folders.
+    """The folders ``remove_orphan_files`` lists: the table location, every file below it.
 
-    ``DeleteOrphanFilesSparkAction`` (Iceberg 1.10) lists ``write.data.path`` (else
-    ``LOCATION/data``) and ``write.metadata.path`` (else ``LOCATION/metadata``), not the
-    whole table location: a stray file beside them is never an orphan.
+    ``DeleteOrphanFilesSparkAction`` of Iceberg 1.10.2 (the one the pipeline runs) lists the
+    whole location, so a stray file beside ``data/`` and ``metadata/`` is an orphan too
+    (later Iceberg lists only the data and metadata folders).
     """
-    base = metadata.location.rstrip("/")
-    found = [
-        metadata.properties.get(DATA_PATH) or f"{base}/data",
-        metadata.properties.get(METADATA_PATH) or f"{base}/metadata",
-    ]
-    return list(dict.fromkeys(p.rstrip("/") for p in found))
+    return [metadata.location.rstrip("/")]
 
 
 def hidden_partition_prefixes(metadata: TableMetadata) -> tuple[str, ...]:
@@ -646,7 +638,7 @@ def is_hidden(relative: str, partition_prefixes: tuple[str, ...] = ()) -> bool:
 
 
 def orphan_files(table: TableData, older_than_ms: int) -> Orphans:
-    """List the table's data and metadata folders against everything its metadata reaches.
+    """List the table location against everything its metadata reaches.
 
     What Spark's ``remove_orphan_files`` lists (:func:`orphan_locations`, hidden names left
     out by :func:`is_hidden`) and compares: a file is an orphan when no snapshot's manifest
@@ -699,7 +691,7 @@ def remove_orphan_files(
         Job.REMOVE_ORPHAN_FILES,
         Status.WARN if found.removable else (Status.INFO if found.young else Status.OK),
         "Remove orphan files" if found.removable else "No orphan files to remove",
-        f"{found.listed:,} files are under the table's data and metadata folders (and "
+        f"{found.listed:,} files are under the table location (and "
         f"{found.hidden:,} hidden ones, such as .crc checksums, which remove_orphan_files "
         f"skips too); {len(found.removable):,} "
         f"({format_bytes(estimate['orphan_bytes'])}) are reached by no metadata and older than "

@@ -411,11 +411,16 @@ def _job(args: argparse.Namespace) -> dict[str, Any]:
     procedure_call(target, job, args, table)
     dry_only = args.dry_run and job is not Job.REMOVE_ORPHAN_FILES
     master = args.master or default_master()
+    found = recommendation(job, table, args)
+    if found.force_reason and not args.force and not dry_only:
+        raise PipelineError(
+            f"{found.force_reason.removesuffix('.')}; coarsen the partition spec first, or "
+            "pass --force to rewrite anyway."
+        )
     if not dry_only:
         check_prerequisites()
         check_master(master)
     _say(f"resolved {args.table} at {table.metadata_location}")
-    found = recommendation(job, table, args)
     guess = jsonable(dict(found.estimate))
     _say(f"estimate from metadata: {json.dumps(guess)}")
     warning = {"warning": found.force_reason} if found.force_reason else {}
@@ -428,11 +433,6 @@ def _job(args: argparse.Namespace) -> dict[str, Any]:
             **warning,
             "before": _state(table),
         }
-    if found.force_reason and not args.force:
-        raise PipelineError(
-            f"{found.force_reason.removesuffix('.')}; coarsen the partition spec first, or "
-            "pass --force to rewrite anyway."
-        )
     _say(f"starting Spark on {master}")
     result = on_spark(
         target, master, f"icecore-{job}", lambda s: run_job(s, job, args.table, args, _say)
