@@ -39,7 +39,7 @@ from icecore.fan_out import SHUFFLE_PARTITIONS, fan_out, refines
 from icecore.fan_out import splits as fan_out_splits
 from icecore.health import Finding, Status, format_bytes
 from icecore.io import FileInfo, normalize_path
-from icecore.layout import DELETION_VECTOR, content_masks, content_name
+from icecore.layout import DELETION_VECTOR, content_masks, content_name, total
 from icecore.lru import LRU
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
@@ -305,12 +305,15 @@ def rewrite_data_files(
     groups = _rewritten_groups(data, target, spec_id)
     low, high = files_written(metadata, groups, target) if groups else (0, 0)
     rewritten = sum(g.picked for g in groups)
+    at_size = _at_size(data, target, spec_id)
     estimate: dict[str, EstimateValue] = {
         "rewritten_files_count": rewritten,
         "rewritten_bytes_count": sum(g.picked_bytes for g in groups),
         "added_files_count": low,
         "data_files_after": (low, high),
         "untouched_files_count": data.num_rows - rewritten,
+        "at_size_files_count": at_size,
+        "too_few_files_count": data.num_rows - rewritten - at_size,
     }
     emptied = {g.key for g in groups if g.picked == g.files}
     deletes = files.select(["spec_id", "partition"]).filter(
@@ -359,6 +362,20 @@ def rewrite_data_files(
         force_reason,
         over.spec_changes if over is not None and too_fine else (),
     )
+
+
+def _at_size(data: pa.Table, target: int, spec_id: int) -> int:
+    """Data files of the default spec within [75%, 180%] of the target: never picked."""
+    sizes = data.column("file_size_in_bytes")
+    low, high = int(target * health.SMALL_FILE_RATIO), int(target * MAX_FILE_RATIO)
+    inside = pc.and_(
+        pc.equal(data.column("spec_id"), pa.scalar(spec_id, pa.int32())),
+        pc.and_(
+            pc.greater_equal(sizes, pa.scalar(low, pa.int64())),
+            pc.less_equal(sizes, pa.scalar(high, pa.int64())),
+        ),
+    )
+    return total(inside)
 
 
 def _span(low: int, high: int) -> str:
@@ -710,6 +727,8 @@ ESTIMATE_LABELS: Mapping[str, str] = {
     "added_files_count": "files written, at least",
     "data_files_after": "data files written",
     "untouched_files_count": "data files left as they are",
+    "at_size_files_count": "of which already at the target size",
+    "too_few_files_count": "of which small but too few in their partition to rewrite",
     "removed_delete_files_count": "delete files dropped",
     "rewritten_manifests_count": "manifests rewritten",
     "added_manifests_count": "manifests written",

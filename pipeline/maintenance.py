@@ -10,7 +10,8 @@ folder (Spark's ``hadoop`` catalog rooted two levels up). Progress lines go to s
 last thing on stdout is one JSON object: the job, the table's metadata location and
 snapshot before and after, and the procedure's own result columns. ``--dry-run`` prints
 icecore's estimate (from metadata alone, no Spark) and, for ``remove_orphan_files``,
-Spark's own dry run too.
+Spark's own dry run too. A ``rewrite_data_files`` whose estimate says it may write more
+files than it removes (``data_files_after``) is refused unless ``--force``.
 
 Failures are one sentence on stderr and exit 1; a failed or killed job commits nothing
 (Iceberg commits are one atomic swap of the metadata location).
