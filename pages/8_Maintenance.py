@@ -119,8 +119,9 @@ for rec in recommendations:
             st.warning(escape_markdown(rec.force_reason), icon=":material/warning:")
         if rec.spec_changes:
             st.markdown(
-                "**First, a coarser partition spec**: preview it (nothing is committed), then "
-                "commit it here or on the Evolution page, and only then compact."
+                "**First, a coarser partition spec**: preview it with this command (nothing is "
+                "committed), commit it without `--dry-run` or on the Evolution page, and only "
+                "then compact."
             )
             st.code(evolve_command(table_key, rec.spec_changes), language="bash")
             st.page_link(
