@@ -355,7 +355,7 @@ def over_partitioning(metadata: TableMetadata, files: pa.Table) -> Finding:
     return Finding(
         "over_partitioning",
         Status.WARN,
-        "Over-partitioned",
+        "Partitions too fine",
         f"Partitions are too fine for the {format_bytes(target)} target file size: the "
         f"median partition of the current spec holds {format_bytes(median_partition)} "
         f"({small:,} of {n_partitions:,} are under {format_bytes(threshold)}) in files of "
