@@ -9,6 +9,8 @@ Each check compares what the metadata shows with the threshold Iceberg's own mai
 uses by default (read from the table properties when set), so a finding says what Spark's
 ``rewrite_data_files``, ``rewrite_manifests`` or ``expire_snapshots`` would act on:
 
+* over-partitioning: the current spec's median partition (and file) under 75% of the
+  target file size, so no compaction can make big files (the fix is a coarser spec);
 * small files: data files under 75% of ``write.target-file-size-bytes``, Iceberg's
   ``min-file-size-bytes`` default for ``rewrite_data_files``;
 * deletes: delete records against rows, warned at 30%, ``rewrite_data_files``'
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from icecore.coarsening import parse_label, propose
 from icecore.compute import pc
 from icecore.layout import DELETION_VECTOR, content_masks, total
 from icecore.manifest import ManifestContent, ManifestFile
@@ -88,6 +91,8 @@ class Finding:
         title: a few words.
         detail: one sentence saying what was found and why it matters.
         evidence: the numbers behind it, as (label, value) pairs in display order.
+        spec_changes: the partition spec changes that fix it (``icecore evolve TABLE
+            --spec-change LINE ... --dry-run``), for ``over_partitioning``.
     """
 
     check: str
@@ -95,6 +100,7 @@ class Finding:
     title: str
     detail: str
     evidence: tuple[tuple[str, str | int | float], ...]
+    spec_changes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +260,109 @@ def small_files(metadata: TableMetadata, files: pa.Table) -> Finding:
         f"{small:,} data files are under {format_bytes(threshold)}; fewer than {MIN_INPUT_FILES}, "
         "not worth a compaction.",
         evidence,
+    )
+
+
+def over_partitioning(metadata: TableMetadata, files: pa.Table) -> Finding:
+    """Partitions too small for the target file size: the spec, not the files, is the problem.
+
+    Looks at the live data files of the default spec (what every write makes now). When the
+    median partition holds less than 75% of ``write.target-file-size-bytes`` (the size
+    ``rewrite_data_files`` calls small) and so does the median file, compaction can only
+    turn each partition's small files into one small file, and a rewrite of files from older
+    specs spreads their rows over these partitions. The fix is a coarser spec first
+    (:func:`icecore.coarsening.propose`, spec "Partition Evolution"), then compaction.
+    """
+    target = _property(metadata, TARGET_FILE_SIZE) or TARGET_FILE_SIZE[1]
+    assert target is not None
+    threshold = int(target * SMALL_FILE_RATIO)
+    spec = metadata.default_spec()
+    mask = pc.and_(
+        pc.equal(files.column("content"), pa.scalar(0, _I8)),
+        pc.equal(files.column("spec_id"), pa.scalar(spec.spec_id, pa.int32())),
+    )
+    data = grouping_table(
+        files.select(["spec_id", "partition", "record_count", "file_size_in_bytes"]).filter(mask),
+        "record_count",
+        "file_size_in_bytes",
+    )
+    grouped = data.group_by(["partition"]).aggregate(
+        [("file_size_in_bytes", "sum"), ("record_count", "sum"), ("partition", "count")]
+    )
+    n_files, n_partitions = data.num_rows, grouped.num_rows
+    if spec.is_unpartitioned or n_partitions == 0:
+        return Finding(
+            "over_partitioning",
+            Status.OK,
+            "Partition size",
+            "The current spec is unpartitioned or has no live data files: no partition is too "
+            "small.",
+            (("partitions of the current spec", n_partitions),),
+        )
+    partition_bytes = grouped.column("file_size_in_bytes_sum").to_numpy()
+    median_file = _median(data.column("file_size_in_bytes").to_numpy())
+    median_partition = _median(partition_bytes)
+    labels = pc.cast(grouped.column("partition"), pa.string()).to_pylist()
+    values = [parse_label(spec, label) for label in labels]
+    per_field = tuple(
+        (f"values of {pf.name} ({pf.transform})", len({v[i] for v in values if v is not None}))
+        for i, pf in enumerate(spec.fields)
+    )
+    small = int((partition_bytes < threshold).sum())
+    evidence: list[tuple[str, str | int | float]] = [
+        ("data files of the current spec", n_files),
+        ("partitions of the current spec", n_partitions),
+        (f"partitions under {format_bytes(threshold)}", small),
+        ("median data file", format_bytes(median_file)),
+        ("rows per data file (median)", _median(data.column("record_count").to_numpy())),
+        ("median partition size", format_bytes(median_partition)),
+        ("rows per partition (median)", _median(grouped.column("record_count_sum").to_numpy())),
+        *per_field,
+        ("target file size", format_bytes(target)),
+    ]
+    too_fine = (
+        n_partitions >= MIN_INPUT_FILES and median_partition < threshold and median_file < threshold
+    )
+    proposal = (
+        propose(metadata, dict(zip(labels, partition_bytes.tolist(), strict=True)), threshold)
+        if too_fine
+        else None
+    )
+    if not too_fine:
+        return Finding(
+            "over_partitioning",
+            Status.OK,
+            "Partition size",
+            f"The median partition of the current spec holds {format_bytes(median_partition)}; "
+            f"{small:,} of {n_partitions:,} partitions are under {format_bytes(threshold)}.",
+            tuple(evidence),
+        )
+    fix = (
+        f" Coarsen the spec first ({'; '.join(proposal.steps)}: {proposal.partitions_before:,} "
+        f"partitions become {proposal.partitions_after:,}, the median one "
+        f"{format_bytes(proposal.median_bytes_after)}), preview it with a dry run, and only "
+        "then compact."
+        if proposal is not None
+        else " Coarsen the spec (a coarser time unit, fewer bucket or identity fields) first, "
+        "and only then compact."
+    )
+    if proposal is not None:
+        evidence += [
+            ("proposed spec change", "; ".join(proposal.steps)),
+            ("partitions with it", proposal.partitions_after),
+            ("median partition with it", format_bytes(proposal.median_bytes_after)),
+        ]
+    return Finding(
+        "over_partitioning",
+        Status.WARN,
+        "Partitions too fine",
+        f"Partitions are too fine for the {format_bytes(target)} target file size: the "
+        f"median partition of the current spec holds {format_bytes(median_partition)} "
+        f"({small:,} of {n_partitions:,} are under {format_bytes(threshold)}) in files of "
+        f"{format_bytes(median_file)} at the median, so compaction cannot make big files and "
+        "a rewrite of older files spreads them over these partitions." + fix,
+        tuple(evidence),
+        proposal.changes if proposal is not None else (),
     )
 
 
@@ -524,6 +633,7 @@ def findings(
     when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
     return [
         small_files(metadata, files),
+        over_partitioning(metadata, files),
         deletes(t),
         manifests(metadata, manifest_list),
         partition_skew(files),
@@ -542,6 +652,7 @@ __all__ = [
     "findings",
     "format_bytes",
     "manifests",
+    "over_partitioning",
     "partition_skew",
     "small_files",
     "snapshots_to_expire",

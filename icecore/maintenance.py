@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,9 +35,11 @@ import pyarrow as pa
 
 from icecore import health
 from icecore.compute import pc
+from icecore.fan_out import SHUFFLE_PARTITIONS, fan_out, refines
+from icecore.fan_out import splits as fan_out_splits
 from icecore.health import Finding, Status, format_bytes
 from icecore.io import FileInfo, normalize_path
-from icecore.layout import DELETION_VECTOR, content_masks, content_name
+from icecore.layout import DELETION_VECTOR, content_masks, content_name, total
 from icecore.lru import LRU
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
@@ -64,6 +67,8 @@ ORPHAN_MIN_AGE_MS = 3 * 24 * 3600 * 1000
 VERSION_HINT = "metadata/version-hint.text"
 
 Number = int | float | str
+EstimateValue = int | tuple[int, int]
+"""An estimated count or size, or a ``(low, high)`` range of one (serialized as a list)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +83,10 @@ class Recommendation:
         evidence: the numbers behind the reason.
         estimate: the estimated effect, keyed like the job's JSON result where one matches.
         options: the job's command-line options beyond JOB and TABLE.
+        force_reason: why the job would make the table worse (one sentence), when it
+            would: the job then runs only when forced (``--force``, the page's force box).
+        spec_changes: a coarser partition spec to make first (``icecore evolve TABLE
+            --spec-change LINE ...``), when the table is over-partitioned.
     """
 
     job: Job
@@ -85,8 +94,10 @@ class Recommendation:
     title: str
     reason: str
     evidence: tuple[tuple[str, Number], ...]
-    estimate: Mapping[str, int] = field(default_factory=dict)
+    estimate: Mapping[str, EstimateValue] = field(default_factory=dict)
     options: tuple[str, ...] = ()
+    force_reason: str | None = None
+    spec_changes: tuple[str, ...] = ()
 
     def command(self, table: str, *, dry_run: bool = False) -> list[str]:
         """The job's argument list after ``python -m pipeline.maintenance``."""
@@ -107,12 +118,14 @@ class _Rewritten:
         files: files in the partition.
         picked: how many of them the rewrite takes.
         picked_bytes: their bytes.
+        picked_records: their records (before deletes).
     """
 
     key: tuple[int, str]
     files: int
     picked: int
     picked_bytes: int
+    picked_records: int = 0
 
 
 def _partition_counts(files: pa.Table) -> dict[tuple[int, str], int]:
@@ -155,22 +168,92 @@ def _rewritten_groups(files: pa.Table, target: int, spec_id: int) -> list[_Rewri
             files,
             picked=pc.cast(picked, pa.int64()),
             picked_bytes=pc.if_else(picked, sizes, pa.scalar(0, pa.int64())),
+            picked_records=pc.if_else(
+                picked, files.column("record_count"), pa.scalar(0, pa.int64())
+            ),
         )
         .group_by(["spec_id", "partition"])
-        .aggregate([("spec_id", "count"), ("picked", "sum"), ("picked_bytes", "sum")])
+        .aggregate(
+            [
+                ("spec_id", "count"),
+                ("picked", "sum"),
+                ("picked_bytes", "sum"),
+                ("picked_records", "sum"),
+            ]
+        )
     )
     found = []
-    for key_spec, partition, count, n_picked, picked_bytes in zip(
-        *(
-            grouped.column(c).to_pylist()
-            for c in ("spec_id", "partition", "spec_id_count", "picked_sum", "picked_bytes_sum")
-        ),
-        strict=True,
+    columns = (
+        "spec_id",
+        "partition",
+        "spec_id_count",
+        "picked_sum",
+        "picked_bytes_sum",
+        "picked_records_sum",
+    )
+    for key_spec, partition, count, n_picked, picked_bytes, records in zip(
+        *(grouped.column(c).to_pylist() for c in columns), strict=True
     ):
         other_spec = key_spec != spec_id
         if n_picked and (other_spec or n_picked >= health.MIN_INPUT_FILES or picked_bytes > target):
-            found.append(_Rewritten((key_spec, partition), count, n_picked, picked_bytes))
+            found.append(_Rewritten((key_spec, partition), count, n_picked, picked_bytes, records))
     return found
+
+
+def files_written(
+    metadata: TableMetadata, groups: Sequence[_Rewritten], target: int
+) -> tuple[int, int]:
+    """Bounds on the data files a bin-pack rewrite of ``groups`` writes: (low, high).
+
+    Spark writes into the table's default spec (:mod:`icecore.fan_out` has Iceberg Java's
+    rules and the reasoning). Per group:
+
+    * a partition of the default spec is one file group, written without a shuffle, one
+      file per read split: between ``ceil(bytes / split size)`` and
+      ``2 * floor(bytes / split size) + 1`` (:func:`icecore.fan_out.splits`), never more
+      than its records;
+    * the files of other specs are one file group, range-shuffled by the default spec's
+      partition. High: each old partition's rows fall into at most :func:`fan_out` partitions
+      of the default spec (or as many as its records, when a field of the default spec is
+      not bounded by the old partition, e.g. a new identity field), plus one file per
+      target's worth of bytes (a file rolls at the write size), plus one per shuffle task
+      boundary (at most :data:`icecore.fan_out.SHUFFLE_PARTITIONS` - 1), never more than
+      the group's records. Low: one file per old partition of the largest old spec that the
+      default spec refines (their rows land in distinct new partitions), else one.
+
+    Records are counted before deletes, so a group whose rows are all deleted may write
+    fewer files than the low bound.
+    """
+    current = metadata.default_spec()
+    low = high = 0
+    other: list[_Rewritten] = []
+    for g in groups:
+        if g.key[0] != current.spec_id:
+            other.append(g)
+            continue
+        at_least, at_most = fan_out_splits(g.picked_bytes, target)
+        low += at_least
+        high += max(at_least, min(at_most, g.picked_records or at_most))
+    if other:
+        partitions_high = 0
+        distinct_low = 1
+        by_spec: dict[int, int] = {}
+        for g in other:
+            spec = metadata.spec_by_id(g.key[0])
+            spread = fan_out(spec, current) if spec is not None else None
+            records = max(1, g.picked_records)
+            partitions_high += min(records, spread) if spread is not None else records
+            by_spec[g.key[0]] = by_spec.get(g.key[0], 0) + 1
+        for spec_id, count in by_spec.items():
+            spec = metadata.spec_by_id(spec_id)
+            if spec is not None and refines(spec, current):
+                distinct_low = max(distinct_low, count)
+        records = sum(max(1, g.picked_records) for g in other)
+        rolled = sum(g.picked_bytes for g in other) // target
+        boundaries = min(SHUFFLE_PARTITIONS - 1, partitions_high)
+        low += distinct_low
+        high += max(distinct_low, min(records, partitions_high + rolled + boundaries))
+    return low, high
 
 
 def _binpack(files: pa.Table, target: int, spec_id: int) -> dict[str, int]:
@@ -189,7 +272,7 @@ def _binpack(files: pa.Table, target: int, spec_id: int) -> dict[str, int]:
 
 def _content(files: pa.Table, kind: str) -> pa.Table:
     """The files of one kind, with the columns estimates read (paths are not copied)."""
-    chosen = files.select(["content", "spec_id", "partition", "file_size_in_bytes"])
+    chosen = files.select(["content", "spec_id", "partition", "record_count", "file_size_in_bytes"])
     return chosen.filter(content_masks(files)[kind])
 
 
@@ -200,42 +283,104 @@ def _target(metadata: TableMetadata) -> int:
 
 
 def rewrite_data_files(
-    metadata: TableMetadata, files: pa.Table, finding: Finding
+    metadata: TableMetadata, files: pa.Table, finding: Finding, over: Finding | None = None
 ) -> Recommendation:
     """Compaction of small (or oversized, or old-spec) data files, from the small-files finding.
+
+    ``data_files_after`` is ``[low, high]``: the data files Spark's rewrite writes
+    (:func:`files_written`). When even the low end, or the high end, is more than the files
+    it removes, the rewrite would leave the table with more files than it has: the
+    recommendation is then not one (status info), says so with the numbers, and the job
+    runs only when forced (:attr:`Recommendation.force_reason`).
 
     Delete files are estimated to go with the data: a partition whose every data file is
     rewritten keeps none of its delete files (file-scoped ones leave with their data file,
     the rest are dangling and dropped, since the job runs with ``remove-dangling-deletes``).
+
+    ``over`` is the over-partitioning finding: when it warns, its detail (the coarser spec
+    to make first) leads the reason and its spec changes are the recommendation's.
     """
     data = _content(files, "data")
     target, spec_id = _target(metadata), metadata.default_spec_id
-    estimate = _binpack(data, target, spec_id)
-    emptied = {g.key for g in _rewritten_groups(data, target, spec_id) if g.picked == g.files}
+    groups = _rewritten_groups(data, target, spec_id)
+    low, high = files_written(metadata, groups, target) if groups else (0, 0)
+    rewritten = sum(g.picked for g in groups)
+    at_size = _at_size(data, target, spec_id)
+    estimate: dict[str, EstimateValue] = {
+        "rewritten_files_count": rewritten,
+        "rewritten_bytes_count": sum(g.picked_bytes for g in groups),
+        "added_files_count": low,
+        "data_files_after": (low, high),
+        "untouched_files_count": data.num_rows - rewritten,
+        "at_size_files_count": at_size,
+        "too_few_files_count": data.num_rows - rewritten - at_size,
+    }
+    emptied = {g.key for g in groups if g.picked == g.files}
     deletes = files.select(["spec_id", "partition"]).filter(
         pc.not_equal(files.column("content"), pa.scalar(0, pa.int8()))
     )
     estimate["removed_delete_files_count"] = sum(
         count for key, count in _partition_counts(deletes).items() if key in emptied
     )
-    worth = estimate["rewritten_files_count"] > 0
+    worth = rewritten > 0
+    grows = worth and high > rewritten
+    force_reason = (
+        f"This rewrite would write {_span(low, high)} data files to replace {rewritten:,}: "
+        "it writes into the current partition spec, which splits the rows of the rewritten "
+        "files over more partitions than they fill now, so the table would have more files "
+        "after it than before."
+        if grows
+        else None
+    )
+    if not worth:
+        title = "No compaction needed"
+    elif grows:
+        title = "Compaction would add files"
+    else:
+        title = "Compact data files"
+    untouched = data.num_rows - rewritten
+    too_fine = over is not None and over.status is Status.WARN
     return Recommendation(
         Job.REWRITE_DATA_FILES,
-        Status.WARN if worth else Status.OK,
-        "Compact data files" if worth else "No compaction needed",
-        finding.detail
+        Status.INFO if grows else (Status.WARN if worth else Status.OK),
+        title,
+        (f"{over.detail} " if over is not None and too_fine else "")
+        + finding.detail
         + (
-            f" Bin-packing would rewrite {estimate['rewritten_files_count']:,} data files "
-            f"({format_bytes(estimate['rewritten_bytes_count'])}) into at least "
-            f"{estimate['added_files_count']:,} and drop "
+            f" Bin-packing would rewrite {rewritten:,} data files "
+            f"({format_bytes(sum(g.picked_bytes for g in groups))}) into "
+            f"{_span(low, high)} (target file size {format_bytes(target)}), leave "
+            f"{untouched:,} as they are and drop "
             f"{estimate['removed_delete_files_count']:,} delete files."
             if worth
             else " No partition has enough small files for rewrite_data_files to act."
-        ),
+        )
+        + (f" {force_reason}" if force_reason else ""),
         finding.evidence,
         estimate,
         ("--strategy", "binpack"),
+        force_reason,
+        over.spec_changes if over is not None and too_fine else (),
     )
+
+
+def _at_size(data: pa.Table, target: int, spec_id: int) -> int:
+    """Data files of the default spec within [75%, 180%] of the target: never picked."""
+    sizes = data.column("file_size_in_bytes")
+    low, high = int(target * health.SMALL_FILE_RATIO), int(target * MAX_FILE_RATIO)
+    inside = pc.and_(
+        pc.equal(data.column("spec_id"), pa.scalar(spec_id, pa.int32())),
+        pc.and_(
+            pc.greater_equal(sizes, pa.scalar(low, pa.int64())),
+            pc.less_equal(sizes, pa.scalar(high, pa.int64())),
+        ),
+    )
+    return total(inside)
+
+
+def _span(low: int, high: int) -> str:
+    """``1,234`` or ``1,234 to 5,678``."""
+    return f"{low:,}" if low == high else f"{low:,} to {high:,}"
 
 
 def rewrite_position_delete_files(
@@ -454,16 +599,70 @@ class Orphans:
     Attributes:
         removable: older than the cutoff: what ``remove_orphan_files`` would delete.
         young: younger than the cutoff (perhaps a write in flight): kept.
-        listed: files listed under the location.
+        listed: files listed under the location, hidden ones left out.
+        hidden: files left out as hidden (:func:`is_hidden`), as Spark's listing does.
     """
 
     removable: tuple[FileInfo, ...]
     young: tuple[FileInfo, ...]
     listed: int
+    hidden: int = 0
+
+
+HIDDEN_PREFIXES = ("_", ".")
+"""Hadoop's ``HiddenPathFilter``: names starting so are not listed (``.crc`` checksums,
+``_SUCCESS``, ``_temporary``)."""
+
+
+def orphan_locations(metadata: TableMetadata) -> list[str]:
+    """The folders ``remove_orphan_files`` lists: the table location, every file below it.
+
+    ``DeleteOrphanFilesSparkAction`` of Iceberg 1.10.2 (the one the pipeline runs) lists the
+    whole location, so a stray file beside ``data/`` and ``metadata/`` is an orphan too
+    (later Iceberg lists only the data and metadata folders).
+    """
+    return [metadata.location.rstrip("/")]
+
+
+def hidden_partition_prefixes(metadata: TableMetadata) -> tuple[str, ...]:
+    """``NAME=`` for partition fields (of every spec) whose names look hidden.
+
+    Their folders are listed all the same (``PartitionAwareHiddenPathFilter``).
+    """
+    return tuple(
+        sorted(
+            {
+                f"{pf.name}="
+                for spec in metadata.partition_specs
+                for pf in spec.fields
+                if pf.name.startswith(HIDDEN_PREFIXES)
+            }
+        )
+    )
+
+
+def is_hidden(relative: str, partition_prefixes: tuple[str, ...] = ()) -> bool:
+    """Whether Spark's orphan listing skips a file, from its path below a listed folder.
+
+    The filter is applied to every name on the way down (folders and files): a name starting
+    with ``_`` or ``.`` is skipped unless it is a partition folder of a field so named.
+    """
+    return any(
+        part.startswith(HIDDEN_PREFIXES) and not part.startswith(partition_prefixes)
+        for part in relative.split("/")
+        if part
+    )
 
 
 def orphan_files(table: TableData, older_than_ms: int) -> Orphans:
-    """List the table location against everything reachable from its metadata."""
+    """List the table location against everything its metadata reaches.
+
+    What Spark's ``remove_orphan_files`` lists (:func:`orphan_locations`, hidden names left
+    out by :func:`is_hidden`) and compares: a file is an orphan when no snapshot's manifest
+    list, manifest, data or delete file, no statistics file and no metadata log entry names
+    it (paths compared without their ``file:`` scheme, as Spark compares URI paths), and it
+    is removable when last modified before ``older_than_ms``.
+    """
     metadata = table.metadata
     everything = reach(table, metadata.snapshots)
     reachable = (
@@ -472,13 +671,24 @@ def orphan_files(table: TableData, older_than_ms: int) -> Orphans:
         | everything.manifest_lists
         | metadata_files(table)
     )
-    listing = table.io.walk(metadata.location)
+    prefixes = hidden_partition_prefixes(metadata)
+    seen: dict[str, FileInfo] = {}
+    hidden = 0
+    for folder in orphan_locations(metadata):
+        for f in table.io.walk(folder):
+            if _key(f.path) in seen:
+                continue
+            if is_hidden(f.path[len(folder) :], prefixes):
+                hidden += 1
+                continue
+            seen[_key(f.path)] = f
+    listing = list(seen.values())
     candidates = [f for f in listing if _key(f.path) not in reachable]
     removable = tuple(
         f for f in candidates if f.modified_ms is not None and f.modified_ms < older_than_ms
     )
     young = tuple(f for f in candidates if f not in removable)
-    return Orphans(removable, young, len(listing))
+    return Orphans(removable, young, len(listing), hidden)
 
 
 def remove_orphan_files(
@@ -492,12 +702,15 @@ def remove_orphan_files(
         "orphan_bytes": sum(f.size for f in found.removable),
         "young_candidates_count": len(found.young),
         "listed_files_count": found.listed,
+        "hidden_files_count": found.hidden,
     }
     return Recommendation(
         Job.REMOVE_ORPHAN_FILES,
         Status.WARN if found.removable else (Status.INFO if found.young else Status.OK),
         "Remove orphan files" if found.removable else "No orphan files to remove",
-        f"{found.listed:,} files are under the table location; {len(found.removable):,} "
+        f"{found.listed:,} files are under the table location (and "
+        f"{found.hidden:,} hidden ones, such as .crc checksums, which remove_orphan_files "
+        f"skips too); {len(found.removable):,} "
         f"({format_bytes(estimate['orphan_bytes'])}) are reached by no metadata and older than "
         f"{_iso(cutoff)}, {len(found.young):,} more are unreached but younger (kept: they may "
         "belong to a write in flight).",
@@ -505,6 +718,75 @@ def remove_orphan_files(
         + tuple((f"young: {f.path}", format_bytes(f.size)) for f in found.young[:20]),
         estimate,
         ("--older-than", _iso(cutoff)) if older_than_ms is not None else (),
+    )
+
+
+ESTIMATE_LABELS: Mapping[str, str] = {
+    "rewritten_files_count": "files rewritten",
+    "rewritten_bytes_count": "size rewritten",
+    "added_files_count": "files written, at least",
+    "data_files_after": "data files written",
+    "untouched_files_count": "data files left as they are",
+    "at_size_files_count": "of which already at the target size",
+    "too_few_files_count": "of which small but too few in their partition to rewrite",
+    "removed_delete_files_count": "delete files dropped",
+    "rewritten_manifests_count": "manifests rewritten",
+    "added_manifests_count": "manifests written",
+    "expired_snapshots_count": "snapshots expired",
+    "deleted_data_files_count": "data files deleted",
+    "deleted_position_delete_files_count": "position delete files deleted",
+    "deleted_equality_delete_files_count": "equality delete files deleted",
+    "deleted_manifest_files_count": "manifests deleted",
+    "deleted_manifest_lists_count": "manifest lists deleted",
+    "deleted_bytes": "size deleted",
+    "orphan_files_count": "orphan files to delete",
+    "orphan_bytes": "size of the orphan files",
+    "young_candidates_count": "unreached but younger than the cutoff (kept)",
+    "listed_files_count": "files listed",
+    "hidden_files_count": "hidden files skipped (names starting with _ or .)",
+}
+"""People's words for :attr:`Recommendation.estimate` keys (the keys stay the JSON's)."""
+
+
+def estimate_rows(estimate: Mapping[str, EstimateValue]) -> list[tuple[str, str]]:
+    """An estimate as (label, value) text for people.
+
+    Sizes in units, counts with thousands separators, a range as ``low to high``.
+    """
+    rows = []
+    for key, value in estimate.items():
+        label = ESTIMATE_LABELS.get(key, key.replace("_", " "))
+        if isinstance(value, tuple):
+            text = _span(*value)
+        elif key.endswith(("bytes", "bytes_count")):
+            text = format_bytes(value)
+        else:
+            text = f"{value:,}"
+        rows.append((label, text))
+    return rows
+
+
+def evidence_rows(evidence: Iterable[tuple[str, Number]]) -> list[tuple[str, str]]:
+    """Evidence as (label, value) text: counts with thousands separators, the rest as given."""
+    return [
+        (
+            label,
+            f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value),
+        )
+        for label, value in evidence
+    ]
+
+
+def evolve_command(table: str, spec_changes: Sequence[str]) -> str:
+    """The ``icecore evolve`` dry run of a spec change, as a shell command line."""
+    return shlex.join(
+        [
+            "icecore",
+            "evolve",
+            table,
+            *(word for line in spec_changes for word in ("--spec-change", line)),
+            "--dry-run",
+        ]
     )
 
 
@@ -529,7 +811,12 @@ def recommendations(
     metadata = table.metadata
     t = health.totals(metadata.current_snapshot(), manifest_list, files)
     found = [
-        rewrite_data_files(metadata, files, health.small_files(metadata, files)),
+        rewrite_data_files(
+            metadata,
+            files,
+            health.small_files(metadata, files),
+            health.over_partitioning(metadata, files),
+        ),
         rewrite_position_delete_files(metadata, files, health.deletes(t)),
         rewrite_manifests(metadata, manifest_list, health.manifests(metadata, manifest_list)),
         expire_snapshots(table, when),
@@ -565,8 +852,17 @@ __all__ = [
     "Orphans",
     "Reach",
     "Recommendation",
+    "ESTIMATE_LABELS",
+    "EstimateValue",
+    "estimate_rows",
+    "evidence_rows",
+    "evolve_command",
     "expire_snapshots",
+    "files_written",
+    "hidden_partition_prefixes",
+    "is_hidden",
     "metadata_files",
+    "orphan_locations",
     "orphan_files",
     "reach",
     "recommendation",

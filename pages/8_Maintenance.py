@@ -12,7 +12,7 @@ import datetime as dt
 import streamlit as st
 
 from icecore.errors import IcecoreError
-from icecore.maintenance import Job
+from icecore.maintenance import Job, estimate_rows, evidence_rows, evolve_command
 from ui import data, evolve_form, jobs, views
 from ui.shell import bootstrap, escape_markdown, require_table, show_error, stop
 
@@ -115,16 +115,31 @@ for rec in recommendations:
             f"{views.STATUS_ICONS[rec.status]} **{escape_markdown(rec.title)}** · `{rec.job}` — "
             f"{escape_markdown(rec.reason)}"
         )
+        if rec.force_reason:
+            st.warning(escape_markdown(rec.force_reason), icon=":material/warning:")
+        if rec.spec_changes:
+            st.markdown(
+                "**First, a coarser partition spec**: preview it with this command (nothing is "
+                "committed), commit it without `--dry-run` or on the Evolution page, and only "
+                "then compact."
+            )
+            st.code(evolve_command(table_key, rec.spec_changes), language="bash")
+            st.page_link(
+                "pages/6_Evolution.py",
+                label="Change the partition spec on the Evolution page",
+                icon=":material/schema:",
+                query_params={"catalog": context.catalog, "table": str(table.identifier)},
+            )
         left, right = st.columns(2)
         with left.expander("Evidence"):
             st.dataframe(
-                [{"measure": k, "value": str(v)} for k, v in rec.evidence],
+                [{"measure": k, "value": v} for k, v in evidence_rows(rec.evidence)],
                 hide_index=True,
                 width="stretch",
             )
         with right.expander("Estimated effect"):
             st.dataframe(
-                [{"estimate": k, "value": v} for k, v in rec.estimate.items()],
+                [{"estimate": k, "value": v} for k, v in estimate_rows(rec.estimate)],
                 hide_index=True,
                 width="stretch",
             )
@@ -178,10 +193,19 @@ except IcecoreError as error:
     stop()
 st.markdown(f"**Dry run** (from metadata, nothing written): {escape_markdown(estimate.reason)}")
 st.dataframe(
-    [{"estimate": k, "value": v} for k, v in estimate.estimate.items()],
+    [{"estimate": k, "value": v} for k, v in estimate_rows(estimate.estimate)],
     hide_index=True,
     width="stretch",
 )
+forced = False
+if estimate.force_reason:
+    st.warning(escape_markdown(estimate.force_reason), icon=":material/warning:")
+    forced = st.checkbox(
+        "Run it anyway: I accept that the table will have more files after it than before.",
+        key="mt_force",
+    )
+    if forced:
+        options.append("--force")
 argv = [str(job), table_key, *options, "--master", jobs.spark_master()]
 st.code("python -m pipeline.maintenance " + " ".join(argv), language="bash")
 
@@ -197,8 +221,14 @@ if st.button(
     "Run on Spark",
     key="mt_run",
     type="primary",
-    disabled=not confirmed or running,
-    help="A job is already running on this table." if running else None,
+    disabled=not confirmed or running or bool(estimate.force_reason and not forced),
+    help="A job is already running on this table."
+    if running
+    else (
+        "The estimate says this job makes the table worse; tick the box above to run it anyway."
+        if estimate.force_reason and not forced
+        else None
+    ),
 ):
     examples = data.filter_examples(
         table.metadata_location,

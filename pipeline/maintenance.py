@@ -10,7 +10,8 @@ folder (Spark's ``hadoop`` catalog rooted two levels up). Progress lines go to s
 last thing on stdout is one JSON object: the job, the table's metadata location and
 snapshot before and after, and the procedure's own result columns. ``--dry-run`` prints
 icecore's estimate (from metadata alone, no Spark) and, for ``remove_orphan_files``,
-Spark's own dry run too.
+Spark's own dry run too. A ``rewrite_data_files`` whose estimate says it may write more
+files than it removes (``data_files_after``) is refused unless ``--force``.
 
 Failures are one sentence on stderr and exit 1; a failed or killed job commits nothing
 (Iceberg commits are one atomic swap of the metadata location).
@@ -263,8 +264,15 @@ def _state(table: Table) -> dict[str, Any]:
     }
 
 
-def estimate(job: Job, table: Table, args: argparse.Namespace) -> dict[str, int]:
+def estimate(
+    job: Job, table: Table, args: argparse.Namespace
+) -> dict[str, maintenance.EstimateValue]:
     """Icecore's estimate of the job's effect, from metadata alone."""
+    return dict(recommendation(job, table, args).estimate)
+
+
+def recommendation(job: Job, table: Table, args: argparse.Namespace) -> maintenance.Recommendation:
+    """Icecore's recommendation for the job with these options: its estimate and warnings."""
     snapshot = table.metadata.current_snapshot()
     manifests = table.manifests(snapshot) if snapshot else []
     files = layout.snapshot_files(table, snapshot)
@@ -284,7 +292,7 @@ def estimate(job: Job, table: Table, args: argparse.Namespace) -> dict[str, int]
         older_than_ms=parse_timestamp_ms(args.older_than) if args.older_than else None,
         retain_last=args.retain_last,
     )
-    return dict(found.estimate)
+    return found
 
 
 def run_job(
@@ -366,6 +374,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", help="rewrite_data_files: a SQL boolean expression")
     p.add_argument("--strategy", choices=["binpack", "sort"], help="rewrite_data_files")
     p.add_argument("--dry-run", action="store_true", help="estimate only (orphans: list only)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="rewrite_data_files: run even when the estimate says it writes more files "
+        "than it removes",
+    )
     p.add_argument("--master", help="Spark master URL (default ICECORE_SPARK_MASTER or local[*])")
     return p
 
@@ -398,18 +412,26 @@ def _job(args: argparse.Namespace) -> dict[str, Any]:
     procedure_call(target, job, args, table)
     dry_only = args.dry_run and job is not Job.REMOVE_ORPHAN_FILES
     master = args.master or default_master()
+    found = recommendation(job, table, args)
+    if found.force_reason and not args.force and not dry_only:
+        raise PipelineError(
+            f"{found.force_reason.removesuffix('.')}; coarsen the partition spec first, or "
+            "pass --force to rewrite anyway."
+        )
     if not dry_only:
         check_prerequisites()
         check_master(master)
     _say(f"resolved {args.table} at {table.metadata_location}")
-    guess = estimate(job, table, args)
+    guess = jsonable(dict(found.estimate))
     _say(f"estimate from metadata: {json.dumps(guess)}")
+    warning = {"warning": found.force_reason} if found.force_reason else {}
     if dry_only:
         return {
             "job": str(job),
             "table": args.table,
             "dry_run": True,
             "estimate": guess,
+            **warning,
             "before": _state(table),
         }
     _say(f"starting Spark on {master}")

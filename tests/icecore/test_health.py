@@ -181,6 +181,7 @@ def test_findings_run_every_check_in_order() -> None:
     checks = [f.check for f in health.findings(metadata, [], files, t, now_ms=0)]
     assert checks == [
         "small_files",
+        "over_partitioning",
         "deletes",
         "manifests",
         "partition_skew",

@@ -99,7 +99,9 @@ def test_rewrites_keep_rows_and_reduce_files_as_estimated(
         assert spark_digest(spark, copy.spark_name) == digest
         if job is Job.REWRITE_DATA_FILES:
             assert rewritten > 0
-            # Files moved into the new spec split by row values: the estimate is a floor.
+            # Files moved into the new spec split by row values: the estimate brackets it.
+            low, high = guess["data_files_after"]
+            assert low <= added <= high, (low, added, high)
             assert added >= guess["added_files_count"]
             assert after.data_files == before.data_files - rewritten + added
             assert before.delete_files - after.delete_files == guess["removed_delete_files_count"]

@@ -122,7 +122,7 @@ def test_a_killed_job_leaves_the_previous_version(
     arg = f"{evo.sql_uri}::{copy.table}"
     table = icecore.load_table(arg)
     rows, digest = content(table), spark_digest(spark, copy.spark_name)
-    process = start("rewrite_data_files", arg)
+    process = start("rewrite_data_files", arg, "--force")  # trips fan out: forced
     wait_for_call(process)
     time.sleep(3)
     os.killpg(process.pid, signal.SIGKILL)
@@ -140,7 +140,7 @@ def test_a_concurrent_write_is_refused_by_spark_conflict_check(
     arg = f"{evo.sql_uri}::{copy.table}"
     first = spark.sql(f"SELECT min(trip_id) FROM {copy.spark_name}").collect()[0][0]
     rows = spark_digest(spark, copy.spark_name)[0]
-    process = start("rewrite_data_files", arg)
+    process = start("rewrite_data_files", arg, "--force")  # trips fan out: forced
     wait_for_call(process)
     time.sleep(10)  # the rewrite has planned from the current snapshot and is writing files
     # Another writer deletes a row of a file the rewrite is replacing, and commits first.

@@ -7,6 +7,7 @@ API and from Spark, never from what the page printed.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from icecore.maintenance import Job, recommendations
 from tests.icecore.evolution.conftest import EvoCatalogs
 from tests.ui.copies import copy_sql_table
 from tests.ui.helpers import no_problems, open_app
+from ui.shell import escape_markdown
 
 pytestmark = pytest.mark.spark
 
@@ -64,13 +66,30 @@ def test_recommend_estimate_confirm_run_and_compare(
     at.selectbox(key="mt_job").set_value(Job.REWRITE_DATA_FILES).run()
     no_problems(at)
     assert at.button(key="mt_run").disabled, "no run without the confirmation"
-    estimate = expected[Job.REWRITE_DATA_FILES].estimate
+    rewrite = expected[Job.REWRITE_DATA_FILES]
+    estimate = rewrite.estimate
     assert any(
-        str(estimate["rewritten_files_count"]) in df.value.to_string() for df in at.dataframe
+        f"{estimate['rewritten_files_count']:,}" in df.value.to_string() for df in at.dataframe
     )
     assert any("pipeline.maintenance rewrite_data_files" in c.value for c in at.code)
-
+    # The demo's trips fan out: the page says so, does not call the rewrite recommended,
+    # and runs it only once the force box is ticked (the command then says --force).
+    assert rewrite.force_reason is not None
+    assert any(escape_markdown(rewrite.force_reason) in w.value for w in at.warning)
+    options = at.selectbox(key="mt_job").options
+    assert "rewrite_data_files" in options, options  # listed, not "(recommended)"
+    # Estimates in words and units; the coarser spec first, as a dry-run command.
+    shown_estimates = [df.value for df in at.dataframe if "estimate" in df.value.columns]
+    assert shown_estimates
+    for frame in shown_estimates:
+        assert not any(re.fullmatch(r"[a-z]+(_[a-z]+)+", label) for label in frame["estimate"])
+    assert any(c.value.startswith("icecore evolve") and "--dry-run" in c.value for c in at.code), [
+        c.value for c in at.code
+    ]
     at.checkbox(key="mt_confirm").check().run()
+    assert at.button(key="mt_run").disabled, "no fan-out rewrite without the force box"
+    at.checkbox(key="mt_force").check().run()
+    assert any("--force" in c.value for c in at.code)
     at.button(key="mt_run").click().run()
     deadline = time.monotonic() + JOB_TIMEOUT
     while time.monotonic() < deadline:
