@@ -146,7 +146,9 @@ def show_job(status: jobs.JobStatus, latest: bool) -> None:
         f"**{escape_markdown(request.get('job', ''))}** · job `{job_id}` · {status.state} · "
         f"started {escape_markdown(_utc(status.started_ms))}"
     )
-    if status.state is jobs.State.RUNNING:
+    if status.cancelling:
+        st.caption("Cancelling: Spark is stopping; the files it left are listed once it has.")
+    elif status.state is jobs.State.RUNNING:
         show_progress(status)
         if st.button("Cancel the job", key=f"mt_cancel_{job_id}"):
             jobs.cancel(job_id)

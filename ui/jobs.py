@@ -102,6 +102,8 @@ class JobStatus:
     result: dict[str, Any] | None
     error: str | None
     progress: dict[str, Any] | None = None
+    cancelling: bool = False
+    """Running, with a cancel asked for: its processes are stopping."""
 
     @property
     def started_ms(self) -> int:
@@ -268,6 +270,45 @@ def _reap(process: subprocess.Popen[bytes]) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the job whose ``sh`` is ``pid`` still runs: the ``sh``, or anything of its group.
+
+    After a cancel the ``sh`` ends at once but Spark's JVM (same process group) runs its
+    shutdown for a moment, its tasks still writing files; the job ends when the last of its
+    processes does, so its lock holds and the files it left are listed only then.
+    """
+    return _sh_alive(pid) or _group_alive(pid)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still running (a zombie is not).
+
+    A zombie counts as gone: in the Docker image the app is PID 1 and adopts the job's
+    orphans, which Python never reaps. Without ``/proc``, any member counts.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        state, _, group = stat[stat.rindex(")") + 2 :].split()[:3]
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
+def _sh_alive(pid: int) -> bool:
     child = _CHILDREN.get(pid)
     if child is not None:  # ours: its waiting thread sets the return code when it ends
         return child.returncode is None
@@ -316,7 +357,16 @@ def status(job_id: str, tail: int = 40) -> JobStatus:
     else:
         state = State.LOST
         error = "The job's process ended without an exit status (it was killed)."
-    return JobStatus(job_id, state, request, tuple(log[-tail:]), result, error, _progress(folder))
+    return JobStatus(
+        job_id,
+        state,
+        request,
+        tuple(log[-tail:]),
+        result,
+        error,
+        _progress(folder),
+        cancelling=state is State.RUNNING and bool(cancelled),
+    )
 
 
 def _progress(folder: Path) -> dict[str, Any] | None:

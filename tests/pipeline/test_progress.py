@@ -85,4 +85,7 @@ def test_without_the_apps_progress_file_nothing_is_written(
     monkeypatch.setenv(PROGRESS_ENV, str(tmp_path / "progress.json"))
     assert reported(spark, lambda: spark.range(10).count()) == 10
     final = json.loads((tmp_path / "progress.json").read_text())
-    assert final["finished"] and [j["status"] for j in final["jobs"]] == ["SUCCEEDED"]
+    # A count is one Spark job, or two with adaptive execution (its shuffle stage, then the
+    # result): every one of them, and only them, after the first count.
+    statuses = [j["status"] for j in final["jobs"]]
+    assert final["finished"] and 1 <= len(statuses) <= 2 and set(statuses) == {"SUCCEEDED"}

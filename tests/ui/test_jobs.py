@@ -204,3 +204,18 @@ def test_every_process_lists_a_tables_jobs_running_first_and_cancels_them() -> N
         jobs.State.FAILED,
         jobs.State.SUCCEEDED,
     ]
+
+
+def test_a_cancelled_job_runs_until_its_last_process_ends() -> None:
+    # A process of the job's group that outlives its sh (as Spark's JVM shutting down does)
+    # keeps the job running, and its table locked, until it ends.
+    job_id = jobs.launch(
+        ["0", "60", "4"], module="tests.ui.quick_job", one_per_table=True, table="c::t"
+    )
+    _wait_running(job_id)
+    jobs.cancel(job_id)
+    time.sleep(0.5)
+    assert jobs.status(job_id).state is jobs.State.RUNNING
+    with pytest.raises(jobs.JobRunning):
+        jobs.launch(["0"], module="tests.ui.quick_job", one_per_table=True, table="c::t")
+    assert _finished(job_id).state is jobs.State.CANCELLED
