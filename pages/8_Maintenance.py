@@ -8,16 +8,19 @@ Every number before the run comes from icecore (metadata alone); the job itself 
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import streamlit as st
 
+from icecore import health
 from icecore.errors import IcecoreError
 from icecore.maintenance import Job, estimate_rows, evidence_rows, evolve_command
 from ui import data, evolve_form, jobs, views
 from ui.shell import bootstrap, escape_markdown, require_table, show_error, stop
 
 POLL_SECONDS = 2.0
-JOBS_KEY = "mt_jobs"  # session state: table key -> id of the last job launched from this page
+SPARK_ORPHAN_MIN_AGE_MS = 24 * 3600 * 1000  # remove_orphan_files refuses a younger cutoff
+RUNNING_KEY = "mt_running"  # session state: table key -> ids of its jobs running at the last look
 
 context = bootstrap("Maintenance")
 table, _ = require_table(context)
@@ -28,23 +31,148 @@ evolve_form.stop_unless_writable(context.read_only, table, "maintenance is hidde
 st.caption(
     "What the table's health findings would take to fix, the Spark job that fixes each, and "
     "its effect estimated from metadata alone. A job runs on Spark "
-    f"(master {escape_markdown(jobs.spark_master())}) in the background, after you confirm it."
+    f"(master {escape_markdown(jobs.spark_master())}) in the background, after you confirm it; "
+    "it belongs to the server: every session on this table sees it, follows its progress and "
+    "can cancel it, and one job runs on a table at a time."
 )
 
 
-def show_job(job_id: str) -> None:
-    """A job's state, log tail and, once done, its result and a before/after comparison."""
-    status = jobs.status(job_id)
-    request = status.request
-    st.markdown(f"**{escape_markdown(request.get('job', ''))}** · job `{job_id}` · {status.state}")
-    if status.state is jobs.State.RUNNING and st.button("Cancel the job", key="mt_cancel"):
-        jobs.cancel(job_id)
-    st.code("\n".join(status.log_tail) or "(starting…)", language=None)
-    if status.error is not None:
-        st.error(escape_markdown(status.error), icon=":material/error:")
-    if status.result is None:
+def _utc(ms: int) -> str:
+    return f"{dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def show_progress(status: jobs.JobStatus) -> None:
+    """Spark's stage and task progress as the job last wrote it, with a bar for the tasks."""
+    progress = status.progress
+    if progress is None:
+        st.caption("Waiting for Spark to start…")
         return
-    result = status.result
+    running = [
+        s
+        for j in progress.get("jobs", [])
+        if j.get("status") == "RUNNING"
+        for s in j.get("stages", [])
+        if s.get("running")
+    ]
+    tasks = sum(int(s.get("tasks") or 0) for s in running)
+    done = sum(int(s.get("completed") or 0) for s in running)
+    line = escape_markdown(progress.get("line", ""))
+    if tasks:
+        st.progress(min(done / tasks, 1.0), text=line)
+    else:
+        st.caption(line)
+
+
+def show_leftovers(status: jobs.JobStatus) -> None:
+    """The files a cancelled or failed job wrote that no metadata reaches, and how to remove them.
+
+    Listed with icecore's orphan check split at the job's start; ``remove_orphan_files``
+    removes them, but only with a cutoff older than the files and at least a day ago (Spark
+    refuses a younger one: a write in flight could lose its files).
+    """
+    if status.request.get("before") == table.metadata_location:
+        st.caption("Nothing was committed: the table's metadata is still the one before the job.")
+    try:
+        found = data.job_leftovers(
+            table.metadata_location, status.job_id, status.started_ms, table
+        ).young
+    except IcecoreError as error:
+        show_error(error)
+        return
+    if not found:
+        st.caption("It left no file under the table's location that no metadata reaches.")
+        return
+    size = sum(f.size for f in found)
+    newest = max((f.modified_ms or status.started_ms) for f in found)
+    st.warning(
+        f"It left {len(found):,} files ({health.format_bytes(size)}) under the table's location "
+        "that no metadata of the table reaches; they take space until remove_orphan_files "
+        "deletes them.",
+        icon=":material/folder_delete:",
+    )
+    with st.expander(f"The {len(found):,} files it left"):
+        st.dataframe(
+            [
+                {
+                    "file": f.path,
+                    "size": health.format_bytes(f.size),
+                    "written": _utc(f.modified_ms),
+                }
+                if f.modified_ms is not None
+                else {"file": f.path, "size": health.format_bytes(f.size), "written": ""}
+                for f in found
+            ],
+            hide_index=True,
+            width="stretch",
+        )
+    # Any cutoff after the newest leftover covers them all; Spark wants it a day ago or older.
+    cutoff_ms = newest + 1000
+    usable_ms = cutoff_ms + SPARK_ORPHAN_MIN_AGE_MS
+    now_ms = int(time.time() * 1000)
+    cutoff = dt.datetime.fromtimestamp(cutoff_ms / 1000, tz=dt.UTC).isoformat(timespec="seconds")
+    command = (
+        f"python -m pipeline.maintenance remove_orphan_files {table_key} --older-than {cutoff}"
+    )
+    if now_ms < usable_ms:
+        st.markdown(
+            "To remove them, run the orphan job **remove_orphan_files** with a cutoff after the "
+            f"newest of them ({escape_markdown(_utc(newest))}). Spark refuses a cutoff within the "
+            "last 24 hours (a write in flight could lose its files), so it can run from "
+            f"{escape_markdown(_utc(usable_ms))} on:"
+        )
+    else:
+        st.markdown(
+            "The orphan job **remove_orphan_files** with a cutoff after the newest of them "
+            f"({escape_markdown(_utc(newest))}) removes them:"
+        )
+    st.code(command, language="bash")
+    if now_ms >= usable_ms and st.button(
+        "Prepare the orphan job below", key=f"mt_orphans_{status.job_id}"
+    ):
+        days = (now_ms - cutoff_ms) / SPARK_ORPHAN_MIN_AGE_MS
+        st.session_state["mt_job"] = Job.REMOVE_ORPHAN_FILES
+        st.session_state[f"mt_days_{Job.REMOVE_ORPHAN_FILES}"] = max(1.0, int(days * 100) / 100)
+        st.rerun()
+
+
+def show_job(status: jobs.JobStatus, latest: bool) -> None:
+    """A job's state, progress, log tail and, once over, its result or what it left behind.
+
+    ``latest``: the table's most recent ended job, shown in full (older ones in one line).
+    """
+    request = status.request
+    job_id = status.job_id
+    st.markdown(
+        f"**{escape_markdown(request.get('job', ''))}** · job `{job_id}` · {status.state} · "
+        f"started {escape_markdown(_utc(status.started_ms))}"
+    )
+    if status.cancelling:
+        st.caption("Cancelling: Spark is stopping; the files it left are listed once it has.")
+    elif status.state is jobs.State.RUNNING:
+        show_progress(status)
+        if st.button("Cancel the job", key=f"mt_cancel_{job_id}"):
+            jobs.cancel(job_id)
+            st.rerun()
+    if not latest:
+        if status.error is not None:
+            st.caption(escape_markdown(status.error))
+        return
+    with st.expander("Log", expanded=status.state is not jobs.State.RUNNING):
+        st.code("\n".join(status.log_tail) or "(starting…)", language=None)
+    if status.state is jobs.State.CANCELLED:
+        st.info(escape_markdown(status.error or "Cancelled."), icon=":material/cancel:")
+    elif status.error is not None:
+        st.error(escape_markdown(status.error), icon=":material/error:")
+    if status.state in (jobs.State.CANCELLED, jobs.State.FAILED, jobs.State.LOST):
+        show_leftovers(status)
+    if status.result is not None:
+        show_result(status)
+
+
+def show_result(status: jobs.JobStatus) -> None:
+    """A succeeded job's result and a before/after comparison."""
+    request = status.request
+    result = status.result or {}
     st.success(
         f"Done in {result.get('seconds', 0):.1f}s on Spark.",
         icon=":material/check_circle:",
@@ -82,26 +210,31 @@ def show_job(job_id: str) -> None:
         )
 
 
-launched = st.session_state.setdefault(JOBS_KEY, {})
-if table_key in launched:
-    st.subheader("The job")
+@st.fragment(run_every=POLL_SECONDS)
+def follow() -> None:
+    """The table's jobs from the jobs folder, polled: a start or an end anywhere reruns the page.
 
-    @st.fragment(run_every=POLL_SECONDS)
-    def follow() -> None:
-        """Poll the job folder; stop polling (rerun the page) once the job is over."""
-        job_id = launched[table_key]
-        show_job(job_id)
-        if jobs.status(job_id).state is not jobs.State.RUNNING and not st.session_state.get(
-            f"mt_done_{job_id}"
-        ):
-            st.session_state[f"mt_done_{job_id}"] = True
-            data.forget_table_lists()
-            st.rerun()
+    Any session's start (the Run button's state) or end (recommendations, the table's
+    version) changes more than this fragment, so the whole page reruns once then.
+    """
+    listed = jobs.table_jobs(table_key)
+    now_running = sorted(j.job_id for j in listed if not j.over)
+    seen = st.session_state.setdefault(RUNNING_KEY, {})
+    before = seen.get(table_key)
+    seen[table_key] = now_running
+    if before is not None and before != now_running:
+        data.forget_table_lists()
+        st.rerun()
+    if not listed:
+        return
+    st.subheader("Jobs on this table")
+    latest_ended = next((j.job_id for j in listed if j.over), None)
+    for status in listed:
+        with st.container(border=True):
+            show_job(status, latest=status.over is False or status.job_id == latest_ended)
 
-    if st.session_state.get(f"mt_done_{launched[table_key]}"):
-        show_job(launched[table_key])
-    else:
-        follow()
+
+follow()
 
 st.subheader("Recommendations")
 try:
@@ -209,7 +342,14 @@ if estimate.force_reason:
 argv = [str(job), table_key, *options, "--master", jobs.spark_master()]
 st.code("python -m pipeline.maintenance " + " ".join(argv), language="bash")
 
-running = table_key in launched and jobs.status(launched[table_key]).state is jobs.State.RUNNING
+running = jobs.running_job(table_key)
+if running is not None:
+    st.info(
+        f"{escape_markdown(running.request.get('job', 'A job'))} (job {running.job_id}) is "
+        "running on this table; one job runs on a table at a time, so wait for it to end or "
+        "cancel it above.",
+        icon=":material/hourglass_top:",
+    )
 deletes = job in (Job.EXPIRE_SNAPSHOTS, Job.REMOVE_ORPHAN_FILES)
 confirmed = st.checkbox(
     "I understand this "
@@ -221,9 +361,9 @@ if st.button(
     "Run on Spark",
     key="mt_run",
     type="primary",
-    disabled=not confirmed or running or bool(estimate.force_reason and not forced),
+    disabled=not confirmed or running is not None or bool(estimate.force_reason and not forced),
     help="A job is already running on this table."
-    if running
+    if running is not None
     else (
         "The estimate says this job makes the table worse; tick the box above to run it anyway."
         if estimate.force_reason and not forced
@@ -235,12 +375,17 @@ if st.button(
         (s.snapshot_id if (s := table.metadata.current_snapshot()) else None),
         table,
     )
-    launched[table_key] = jobs.launch(
-        argv,
-        job=str(job),
-        table=table_key,
-        before=table.metadata_location,
-        sample_filter=examples[0] if examples else None,
-    )
+    try:
+        jobs.launch(
+            argv,
+            one_per_table=True,
+            job=str(job),
+            table=table_key,
+            before=table.metadata_location,
+            sample_filter=examples[0] if examples else None,
+        )
+    except jobs.JobRunning as refusal:  # another session started one since this page ran
+        show_error(refusal)
+        stop()
     st.session_state.pop("mt_confirm", None)
     st.rerun()

@@ -52,6 +52,7 @@ from icecore.expressions.parser import parse_filter
 from icecore.history import parse_timestamp_ms
 from icecore.maintenance import Job
 from icecore.table import Table
+from pipeline.progress import reported
 from pipeline.spark import (
     PipelineError,
     build_session,
@@ -435,8 +436,12 @@ def _job(args: argparse.Namespace) -> dict[str, Any]:
             "before": _state(table),
         }
     _say(f"starting Spark on {master}")
+    # Spark's stage and task progress goes to the job folder's progress file (ui/jobs.py).
     result = on_spark(
-        target, master, f"icecore-{job}", lambda s: run_job(s, job, args.table, args, _say)
+        target,
+        master,
+        f"icecore-{job}",
+        lambda s: reported(s, lambda: run_job(s, job, args.table, args, _say)),
     )
     return {**result, "estimate": guess}
 

@@ -688,3 +688,17 @@ def state_of(
         lambda: state_at(table, snapshot, ref=ref, time_travel=time_travel),
         "Finding the metadata file of that snapshot…",
     )
+
+
+# --- maintenance jobs (s10-jobs) -------------------------------------------------------
+
+
+@st.cache_data(ttl=30, max_entries=16, show_spinner="Listing the files the job left…")
+def job_leftovers(location: str, job_id: str, since_ms: int, _table: Table) -> maintenance.Orphans:
+    """Files under the table's location that no metadata reaches, split at ``since_ms``.
+
+    ``young`` holds those written at or after ``since_ms`` (a job's start): what a cancelled
+    or failed job left. The listing changes without a commit (another writer), hence the
+    short ``ttl``; ``job_id`` keys it per job.
+    """
+    return maintenance.orphan_files(_table, since_ms)

@@ -4,8 +4,18 @@ The web process never imports pyspark: a job is ``python -m pipeline.maintenance
 own process group, started through ``sh`` so its exit status lands in a file. Each job has a
 folder (``ICECORE_JOBS_DIR``, else a folder in the temp dir) holding what it was asked
 (``job.json``), its progress and Spark's log (``log``, stderr), its result (``stdout``, the
-last line JSON) and its exit status (``rc``). That folder is the source of truth, so a job
-survives page reruns and reloads; the page keeps only job ids in session state.
+last line JSON), its exit status (``rc``), Spark's stage and task progress
+(``progress.json``, written by the job while it runs) and, once cancelled, who asked and when
+(``cancelled``). That folder is the source of truth: a job belongs to the server, not to the
+browser session that started it, so every session, tab and colleague sees the jobs of the
+table it looks at (:func:`table_jobs`) and can cancel them (:func:`cancel`).
+
+One maintenance job runs per table at a time, across every process that shares the jobs
+folder: :func:`launch` with ``one_per_table`` checks and takes the table's lock
+(``locks/<digest>.lock``, holding the job id) while it holds an exclusive ``fcntl.flock`` on
+the table's guard file, so two starts cannot both see the table free. The lock is held for
+as long as the job it names is running; once that job has ended (finished, cancelled, or its
+process gone without a status) the lock is stale and the next start takes it over.
 
 The ``sh`` is this process's child, and a finished child stays a zombie until its parent
 waits for it. Each job therefore gets a daemon thread that waits for its ``sh`` (the pattern
@@ -20,6 +30,9 @@ nothing for the interpreter's exit to abort), and ends with the job.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import fcntl
+import hashlib
 import json
 import os
 import shlex
@@ -31,17 +44,28 @@ import threading
 import time
 import tomllib
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from icecore.errors import IcecoreError
+from pipeline.progress import PROGRESS_ENV
 from ui.shell import CONFIG_ENV, DEFAULT_CONFIG
 
 REPO = Path(__file__).resolve().parent.parent
 JOBS_ENV = "ICECORE_JOBS_DIR"
 MASTER_ENV = "ICECORE_SPARK_MASTER"
 DEFAULT_MASTER = "local[*]"
+PROGRESS_FILE = "progress.json"
+CANCELLED_FILE = "cancelled"
+RECENT = 5
+"""Finished jobs of a table listed after its running one."""
+
+
+class JobRunning(IcecoreError):
+    """A job is already running on the table (one maintenance job per table at a time)."""
 
 
 class State(StrEnum):
@@ -50,6 +74,8 @@ class State(StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    CANCELLED = "cancelled"
+    """Someone cancelled it (from any session) and it stopped without finishing."""
     LOST = "lost"
     """The process is gone without an exit status (the machine restarted, or it was killed)."""
 
@@ -60,11 +86,13 @@ class JobStatus:
 
     Attributes:
         job_id: the folder's name.
-        state: running, succeeded, failed or lost.
+        state: running, succeeded, failed, cancelled or lost.
         request: what was launched (argv, table, catalog, start time, metadata before).
         log_tail: the last lines of the log (progress and Spark's own output).
         result: the JSON result when it succeeded.
-        error: the one sentence it ended with when it failed.
+        error: the one sentence it ended with when it failed, was cancelled or lost.
+        progress: Spark's stage and task progress as the job last wrote it (``line`` is
+            its one-line summary), None before Spark starts or for a job that writes none.
     """
 
     job_id: str
@@ -73,6 +101,19 @@ class JobStatus:
     log_tail: tuple[str, ...]
     result: dict[str, Any] | None
     error: str | None
+    progress: dict[str, Any] | None = None
+    cancelling: bool = False
+    """Running, with a cancel asked for: its processes are stopping."""
+
+    @property
+    def started_ms(self) -> int:
+        """When it was launched (ms since the epoch)."""
+        return int(self.request.get("started_ms") or 0)
+
+    @property
+    def over(self) -> bool:
+        """Whether it has ended (any state but running)."""
+        return self.state is not State.RUNNING
 
 
 def jobs_dir() -> Path:
@@ -99,19 +140,57 @@ def spark_master() -> str:
     return value.strip() if isinstance(value, str) and value.strip() else DEFAULT_MASTER
 
 
-def launch(argv: list[str], module: str = "pipeline.maintenance", **request: Any) -> str:
+def launch(
+    argv: list[str],
+    module: str = "pipeline.maintenance",
+    *,
+    one_per_table: bool = False,
+    **request: Any,
+) -> str:
     """Start ``python -m <module> argv...`` in the background; return its job id.
 
     ``module`` is ``pipeline.maintenance`` (a maintenance job) or ``pipeline.query`` (a
     full-table query from the SQL page); both end with one JSON line on stdout.
+
+    Args:
+        argv: the module's command line.
+        module: the module to run.
+        one_per_table: refuse the start while another job runs on ``request["table"]``
+            (checked and taken atomically across processes; see the module docstring).
+        **request: what the job folder's ``job.json`` records (``job``, ``table``...).
+
+    Raises:
+        JobRunning: ``one_per_table`` and a job is running on the table.
     """
+    if not one_per_table:
+        return _start(argv, module, request)
+    table = str(request.get("table") or "")
+    if not table:
+        raise ValueError("one_per_table needs the table the job runs on")
+    with _guard(table):
+        holder = running_job(table)
+        if holder is not None:
+            raise JobRunning(_refusal(holder, table))
+        job_id = _start(argv, module, request)
+        _write_atomic(_lock_path(table), job_id)
+    return job_id
+
+
+def _refusal(holder: JobStatus, table: str) -> str:
+    started = dt.datetime.fromtimestamp(holder.started_ms / 1000, tz=dt.UTC)
+    return (
+        f"{holder.request.get('job') or 'A job'} (job {holder.job_id}, started "
+        f"{started:%Y-%m-%d %H:%M:%S} UTC) is already running on {table}; wait for it to end "
+        "or cancel it before starting another."
+    )
+
+
+def _start(argv: list[str], module: str, request: dict[str, Any]) -> str:
     job_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     folder = jobs_dir() / job_id
     folder.mkdir()
     command = [sys.executable, "-m", module, *argv]
-    (folder / "job.json").write_text(
-        json.dumps({**request, "argv": argv, "started_ms": int(time.time() * 1000)})
-    )
+    started_ms = int(time.time() * 1000)
     script = (
         f"{shlex.join(command)} >{shlex.quote(str(folder / 'stdout'))} "
         f"2>{shlex.quote(str(folder / 'log'))}; echo $? >{shlex.quote(str(folder / 'rc.tmp'))} "
@@ -120,6 +199,7 @@ def launch(argv: list[str], module: str = "pipeline.maintenance", **request: Any
     process = subprocess.Popen(
         ["sh", "-c", script],
         cwd=REPO,
+        env={**os.environ, PROGRESS_ENV: str(folder / PROGRESS_FILE)},
         start_new_session=True,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -129,8 +209,54 @@ def launch(argv: list[str], module: str = "pipeline.maintenance", **request: Any
     threading.Thread(
         target=_reap, args=(process,), name=f"icecore-job-{job_id}", daemon=True
     ).start()
-    (folder / "pid").write_text(str(process.pid))
+    # The pid first, job.json last: a folder other sessions list (it has job.json) can
+    # always be followed and cancelled.
+    _write_atomic(folder / "pid", str(process.pid))
+    _write_atomic(
+        folder / "job.json", json.dumps({**request, "argv": argv, "started_ms": started_ms})
+    )
     return job_id
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` so a reader sees the whole old file or the whole new one."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+def _lock_path(table: str) -> Path:
+    folder = jobs_dir() / "locks"
+    folder.mkdir(exist_ok=True)
+    return folder / f"{hashlib.sha1(table.encode()).hexdigest()[:16]}.lock"
+
+
+@contextlib.contextmanager
+def _guard(table: str) -> Iterator[None]:
+    """Hold the table's exclusive ``flock`` (released when the block ends or the process dies)."""
+    guard = _lock_path(table).with_suffix(".guard")
+    with guard.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def running_job(table: str) -> JobStatus | None:
+    """The job holding the table's lock while it runs; None when the table is free.
+
+    A lock whose job has ended, whose folder is gone or unreadable, is stale: None.
+    """
+    try:
+        job_id = _lock_path(table).read_text().strip()
+    except OSError:
+        return None
+    try:
+        found = status(job_id)
+    except (OSError, ValueError):
+        return None
+    return found if found.state is State.RUNNING else None
 
 
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
@@ -144,6 +270,45 @@ def _reap(process: subprocess.Popen[bytes]) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the job whose ``sh`` is ``pid`` still runs: the ``sh``, or anything of its group.
+
+    After a cancel the ``sh`` ends at once but Spark's JVM (same process group) runs its
+    shutdown for a moment, its tasks still writing files; the job ends when the last of its
+    processes does, so its lock holds and the files it left are listed only then.
+    """
+    return _sh_alive(pid) or _group_alive(pid)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still running (a zombie is not).
+
+    A zombie counts as gone: in the Docker image the app is PID 1 and adopts the job's
+    orphans, which Python never reaps. Without ``/proc``, any member counts.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        state, _, group = stat[stat.rindex(")") + 2 :].split()[:3]
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
+def _sh_alive(pid: int) -> bool:
     child = _CHILDREN.get(pid)
     if child is not None:  # ours: its waiting thread sets the return code when it ends
         return child.returncode is None
@@ -174,26 +339,76 @@ def status(job_id: str, tail: int = 40) -> JobStatus:
     request = json.loads((folder / "job.json").read_text())
     log = _lines(folder / "log")
     rc_lines = _lines(folder / "rc")
+    cancelled = _lines(folder / CANCELLED_FILE)
     result: dict[str, Any] | None = None
     error: str | None = None
-    if rc_lines:
-        out = _lines(folder / "stdout")
-        if rc_lines[0].strip() == "0" and out:
-            result = json.loads(out[-1])
-            state = State.SUCCEEDED
-        else:
-            state = State.FAILED
-            error = log[-1] if log else f"The job exited with status {rc_lines[0]}."
-    elif _alive(int((folder / "pid").read_text())):
+    out = _lines(folder / "stdout") if rc_lines else []
+    if rc_lines and rc_lines[0].strip() == "0" and out:
+        result = json.loads(out[-1])
+        state = State.SUCCEEDED
+    elif not rc_lines and _alive(int((folder / "pid").read_text())):
         state = State.RUNNING
+    elif cancelled:
+        state = State.CANCELLED
+        error = cancelled[0]
+    elif rc_lines:
+        state = State.FAILED
+        error = log[-1] if log else f"The job exited with status {rc_lines[0]}."
     else:
         state = State.LOST
         error = "The job's process ended without an exit status (it was killed)."
-    return JobStatus(job_id, state, request, tuple(log[-tail:]), result, error)
+    return JobStatus(
+        job_id,
+        state,
+        request,
+        tuple(log[-tail:]),
+        result,
+        error,
+        _progress(folder),
+        cancelling=state is State.RUNNING and bool(cancelled),
+    )
 
 
-def cancel(job_id: str) -> None:
-    """Stop a running job (its whole process group); an uncommitted job changes nothing."""
-    pid = int((jobs_dir() / job_id / "pid").read_text())
+def _progress(folder: Path) -> dict[str, Any] | None:
+    try:
+        found = json.loads((folder / PROGRESS_FILE).read_text())
+    except (OSError, ValueError):  # none yet, or (never, it is replaced whole) half written
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def table_jobs(table: str, recent: int = RECENT) -> list[JobStatus]:
+    """The jobs launched on ``table`` from any session: running first, then the latest ended.
+
+    Args:
+        table: the table key jobs were launched with (``catalog::ns.table``).
+        recent: how many ended jobs to list after the running ones.
+    """
+    found: list[JobStatus] = []
+    for folder in jobs_dir().iterdir():
+        try:
+            request = json.loads((folder / "job.json").read_text())
+            if request.get("table") == table:
+                found.append(status(folder.name))
+        except (OSError, ValueError):  # not a job folder, or one being written
+            continue
+    found.sort(key=lambda j: (j.started_ms, j.job_id), reverse=True)
+    running = [j for j in found if j.state is State.RUNNING]
+    ended = [j for j in found if j.state is not State.RUNNING][:recent]
+    return running + ended
+
+
+def cancel(job_id: str, by: str = "") -> None:
+    """Stop a running job (its whole process group), from any session or process.
+
+    The ``cancelled`` file is written first, so the job reads as cancelled (not lost) once
+    its process is gone. An uncommitted job changes nothing: an Iceberg commit is one atomic
+    swap of the metadata location, but the files it wrote before stay (see the page).
+    """
+    folder = jobs_dir() / job_id
+    when = dt.datetime.now(dt.UTC)
+    who = f" from {by}" if by else ""
+    _write_atomic(folder / CANCELLED_FILE, f"Cancelled{who} at {when:%Y-%m-%d %H:%M:%S} UTC.")
+    pid = int((folder / "pid").read_text())
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)

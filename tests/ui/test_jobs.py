@@ -8,9 +8,14 @@ exits. These launch a real job (``tests.ui.quick_job``, which ends at once) thro
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,3 +93,129 @@ def test_a_reaped_job_without_a_status_file_reads_as_lost(tmp_path: Path) -> Non
     (tmp_path / job_id / "rc").unlink()
     assert _no_zombie(int((tmp_path / job_id / "pid").read_text()))
     assert jobs.status(job_id).state is jobs.State.LOST
+
+
+def _wait_running(job_id: str, timeout_s: float = 30.0) -> None:
+    """Until the job's Python has started (its first log line), so a signal finds it."""
+    deadline = time.monotonic() + timeout_s
+    while "sleeping" not in "".join(jobs.status(job_id).log_tail):
+        assert time.monotonic() < deadline, f"job {job_id} never started"
+        time.sleep(0.05)
+
+
+def test_a_second_start_on_the_same_table_is_refused_until_the_first_ends() -> None:
+    first = jobs.launch(["0", "60"], module="tests.ui.quick_job", one_per_table=True, table="c::t")
+    try:
+        with pytest.raises(jobs.JobRunning) as refused:
+            jobs.launch(["0"], module="tests.ui.quick_job", one_per_table=True, table="c::t")
+        assert first in str(refused.value) and "c::t" in str(refused.value)
+        assert str(refused.value).count(".") >= 1 and "\n" not in str(refused.value)
+        # Another table is free, and a job launched without the lock is not held back.
+        other = jobs.launch(["0"], module="tests.ui.quick_job", one_per_table=True, table="c::u")
+        assert _finished(other).state is jobs.State.SUCCEEDED
+    finally:
+        jobs.cancel(first)
+    assert _finished(first).state is jobs.State.CANCELLED
+    # The first job's lock is stale now: the next start takes it over.
+    again = jobs.launch(["0"], module="tests.ui.quick_job", one_per_table=True, table="c::t")
+    assert _finished(again).state is jobs.State.SUCCEEDED
+
+
+def _race(jobs_root: str, table: str, start: Any, results: Any) -> None:
+    """One process's attempt to start a job on ``table`` once ``start`` is set."""
+    os.environ[jobs.JOBS_ENV] = jobs_root
+    start.wait()
+    try:
+        results.put(
+            jobs.launch(["0", "30"], module="tests.ui.quick_job", one_per_table=True, table=table)
+        )
+    except jobs.JobRunning:
+        results.put("refused")
+
+
+def test_starts_racing_from_several_processes_leave_exactly_one_job(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    start, results = context.Event(), context.Queue()
+    racers = [
+        context.Process(target=_race, args=(str(tmp_path), "c::race", start, results))
+        for _ in range(6)
+    ]
+    for racer in racers:
+        racer.start()
+    start.set()
+    outcomes = [results.get(timeout=60) for _ in racers]
+    for racer in racers:
+        racer.join(timeout=60)
+    started = [o for o in outcomes if o != "refused"]
+    assert len(started) == 1, outcomes
+    assert [j.job_id for j in jobs.table_jobs("c::race")] == started
+    jobs.cancel(started[0])
+    assert _finished(started[0]).state is jobs.State.CANCELLED
+
+
+def test_a_lock_whose_process_is_gone_is_taken_over(tmp_path: Path) -> None:
+    job_id = jobs.launch(["0", "60"], module="tests.ui.quick_job", one_per_table=True, table="c::t")
+    _wait_running(job_id)
+    pid = int((tmp_path / job_id / "pid").read_text())
+    os.killpg(pid, signal.SIGKILL)  # the machine's OOM killer, not a cancel: no status left
+    assert _finished(job_id).state is jobs.State.LOST
+    taken = jobs.launch(["0"], module="tests.ui.quick_job", one_per_table=True, table="c::t")
+    assert _finished(taken).state is jobs.State.SUCCEEDED
+
+
+def test_every_process_lists_a_tables_jobs_running_first_and_cancels_them() -> None:
+    done = jobs.launch(["0"], module="tests.ui.quick_job", table="c::t", job="rewrite_manifests")
+    _finished(done)
+    failed = jobs.launch(["3"], module="tests.ui.quick_job", table="c::t", job="expire_snapshots")
+    _finished(failed)
+    running = jobs.launch(
+        ["0", "60"],
+        module="tests.ui.quick_job",
+        one_per_table=True,
+        table="c::t",
+        job="rewrite_data_files",
+    )
+    jobs.launch(["0"], module="tests.ui.quick_job", table="c::other")
+    # Another process (a second server, a colleague's session) reads the same folder.
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from ui import jobs; "
+            "print([(j.job_id, str(j.state)) for j in jobs.table_jobs('c::t')])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=os.environ,
+    ).stdout.strip()
+    assert listed == str([(running, "running"), (failed, "failed"), (done, "succeeded")])
+    _wait_running(running)
+    subprocess.run(
+        [sys.executable, "-c", f"from ui import jobs; jobs.cancel({running!r}, by='a colleague')"],
+        check=True,
+        env=os.environ,
+    )
+    found = _finished(running)
+    assert found.state is jobs.State.CANCELLED
+    assert found.error is not None and found.error.startswith("Cancelled from a colleague at ")
+    assert [j.state for j in jobs.table_jobs("c::t")] == [
+        jobs.State.CANCELLED,
+        jobs.State.FAILED,
+        jobs.State.SUCCEEDED,
+    ]
+
+
+def test_a_cancelled_job_runs_until_its_last_process_ends() -> None:
+    # A process of the job's group that outlives its sh (as Spark's JVM shutting down does)
+    # keeps the job running, and its table locked, until it ends.
+    job_id = jobs.launch(
+        ["0", "60", "4"], module="tests.ui.quick_job", one_per_table=True, table="c::t"
+    )
+    _wait_running(job_id)
+    jobs.cancel(job_id)
+    time.sleep(0.5)
+    assert jobs.status(job_id).state is jobs.State.RUNNING
+    with pytest.raises(jobs.JobRunning):
+        jobs.launch(["0"], module="tests.ui.quick_job", one_per_table=True, table="c::t")
+    assert _finished(job_id).state is jobs.State.CANCELLED

@@ -1,0 +1,145 @@
+"""Jobs belong to the server: two AppTest sessions on one table share its jobs.
+
+A real ``rewrite_data_files`` on a SQL-catalog copy of the fixture's trips table, started
+from one session's page: a second session sees it running with Spark's stage and task
+progress, is refused a second start in one sentence, cancels it, and is shown the files the
+job left. Those are checked against the folder listed here and the table's metadata read by
+Spark (``all_files``, ``all_delete_files``, ``all_manifests``, ``snapshots``,
+``metadata_log_entries``), never against the code under test.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from icecore.health import format_bytes
+from icecore.maintenance import Job
+from tests.icecore.evolution.conftest import EvoCatalogs
+from tests.ui.copies import Copy, copy_sql_table
+from tests.ui.helpers import no_problems, open_app
+from ui import jobs
+
+pytestmark = pytest.mark.spark
+
+TIMEOUT_S = 300
+
+
+def _texts(at: AppTest) -> str:
+    """Every text the page shows (markdown, captions, alerts, progress bars)."""
+    found = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    found += [a.value for a in (*at.info, *at.warning, *at.error, *at.success)]
+    found += [p.proto.text for p in at.get("progress")]
+    return "\n".join(found)
+
+
+def _until(at: AppTest, ready: Any, what: str, timeout_s: float = TIMEOUT_S) -> None:
+    """Rerun the page (as its polling fragment does) until ``ready(at)``."""
+    deadline = time.monotonic() + timeout_s
+    while not ready(at):
+        assert time.monotonic() < deadline, f"{what}: {_texts(at)}"
+        time.sleep(0.5)
+        at.run()
+
+
+def _strip(path: str) -> str:
+    return path.removeprefix("file:").replace("//", "/")
+
+
+def _unreferenced_since(spark: Any, copy: Copy, since_ms: int) -> set[str]:
+    """Files under the copy's folder written since ``since_ms`` that no metadata reaches.
+
+    Hidden files (``.`` or ``_`` first, as Hadoop's checksums) are not the table's: Spark's
+    ``remove_orphan_files`` skips them, and deleting a file deletes its checksum.
+    """
+    name = copy.spark_name
+    referenced: set[str] = set()
+    for query in (
+        f"SELECT file_path FROM {name}.all_files",
+        f"SELECT file_path FROM {name}.all_delete_files",
+        f"SELECT path FROM {name}.all_manifests",
+        f"SELECT manifest_list FROM {name}.snapshots",
+        f"SELECT file FROM {name}.metadata_log_entries",
+    ):
+        referenced |= {_strip(str(r[0])) for r in spark.sql(query).collect()}
+    found = set()
+    for root, _, names in os.walk(copy.folder):
+        for file in names:
+            path = Path(root) / file
+            if file.startswith((".", "_")) or path.stat().st_mtime * 1000 < since_ms:
+                continue
+            if _strip(str(path)) not in referenced:
+                found.add(_strip(str(path)))
+    return found
+
+
+def test_a_second_session_sees_refuses_and_cancels_the_job_and_names_its_leftovers(
+    evo: EvoCatalogs,
+    demo_warehouse: Path,
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.delenv("ICECORE_READ_ONLY", raising=False)
+    monkeypatch.setenv("ICECORE_JOBS_DIR", str(tmp_path / "jobs"))
+    monkeypatch.setenv("ICECORE_SPARK_MASTER", "local[1]")
+    copy = copy_sql_table(evo, demo_warehouse, "trips")
+    table_key = f"{copy.catalog}::{copy.table}"
+    monkeypatch.setenv("ICECORE_CATALOG", copy.catalog)
+    first = open_app("pages/8_Maintenance.py", catalog=copy.catalog, table=copy.table)
+    second = open_app("pages/8_Maintenance.py", catalog=copy.catalog, table=copy.table)
+    no_problems(second)
+    assert "Jobs on this table" not in _texts(second)
+
+    first.selectbox(key="mt_job").set_value(Job.REWRITE_DATA_FILES).run()
+    if any(c.key == "mt_force" for c in first.checkbox):  # a rewrite that fans files out
+        first.checkbox(key="mt_force").check().run()
+    first.checkbox(key="mt_confirm").check().run()
+    first.button(key="mt_run").click().run()
+    no_problems(first)
+    (job,) = jobs.table_jobs(table_key)
+    assert job.state is jobs.State.RUNNING
+
+    # The second session never started it, and sees it, running, with its Spark progress.
+    second.run()
+    no_problems(second)
+    assert f"job `{job.job_id}` · running" in _texts(second)
+    assert second.button(key="mt_run").disabled
+    assert job.job_id in " ".join(i.value for i in second.info)
+    # A start that raced past the page's check is refused by the table's lock: one sentence.
+    with pytest.raises(jobs.JobRunning) as refused:
+        jobs.launch(["0"], module="tests.ui.quick_job", one_per_table=True, table=table_key)
+    assert job.job_id in str(refused.value)
+    # Cancel once Spark is writing the rewritten files (so the job leaves some behind).
+    data = copy.folder / "data"
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (data.exists() and any(f.suffix == ".parquet" for f in data.rglob("*"))):
+        assert jobs.status(job.job_id).state is jobs.State.RUNNING, jobs.status(job.job_id)
+        assert time.monotonic() < deadline, "the rewrite never wrote a file"
+        time.sleep(0.1)
+    second.run()
+    progress = [p.proto.text for p in second.get("progress")] + [c.value for c in second.caption]
+    assert any("Spark job" in t and "tasks" in t for t in progress), progress
+    second.button(key=f"mt_cancel_{job.job_id}").click().run()
+    _until(second, lambda at: f"job `{job.job_id}` · cancelled" in _texts(at), "cancelled")
+    no_problems(second)
+    assert jobs.status(job.job_id).state is jobs.State.CANCELLED
+    _until(first, lambda at: f"job `{job.job_id}` · cancelled" in _texts(at), "first sees it")
+    assert "Nothing was committed" in _texts(second)
+    second.checkbox(key="mt_confirm").check().run()
+    assert not second.button(key="mt_run").disabled, "the table is free again"
+
+    expected = _unreferenced_since(spark, copy, job.started_ms)
+    assert expected, "the cancelled rewrite left files"
+    listed = {
+        _strip(path) for df in second.dataframe if "file" in df.value for path in df.value["file"]
+    }
+    assert listed == expected
+    size = format_bytes(sum(os.path.getsize(p) for p in expected))
+    assert f"It left {len(expected):,} files ({size})" in _texts(second)
+    assert any(f"remove_orphan_files {table_key} --older-than" in c.value for c in second.code)
