@@ -6,6 +6,7 @@ import streamlit as st
 
 from ui import data, figures, refs, views
 from ui.shell import (
+    TABLE_COLUMNS,
     bootstrap,
     count_metric,
     escape_markdown,
@@ -126,9 +127,9 @@ added_tab, removed_tab = st.tabs(
     ]
 )
 with added_tab:
-    st.dataframe(diff.added, hide_index=True, width="stretch")
+    st.dataframe(diff.added, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
 with removed_tab:
-    st.dataframe(diff.removed, hide_index=True, width="stretch")
+    st.dataframe(diff.removed, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
 
 st.subheader("Branches and tags")
 refs.refs_table(metadata, key="tt_refs")

@@ -30,6 +30,7 @@ MAX_ITEMS = 500
 """The most rows a file or pruned-item table shows."""
 
 __all__ = [
+    "FULL_PATH",
     "MAX_ITEMS",
     "STATUS_ICONS",
     "DiffView",
@@ -42,6 +43,7 @@ __all__ = [
     "format_ms",
     "manifest_rows",
     "plan_view",
+    "short_path",
     "snapshot_text",
 ]
 
@@ -94,6 +96,29 @@ def count_tile(n: int, of: int | None = None) -> tuple[str, str | None]:
     return short, (None if short == exact else exact)
 
 
+SHORT_PATH = 64
+"""Characters a path shows in a table cell; longer ones are shortened from the left."""
+FULL_PATH = "full path"
+"""The column that holds the whole path beside a shortened one."""
+
+
+def short_path(path: str, limit: int = SHORT_PATH) -> str:
+    """``path`` shortened from the left so that its file name stays visible.
+
+    A table cell cuts text on the right, which loses the one part that tells files apart
+    (``.../data/ts_hour=2024-09-20-10/00001-5-....parquet``). Whole trailing folders are
+    kept while they fit ``limit``; the file name is always kept whole, however long. The
+    whole path goes beside it (:data:`FULL_PATH`).
+    """
+    if len(path) <= limit:
+        return path
+    head, _, kept = path.rstrip("/").rpartition("/")
+    folders = head.split("/")
+    while folders and len(folders[-1]) + len(kept) + 3 <= limit:
+        kept = f"{folders.pop()}/{kept}"
+    return f"…/{kept}"
+
+
 def fit_height(rows: int) -> int:
     """A dataframe height that shows ``rows`` rows without scrolling, up to a screenful."""
     return min(HEADER_PX + ROW_PX * max(rows, 1) + 2, MAX_TABLE_PX)
@@ -139,11 +164,12 @@ def snapshot_text(snapshot: Snapshot | None) -> str:
 
 def _file_row(f: DataFile) -> dict[str, Any]:
     return {
-        "file": f.file_path,
+        "file": short_path(f.file_path),
         "content": content_name(int(f.content), f.file_format),
         "spec": f.spec_id,
         "records": f.record_count,
         "bytes": f.file_size_in_bytes,
+        FULL_PATH: f.file_path,
     }
 
 
@@ -234,18 +260,19 @@ def plan_view(plan: Plan, partition_of: PartitionLabel | None = None) -> PlanVie
     ):
         kept.append(
             {
-                "file": path,
+                "file": short_path(path),
                 "partition": partition_of(task.spec, task.partition) if partition_of else "",
                 "records": records,
                 "bytes": size,
                 "delete files": len(task.delete_files),
                 "residual filter": clip(residual),
+                FULL_PATH: path,
             }
         )
         for d in task.delete_files:
             deletes.setdefault(d.file_path, _file_row(d))
     pruned = [
-        {"level": str(p.level), "path": p.path, "reason": p.reason}
+        {"level": str(p.level), "path": short_path(p.path), "reason": p.reason, FULL_PATH: p.path}
         for p in report.pruned[:MAX_ITEMS]
     ]
     return PlanView(
@@ -335,7 +362,7 @@ def manifest_rows(manifests: Sequence[ManifestFile]) -> list[dict[str, Any]]:
     """The manifest list as table rows (counts as the manifest list records them)."""
     return [
         {
-            "manifest": m.manifest_path,
+            "manifest": short_path(m.manifest_path),
             "content": "deletes" if m.content is ManifestContent.DELETES else "data",
             "spec": m.partition_spec_id,
             "added files": m.added_files_count,
@@ -346,6 +373,7 @@ def manifest_rows(manifests: Sequence[ManifestFile]) -> list[dict[str, Any]]:
             "bytes": m.manifest_length,
             "added by snapshot": str(m.added_snapshot_id),
             "sequence number": m.sequence_number,
+            FULL_PATH: m.manifest_path,
         }
         for m in manifests
     ]
@@ -358,11 +386,12 @@ def files_in_manifest(
     chosen = files.filter(pc.equal(files.column("manifest_path"), manifest_path)).slice(0, limit)
     return [
         {
-            "file": r["file_path"],
+            "file": short_path(r["file_path"]),
             "content": content_name(r["content"], r["file_format"]),
             "partition": r["partition"],
             "records": r["record_count"],
             "bytes": r["file_size_in_bytes"],
+            FULL_PATH: r["file_path"],
         }
         for r in chosen.to_pylist()
     ]

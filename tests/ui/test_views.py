@@ -42,3 +42,30 @@ def test_a_tile_keeps_the_exact_count_for_its_hover_text() -> None:
     assert views.count_tile(488_395, 50_000_123) == ("488.4 k of 50.0 M", "488,395 of 50,000,123")
     assert views.count_tile(16, 1_000_000) == ("16 of 1.0 M", "16 of 1,000,000")
     assert views.count_tile(12_345) == ("12,345", None)  # nothing cut: no hover text
+
+
+PARQUET = (
+    "/srv/warehouse/demo/trips/data/pickup_ts_hour=2024-09-20-10/vendor_id_bucket=3/"
+    "00001-5-8d2f1c3a-7b4e-4f0e-9c1d-2a6b5e4f3d21-00001.parquet"
+)
+
+
+def test_a_long_path_is_shortened_from_the_left_keeping_the_file_name() -> None:
+    shown = views.short_path(PARQUET)
+    assert len(shown) <= views.SHORT_PATH
+    assert shown.startswith("…/")
+    assert shown.endswith("/00001-5-8d2f1c3a-7b4e-4f0e-9c1d-2a6b5e4f3d21-00001.parquet")
+    assert PARQUET.endswith(shown[1:])  # whole folders only: nothing cut inside a name
+
+
+@pytest.mark.parametrize(
+    ("path", "limit", "shown"),
+    [
+        ("/a/b/c.parquet", 64, "/a/b/c.parquet"),  # short enough: unchanged
+        ("/warehouse/db/t/data/part/f.parquet", 20, "…/part/f.parquet"),  # 21 with data/
+        ("/w/" + "x" * 80 + ".avro", 20, "…/" + "x" * 80 + ".avro"),  # the name stays whole
+        ("s3://bucket/db/t/metadata/snap-1-1-abc.avro", 30, "…/t/metadata/snap-1-1-abc.avro"),
+    ],
+)
+def test_short_path_cases(path: str, limit: int, shown: str) -> None:
+    assert views.short_path(path, limit) == shown
