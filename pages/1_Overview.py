@@ -98,7 +98,7 @@ for finding in health.findings(metadata, manifests, files, totals):
         )
         with st.expander("Evidence"):
             st.dataframe(
-                [{"measure": k, "value": str(v)} for k, v in finding.evidence],
+                views.key_value_rows(finding.evidence, "measure"),
                 hide_index=True,
                 width="stretch",
             )

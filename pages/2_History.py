@@ -230,7 +230,7 @@ for extra in (st.session_state.get("history_pick"), selected):
 if not pick_ids:
     pick_ids = newest_first[:1]
 labels = {
-    i: f"{i} · {views.format_ms(by_id[i].timestamp_ms)} · {by_id[i].operation}"
+    i: f"{i} · {views.format_ms(by_id[i].timestamp_ms)} · {by_id[i].operation or 'no operation'}"
     + (f" · {', '.join(by_id[i].refs)}" if by_id[i].refs else "")
     for i in pick_ids
 }

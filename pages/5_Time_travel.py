@@ -48,10 +48,7 @@ points = [
     *sorted(table.refs(), key=lambda n: (n != "main", n)),
     *(str(s.snapshot_id) for s in offered),
 ]
-labels = {
-    str(s.snapshot_id): f"{s.snapshot_id} · {views.format_ms(s.timestamp_ms)} · {s.operation}"
-    for s in offered
-}
+labels = {str(s.snapshot_id): views.snapshot_text(s) for s in offered}
 labels.update(
     {name: f"{name} ({'branch' if ref.is_branch else 'tag'})" for name, ref in table.refs().items()}
 )

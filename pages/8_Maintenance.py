@@ -50,7 +50,7 @@ def show_job(job_id: str) -> None:
         icon=":material/check_circle:",
     )
     st.dataframe(
-        [{"result": k, "value": str(v)} for k, v in (result.get("result") or {}).items()],
+        views.key_value_rows(result.get("result") or {}, "result"),
         hide_index=True,
         width="stretch",
     )
@@ -118,13 +118,13 @@ for rec in recommendations:
         left, right = st.columns(2)
         with left.expander("Evidence"):
             st.dataframe(
-                [{"measure": k, "value": str(v)} for k, v in rec.evidence],
+                views.key_value_rows(rec.evidence, "measure"),
                 hide_index=True,
                 width="stretch",
             )
         with right.expander("Estimated effect"):
             st.dataframe(
-                [{"estimate": k, "value": v} for k, v in rec.estimate.items()],
+                views.key_value_rows(rec.estimate, "estimate"),
                 hide_index=True,
                 width="stretch",
             )
@@ -178,7 +178,7 @@ except IcecoreError as error:
     stop()
 st.markdown(f"**Dry run** (from metadata, nothing written): {escape_markdown(estimate.reason)}")
 st.dataframe(
-    [{"estimate": k, "value": v} for k, v in estimate.estimate.items()],
+    views.key_value_rows(estimate.estimate, "estimate"),
     hide_index=True,
     width="stretch",
 )

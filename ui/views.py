@@ -37,6 +37,8 @@ __all__ = [
     "PlanView",
     "diff_view",
     "field_row",
+    "key_value_rows",
+    "label",
     "files_in_manifest",
     "fit_height",
     "format_bytes",
@@ -45,6 +47,7 @@ __all__ = [
     "plan_view",
     "short_path",
     "snapshot_text",
+    "value_text",
 ]
 
 
@@ -117,6 +120,51 @@ def short_path(path: str, limit: int = SHORT_PATH) -> str:
     while folders and len(folders[-1]) + len(kept) + 3 <= limit:
         kept = f"{folders.pop()}/{kept}"
     return f"…/{kept}"
+
+
+EMPTY = "—"
+"""What a cell shows for a value that is absent (never ``None``)."""
+
+
+def label(key: str) -> str:
+    """A machine key as words: ``rewritten_files_count`` -> ``rewritten files``."""
+    return key.removesuffix("_count").replace("_", " ").strip()
+
+
+def value_text(key: str, value: Any) -> str:
+    """A value of an evidence, estimate or result table as people read it.
+
+    Absent values are :data:`EMPTY`, never ``None``; counts get separators (``2,831``);
+    amounts whose key names bytes are in units (``1.5 MiB``); fractions keep three
+    significant digits; lists are joined; no Python repr reaches the page.
+    """
+    if value is None or value == "":
+        return EMPTY
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and "bytes" in key.lower():
+        return format_bytes(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [value_text(key, v) for v in value]
+        return " · ".join(items) if items else "none"
+    if isinstance(value, Mapping):
+        pairs = [f"{label(str(k))}: {value_text(str(k), v)}" for k, v in value.items()]
+        return " · ".join(pairs) if pairs else "none"
+    return str(value)
+
+
+def key_value_rows(pairs: Any, key_name: str, value_name: str = "value") -> list[dict[str, str]]:
+    """``(key, value)`` pairs (or a mapping) as table rows of text, keys as words."""
+    items = pairs.items() if isinstance(pairs, Mapping) else pairs
+    return [{key_name: label(str(k)), value_name: value_text(str(k), v)} for k, v in items]
 
 
 def fit_height(rows: int) -> int:

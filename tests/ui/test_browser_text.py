@@ -61,3 +61,41 @@ def test_link_values_in_errors_render_as_text(
         text = page.get_by_test_id("stAlert").first.inner_text()
         assert "This catalog is not served here" in text
         assert page.locator("a[href*='evil.example']").count() == 0
+
+
+TILE_PAGES = {
+    "Overview": {},
+    "History": {},
+    "Metadata_tree": {},
+    "Scan_preview": {"filter": "fare > 30 AND pickup_ts >= '2024-08-05'"},
+    "Time_travel": {},
+    "Maintenance": {},
+}
+
+
+@pytest.mark.spark
+def test_no_metric_tile_is_cut_in_chromium(
+    demo_warehouse: Path,
+    browser: Any,  # noqa: F811  (the fixture imported above)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every metric tile of the pages shows its whole value and label (no "…" by overflow)."""
+    monkeypatch.setenv("ICECORE_READ_ONLY", "1")  # the Maintenance page starts no job here
+    overflowing = """els => els.filter(
+        e => [e, ...e.querySelectorAll('*')].some(x => x.scrollWidth > x.clientWidth + 1)
+    ).map(e => e.innerText)"""
+    with _streamlit(str(demo_warehouse), "streamlit-tiles.log") as base:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        cut: dict[str, list[str]] = {}
+        seen = 0
+        for name, extra in TILE_PAGES.items():
+            query = {"catalog": str(demo_warehouse), "table": "demo.trips", **extra}
+            page.goto(f"{base}/{name}?{urlencode(query)}")
+            _settle(page)
+            tiles = page.get_by_test_id("stMetric")
+            seen += tiles.count()
+            found = tiles.evaluate_all(overflowing)
+            if found:
+                cut[name] = found
+        assert seen >= 10  # the pages were drawn with their tiles
+        assert not cut

@@ -66,7 +66,7 @@ def test_recommend_estimate_confirm_run_and_compare(
     assert at.button(key="mt_run").disabled, "no run without the confirmation"
     estimate = expected[Job.REWRITE_DATA_FILES].estimate
     assert any(
-        str(estimate["rewritten_files_count"]) in df.value.to_string() for df in at.dataframe
+        f"{estimate['rewritten_files_count']:,}" in df.value.to_string() for df in at.dataframe
     )
     assert any("pipeline.maintenance rewrite_data_files" in c.value for c in at.code)
 

@@ -69,3 +69,36 @@ def test_a_long_path_is_shortened_from_the_left_keeping_the_file_name() -> None:
 )
 def test_short_path_cases(path: str, limit: int, shown: str) -> None:
     assert views.short_path(path, limit) == shown
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "text"),
+    [
+        ("data files", 2831, "2,831"),
+        ("orphan_bytes", 35_651_584, "34.0 MiB"),
+        ("rewritten_bytes_count", 512, "512 B"),
+        ("share of data files", 0.873, "0.873"),
+        ("oldest expirable", None, "—"),
+        ("note", "", "—"),
+        ("data_files_after", [2831, 3000], "2,831 · 3,000"),
+        ("enabled", True, "yes"),
+        ("ratio", 12345.6, "12,346"),
+        ("empty list", [], "none"),
+    ],
+)
+def test_values_are_text_for_people(key: str, value: object, text: str) -> None:
+    assert views.value_text(key, value) == text
+
+
+def test_key_value_rows_put_keys_in_words() -> None:
+    rows = views.key_value_rows(
+        {"rewritten_files_count": 1200, "deleted_bytes": 2048, "first_snapshot": None}, "estimate"
+    )
+    assert rows == [
+        {"estimate": "rewritten files", "value": "1,200"},
+        {"estimate": "deleted bytes", "value": "2.0 KiB"},
+        {"estimate": "first snapshot", "value": "—"},
+    ]
+    assert views.key_value_rows((("median data file", "6.5 KiB"),), "measure") == [
+        {"measure": "median data file", "value": "6.5 KiB"}
+    ]
