@@ -130,3 +130,16 @@ def test_summaries_count_what_spark_counts(spark: Any, demo_warehouse: Path) -> 
     history = json.loads(icecore_cli("history", table, "--summary").stdout)
     snapshots = spark.sql("SELECT count(*) FROM icecore.demo.trips.snapshots").collect()[0][0]
     assert history["count"] == snapshots and len(history["first"]) == min(5, snapshots)
+
+
+@pytest.mark.spark
+def test_the_plan_report_writes_values_as_sql_literals(demo_warehouse: Path) -> None:
+    """``plan``'s pruning reasons spell dates and timestamps as SQL, not Python reprs."""
+    table = f"{demo_warehouse}::demo.trips"
+    result = icecore_cli("plan", table, "--filter", "pickup_ts < '2024-08-03'")
+    assert result.returncode == 0, result.stderr
+    reasons = [p["reason"] for p in json.loads(result.stdout)["report"]["pruned"]]
+    assert reasons
+    for reason in reasons:
+        assert "datetime." not in reason and not re.search(r"\d{13,}", reason), reason
+    assert any("DATE '2024-08-0" in r or "TIMESTAMP '2024-08-0" in r for r in reasons)
