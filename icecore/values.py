@@ -711,9 +711,12 @@ def sql_literal(t: IcebergType, value: Any) -> str:
         if math.isnan(f) or math.isinf(f):
             word = "NaN" if math.isnan(f) else ("Infinity" if f > 0 else "-Infinity")
             return f"CAST('{word}' AS {kind})"
-        text = _float_text(f, single=kind == "FLOAT")
-        if kind == "FLOAT":
+        single = kind == "FLOAT" and _FLOAT.unpack(_FLOAT.pack(f))[0] == f
+        text = _float_text(f, single=single)
+        if single:
             return text + "F"
+        if kind == "FLOAT":  # not a float32 value: its exact double, so no two values share
+            return text + "D"  # a text (the text of a bound filter is a cache key)
         return text + "D" if f == 0 and math.copysign(1.0, f) < 0 else text
     if isinstance(t, StringType):
         return sql_string(str(value))

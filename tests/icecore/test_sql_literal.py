@@ -111,6 +111,12 @@ def test_the_literal_reads_back_as_the_same_value(t: IcebergType, value: Any, te
     assert _same(bound.value, value), (literal, bound.value, value)
 
 
+def test_a_float_value_that_is_no_float32_keeps_its_exact_double() -> None:
+    # Two such values must never share a text: a bound filter's text is a cache key.
+    assert sql_literal(FloatType(), 0.1) == "0.1D"
+    assert sql_literal(FloatType(), 0.1 + 2**-55) == f"{0.1 + 2**-55!r}D"
+
+
 def test_null_is_null() -> None:
     assert sql_literal(DateType(), None) == "NULL"
 
