@@ -270,7 +270,10 @@ def test_pruning_reasons_and_the_bound_filter_show_sql_literals(
     field = table.metadata.current_schema().find_field_by_name("pickup_ts")
     zoned = field is not None and isinstance(field.field_type, TimestamptzType)
     zone = "+00:00" if zoned else ""
-    assert at.code[0].value == f"pickup_ts < TIMESTAMP '2024-08-03 00:00:00{zone}'"
+    # Spark's meaning adds the IS NOT NULL a comparison implies; the value is SQL either way.
+    bound = at.code[0].value
+    assert f"pickup_ts < TIMESTAMP '2024-08-03 00:00:00{zone}'" in bound, bound
+    assert not re.search(r"\d{13,}", bound), bound
     reasons = next(df.value for df in at.dataframe if "items" in df.value.columns)
     pruned = next(
         df.value
