@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format demo prereqs clean
+.PHONY: run test test-quick lint format demo prereqs clean
 
 $(VENV)/.runtime: requirements.txt
 	@scripts/prereqs.sh python
@@ -46,6 +46,11 @@ format: $(VENV)/.dev
 test: $(VENV)/.dev lint
 	@scripts/prereqs.sh java
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# For the minutes in between: the lint, then every test that needs neither the Spark fixture
+# nor more than a few seconds (README "Development" says how long it takes).
+test-quick: $(VENV)/.dev lint
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not spark and not slow" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache test-artifacts

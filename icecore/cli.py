@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -61,6 +62,59 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:
         raise UsageError(f"{message} (see python -m icecore --help)")
+
+
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)\s*(?:<[^`>]*>)?`")
+_LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
+
+
+def _role_text(found: re.Match[str]) -> str:
+    tilde, target = found.group(1), found.group(2)
+    return target.rsplit(".", 1)[-1] if tilde else target
+
+
+def plain(text: str) -> str:
+    """Docstring text as plain text for ``--help``: no reStructuredText markup.
+
+    ``:class:`~icecore.errors.CommitConflict``` becomes ``CommitConflict`` (the last part,
+    as Sphinx shows a ``~`` reference), ``:func:`x``` becomes ``x``, and double or single
+    backquotes around literals are dropped: a terminal shows them as noise.
+    """
+    return _LITERAL.sub(lambda m: m.group(1) or m.group(2), _ROLE.sub(_role_text, text))
+
+
+SUMMARY_ITEMS = 5
+"""Items of each long list that ``--summary`` keeps."""
+_TOTALLED = re.compile(r"(count|bytes|size|rows|records|files|length)")
+
+
+def summarize(value: Any, items: int = SUMMARY_ITEMS, top: bool = True) -> Any:
+    """A command's JSON output made small: counts, totals and the first items of lists.
+
+    One shape for every command (``--summary``): the output itself, when a list, and any
+    list inside it longer than ``items`` become ``{"count": n, "totals": {...}, "first":
+    [...]}``; ``totals`` sums, over all the list's objects, each numeric field whose name
+    says it is an amount (``record_count``, ``file_size_in_bytes``, ``rows_added``...), and
+    ``first`` holds the first ``items`` items, summarized the same way. Objects keep every
+    key. A shorter list inside an object stays as it is.
+    """
+    if isinstance(value, dict):
+        return {k: summarize(v, items, top=False) for k, v in value.items()}
+    if not isinstance(value, list) or (not top and len(value) <= items):
+        return value
+    summary: dict[str, Any] = {"count": len(value)}
+    objects = [v for v in value if isinstance(v, dict)]
+    if objects:
+        totals: dict[str, int | float] = {}
+        for key in objects[0]:
+            numbers = [o.get(key) for o in objects]
+            if _TOTALLED.search(key) and all(
+                isinstance(n, int | float) and not isinstance(n, bool) for n in numbers
+            ):
+                totals[key] = sum(numbers)  # type: ignore[arg-type]
+        summary["totals"] = totals
+    summary["first"] = [summarize(v, items, top=False) for v in value[:items]]
+    return summary
 
 
 def jsonable(value: Any) -> Any:
@@ -521,7 +575,7 @@ def _add_ref_parser(sub: Any, table_help: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one sub-command per verb."""
-    parser = _Parser(prog="python -m icecore", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="python -m icecore", description=plain(__doc__.split("\n")[0]))
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     tables = sub.add_parser("tables", help="list a catalog's tables")
     tables.add_argument("catalog", help="warehouse folder, sqlite:///file.db or metadata.json")
@@ -636,7 +690,18 @@ def build_parser() -> argparse.ArgumentParser:
         "the environment variable ENV_VAR to clients asking for vended credentials",
     )
     srv.set_defaults(run=cmd_serve_rest)
+    for name in SUMMARIZED:
+        sub.choices[name].add_argument(
+            "--summary",
+            action="store_true",
+            help=f"counts, totals and the first {SUMMARY_ITEMS} items of each long list "
+            "instead of everything",
+        )
     return parser
+
+
+SUMMARIZED = ("tables", "history", "inspect", "plan", "sql", "changelog", "diff")
+"""The commands whose output can be large, and so take ``--summary``."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -646,6 +711,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         run: Command = args.run
         result = run(args)
+        if getattr(args, "summary", False):
+            result = summarize(result)
     except (UsageError, IcecoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -38,7 +38,7 @@ from icecore.types import (
     TimestamptzNanoType,
     TimestamptzType,
 )
-from icecore.values import from_bytes, to_human_string
+from icecore.values import from_bytes, sql_literal, sql_string, to_human_string
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -285,10 +285,6 @@ def quote_name(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _quote_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def filter_examples(table: TableData, snapshot: Snapshot | None, schema: Schema) -> list[str]:
     """A few filters that fit this table, with values taken from one of its data files.
 
@@ -303,13 +299,13 @@ def filter_examples(table: TableData, snapshot: Snapshot | None, schema: Schema)
     if time_column is not None and time_column.field_id in bounds:
         lower = bounds[time_column.field_id][0]
         day = to_human_string(time_column.field_type, lower)[:10]
-        examples.append(f"{quote_name(time_column.name)} >= {_quote_string(day)}")
+        examples.append(f"{quote_name(time_column.name)} >= {sql_string(day)}")
     number = next(
         (f for f in columns if isinstance(f.field_type, _NUMBERS) and f.field_id in bounds), None
     )
     if number is not None:
         upper = bounds[number.field_id][1]
-        examples.append(f"{quote_name(number.name)} > {to_human_string(number.field_type, upper)}")
+        examples.append(f"{quote_name(number.name)} > {sql_literal(number.field_type, upper)}")
     text = next(
         (
             f
@@ -322,7 +318,7 @@ def filter_examples(table: TableData, snapshot: Snapshot | None, schema: Schema)
     )
     if text is not None:
         value = str(bounds[text.field_id][0])
-        examples.append(f"{quote_name(text.name)} IN ({_quote_string(value)})")
+        examples.append(f"{quote_name(text.name)} IN ({sql_string(value)})")
     if len(examples) >= 2:
         examples.append(f"{examples[0]} AND {examples[1]}")
     optional = next((f for f in columns if not f.required), None)

@@ -628,6 +628,103 @@ def to_human_string(t: IcebergType, value: Any) -> str:
     return str(value)
 
 
+def _float_text(f: float, single: bool) -> str:
+    """The shortest decimal text that reads back as ``f`` (as a float32 when ``single``)."""
+    if not single:
+        return repr(f)
+    for digits in range(1, 10):  # 9 significant digits always round-trip a float32
+        text = f"{f:.{digits}g}"
+        if _FLOAT.unpack(_FLOAT.pack(float(text)))[0] == f:
+            break
+    if "e" not in text and "." not in text and text not in ("inf", "-inf"):
+        text += ".0"
+    return text
+
+
+def _sql_fraction(micros_of_second: int, nanos: int | None) -> str:
+    if nanos is not None:
+        frac, digits = micros_of_second * NANOS_PER_MICRO + nanos, 9
+    else:
+        frac, digits = micros_of_second, 6
+    return f".{frac:0{digits}d}".rstrip("0") if frac else ""
+
+
+def _sql_time(micros_of_day: int, nanos: int | None = None) -> str:
+    seconds, us = divmod(micros_of_day, MICROS_PER_SECOND)
+    minutes, s = divmod(seconds, 60)
+    h, m = divmod(minutes, 60)
+    return f"{h:02d}:{m:02d}:{s:02d}{_sql_fraction(us, nanos)}"
+
+
+def sql_string(text: str) -> str:
+    """``text`` as a quoted SQL string literal that Spark SQL and Icecore's filters read back.
+
+    Spark escapes with a backslash (two quotes in a row are two adjacent literals there,
+    which Spark concatenates), so the quote and the backslash are backslash-escaped.
+    """
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def sql_literal(t: IcebergType, value: Any) -> str:
+    """A value of type ``t`` as the SQL literal a user would type in a filter.
+
+    One spelling for every value a pruning reason, a bound, a partition label or a plan
+    report shows, so that it can be copied into a filter (Icecore's or Spark SQL's WHERE)
+    and means the same value: ``DATE '2024-09-20'``, ``TIMESTAMP '2024-09-20 10:00:00'``
+    (``+00:00`` appended for the types with a zone, which store UTC), ``TIME '10:15:30'``,
+    ``'text'`` (quotes escaped), ``X'0A0B'`` for binary and fixed, decimals exact
+    (``12.30``), floats by their shortest exact text (``0.1F`` for a ``float``, whose values
+    Spark would otherwise widen and compare as doubles), ``CAST('NaN' AS DOUBLE)`` and the
+    infinities as casts, ``-0.0D`` keeping its sign, ``NULL``, ``TRUE``/``FALSE``. Values
+    are in the representation :mod:`icecore.values` decodes (spec Appendix D: days, micros
+    or nanos as ints, or ``datetime`` objects; ``Decimal``; ``uuid.UUID``; ``bytes``).
+    A UUID is a string literal, as Spark (which has no UUID type) reads the column.
+
+    Raises:
+        Unsupported: a date or timestamp outside years 1-9999.
+    """
+    if value is None:
+        return "NULL"
+    if isinstance(t, BooleanType):
+        return "TRUE" if value else "FALSE"
+    if isinstance(t, DateType):
+        return f"DATE '{days_to_date(date_to_days(value)).isoformat()}'"
+    if isinstance(t, TimeType):
+        return f"TIME '{_sql_time(time_to_micros(value))}'"
+    if isinstance(t, _MICRO_TYPES + _NANO_TYPES):
+        nano = isinstance(t, _NANO_TYPES)
+        if isinstance(value, dt.datetime):
+            value = datetime_to_micros(value) * (NANOS_PER_MICRO if nano else 1)
+        per_day = NANOS_PER_DAY if nano else MICROS_PER_DAY
+        days, rest = divmod(int(value), per_day)
+        micros, ns = divmod(rest, NANOS_PER_MICRO) if nano else (rest, None)
+        zone = "+00:00" if isinstance(t, _ZONED_TYPES) else ""
+        return f"TIMESTAMP '{days_to_date(days).isoformat()} {_sql_time(micros, ns)}{zone}'"
+    if isinstance(t, FixedType | BinaryType | GeometryType | GeographyType):
+        return f"X'{bytes(value).hex().upper()}'"
+    if isinstance(t, DecimalType):
+        return format(Decimal(value), "f")
+    if isinstance(t, UUIDType):
+        return f"'{uuid.UUID(bytes=_uuid_bytes(value))}'"
+    if isinstance(t, FloatType | DoubleType):
+        f, kind = float(value), "FLOAT" if isinstance(t, FloatType) else "DOUBLE"
+        if math.isnan(f) or math.isinf(f):
+            word = "NaN" if math.isnan(f) else ("Infinity" if f > 0 else "-Infinity")
+            return f"CAST('{word}' AS {kind})"
+        single = kind == "FLOAT" and _FLOAT.unpack(_FLOAT.pack(f))[0] == f
+        text = _float_text(f, single=single)
+        if single:
+            return text + "F"
+        if kind == "FLOAT":  # not a float32 value: its exact double, so no two values share
+            return text + "D"  # a text (the text of a bound filter is a cache key)
+        return text + "D" if f == 0 and math.copysign(1.0, f) < 0 else text
+    if isinstance(t, StringType):
+        return sql_string(str(value))
+    if isinstance(t, IntegerType | LongType):
+        return str(int(value))
+    return sql_string(str(value))
+
+
 __all__ = [
     "EPOCH",
     "EPOCH_DATE",
@@ -654,6 +751,8 @@ __all__ = [
     "nanos_to_iso",
     "time_to_micros",
     "to_bytes",
+    "sql_literal",
+    "sql_string",
     "to_human_string",
     "to_json",
     "unscaled_to_decimal",

@@ -21,6 +21,9 @@ from ui.shell import (
 # Live rows after deletes are counted at once up to this many data files, else on demand.
 AUTO_COUNT_FILES = 2_000
 
+LIVE_HELP = "Rows a reader sees: every delete applied."
+"""The live-rows tile's help (its label stays short enough for the tile: a long one is cut)."""
+
 context = bootstrap("Overview")
 table, snapshot = require_table(context)
 metadata = table.metadata
@@ -90,20 +93,20 @@ count_metric(cols[2], "Equality delete files", totals.equality_delete_files)
 count_metric(cols[3], "Delete records", totals.delete_records)
 with cols[4]:
     if snapshot is None:
-        st.metric("Live rows (deletes applied)", "0")
+        st.metric("Live rows", "0", help=LIVE_HELP)
     elif totals.delete_files == 0:
         count_metric(
             st,
-            "Live rows (deletes applied)",
+            "Live rows",
             totals.rows,
-            help="No delete files are live, so every row of the data files is live.",
+            help=f"{LIVE_HELP} No delete files are live, so every row of the data files is live.",
         )
     elif totals.data_files <= AUTO_COUNT_FILES or st.button(
         f"Count live rows (reads {totals.data_files:,} data files)", key="overview_count"
     ):
         try:
             live = data.live_rows(table.metadata_location, snapshot.snapshot_id, table)
-            count_metric(st, "Live rows (deletes applied)", live, help="Read with deletes applied.")
+            count_metric(st, "Live rows", live, help=f"{LIVE_HELP} Read with deletes applied.")
         except IcecoreError as error:
             show_error(error)
 
@@ -127,7 +130,7 @@ for finding in health.findings(metadata, manifests, files, totals):
         )
         with st.expander("Evidence"):
             st.dataframe(
-                [{"measure": k, "value": str(v)} for k, v in finding.evidence],
+                views.key_value_rows(finding.evidence, "measure"),
                 hide_index=True,
                 width="stretch",
             )

@@ -25,6 +25,7 @@ from icecore.row_counts import SnapshotRows
 from icecore.timeline import TimelinePoint, bin_width_ms, in_window
 from ui import data, figures, refs, views
 from ui.shell import (
+    TABLE_COLUMNS,
     TIME_CURRENT,
     bootstrap,
     escape_markdown,
@@ -124,7 +125,7 @@ def _row(p: TimelinePoint, counted: SnapshotRows) -> dict[str, Any]:
         "snapshot": str(p.snapshot_id),
         "committed at": views.format_ms(p.timestamp_ms),
         "lane": p.lane,
-        "operation": p.operation,
+        "operation": p.operation or views.EMPTY,
         "refs": ", ".join(p.refs),
         "data files +": p.added_data_files,
         "data files −": p.removed_data_files,
@@ -296,7 +297,7 @@ for extra in (st.session_state.get("history_pick"), selected):
 if not pick_ids:
     pick_ids = newest_first[:1]
 labels = {
-    i: f"{i} · {views.format_ms(by_id[i].timestamp_ms)} · {by_id[i].operation}"
+    i: f"{i} · {views.format_ms(by_id[i].timestamp_ms)} · {by_id[i].operation or 'no operation'}"
     + (f" · {', '.join(by_id[i].refs)}" if by_id[i].refs else "")
     for i in pick_ids
 }
@@ -389,11 +390,16 @@ with right:
     st.subheader("Metadata log")
     st.dataframe(
         [
-            {"replaced at": views.format_ms(e.timestamp_ms), "metadata file": e.metadata_file}
+            {
+                "replaced at": views.format_ms(e.timestamp_ms),
+                "metadata file": views.short_path(e.metadata_file, 40),
+                views.FULL_PATH: e.metadata_file,
+            }
             for e in reversed(metadata.metadata_log)
         ],
         hide_index=True,
         width="stretch",
+        column_config={"metadata file": TABLE_COLUMNS["file"], **TABLE_COLUMNS},
     )
     st.caption(
         f"{len(metadata.metadata_log):,} earlier metadata files; the current one is "

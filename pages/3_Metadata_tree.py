@@ -7,7 +7,15 @@ import streamlit as st
 from icecore.health import format_bytes
 from icecore.layout import MIN_BUDGET
 from ui import data, figures, views
-from ui.shell import bootstrap, count_metric, escape_markdown, guarded, require_table, stop
+from ui.shell import (
+    TABLE_COLUMNS,
+    bootstrap,
+    count_metric,
+    escape_markdown,
+    guarded,
+    require_table,
+    stop,
+)
 
 DEFAULT_BUDGET = 2_000
 MAX_BUDGET = 20_000
@@ -60,7 +68,9 @@ st.plotly_chart(
 
 st.subheader("Manifest list")
 st.caption(f"{escape_markdown(snapshot.manifest_list or '(inline manifests)')}")
-st.dataframe(views.manifest_rows(manifests), hide_index=True, width="stretch")
+st.dataframe(
+    views.manifest_rows(manifests), hide_index=True, width="stretch", column_config=TABLE_COLUMNS
+)
 
 paths = [m.manifest_path for m in manifests]
 chosen = st.selectbox(
@@ -68,9 +78,10 @@ chosen = st.selectbox(
     paths,
     key="tree_manifest",
     index=None,
+    format_func=views.short_path,
     placeholder="Choose a manifest to list its files",
 )
 if chosen is not None:
     rows = views.files_in_manifest(files, chosen)
     st.caption(f"{len(rows):,} files shown (at most {views.MAX_ITEMS:,}).")
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.dataframe(rows, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)

@@ -8,6 +8,7 @@ from icecore.describe import quote_name
 from icecore.errors import FilterError, IcecoreError
 from ui import data, figures
 from ui.shell import (
+    TABLE_COLUMNS,
     bootstrap,
     code_label,
     count_metric,
@@ -117,7 +118,7 @@ if reasons:
             else ""
         )
     )
-    st.dataframe(reasons, hide_index=True, width="stretch")
+    st.dataframe(reasons, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
 
 kept_tab, pruned_tab, deletes_tab, rows_tab = st.tabs(
     [
@@ -130,15 +131,15 @@ kept_tab, pruned_tab, deletes_tab, rows_tab = st.tabs(
 with kept_tab:
     if view.kept_total > len(view.kept):
         st.caption(f"The first {len(view.kept):,} of {view.kept_total:,} planned files.")
-    st.dataframe(view.kept, hide_index=True, width="stretch")
+    st.dataframe(view.kept, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
 with pruned_tab:
     if view.pruned_total > len(view.pruned):
         st.caption(f"The first {len(view.pruned):,} of {view.pruned_total:,} pruned items.")
-    st.dataframe(view.pruned, hide_index=True, width="stretch")
+    st.dataframe(view.pruned, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
 with deletes_tab:
     if view.kept_total > len(view.kept):
         st.caption(f"Delete files of the first {len(view.kept):,} planned files.")
-    st.dataframe(view.deletes, hide_index=True, width="stretch")
+    st.dataframe(view.deletes, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
 with rows_tab:
     try:
         rows = data.preview(

@@ -17,6 +17,7 @@ from icecore.errors import IcecoreError
 from icecore.export import csv_bytes, parquet_bytes
 from ui import data, figures, refs, views
 from ui.shell import (
+    TABLE_COLUMNS,
     bootstrap,
     count_metric,
     escape_markdown,
@@ -72,10 +73,7 @@ points = [
     *sorted(table.refs(), key=lambda n: (n != "main", n)),
     *(str(s.snapshot_id) for s in offered),
 ]
-labels = {
-    str(s.snapshot_id): f"{s.snapshot_id} · {views.format_ms(s.timestamp_ms)} · {s.operation}"
-    for s in offered
-}
+labels = {str(s.snapshot_id): views.snapshot_text(s) for s in offered}
 labels.update(
     {name: f"{name} ({'branch' if ref.is_branch else 'tag'})" for name, ref in table.refs().items()}
 )
@@ -185,9 +183,9 @@ added_tab, removed_tab, rows_tab = st.tabs(
     ]
 )
 with added_tab:
-    st.dataframe(diff.added, hide_index=True, width="stretch")
+    st.dataframe(diff.added, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
 with removed_tab:
-    st.dataframe(diff.removed, hide_index=True, width="stretch")
+    st.dataframe(diff.removed, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
 with rows_tab:
     st.caption(
         f"Rows inserted and deleted after snapshot {diff.from_snapshot_id} up to snapshot "

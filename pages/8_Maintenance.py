@@ -178,7 +178,7 @@ def show_result(status: jobs.JobStatus) -> None:
         icon=":material/check_circle:",
     )
     st.dataframe(
-        [{"result": k, "value": str(v)} for k, v in (result.get("result") or {}).items()],
+        views.key_value_rows(result.get("result") or {}, "result"),
         hide_index=True,
         width="stretch",
     )

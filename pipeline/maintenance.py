@@ -45,7 +45,7 @@ from icecore.catalog import (
     load_table,
 )
 from icecore.catalog.rest import RestCatalog
-from icecore.cli import jsonable
+from icecore.cli import jsonable, plain
 from icecore.errors import IcecoreError
 from icecore.expressions.bind import bind
 from icecore.expressions.parser import parse_filter
@@ -367,7 +367,7 @@ class OneSentenceParser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     """The command line (docs/ARCHITECTURE.md "Contracts", maintenance jobs)."""
-    p = OneSentenceParser(prog="python -m pipeline.maintenance", description=__doc__)
+    p = OneSentenceParser(prog="python -m pipeline.maintenance", description=plain(__doc__ or ""))
     p.add_argument("job", choices=[str(j) for j in Job])
     p.add_argument("table", help="CATALOG::ns.table or a table folder")
     p.add_argument("--older-than", help="ISO-8601; expire_snapshots and remove_orphan_files")

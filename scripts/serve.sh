@@ -4,6 +4,12 @@
 #   ICECORE_CATALOG  serve this catalog instead of the demo (then nothing is built)
 #   ICECORE_ADDRESS  listen address (127.0.0.1; the Docker image sets 0.0.0.0)
 #   ICECORE_PORT     port (8501)
+#   ICECORE_DEV=1    development: Streamlit watches the source files and reruns on save, and
+#                    logs at info (otherwise .streamlit/config.toml: no file watching, so a
+#                    job writing thousands of files under ./warehouse costs nothing; warnings
+#                    only)
+#   ICECORE_LOG_FILE also write the server's log to this file, bounded: it is rotated at
+#                    ICECORE_LOG_MAX_BYTES (10 MiB) with one previous file kept (FILE.1)
 # What the app serves is ICECORE_CATALOG and the [catalogs.NAME] entries of icecore.toml and
 # nothing else, unless ICECORE_OPEN_CATALOGS=1 (which `make run` sets; the Docker image does
 # not). See README.md "Deploying" and SECURITY.md.
@@ -12,6 +18,16 @@ cd "$(dirname "$0")/.."
 if [ -z "${ICECORE_CATALOG:-}" ]; then
   python -m pipeline.demo --warehouse warehouse
 fi
+dev=()
+if [ "${ICECORE_DEV:-}" = "1" ]; then
+  dev=(--server.fileWatcherType auto --server.runOnSave true --logger.level info)
+fi
 echo "Serving Icecore at http://${ICECORE_ADDRESS:-127.0.0.1}:${ICECORE_PORT:-8501}" >&2
-exec python -m streamlit run app.py \
-  --server.address "${ICECORE_ADDRESS:-127.0.0.1}" --server.port "${ICECORE_PORT:-8501}" "$@"
+serve=(python -m streamlit run app.py
+  --server.address "${ICECORE_ADDRESS:-127.0.0.1}" --server.port "${ICECORE_PORT:-8501}"
+  "${dev[@]}" "$@")
+if [ -z "${ICECORE_LOG_FILE:-}" ]; then
+  exec "${serve[@]}"
+fi
+exec "${serve[@]}" > >(exec python scripts/bounded_log.py "$ICECORE_LOG_FILE" \
+  "${ICECORE_LOG_MAX_BYTES:-10485760}") 2>&1

@@ -246,6 +246,28 @@ def count_metric(
     where.metric(label, value, help=hover)
 
 
+_SHORTENED = (
+    "Shortened from the left so that the file name shows; the whole path is in the "
+    f"'{views.FULL_PATH}' column (click a cell to see all of it)."
+)
+_COUNT = st.column_config.NumberColumn(format="localized")
+TABLE_COLUMNS: dict[str, Any] = {
+    "file": st.column_config.TextColumn(help=_SHORTENED),
+    "path": st.column_config.TextColumn(help=_SHORTENED),
+    "manifest": st.column_config.TextColumn(help=_SHORTENED),
+    views.FULL_PATH: st.column_config.TextColumn(help="The whole path."),
+    "bytes": st.column_config.NumberColumn(format="bytes"),
+    "records": _COUNT,
+    "added rows": _COUNT,
+    "existing rows": _COUNT,
+    "items": _COUNT,
+}
+"""How the tables of files, manifests and pruned items show their columns, by column name
+(``st.dataframe(..., column_config=TABLE_COLUMNS)``; names a table lacks are ignored): paths
+shortened from the left with the whole path beside them, bytes in units, counts with
+separators (numbers stay numbers, so the columns still sort by value)."""
+
+
 def guarded(call: Callable[[], T]) -> T:
     """The result of ``call``, or its Icecore error shown as one sentence and the page stopped."""
     try:

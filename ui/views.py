@@ -31,20 +31,25 @@ MAX_ITEMS = 500
 """The most rows a file or pruned-item table shows."""
 
 __all__ = [
+    "FULL_PATH",
     "MAX_ITEMS",
     "STATUS_ICONS",
     "DiffView",
     "PlanView",
     "diff_view",
     "field_row",
+    "key_value_rows",
+    "label",
     "files_in_manifest",
     "fit_height",
     "format_bytes",
     "format_ms",
     "manifest_rows",
     "plan_view",
+    "short_path",
     "snapshot_text",
     "text_rows",
+    "value_text",
 ]
 
 
@@ -116,6 +121,74 @@ def count_tile(n: int, of: int | None = None) -> tuple[str, str | None]:
     return short, (None if short == exact else exact)
 
 
+SHORT_PATH = 64
+"""Characters a path shows in a table cell; longer ones are shortened from the left."""
+FULL_PATH = "full path"
+"""The column that holds the whole path beside a shortened one."""
+
+
+def short_path(path: str, limit: int = SHORT_PATH) -> str:
+    """``path`` shortened from the left so that its file name stays visible.
+
+    A table cell cuts text on the right, which loses the one part that tells files apart
+    (``.../data/ts_hour=2024-09-20-10/00001-5-....parquet``). Whole trailing folders are
+    kept while they fit ``limit``; the file name is always kept whole, however long. The
+    whole path goes beside it (:data:`FULL_PATH`).
+    """
+    if len(path) <= limit:
+        return path
+    head, _, kept = path.rstrip("/").rpartition("/")
+    folders = head.split("/")
+    while folders and len(folders[-1]) + len(kept) + 3 <= limit:
+        kept = f"{folders.pop()}/{kept}"
+    return f"…/{kept}"
+
+
+EMPTY = "—"
+"""What a cell shows for a value that is absent (never ``None``)."""
+
+
+def label(key: str) -> str:
+    """A machine key as words: ``rewritten_files_count`` -> ``rewritten files``."""
+    return key.removesuffix("_count").replace("_", " ").strip()
+
+
+def value_text(key: str, value: Any) -> str:
+    """A value of an evidence, estimate or result table as people read it.
+
+    Absent values are :data:`EMPTY`, never ``None``; counts get separators (``2,831``);
+    amounts whose key names bytes are in units (``1.5 MiB``); fractions keep three
+    significant digits; lists are joined; no Python repr reaches the page.
+    """
+    if value is None or value == "":
+        return EMPTY
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and "bytes" in key.lower():
+        return format_bytes(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [value_text(key, v) for v in value]
+        return " · ".join(items) if items else "none"
+    if isinstance(value, Mapping):
+        pairs = [f"{label(str(k))}: {value_text(str(k), v)}" for k, v in value.items()]
+        return " · ".join(pairs) if pairs else "none"
+    return str(value)
+
+
+def key_value_rows(pairs: Any, key_name: str, value_name: str = "value") -> list[dict[str, str]]:
+    """``(key, value)`` pairs (or a mapping) as table rows of text, keys as words."""
+    items = pairs.items() if isinstance(pairs, Mapping) else pairs
+    return [{key_name: label(str(k)), value_name: value_text(str(k), v)} for k, v in items]
+
+
 def fit_height(rows: int) -> int:
     """A dataframe height that shows ``rows`` rows without scrolling, up to a screenful."""
     return min(HEADER_PX + ROW_PX * max(rows, 1) + 2, MAX_TABLE_PX)
@@ -161,11 +234,12 @@ def snapshot_text(snapshot: Snapshot | None) -> str:
 
 def _file_row(f: DataFile) -> dict[str, Any]:
     return {
-        "file": f.file_path,
+        "file": short_path(f.file_path),
         "content": content_name(int(f.content), f.file_format),
         "spec": f.spec_id,
         "records": f.record_count,
         "bytes": f.file_size_in_bytes,
+        FULL_PATH: f.file_path,
     }
 
 
@@ -256,18 +330,19 @@ def plan_view(plan: Plan, partition_of: PartitionLabel | None = None) -> PlanVie
     ):
         kept.append(
             {
-                "file": path,
+                "file": short_path(path),
                 "partition": partition_of(task.spec, task.partition) if partition_of else "",
                 "records": records,
                 "bytes": size,
                 "delete files": len(task.delete_files),
                 "residual filter": clip(residual),
+                FULL_PATH: path,
             }
         )
         for d in task.delete_files:
             deletes.setdefault(d.file_path, _file_row(d))
     pruned = [
-        {"level": str(p.level), "path": p.path, "reason": p.reason}
+        {"level": str(p.level), "path": short_path(p.path), "reason": p.reason, FULL_PATH: p.path}
         for p in report.pruned[:MAX_ITEMS]
     ]
     return PlanView(
@@ -378,7 +453,7 @@ def manifest_rows(manifests: Sequence[ManifestFile]) -> list[dict[str, Any]]:
     """The manifest list as table rows (counts as the manifest list records them)."""
     return [
         {
-            "manifest": m.manifest_path,
+            "manifest": short_path(m.manifest_path),
             "content": "deletes" if m.content is ManifestContent.DELETES else "data",
             "spec": m.partition_spec_id,
             "added files": m.added_files_count,
@@ -389,6 +464,7 @@ def manifest_rows(manifests: Sequence[ManifestFile]) -> list[dict[str, Any]]:
             "bytes": m.manifest_length,
             "added by snapshot": str(m.added_snapshot_id),
             "sequence number": m.sequence_number,
+            FULL_PATH: m.manifest_path,
         }
         for m in manifests
     ]
@@ -401,11 +477,12 @@ def files_in_manifest(
     chosen = files.filter(pc.equal(files.column("manifest_path"), manifest_path)).slice(0, limit)
     return [
         {
-            "file": r["file_path"],
+            "file": short_path(r["file_path"]),
             "content": content_name(r["content"], r["file_format"]),
             "partition": r["partition"],
             "records": r["record_count"],
             "bytes": r["file_size_in_bytes"],
+            FULL_PATH: r["file_path"],
         }
         for r in chosen.to_pylist()
     ]

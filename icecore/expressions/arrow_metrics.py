@@ -69,7 +69,7 @@ from icecore.types import (
     TimeType,
     UUIDType,
 )
-from icecore.values import EPOCH_DATE, from_bytes, to_human_string
+from icecore.values import EPOCH_DATE, from_bytes, sql_literal, sql_string
 
 IN_PREDICATE_LIMIT = 200
 """Java's limit: IN predicates with more values are not evaluated against bounds."""
@@ -425,7 +425,7 @@ class _Leaf:
 
     def _text(self, value: Any) -> str:
         try:
-            return to_human_string(self.pred.term.type, value)
+            return sql_literal(self.pred.term.type, value)
         except Exception:  # noqa: BLE001 - a reason must never fail the plan
             return repr(value)
 
@@ -491,7 +491,8 @@ class _Leaf:
             return f"{name} has no nulls"
         if op is _O.NOT_STARTS_WITH:
             lower, upper = self._decode(r.lower), self._decode(r.upper)
-            return f"{name} bounds [{lower!r}, {upper!r}] all start with {pred.value!r}"
+            bounds = f"[{self._text(lower)}, {self._text(upper)}]"
+            return f"{name} bounds {bounds} all start with {sql_string(str(pred.value))}"
         if op is _O.NOT_NAN:
             return f"{name} is all NaN"
         if r.nulls_only:
@@ -503,7 +504,8 @@ class _Leaf:
         lower = self._decode(r.lower) if op is not _O.GT and op is not _O.GT_EQ else None
         if op is _O.STARTS_WITH:
             upper = self._decode(r.upper)
-            return f"{name} bounds [{lower!r}, {upper!r}] exclude prefix {pred.value!r}"
+            bounds = f"[{self._text(lower)}, {self._text(upper)}]"
+            return f"{name} bounds {bounds} exclude prefix {sql_string(str(pred.value))}"
         if op is _O.IN:
             bounds = f"[{self._text(lower)}, {self._text(self._decode(r.upper))}]"
             return f"{name} bounds {bounds} exclude all {len(pred.values)} IN values"

@@ -53,7 +53,7 @@ from icecore.manifest import PartitionFieldSummary
 from icecore.partitioning import PartitionSpec
 from icecore.schema import Schema
 from icecore.types import DoubleType, FloatType, IcebergType, StringType
-from icecore.values import from_bytes, to_human_string
+from icecore.values import from_bytes, sql_literal
 
 _O = Operation
 _TRUE = bool_scalar(True)
@@ -120,7 +120,7 @@ class _Field:
         if raw is None:
             return "none"
         try:
-            return to_human_string(self.type, from_bytes(self.type, raw))
+            return sql_literal(self.type, from_bytes(self.type, raw))
         except Exception:  # noqa: BLE001 - a reason must never fail the plan
             return raw.hex()
 

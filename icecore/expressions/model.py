@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any, Generic, NoReturn, TypeVar
 
 from icecore.types import IcebergType, NestedField
+from icecore.values import sql_literal
 
 
 class Operation(Enum):
@@ -235,7 +236,20 @@ class BoundPredicate(Expression):
 
     def __str__(self) -> str:
         shown = self.values[:SHOWN_IN_VALUES]
-        return _predicate_text(self.op, str(self.term), [repr(v) for v in shown], len(self.values))
+        literals = [_literal_text(self.term.type, v) for v in shown]
+        return _predicate_text(self.op, str(self.term), literals, len(self.values))
+
+
+def _literal_text(t: IcebergType, value: Any) -> str:
+    """A bound value as the SQL literal a user would type (``DATE '2024-09-20'``).
+
+    The text is also a cache key (a bound filter's text), so a value no literal can spell
+    (a timestamp outside years 1-9999) falls back to its repr rather than failing.
+    """
+    try:
+        return sql_literal(t, value)
+    except Exception:  # noqa: BLE001 - showing a value must never fail a plan
+        return repr(value)
 
 
 SHOWN_IN_VALUES = 20

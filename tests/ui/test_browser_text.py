@@ -61,3 +61,44 @@ def test_link_values_in_errors_render_as_text(
         text = page.get_by_test_id("stAlert").first.inner_text()
         assert "This catalog is not served here" in text
         assert page.locator("a[href*='evil.example']").count() == 0
+
+
+TILE_PAGES = {  # the pages that draw metric tiles
+    "Overview": {},
+    "Metadata_tree": {},
+    "Scan_preview": {"filter": "fare > 30 AND pickup_ts >= '2024-08-05'"},
+    "Time_travel": {},
+}
+
+
+@pytest.mark.spark
+def test_no_metric_tile_is_cut_in_chromium(
+    demo_warehouse: Path,
+    browser: Any,  # noqa: F811  (the fixture imported above)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every metric tile of the pages shows its whole value and label (no "…" by overflow).
+
+    The window is 1280 px wide, a laptop's; a tile is cut when any element in it is wider
+    than its box.
+    """
+    monkeypatch.setenv("ICECORE_READ_ONLY", "1")
+    overflowing = """els => els.filter(
+        e => [e, ...e.querySelectorAll('*')].some(x => x.scrollWidth > x.clientWidth + 1)
+    ).map(e => e.innerText)"""
+    with _streamlit(str(demo_warehouse), "streamlit-tiles.log") as base:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        cut: dict[str, list[str]] = {}
+        seen = 0
+        for name, extra in TILE_PAGES.items():
+            query = {"catalog": str(demo_warehouse), "table": "demo.trips", **extra}
+            page.goto(f"{base}/{name}?{urlencode(query)}")
+            tiles = page.get_by_test_id("stMetric")
+            tiles.first.wait_for(timeout=180_000)
+            _settle(page)
+            seen += tiles.count()
+            found = tiles.evaluate_all(overflowing)
+            if found:
+                cut[name] = found
+        assert seen >= 4 * len(TILE_PAGES)  # the pages were drawn with their tiles
+        assert not cut

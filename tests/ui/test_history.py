@@ -43,6 +43,10 @@ def test_snapshots_refs_and_log_are_sparks(spark: Any, open_page: OpenPage) -> N
         len(log)
         == spark_count(spark, "SELECT count(*) FROM icecore.demo.trips.metadata_log_entries") - 1
     )
+    # Each file name is visible (paths shortened from the left), the whole path beside it.
+    names = [p.rsplit("/", 1)[1] for p in log["full path"]]
+    assert [p.rsplit("/", 1)[1] for p in log["metadata file"]] == names
+    assert all(n.endswith(".metadata.json") for n in names)
 
 
 def test_the_timeline_draws_every_snapshot_with_its_rows(spark: Any, open_page: OpenPage) -> None:

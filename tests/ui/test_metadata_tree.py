@@ -83,3 +83,10 @@ def test_drilling_into_a_manifest_lists_its_live_files(
     files = at.dataframe[-1].value
     live = (manifest.added_files_count or 0) + (manifest.existing_files_count or 0)
     assert len(files) == min(live, 500)
+    # The file names are visible: paths are shortened from the left, never cut on the right.
+    expected_names = {p.rsplit("/", 1)[1] for p in files["full path"]}
+    assert {p.rsplit("/", 1)[1] for p in files["file"]} == expected_names
+    assert all(len(p) <= 64 or p.startswith("…/") for p in files["file"])
+    manifests = next(df.value for df in at.dataframe if "sequence number" in df.value.columns)
+    names = [m.manifest_path.rsplit("/", 1)[1] for m in table.manifests(table.snapshot())]  # type: ignore[arg-type]
+    assert [p.rsplit("/", 1)[1] for p in manifests["manifest"]] == names

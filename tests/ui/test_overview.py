@@ -15,7 +15,7 @@ from icecore import describe, health
 from icecore.layout import snapshot_files
 from icecore.scan.context import default_context
 from tests.ui.helpers import OpenPage, metrics, no_problems, number, spark_count
-from ui import data
+from ui import data, views
 
 PAGE = "pages/1_Overview.py"
 TABLES = [
@@ -47,9 +47,7 @@ def test_totals_are_spark_counts(
     assert number(shown["Delete records"]) == spark_count(
         spark, f"SELECT sum(record_count) FROM {spark_name}.delete_files"
     )
-    assert number(shown["Live rows (deletes applied)"]) == spark_count(
-        spark, f"SELECT count(*) FROM {spark_name}"
-    )
+    assert number(shown["Live rows"]) == spark_count(spark, f"SELECT count(*) FROM {spark_name}")
     assert number(shown["Snapshots"]) == spark_count(
         spark, f"SELECT count(*) FROM {spark_name}.snapshots"
     )
@@ -75,7 +73,12 @@ def test_findings_schema_and_properties_are_icecores(
     assert len(evidence) == len(expected)
     for shown, finding in zip(evidence, expected, strict=True):
         if finding.check != "snapshots_to_expire":  # its "as of" moves with the clock
-            assert list(shown["value"]) == [str(v) for _, v in finding.evidence]
+            assert list(shown["value"]) == [views.value_text(k, v) for k, v in finding.evidence]
+        # Text for people: no "None", counts with separators.
+        for (_, v), text in zip(finding.evidence, shown["value"], strict=True):
+            assert text != "None"
+            if isinstance(v, int) and not isinstance(v, bool):
+                assert text == f"{v:,}"
     schema_table = next(t for t in tables if "identifier" in t.columns)
     rows = describe.schema_rows(table.metadata.current_schema())
     assert list(schema_table["id"]) == [r.field_id for r in rows]
@@ -103,7 +106,7 @@ def test_the_overview_follows_the_time_selector(
     assert number(metrics(at)["Data files"]) == spark_count(
         spark, f"SELECT count(*) FROM icecore.demo.trips.data_files VERSION AS OF {tag}"
     )
-    assert number(metrics(at)["Live rows (deletes applied)"]) == spark_count(
+    assert number(metrics(at)["Live rows"]) == spark_count(
         spark, f"SELECT count(*) FROM icecore.demo.trips VERSION AS OF {tag}"
     )
 

@@ -5,6 +5,7 @@ Bad filters show one inline sentence.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ def test_a_filtered_scan_shows_the_report_and_sparks_rows(
         report.data_files_planned,
     ]
     pruned = next(
-        df.value for df in at.dataframe if list(df.value.columns) == ["level", "path", "reason"]
+        df.value
+        for df in at.dataframe
+        if list(df.value.columns) == ["level", "path", "reason", "full path"]
     )
     assert len(pruned) == min(500, len(report.pruned))
     expected = spark_count(spark, f"SELECT count(*) FROM icecore.demo.trips WHERE {FILTER}")
@@ -131,12 +134,20 @@ def test_the_planned_files_tab_lists_what_java_plans(
     no_problems(at)
     kept = next(df.value for df in at.dataframe if "residual filter" in df.value.columns)
     java = java_plan(spark, "trips", None, FILTER)
-    assert sorted(kept["file"]) == sorted(java)
+    assert sorted(kept["full path"]) == sorted(java)
+    # The shown path keeps the file name (shortened from the left), whatever its length.
+    assert all(
+        shown == path or (shown.startswith("…/") and path.endswith(shown[1:]))
+        for shown, path in zip(kept["file"], kept["full path"], strict=True)
+    )
+    assert [p.rsplit("/", 1)[1] for p in kept["full path"]] == [
+        p.rsplit("/", 1)[1] for p in kept["file"]
+    ]
     table = icecore.load_table(f"{demo_warehouse}::demo.trips")
     old = {t.file_path: t for t in manual_tasks(table)}
     for row in kept.to_dict("records"):
-        task = old[row["file"]]
-        assert row["delete files"] == len(java[row["file"]])
+        task = old[row["full path"]]
+        assert row["delete files"] == len(java[row["full path"]])
         assert row["records"] == task.data_file.record_count
         assert row["bytes"] == task.data_file.file_size_in_bytes
         assert row["partition"] == partition_label(
@@ -245,3 +256,32 @@ def test_sql_rows_read_the_plan_scan_preview_keeps(
     no_problems(at)
     assert len(at.dataframe[0].value) > 0
     assert len(plans) == 1, plans
+
+
+def test_pruning_reasons_and_the_bound_filter_show_sql_literals(
+    demo_warehouse: Path, open_page: OpenPage
+) -> None:
+    """Values read as the SQL a user would type: no ``datetime.date(...)``, no raw micros."""
+    from icecore.types import TimestamptzType
+
+    at = open_page(PAGE, table="demo.trips", filter="pickup_ts < '2024-08-03'")
+    no_problems(at)
+    table = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    field = table.metadata.current_schema().find_field_by_name("pickup_ts")
+    zoned = field is not None and isinstance(field.field_type, TimestamptzType)
+    zone = "+00:00" if zoned else ""
+    # Spark's meaning adds the IS NOT NULL a comparison implies; the value is SQL either way.
+    bound = at.code[0].value
+    assert f"pickup_ts < TIMESTAMP '2024-08-03 00:00:00{zone}'" in bound, bound
+    assert not re.search(r"\d{13,}", bound), bound
+    reasons = next(df.value for df in at.dataframe if "items" in df.value.columns)
+    pruned = next(
+        df.value
+        for df in at.dataframe
+        if "full path" in df.value.columns and "reason" in df.value.columns
+    )
+    texts = [*reasons["reason"], *pruned["reason"]]
+    for text in texts:
+        assert "datetime." not in text and "Decimal(" not in text, text
+        assert not re.search(r"\d{13,}", text), text  # no epoch micros
+    assert any("DATE '2024-08-0" in t or "TIMESTAMP '2024-08-0" in t for t in texts), texts

@@ -449,7 +449,8 @@ def test_projection_result_is_bound_to_partition_fields() -> None:
     assert isinstance(result, BoundPredicate)
     assert result.term.field_id == 1000
     assert result.term.type == DateType()
-    assert str(result) == "p0_day >= datetime.date(2024, 9, 1)"
+    # The value as the SQL literal a user would type, never a Python repr.
+    assert str(result) == "p0_day >= DATE '2024-09-01'"
 
 
 # ---------------------------------------------------------------------------------------
