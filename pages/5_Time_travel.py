@@ -8,18 +8,16 @@ on request, shown up to a stated row limit, and downloadable whole.
 
 from __future__ import annotations
 
-from functools import partial
-
 import streamlit as st
 
 from icecore.changelog import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID
 from icecore.errors import IcecoreError
-from icecore.export import csv_bytes, parquet_bytes
 from ui import data, figures, refs, views
 from ui.shell import (
     TABLE_COLUMNS,
     bootstrap,
     count_metric,
+    download_buttons,
     escape_markdown,
     guarded,
     require_table,
@@ -228,18 +226,12 @@ with rows_tab:
                 key="tt_changelog_rows",
             )
             name = f"{str(table.identifier).replace('.', '_')}_changes"
-            downloads = (
-                ("CSV", csv_bytes, "csv", "text/csv"),
-                ("Parquet", parquet_bytes, "parquet", "application/vnd.apache.parquet"),
+            download_buttons(
+                changed,
+                name,
+                "tt_changelog",
+                f"Download all {changed.num_rows:,} rows as {{kind}}",
             )
-            for col, (label, encode, suffix, mime) in zip(st.columns(2), downloads, strict=True):
-                col.download_button(
-                    f"Download all {changed.num_rows:,} rows as {label}",
-                    data=partial(encode, changed),
-                    file_name=f"{name}.{suffix}",
-                    mime=mime,
-                    key=f"tt_changelog_{suffix}",
-                )
 
 st.subheader("Branches and tags")
 refs.refs_table(metadata, key="tt_refs")

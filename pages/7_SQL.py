@@ -6,12 +6,10 @@ User SQL is locked down by :func:`icecore.sql.run_sql` (one SELECT, no files, no
 from __future__ import annotations
 
 import os
-from functools import partial
 
 import streamlit as st
 
 from icecore.errors import IcecoreError
-from icecore.export import csv_bytes, parquet_bytes
 from icecore.inspect import KINDS
 from icecore.sql import ROWS_TABLE, SqlLimits, result_cut
 from pipeline.query_check import checked_query
@@ -19,6 +17,7 @@ from pipeline.spark import PipelineError
 from ui import data, jobs
 from ui.shell import (
     bootstrap,
+    download_buttons,
     drive,
     escape_markdown,
     guarded,
@@ -129,16 +128,4 @@ if result_cut(result):
 st.caption(f"{result.num_rows:,} rows · {result.num_columns:,} columns")
 st.dataframe(result, hide_index=True, width="stretch")
 name = str(table.identifier).replace(".", "_")
-downloads = (
-    ("CSV", csv_bytes, "csv", "text/csv"),
-    ("Parquet", parquet_bytes, "parquet", "application/vnd.apache.parquet"),
-)
-for col, (label, encode, suffix, mime) in zip(st.columns(2), downloads, strict=True):
-    # Encoded when clicked, not on every run: 100,000 rows as CSV and Parquet cost seconds.
-    col.download_button(
-        f"Download {label}",
-        data=partial(encode, result),
-        file_name=f"{name}.{suffix}",
-        mime=mime,
-        key=f"sql_{suffix}",
-    )
+download_buttons(result, name, "sql")
