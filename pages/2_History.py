@@ -209,7 +209,7 @@ if binned:
     )
 else:
     how = (
-        "marker size grows with rows added · click a snapshot to read the table there "
+        "marker size grows with records added · click a snapshot to read the table there "
         "(it sets the time selector)."
     )
 shown_of = f"{len(in_view):,} of {len(tl.points):,}" if window else f"{len(tl.points):,}"

@@ -85,7 +85,14 @@ st.code(clip(view.filter, 20 * MAX_TEXT), language="sql", wrap_lines=True)
 cols = st.columns(4)
 count_metric(cols[0], "Data manifests kept", view.data_manifests_kept, counts["data_manifests"])
 count_metric(cols[1], "Data files planned", counts["data_files_planned"], counts["data_files"])
-count_metric(cols[2], "Rows in planned files", counts["rows_planned"], counts["rows"])
+count_metric(
+    cols[2],
+    "Records before deletes",
+    counts["rows_planned"],
+    counts["rows"],
+    help="Records in the planned data files, before delete files and the residual filter "
+    "apply (what the manifests say); the rows a reader gets are counted below.",
+)
 count_metric(
     cols[3], "Delete files applied", counts["delete_files_applied"], counts["delete_files"]
 )

@@ -33,6 +33,11 @@ OPERATION_COLORS: Mapping[str, str] = {
     "replace": "#7d3c98",
 }
 OTHER_COLOR = "#7f8c8d"
+RECORDS_ADDED = "records in added data files"
+"""The timeline's bar of a snapshot summary's ``added-records``: rows before any delete."""
+RECORDS_REMOVED = "records in removed data files"
+"""The bar of ``deleted-records``: rows of data files the commit removed (rows removed by
+delete files are not in it; History's table gives rows removed by every means)."""
 CONTENT_COLORS: Mapping[str, str] = {
     "data": "#1f77b4",
     "position deletes": "#d62728",
@@ -189,8 +194,8 @@ def timeline_figure(
     x = [_time(p.timestamp_ms) for p in points]
     ids = [[str(p.snapshot_id)] for p in points]
     for name, values, color, sign in (
-        ("rows added", [p.added_records or 0 for p in points], "#2e8b57", "+"),
-        ("rows removed", [-(p.removed_records or 0) for p in points], "#c0392b", ""),
+        (RECORDS_ADDED, [p.added_records or 0 for p in points], "#2e8b57", "+"),
+        (RECORDS_REMOVED, [-(p.removed_records or 0) for p in points], "#c0392b", ""),
     ):
         fig.add_trace(
             go.Bar(
@@ -409,8 +414,8 @@ def binned_figure(
     custom = [[BIN, str(s), str(totals[s][3])] for s in starts]
     counts = [totals[s][0] for s in starts]
     for name, values, color, sign in (
-        ("rows added", [totals[s][1] for s in starts], "#2e8b57", "+"),
-        ("rows removed", [-totals[s][2] for s in starts], "#c0392b", ""),
+        (RECORDS_ADDED, [totals[s][1] for s in starts], "#2e8b57", "+"),
+        (RECORDS_REMOVED, [-totals[s][2] for s in starts], "#c0392b", ""),
     ):
         fig.add_trace(
             go.Bar(

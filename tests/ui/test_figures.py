@@ -30,8 +30,8 @@ def test_timeline_draws_each_snapshot_once_on_its_lane_with_its_rows() -> None:
         str(p.snapshot_id): (p.lane, figures.marker_size(p.added_records)) for p in tl.points
     }
     bars = {t.name: t for t in fig.data if t.type == "bar"}
-    assert list(bars["rows added"].y) == [p.added_records or 0 for p in tl.points]
-    assert list(bars["rows removed"].y) == [-(p.removed_records or 0) for p in tl.points]
+    assert list(bars[figures.RECORDS_ADDED].y) == [p.added_records or 0 for p in tl.points]
+    assert list(bars[figures.RECORDS_REMOVED].y) == [-(p.removed_records or 0) for p in tl.points]
     tags = next(t for t in fig.data if t.name == "tag")
     assert [c[0] for c in tags.customdata] == [str(m.snapshot_id) for m in tl.markers]
     lanes = fig.layout.yaxis.categoryarray
@@ -140,7 +140,7 @@ def test_more_snapshots_than_markers_are_drawn_as_bins_with_tags_exact() -> None
     assert sorted(p.snapshot_id for p in counted) == sorted(p.snapshot_id for p in tl.points)
     tags = next(t for t in fig.data if t.name == "tag")
     assert [c[0] for c in tags.customdata] == [str(m.snapshot_id) for m in tl.markers]
-    added = next(t for t in fig.data if t.name == "rows added")
+    added = next(t for t in fig.data if t.name == figures.RECORDS_ADDED)
     assert sum(added.y) == sum(p.added_records or 0 for p in tl.points)
     window = (tl.points[2].timestamp_ms, tl.points[5].timestamp_ms)
     few = figures.timeline_figure(tl, window=window, max_markers=len(tl.points) - 1)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.ui.helpers import OpenPage, as_shown, figures, metrics, no_problems, number, spark_count
+from ui.figures import RECORDS_ADDED
 
 PAGE = "pages/2_History.py"
 
@@ -69,7 +70,7 @@ def test_the_timeline_draws_every_snapshot_with_its_rows(spark: Any, open_page: 
         "SELECT snapshot_id FROM icecore.demo.trips.refs WHERE name = 'audit'"
     ).collect()[0][0]
     assert (str(audit), "audit") in points
-    added = next(t for t in figure["data"] if t.get("name") == "rows added")
+    added = next(t for t in figure["data"] if t.get("name") == RECORDS_ADDED)
     summary = {
         str(r.snapshot_id): int(r.summary.get("added-records", 0))
         for r in spark.sql(

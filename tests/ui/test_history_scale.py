@@ -27,6 +27,7 @@ from tests.ui.long_history import (
     snaps,
     write_long_history,
 )
+from ui.figures import RECORDS_ADDED
 
 PAGE = "pages/2_History.py"
 N = 1200
@@ -97,7 +98,7 @@ def test_a_long_history_is_drawn_as_counts_per_bin(open_long: Callable[..., AppT
         if s.lane == lane and start <= s.timestamp_ms < end
     }
     assert covered == {s.snapshot_id for s in WRITTEN}
-    added = next(t for t in figure["data"] if t.get("name") == "rows added")
+    added = next(t for t in figure["data"] if t.get("name") == RECORDS_ADDED)
     assert sum(added["y"]) == sum(int(s.summary.get("added-records", 0)) for s in WRITTEN)
     tag = next(t for t in figure["data"] if t.get("name") == "tag")
     assert [c[0] for c in tag["customdata"]] == [str(10_000 + TAG_AT)]

@@ -28,7 +28,7 @@ def test_a_filtered_scan_shows_the_report_and_sparks_rows(
     report = icecore.load_table(f"{demo_warehouse}::demo.trips").scan(filter=FILTER).plan().report
     shown = metrics(at)
     assert shown["Data files planned"] == f"{report.data_files_planned:,} of {report.data_files:,}"
-    assert shown["Rows in planned files"] == f"{report.rows_planned:,} of {report.rows:,}"
+    assert shown["Records before deletes"] == f"{report.rows_planned:,} of {report.rows:,}"
     assert shown["Delete files applied"] == (
         f"{report.delete_files_applied:,} of {report.delete_files:,}"
     )
