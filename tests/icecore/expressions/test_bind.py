@@ -160,11 +160,41 @@ def test_unknown_column_without_close_name_lists_columns() -> None:
 
 @pytest.mark.parametrize(
     ("text", "kind"),
-    [("loc = 1", "struct"), ("tags IS NULL", "list"), ("props IS NULL", "map")],
+    [
+        ("loc = 1", "struct"),
+        ("loc IN (1, 2)", "struct"),
+        ("tags IS NULL", "list"),
+        ("props IS NULL", "map"),
+    ],
 )
 def test_nested_columns_cannot_be_filtered(text: str, kind: str) -> None:
     with pytest.raises(FilterError, match=f"is a {kind}"):
         bound(text)
+
+
+def test_a_refused_struct_comparison_names_a_field_as_a_filter_writes_it() -> None:
+    with pytest.raises(FilterError) as refused:
+        bound("loc = 1")
+    assert "IS NULL / IS NOT NULL" in str(refused.value)
+    assert "such as loc.lat." in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "op"),
+    [
+        ("loc IS NULL", Operation.IS_NULL),
+        ("loc IS NOT NULL", Operation.NOT_NULL),
+        ("NOT (LOC IS NULL)", Operation.NOT_NULL),
+    ],
+)
+def test_null_checks_on_a_struct_bind_to_the_struct(text: str, op: Operation) -> None:
+    p = pred(text)
+    assert (p.op, p.term.field_id, p.term.name) == (op, 17, "loc")
+
+
+def test_null_checks_on_a_required_struct_fold_like_java() -> None:
+    assert bound("req IS NULL") == AlwaysFalse()
+    assert bound("req IS NOT NULL") == AlwaysTrue()
 
 
 @pytest.mark.parametrize("text", ["tags.element = 'a'", "points.x = 1", "props.key = 'a'"])
