@@ -9,9 +9,10 @@ evaluated. Binding follows Iceberg Java's ``UnboundPredicate.bind`` and the conv
   ``int_col != 3e10`` always true; IN/NOT IN drop such values (and fold when none is left);
 * ``IS NULL`` on a required column whose enclosing structs are all required is always
   false, ``IS NOT NULL`` always true; on a v3 ``unknown`` column the reverse;
-* ``IS [NOT] NULL`` is the one predicate a struct column takes (``p.q IS NULL``): Spark
-  pushes ``is_null(p.q)`` and Java binds it to the struct's field; the struct is NULL where
-  it (or an enclosing struct) is NULL, whatever its fields hold. Lists and maps are refused;
+* ``IS [NOT] NULL`` is the one predicate a struct, list or map column takes (``p.q IS
+  NULL``): Spark pushes ``is_null(p.q)`` and Java binds it to the column's field; the
+  column is NULL where it (or an enclosing struct) is NULL, whatever its fields or elements
+  hold (an empty list is not NULL). Fields inside lists and maps are refused;
 * ``isnan`` only on float and double columns; LIKE 'prefix%' only on string columns;
 * a comparison with NaN on a float column (``f = 'NaN'``, which Spark SQL answers; Java's
   ``Literals.from`` rejects NaN) becomes what Iceberg can say under Spark's order, where
@@ -208,7 +209,7 @@ class _Binder(ExpressionVisitor[Expression]):
 
     def unbound_predicate(self, pred: UnboundPredicate) -> Expression:
         null_check = pred.op in (Operation.IS_NULL, Operation.NOT_NULL)
-        ref = self._resolve(pred.term.name, struct_ok=null_check)
+        ref = self._resolve(pred.term.name, nested_ok=null_check)
         if pred.op.is_unary:
             return self._unary(pred.op, ref)
         if pred.op in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH):
@@ -221,11 +222,11 @@ class _Binder(ExpressionVisitor[Expression]):
 
     # ---------------------------------------------------------------- names
 
-    def _resolve(self, name: str, *, struct_ok: bool = False) -> BoundReference:
+    def _resolve(self, name: str, *, nested_ok: bool = False) -> BoundReference:
         """Java's ``NamedReference.bind``, refusing what Iceberg filters cannot reach.
 
-        ``struct_ok``: a struct column is taken (for ``IS [NOT] NULL``, the only predicate
-        Java evaluates on one); lists and maps never are.
+        ``nested_ok``: a struct, list or map column is taken (for ``IS [NOT] NULL``, the only
+        predicate Java evaluates on one).
         """
         try:
             field = self.schema.find_field_by_name(name, self.case_sensitive)
@@ -237,7 +238,7 @@ class _Binder(ExpressionVisitor[Expression]):
         if field is None:
             raise FilterError(self._unknown_column(name))
         kind = _nested_kind(field.field_type)
-        if kind is not None and not (struct_ok and kind == "struct"):
+        if kind is not None and not nested_ok:
             if kind == "struct" and isinstance(field.field_type, StructType):
                 first = field.field_type.fields[0].name if field.field_type.fields else None
                 hint = (
@@ -247,7 +248,7 @@ class _Binder(ExpressionVisitor[Expression]):
                     else "test it with IS NULL / IS NOT NULL"
                 )
             else:
-                hint = "filter on a primitive column"
+                hint = "test it with IS NULL / IS NOT NULL, or filter on a primitive column"
             raise FilterError(
                 f"Column {name!r} is a {kind}, which an Iceberg filter cannot compare; {hint}."
             )

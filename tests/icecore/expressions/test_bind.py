@@ -163,8 +163,8 @@ def test_unknown_column_without_close_name_lists_columns() -> None:
     [
         ("loc = 1", "struct"),
         ("loc IN (1, 2)", "struct"),
-        ("tags IS NULL", "list"),
-        ("props IS NULL", "map"),
+        ("tags = 'a'", "list"),
+        ("props IN ('a', 'b')", "map"),
     ],
 )
 def test_nested_columns_cannot_be_filtered(text: str, kind: str) -> None:
@@ -180,16 +180,20 @@ def test_a_refused_struct_comparison_names_a_field_as_a_filter_writes_it() -> No
 
 
 @pytest.mark.parametrize(
-    ("text", "op"),
+    ("text", "op", "name"),
     [
-        ("loc IS NULL", Operation.IS_NULL),
-        ("loc IS NOT NULL", Operation.NOT_NULL),
-        ("NOT (LOC IS NULL)", Operation.NOT_NULL),
+        ("loc IS NULL", Operation.IS_NULL, "loc"),
+        ("loc IS NOT NULL", Operation.NOT_NULL, "loc"),
+        ("NOT (LOC IS NULL)", Operation.NOT_NULL, "loc"),
+        ("tags IS NULL", Operation.IS_NULL, "tags"),
+        ("props IS NOT NULL", Operation.NOT_NULL, "props"),
     ],
 )
-def test_null_checks_on_a_struct_bind_to_the_struct(text: str, op: Operation) -> None:
+def test_null_checks_on_a_struct_list_or_map_bind_to_it(
+    text: str, op: Operation, name: str
+) -> None:
     p = pred(text)
-    assert (p.op, p.term.field_id, p.term.name) == (op, 17, "loc")
+    assert (p.op, p.term.name) == (op, name)
 
 
 def test_null_checks_on_a_required_struct_fold_like_java() -> None:

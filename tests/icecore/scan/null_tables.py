@@ -10,7 +10,8 @@ metrics leaves NULL partitions to partition values and residuals alone.
 
 The nested table (issue 36) holds structs NULL at each level (``p``, ``p.q``, a non-NULL
 ``p.q`` whose fields are all NULL), a field added to ``p.q`` and one renamed after the first
-files, a struct column added later (NULL in older files), and strings for LIKE: unicode, a
+files, a struct and a list column added later (NULL in older files; an empty list, one
+holding NULL), and strings for LIKE: unicode, a
 character outside the BMP, ``_``, ``%`` and a backslash as data, a line break, mixed case.
 The evolved tables (format 2, and 1 where dropped fields become void) change their
 partition spec six times with files whose partition values are all NULL under several
@@ -127,22 +128,23 @@ NEST_EVOLUTION = [
     "ADD COLUMN p.q.z STRING",
     "RENAME COLUMN p.q.x TO xx",
     "ADD COLUMN n STRUCT<a: INT, b: STRUCT<c: INT>>",
+    "ADD COLUMN tags ARRAY<STRING>",
 ]
 _QZ = "named_struct('q', named_struct('xx', {x}, 'y', {y}, 'z', {z}), 'r', {r})"
 NEST_BEFORE_OLD = [
     f"(8, {_QZ.format(x=_U, y='5', z=_ZZ, r='4')}, 'abd',"
-    " named_struct('a', 1, 'b', NULL)),"
-    " (9, named_struct('q', NULL, 'r', 5), '%_', NULL)",
+    " named_struct('a', 1, 'b', NULL), array('a')),"
+    " (9, named_struct('q', NULL, 'r', 5), '%_', NULL, NULL)",
 ]
 NEST_AFTER_OLD = [
-    "(11, NULL, 'x\\ny', named_struct('a', 2, 'b', NULL)),"
-    " (12, named_struct('q', NULL, 'r', NULL), 'AB_c', NULL)",
+    "(11, NULL, 'x\\ny', named_struct('a', 2, 'b', NULL), CAST(array() AS ARRAY<STRING>)),"
+    " (12, named_struct('q', NULL, 'r', NULL), 'AB_c', NULL, array(NULL))",
     f"(13, {_QZ.format(x='NULL', y='NULL', z='NULL', r='6')}, '', named_struct('a', NULL,"
-    " 'b', named_struct('c', NULL)))",
+    " 'b', named_struct('c', NULL)), NULL)",
 ]
 NEST_ON_BRANCH = [
     f"(10, {_QZ.format(x='NULL', y='NULL', z='NULL', r='NULL')}, '😀x',"
-    " named_struct('a', NULL, 'b', named_struct('c', 1)))",
+    " named_struct('a', NULL, 'b', named_struct('c', 1)), array('b'))",
 ]
 
 EVOLVED_DDL = """(id INT, a STRING, b INT, c STRING) USING iceberg PARTITIONED BY (a)

@@ -27,7 +27,7 @@ import icecore
 from tests.oracle import arrow_rows, canon, spark_rows
 
 from .null_tables import NullTables
-from .test_planner import java_plan
+from .test_planner import _pushed_filters, java_plan
 
 pytestmark = pytest.mark.spark
 
@@ -193,6 +193,9 @@ STRUCT_NULLS = [
     "n.b IS NOT NULL AND n.b.c IS NULL",
     "p.q.z IS NULL",
     "p.q.xx = 'u' OR p IS NULL",
+    "tags IS NULL",
+    "tags IS NOT NULL",
+    "NOT (tags IS NULL) OR n IS NULL",
 ]
 LIKES = [
     # issue 36: LIKE with any pattern; rows are Spark's, files Java's for what Spark pushes
@@ -324,3 +327,15 @@ def test_rows_equal_spark_and_files_equal_java(
         assert all(ours[path] == java[path] for path in ours)
     else:
         assert ours == java
+
+
+@pytest.mark.parametrize("flt", ["s LIKE 'ab_%'", "s LIKE 'ab%c'", "s NOT LIKE 'a%b_'"])
+def test_the_report_says_what_a_like_was_pruned_by(null_tables: NullTables, flt: str) -> None:
+    """Issue 36: a LIKE prunes only by what Spark pushes, and the report shows which."""
+    plan = icecore.load_table(null_tables.table_arg("nest")).scan(filter=flt).plan()
+    pushed = _pushed_filters(null_tables.spark, null_tables.spark_name("nest"), None, flt)
+    java = " ".join(str(e) for e in pushed or [])
+    assert "LIKE" in plan.report.filter
+    assert "not_null" in java and "s IS NOT NULL" in plan.report.pruning_filter
+    assert ("starts_with" in java) == ("s LIKE 'ab'%" in plan.report.pruning_filter)
+    assert "_" not in plan.report.pruning_filter.replace("NOT NULL", "")
