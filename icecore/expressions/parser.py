@@ -18,7 +18,7 @@ and the result holds no ``Not`` node. Supported:
   side: ``5 < id`` reads as ``id > 5``);
 * ``IN (...)``, ``NOT IN (...)`` (a NULL in the list: never FALSE), ``BETWEEN a AND b``;
 * ``<=>`` (null-safe equality) between a column and a literal or NULL;
-* ``IS [NOT] NULL``, ``IS [NOT] NAN``, ``isnan(col)``;
+* ``IS [NOT] NULL``, ``IS [NOT] NAN``, ``isnan(col)``, ``b IS [NOT] TRUE|FALSE``;
 * ``[NOT] LIKE`` with any pattern (``_``, ``%``), Spark's backslash escapes or an ``ESCAPE``
   character: ``'value'`` is ``=``, ``'prefix%'`` Iceberg's ``startsWith``, others a LIKE
   the rows decide (planning prunes by what Spark pushes for them);
@@ -599,16 +599,30 @@ class _Converter:
         return sql.membership(self.reference(node.this), literals, has_null)
 
     def _is(self, node: exp.Is) -> Polar:
+        """``IS [NOT] NULL``, ``IS [NOT] NAN``, and ``b IS [NOT] TRUE|FALSE`` on a column.
+
+        Spark rewrites ``b IS TRUE`` as ``b <=> true`` (never NULL), and pushes it so.
+        """
         target = node.args["expression"]
+        if isinstance(target, exp.Boolean) and not _is_column(_unparen(node.this)):
+            raise self.error(
+                node,
+                "tests a condition with IS TRUE/FALSE, which a filter only does on a boolean "
+                "column",
+                "write the condition itself, with IS NULL checks for its columns",
+            )
         ref = self.reference(node.this)
         if isinstance(target, exp.Null):
             return sql.null_check(ref)
         if _is_bare_nan(target):
             return sql.nan_check(ref)
+        if isinstance(target, exp.Boolean):
+            value = bool(target.this)
+            return sql.null_safe_equal(ref, Literal(value, None, str(value).lower()))
         raise self.error(
             node,
-            "uses IS with something other than NULL or NAN",
-            "use IS [NOT] NULL, IS [NOT] NAN, or = for values",
+            "uses IS with something other than NULL, NAN, TRUE or FALSE",
+            "use IS [NOT] NULL, IS [NOT] NAN, IS [NOT] TRUE, or = for values",
         )
 
     def _like(self, node: exp.Like, escape: exp.Expr | None = None) -> Polar:

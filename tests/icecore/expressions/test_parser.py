@@ -205,6 +205,16 @@ def test_null_safe_equality() -> None:
     )
 
 
+def test_is_true_and_is_false_are_null_safe_equality() -> None:
+    """Spark reads ``b IS TRUE`` as ``b <=> true``: never NULL."""
+    same(parse_filter("b IS TRUE"), p(Operation.EQ, "b", True))
+    same(parse_filter("b IS FALSE"), p(Operation.EQ, "b", False))
+    same(
+        parse_filter("b IS NOT TRUE"),
+        Or(p(Operation.IS_NULL, "b"), g(Operation.NOT_EQ, "b", True)),
+    )
+
+
 def test_and_or_not_parentheses() -> None:
     result = parse_filter("(a = 1 OR b = 2) AND NOT (c < 3)")
     same(
@@ -381,7 +391,8 @@ def _error(text: str) -> str:
         ("1 = 1", "'1 = 1' at column 1", "names no column"),
         ("x = NaN", "'x = NaN' at column 1", "col = 'NaN'"),
         ("x = 1 y", "'y' at column 7", "AND or OR"),
-        ("x IS TRUE", "'x IS TRUE' at column 1", "IS [NOT] NULL"),
+        ("x IS 5", "'x IS 5' at column 1", "IS [NOT] NULL"),
+        ("(x = 1) IS TRUE", "'(x = 1) IS TRUE' at column 1", "boolean column"),
         ("x = DATE '2024-13-01'", "\"DATE '2024-13-01'\" at column 5", "DATE literal"),
         ("x = TIMESTAMP_NTZ '2024-01-01 10:00+02:00'", "TIMESTAMP_NTZ", "no zone offset"),
         ("x = TIME '25:00'", "\"TIME '25:00'\"", "TIME literal"),

@@ -114,6 +114,10 @@ NULL_SAFE = [
     "NOT (f <=> 'NaN')",
     "st.x <=> 'a'",
     "NOT (st.y <=> 1) AND id > 10",
+    "b IS TRUE",
+    "b IS NOT TRUE",
+    "b IS FALSE",
+    "NOT (b IS FALSE) AND id > 10",
 ]
 CROSS_TYPES = [
     "i = 1.0",
