@@ -341,5 +341,5 @@ def test_the_report_says_what_a_like_was_pruned_by(null_tables: NullTables, flt:
     java = " ".join(str(e) for e in pushed or [])
     assert "LIKE" in plan.report.filter
     assert "not_null" in java and "s IS NOT NULL" in plan.report.pruning_filter
-    assert ("starts_with" in java) == ("s LIKE 'ab'%" in plan.report.pruning_filter)
+    assert ("startsWith" in java) == ("s LIKE 'ab'%" in plan.report.pruning_filter)
     assert "_" not in plan.report.pruning_filter.replace("NOT NULL", "")
