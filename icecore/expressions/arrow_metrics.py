@@ -408,7 +408,8 @@ class _Leaf:
 
     def __post_init__(self) -> None:
         pred, t = self.pred, self.pred.term.type
-        used = pred.op not in (_O.NOT_EQ, _O.NOT_IN, _O.STARTS_WITH, _O.NOT_STARTS_WITH) and not (
+        unordered = (_O.NOT_EQ, _O.NOT_IN, _O.STARTS_WITH, _O.NOT_STARTS_WITH, _O.LIKE, _O.NOT_LIKE)
+        used = pred.op not in unordered and not (
             pred.op is _O.IN and len(pred.values) > IN_PREDICATE_LIMIT
         )
         key = order_key(t)
@@ -440,7 +441,7 @@ class _Leaf:
             return not r.nulls_only and r.nans != 0
         if op is _O.NOT_NAN:
             return not r.nans_only
-        if op in (_O.NOT_EQ, _O.NOT_IN):
+        if op in (_O.NOT_EQ, _O.NOT_IN, _O.NOT_LIKE):
             return True  # bounds are not necessarily values of the column
         if op is _O.NOT_STARTS_WITH:
             if r.nulls is None or r.nulls != 0:
@@ -454,6 +455,8 @@ class _Leaf:
             )
         if r.nulls_only:
             return False
+        if op is _O.LIKE:
+            return True  # no bound proves a pattern false; only an all-null column does
         if op is _O.STARTS_WITH:
             prefix, lower = str(pred.value), self._decode(r.lower)
             if lower is None:
@@ -535,8 +538,10 @@ class _Leaf:
             return _and(_not(nulls_only), some_nan)
         if op is _O.NOT_NAN:
             return _not(nans_only)
-        if op in (_O.NOT_EQ, _O.NOT_IN):
+        if op in (_O.NOT_EQ, _O.NOT_IN, _O.NOT_LIKE):
             return _TRUE
+        if op is _O.LIKE:
+            return _not(nulls_only)
         if op is _O.NOT_STARTS_WITH or not vectorizable(t):
             return _UNKNOWN
         if op is _O.STARTS_WITH:

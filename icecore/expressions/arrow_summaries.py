@@ -169,8 +169,8 @@ class _Leaf:
             return not (s.contains_nan is False or all_null)
         if op is _O.NOT_NAN:
             return not (s.contains_nan is True and not s.contains_null and lower is None)
-        if op in (_O.NOT_EQ, _O.NOT_IN):
-            return True
+        if op in (_O.NOT_EQ, _O.NOT_IN, _O.LIKE, _O.NOT_LIKE):
+            return True  # bounds never prove a LIKE false
         if op in (_O.STARTS_WITH, _O.NOT_STARTS_WITH):
             prefix, n = str(pred.value).encode("utf-8"), len(str(pred.value).encode("utf-8"))
             if op is _O.NOT_STARTS_WITH:
@@ -232,7 +232,7 @@ class _Leaf:
                 return pc.and_(pc.invert(no_nan), pc.invert(all_null))
             only_nan = pc.fill_null(s.contains_nan, False)
             return pc.invert(pc.and_(pc.and_(only_nan, pc.invert(has_null)), no_lower))
-        if op in (_O.NOT_EQ, _O.NOT_IN):
+        if op in (_O.NOT_EQ, _O.NOT_IN, _O.LIKE, _O.NOT_LIKE):
             return _TRUE
         if op is _O.STARTS_WITH and isinstance(t, StringType):
             return self._starts_with(s, no_lower)

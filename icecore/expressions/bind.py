@@ -9,6 +9,10 @@ evaluated. Binding follows Iceberg Java's ``UnboundPredicate.bind`` and the conv
   ``int_col != 3e10`` always true; IN/NOT IN drop such values (and fold when none is left);
 * ``IS NULL`` on a required column whose enclosing structs are all required is always
   false, ``IS NOT NULL`` always true; on a v3 ``unknown`` column the reverse;
+* ``IS [NOT] NULL`` is the one predicate a struct, list or map column takes (``p.q IS
+  NULL``): Spark pushes ``is_null(p.q)`` and Java binds it to the column's field; the
+  column is NULL where it (or an enclosing struct) is NULL, whatever its fields or elements
+  hold (an empty list is not NULL). Fields inside lists and maps are refused;
 * ``isnan`` only on float and double columns; LIKE 'prefix%' only on string columns;
 * a comparison with NaN on a float column (``f = 'NaN'``, which Spark SQL answers; Java's
   ``Literals.from`` rejects NaN) becomes what Iceberg can say under Spark's order, where
@@ -50,6 +54,7 @@ from icecore.errors import (
     Unsupported,
     ValidationError,
 )
+from icecore.expressions.like import LikePatternError, like_tokens
 from icecore.expressions.model import (
     AlwaysFalse,
     AlwaysTrue,
@@ -203,19 +208,26 @@ class _Binder(ExpressionVisitor[Expression]):
         )
 
     def unbound_predicate(self, pred: UnboundPredicate) -> Expression:
-        ref = self._resolve(pred.term.name)
+        null_check = pred.op in (Operation.IS_NULL, Operation.NOT_NULL)
+        ref = self._resolve(pred.term.name, nested_ok=null_check)
         if pred.op.is_unary:
             return self._unary(pred.op, ref)
         if pred.op in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH):
             return self._starts_with(pred, ref)
+        if pred.op in (Operation.LIKE, Operation.NOT_LIKE):
+            return self._like(pred, ref)
         if pred.op.is_set:
             return self._set(pred, ref)
         return self._comparison(pred.op, ref, pred.literals[0])
 
     # ---------------------------------------------------------------- names
 
-    def _resolve(self, name: str) -> BoundReference:
-        """Java's ``NamedReference.bind``, refusing what Iceberg filters cannot reach."""
+    def _resolve(self, name: str, *, nested_ok: bool = False) -> BoundReference:
+        """Java's ``NamedReference.bind``, refusing what Iceberg filters cannot reach.
+
+        ``nested_ok``: a struct, list or map column is taken (for ``IS [NOT] NULL``, the only
+        predicate Java evaluates on one).
+        """
         try:
             field = self.schema.find_field_by_name(name, self.case_sensitive)
         except InvalidMetadata as e:
@@ -226,12 +238,17 @@ class _Binder(ExpressionVisitor[Expression]):
         if field is None:
             raise FilterError(self._unknown_column(name))
         kind = _nested_kind(field.field_type)
-        if kind is not None:
-            hint = (
-                f"name one of its fields, such as {name}.{field.field_type.fields[0].name!r}"
-                if isinstance(field.field_type, StructType) and field.field_type.fields
-                else "filter on a primitive column"
-            )
+        if kind is not None and not nested_ok:
+            if kind == "struct" and isinstance(field.field_type, StructType):
+                first = field.field_type.fields[0].name if field.field_type.fields else None
+                hint = (
+                    f"test it with IS NULL / IS NOT NULL, or compare one of its fields, such as "
+                    f"{name}.{_quoted_name(first)}"
+                    if first is not None
+                    else "test it with IS NULL / IS NOT NULL"
+                )
+            else:
+                hint = "test it with IS NULL / IS NOT NULL, or filter on a primitive column"
             raise FilterError(
                 f"Column {name!r} is a {kind}, which an Iceberg filter cannot compare; {hint}."
             )
@@ -294,6 +311,25 @@ class _Binder(ExpressionVisitor[Expression]):
         if not isinstance(lit.value, str) or lit.type_hint is not None:
             raise FilterError(f"LIKE on {ref.name!r} needs a string pattern, got {_text(lit)}.")
         return BoundPredicate(pred.op, ref, (lit.value,))
+
+    def _like(self, pred: UnboundPredicate, ref: BoundReference) -> Expression:
+        """LIKE with any pattern: the pattern and escape kept as written (checked when parsed)."""
+        pattern, escape = pred.literals
+        if not isinstance(ref.type, StringType):
+            raise FilterError(
+                f"LIKE {_text(pattern)} needs a string column, but {ref.name!r} is {ref.type}; "
+                "pattern matching works only on string columns."
+            )
+        if not isinstance(pattern.value, str) or not isinstance(escape.value, str):
+            raise FilterError(f"LIKE on {ref.name!r} needs a string pattern, got {_text(pattern)}.")
+        try:  # checked by the parser already; an expression built by hand is checked here
+            like_tokens(pattern.value, escape.value)
+        except LikePatternError as e:
+            raise FilterError(
+                f"The LIKE pattern {_text(pattern)} on {ref.name!r} {e}, which Spark refuses "
+                "too; escape wildcards as \\_ and \\%."
+            ) from None
+        return BoundPredicate(pred.op, ref, (pattern.value, escape.value))
 
     def _comparison(self, op: Operation, ref: BoundReference, lit: Literal) -> Expression:
         if _is_float_nan(lit, ref.type):
@@ -382,6 +418,13 @@ def _plain_set(literals: tuple[Literal, ...], t: IcebergType) -> tuple[Any, ...]
             return None
         return tuple(dict.fromkeys(lit.value for lit in literals))
     return None
+
+
+def _quoted_name(part: str) -> str:
+    """A field name as a filter writes it: bare when it is a plain identifier, else in backticks."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
+        return part
+    return "`" + part.replace("`", "``") + "`"
 
 
 def _nested_kind(t: IcebergType) -> str | None:

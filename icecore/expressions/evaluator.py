@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from icecore.expressions.like import python_matcher
 from icecore.expressions.model import (
     BoundPredicate,
     Expression,
@@ -94,6 +95,15 @@ def _predicate(pred: BoundPredicate) -> RowPredicate:
             return (value is not None and str(value).startswith(prefix)) != negate
 
         return starts
+    if op in (Operation.LIKE, Operation.NOT_LIKE):
+        matcher = python_matcher(pred.values[0], pred.values[1])
+        negate = op is Operation.NOT_LIKE
+
+        def like(row: Row) -> bool:
+            value = row.get(field_id)
+            return (value is not None and matcher.fullmatch(str(value)) is not None) != negate
+
+        return like
     literal = pred.value
     test = _COMPARISONS[op]
     return lambda row: test(java_compare(row.get(field_id), literal))

@@ -38,6 +38,10 @@ class Operation(Enum):
     NOT_IN = "not_in"
     STARTS_WITH = "starts_with"
     NOT_STARTS_WITH = "not_starts_with"
+    LIKE = "like"
+    """SQL LIKE with any pattern (values: the pattern and its escape character). Not an
+    Iceberg predicate: no metric or partition proves it false, so only rows decide it."""
+    NOT_LIKE = "not_like"
 
     def negate(self) -> Operation:
         """The operator that holds exactly when this one does not (for non-null values)."""
@@ -74,6 +78,8 @@ _NEGATIONS = {
     Operation.NOT_IN: Operation.IN,
     Operation.STARTS_WITH: Operation.NOT_STARTS_WITH,
     Operation.NOT_STARTS_WITH: Operation.STARTS_WITH,
+    Operation.LIKE: Operation.NOT_LIKE,
+    Operation.NOT_LIKE: Operation.LIKE,
 }
 _UNARY = frozenset({Operation.IS_NULL, Operation.NOT_NULL, Operation.IS_NAN, Operation.NOT_NAN})
 _SYMBOLS = {
@@ -91,6 +97,8 @@ _SYMBOLS = {
     Operation.NOT_IN: "NOT IN",
     Operation.STARTS_WITH: "LIKE prefix%",
     Operation.NOT_STARTS_WITH: "NOT LIKE prefix%",
+    Operation.LIKE: "LIKE",
+    Operation.NOT_LIKE: "NOT LIKE",
 }
 
 
@@ -270,6 +278,10 @@ def _predicate_text(op: Operation, term: str, literals: list[str], count: int) -
     if op in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH):
         keyword = "LIKE" if op is Operation.STARTS_WITH else "NOT LIKE"
         return f"{term} {keyword} {literals[0]}%"
+    if op in (Operation.LIKE, Operation.NOT_LIKE):
+        # The escape is shown as a repr; Spark's default (a backslash) is left out.
+        escape = f" ESCAPE {literals[1]}" if literals[1] != repr("\\") else ""
+        return f"{term} {op.symbol} {literals[0]}{escape}"
     return f"{term} {op.symbol} {literals[0]}"
 
 

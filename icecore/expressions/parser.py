@@ -17,9 +17,11 @@ and the result holds no ``Not`` node. Supported:
 * ``=``, ``!=``, ``<>``, ``<``, ``<=``, ``>``, ``>=`` between a column and a literal (either
   side: ``5 < id`` reads as ``id > 5``);
 * ``IN (...)``, ``NOT IN (...)`` (a NULL in the list: never FALSE), ``BETWEEN a AND b``;
-* ``IS [NOT] NULL``, ``IS [NOT] NAN``, ``isnan(col)``;
-* ``LIKE 'prefix%'`` / ``NOT LIKE 'prefix%'`` (Iceberg's ``startsWith`` / ``notStartsWith``)
-  and ``LIKE 'value'`` (``=``), with Spark's backslash escapes or an ``ESCAPE`` character;
+* ``<=>`` (null-safe equality) between a column and a literal or NULL;
+* ``IS [NOT] NULL``, ``IS [NOT] NAN``, ``isnan(col)``, ``b IS [NOT] TRUE|FALSE``;
+* ``[NOT] LIKE`` with any pattern (``_``, ``%``), Spark's backslash escapes or an ``ESCAPE``
+  character: ``'value'`` is ``=``, ``'prefix%'`` Iceberg's ``startsWith``, others a LIKE
+  the rows decide (planning prunes by what Spark pushes for them);
 * ``AND``, ``OR``, ``NOT``, parentheses, ``TRUE``/``FALSE``, a bare boolean column;
 * literals: integers, exact decimals (``1.50`` stays ``Decimal('1.50')``), floats with an
   exponent, strings, booleans, ``X'..'`` bytes, typed ``DATE``/``TIME``/``TIMESTAMP``/
@@ -48,6 +50,13 @@ from sqlglot.tokenizer_core import Token, TokenType
 
 from icecore.errors import FilterError, IcecoreError
 from icecore.expressions import sql_semantics as sql
+from icecore.expressions.like import (
+    DEFAULT_ESCAPE,
+    LikePatternError,
+    exact_shape,
+    like_tokens,
+    spark_shape,
+)
 from icecore.expressions.model import (
     AlwaysTrue,
     Expression,
@@ -492,6 +501,8 @@ class _Converter:
             return self._like(node.this, node.args.get("expression"))
         if isinstance(node, exp.Between):
             return self._between(node)
+        if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
+            return self._null_safe(node)
         if isinstance(node, exp.Column | exp.Dot):
             # A bare boolean column, as Spark accepts in WHERE: b = true.
             ref = self.reference(node)
@@ -505,17 +516,13 @@ class _Converter:
                 "is left over after a complete condition",
                 "join conditions with AND or OR",
             )
-        if isinstance(node, exp.Escape):
+        if isinstance(node, exp.Escape | exp.ILike | exp.RegexpLike | exp.SimilarTo):
             return self.error(
                 node,
-                "uses LIKE with ESCAPE, but only prefix patterns such as 'abc%' are supported",
-                "write col LIKE 'prefix%'",
-            )
-        if isinstance(node, exp.ILike | exp.RegexpLike | exp.SimilarTo):
-            return self.error(
-                node,
-                "is a pattern match, but only case-sensitive LIKE 'prefix%' is supported",
-                "write col LIKE 'prefix%'",
+                "is a case-insensitive or regular-expression match (ILIKE, RLIKE, REGEXP, "
+                "SIMILAR TO), which a filter does not evaluate: Spark runs them with Java's "
+                "regexes and lower-casing, which Icecore cannot reproduce exactly",
+                "use LIKE (case-sensitive, any pattern with _ and %), or filter the result",
             )
         if isinstance(node, exp.Array):
             return self.error(node, "is an array", "list values with IN (...) instead")
@@ -533,12 +540,6 @@ class _Converter:
             )
         if isinstance(node, exp.Query | exp.Subquery):
             return self.error(node, "is a subquery", "list the values instead")
-        if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
-            return self.error(
-                node,
-                "uses a null-safe comparison, which a filter does not support",
-                "use = together with IS NULL / IS NOT NULL",
-            )
         if isinstance(node, exp.Literal | exp.Null | exp.Cast | exp.Neg | exp.HexString):
             return self.error(
                 node,
@@ -595,6 +596,21 @@ class _Converter:
             return holds if (op is Operation.EQ) == bool(value.this) else holds.negate()
         return sql.comparison(op, self.reference(column), self.literal(value))
 
+    def _null_safe(self, node: exp.NullSafeEQ | exp.NullSafeNEQ) -> Polar:
+        """``c <=> v`` (Spark's EqualNullSafe): column and literal (or NULL) on either side."""
+        left, right = _unparen(node.args["this"]), _unparen(node.args["expression"])
+        if _is_column(left) == _is_column(right):
+            raise self.error(
+                node,
+                "compares two columns or two values null-safely, but a filter compares a "
+                "column with a value",
+                "write col <=> value",
+            )
+        column, value = (left, right) if _is_column(left) else (right, left)
+        literal = None if isinstance(value, exp.Null) else self.literal(value)
+        matches = sql.null_safe_equal(self.reference(column), literal)
+        return matches.negate() if isinstance(node, exp.NullSafeNEQ) else matches
+
     def _in(self, node: exp.In) -> Polar:
         if node.args.get("query") is not None:
             raise self._unsupported(node.args["query"])
@@ -621,28 +637,44 @@ class _Converter:
         return sql.membership(self.reference(node.this), literals, has_null)
 
     def _is(self, node: exp.Is) -> Polar:
+        """``IS [NOT] NULL``, ``IS [NOT] NAN``, and ``b IS [NOT] TRUE|FALSE`` on a column.
+
+        Spark rewrites ``b IS TRUE`` as ``b <=> true`` (never NULL), and pushes it so.
+        """
         target = node.args["expression"]
+        if isinstance(target, exp.Boolean) and not _is_column(_unparen(node.this)):
+            raise self.error(
+                node,
+                "tests a condition with IS TRUE/FALSE, which a filter only does on a boolean "
+                "column",
+                "write the condition itself, with IS NULL checks for its columns",
+            )
         ref = self.reference(node.this)
         if isinstance(target, exp.Null):
             return sql.null_check(ref)
         if _is_bare_nan(target):
             return sql.nan_check(ref)
+        if isinstance(target, exp.Boolean):
+            value = bool(target.this)
+            return sql.null_safe_equal(ref, Literal(value, None, str(value).lower()))
         raise self.error(
             node,
-            "uses IS with something other than NULL or NAN",
-            "use IS [NOT] NULL, IS [NOT] NAN, or = for values",
+            "uses IS with something other than NULL, NAN, TRUE or FALSE",
+            "use IS [NOT] NULL, IS [NOT] NAN, IS [NOT] TRUE, or = for values",
         )
 
     def _like(self, node: exp.Like, escape: exp.Expr | None = None) -> Polar:
-        r"""``LIKE`` with Spark's escapes (``\\`` or the ESCAPE character).
+        r"""``LIKE`` with any pattern, Spark's escapes (``\\`` or the ESCAPE character).
 
-        A pattern without wildcards is equality (Spark's optimizer rewrites it so too); one
-        with a single trailing ``%`` is a prefix match; other patterns are refused.
+        Rows: a pattern without wildcards is equality, one ending in ``%`` (and no other
+        wildcard) a prefix match, any other one the pattern itself
+        (:mod:`icecore.expressions.like`). Planning: what Spark pushes for it
+        (:func:`~icecore.expressions.like.spark_shape`), so the files planned are Java's.
         """
         pattern = _unparen(node.args["expression"])
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
-            raise self.error(node, "uses LIKE without a string pattern", "write col LIKE 'prefix%'")
-        escape_char = "\\"
+            raise self.error(node, "uses LIKE without a string pattern", "write col LIKE 'a_c%'")
+        escape_char = DEFAULT_ESCAPE
         if escape is not None:
             escape = _unparen(escape)
             if not (isinstance(escape, exp.Literal) and escape.is_string and len(escape.this) == 1):
@@ -650,24 +682,35 @@ class _Converter:
                     escape, "is not a single-character ESCAPE", "write ESCAPE '!' or leave it out"
                 )
             escape_char = escape.this
-        parsed = _like_pattern(pattern.this, escape_char)
-        if parsed is None:
+        try:
+            tokens = like_tokens(pattern.this, escape_char)
+        except LikePatternError as e:
             raise self.error(
-                node,
-                "uses a LIKE pattern that is neither a plain value nor a prefix: only patterns "
-                "such as 'abc' or 'abc%' (one trailing %, no other % or _ wildcards; escape "
-                f"them with {escape_char}) are supported",
-                "rewrite it as col LIKE 'prefix%'",
-            )
-        text, is_prefix = parsed
-        literal = Literal(text, None, self.fragment(pattern)[0])
+                pattern,
+                f"is a LIKE pattern that {e}, which Spark refuses too",
+                "escape _ and % "
+                f"as {escape_char}_ and {escape_char}%, and the escape itself by doubling it",
+            ) from None
         ref = self.reference(node.this)
-        if is_prefix:
-            matches = sql.prefix(ref, literal)
+        exact = exact_shape(tokens)
+        if exact is not None:
+            literal = Literal(exact.literal, None, self.fragment(pattern)[0])
+            if exact.kind == "prefix":
+                matches = sql.prefix(ref, literal)
+            else:
+                matches = sql.comparison(Operation.EQ, ref, literal)
         else:
-            matches = sql.comparison(Operation.EQ, ref, literal)
-        if escape_char in pattern.this:
+            matches = sql.like(
+                ref,
+                Literal(pattern.this, None, self.fragment(pattern)[0]),
+                Literal(escape_char, None, repr(escape_char)),
+            )
+        pushed = spark_shape(pattern.this, escape_char)
+        if pushed is None:
             matches = sql.unpushed(matches)
+        elif pushed.kind == "prefix_and":
+            starts = sql.prefix(ref, Literal(pushed.literal, None, repr(pushed.literal)))
+            matches = sql.pushed_prefix(matches, starts)
         return matches.negate() if node.args.get("negate") else matches
 
     def _between(self, node: exp.Between) -> Polar:
@@ -826,31 +869,6 @@ def _chain(node: exp.And | exp.Or) -> list[exp.Expr]:
         else:
             operands.append(current)
     return operands
-
-
-def _like_pattern(pattern: str, escape: str) -> tuple[str, bool] | None:
-    """A LIKE pattern as (literal text, is a prefix), or None for other wildcard patterns.
-
-    Spark's rules: the escape character makes the next ``%``, ``_`` or itself literal (any
-    other character after it is an error in Spark, and is refused here too).
-    """
-    text: list[str] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == escape:
-            if i + 1 >= len(pattern) or pattern[i + 1] not in ("%", "_", escape):
-                return None
-            text.append(pattern[i + 1])
-            i += 2
-            continue
-        if c == "%" and i == len(pattern) - 1:
-            return "".join(text), True
-        if c in ("%", "_"):
-            return None
-        text.append(c)
-        i += 1
-    return "".join(text), False
 
 
 def _unparen(node: exp.Expr) -> exp.Expr:

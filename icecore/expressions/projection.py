@@ -308,6 +308,8 @@ def _project_truncate(
     apply = transform.bind(source)
     if pred.op.is_unary:
         return _same(pred)
+    if pred.op in (_O.LIKE, _O.NOT_LIKE):
+        return None  # a pattern says nothing certain about a truncated value
     if pred.op.is_set:
         return _set(pred, apply, transform) if pred.op is (_O.NOT_IN if strict else _O.IN) else None
     if isinstance(source, StringType):

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from icecore.arrow_types import arrow_value
 from icecore.compute import pc
+from icecore.expressions.like import like_regex, like_tokens
 from icecore.expressions.model import (
     AlwaysFalse,
     AlwaysTrue,
@@ -68,6 +69,11 @@ def _predicate_mask(pred: BoundPredicate, column: pa.Array) -> pa.Array:
         text = column if pa.types.is_string(t) else column.cast(pa.string())
         starts = pc.starts_with(text, pattern=str(pred.value))
         return starts if op is Operation.STARTS_WITH else pc.invert(starts)
+    if op in (Operation.LIKE, Operation.NOT_LIKE):
+        text = column if pa.types.is_string(t) else column.cast(pa.string())
+        regex = like_regex(like_tokens(pred.values[0], pred.values[1]), re2=True)
+        found = pc.match_substring_regex(text, pattern=regex)  # NULL for a NULL value
+        return found if op is Operation.LIKE else pc.invert(found)
     literal = pa.scalar(arrow_value(pred.term.type, pred.value), type=t)
     compare = {
         Operation.LT: pc.less,

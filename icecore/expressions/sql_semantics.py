@@ -65,6 +65,7 @@ _NULL_TRUE = frozenset(
         Operation.NOT_EQ,
         Operation.NOT_IN,
         Operation.NOT_STARTS_WITH,
+        Operation.NOT_LIKE,
         Operation.LT,
         Operation.LT_EQ,
     }
@@ -233,6 +234,25 @@ def null_check(term: Reference) -> Polar:
     )
 
 
+def null_safe_equal(term: Reference, literal: Literal | None) -> Polar:
+    """``c <=> v``: never NULL; TRUE where ``c = v``, or where both are NULL.
+
+    ``c <=> NULL`` is ``c IS NULL``. With a value, Iceberg's ``eq`` is exact (false on NULL)
+    and its FALSE side is ``c IS NULL OR c != v``. Spark pushes ``EqualNullSafe`` as
+    Iceberg's ``equal`` (``not_equal`` under NOT) and infers nothing from it (it accepts
+    NULL).
+    """
+    if literal is None:
+        return null_check(term)
+    equal = UnboundPredicate(Operation.EQ, term, (literal,))
+    return Polar(
+        equal,
+        or_(UnboundPredicate(Operation.IS_NULL, term), _holds(Operation.NOT_EQ, term, (literal,))),
+        equal,
+        UnboundPredicate(Operation.NOT_EQ, term, (literal,)),
+    )
+
+
 def nan_check(term: Reference) -> Polar:
     """``isnan(c)`` / ``c IS NAN``: Spark's ``isnan(NULL)`` is false, not NULL.
 
@@ -269,6 +289,32 @@ def prefix(term: Reference, literal: Literal) -> Polar:
     return _guarded(Operation.STARTS_WITH, Operation.NOT_STARTS_WITH, term, (literal,))
 
 
+def like(term: Reference, pattern: Literal, escape: Literal) -> Polar:
+    """``c LIKE pattern [ESCAPE e]`` for any pattern (null-intolerant, as Spark's Like).
+
+    Iceberg has no such predicate, so none is pushed for it: callers say what Spark pushes
+    (:func:`unpushed`, :func:`pushed_prefix`); what Spark infers (``isnotnull(c)``) stays.
+    """
+    return _guarded(Operation.LIKE, Operation.NOT_LIKE, term, (pattern, escape))
+
+
+def pushed_prefix(condition: Polar, starts: Polar) -> Polar:
+    """``condition`` as Spark pushes ``LIKE 'abc%xyz'``: its ``StartsWith`` alone.
+
+    Spark's LikeSimplification makes the pattern ``length(c) >= n AND StartsWith(c, 'abc')
+    AND EndsWith(c, 'xyz')``; only ``StartsWith`` converts to Iceberg, and under NOT (an OR
+    of negations, one unconvertible) nothing does.
+    """
+    return Polar(
+        condition.true,
+        condition.false,
+        starts.loose_true,
+        AlwaysTrue(),
+        condition.infer_true,
+        condition.infer_false,
+    )
+
+
 def nan_comparison(op: Operation, term: BoundReference) -> Expression:
     """``term op NaN`` on a float column, as Iceberg can say it.
 
@@ -301,11 +347,14 @@ __all__ = [
     "conjunction",
     "constant",
     "disjunction",
+    "like",
     "membership",
     "nan_check",
     "nan_comparison",
     "nan_membership",
     "unpushed",
     "null_check",
+    "null_safe_equal",
     "prefix",
+    "pushed_prefix",
 ]

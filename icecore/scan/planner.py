@@ -324,7 +324,9 @@ class TableScan:
 
     def _planned(self) -> Plan:
         report = ReportBuilder(
-            self.snapshot.snapshot_id if self.snapshot else None, str(self.filter)
+            self.snapshot.snapshot_id if self.snapshot else None,
+            str(self.filter),
+            pruning_filter=str(self._expr),
         )
         if self.snapshot is None:
             return self._plan([], report, None)

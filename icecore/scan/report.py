@@ -67,6 +67,10 @@ class PlanReport:
         delete_files_applied: distinct delete files attached to at least one task.
         pruned: every pruned item, in planning order (made on demand: use slices and
             ``len`` on big plans).
+        pruning_filter: the filter manifests and files were pruned by, as bound: what Spark
+            pushes to Iceberg for ``filter`` (the ``IS NOT NULL`` it infers included). It
+            differs from ``filter`` where Spark keeps a condition to itself: ``s LIKE 'ab_%'``
+            prunes only by ``s IS NOT NULL``, and its rows are decided when read.
     """
 
     snapshot_id: int | None
@@ -85,6 +89,7 @@ class PlanReport:
     delete_files: int = 0
     delete_files_applied: int = 0
     pruned: Sequence[PrunedItem] = ()
+    pruning_filter: str = ""
 
     def reasons(self, level: PruneLevel | None = None) -> Counter[str]:
         """How often each reason occurs (at one level, or at all); explains every item."""
@@ -125,6 +130,7 @@ class ReportBuilder:
     counts: Counter[str] = field(default_factory=Counter)
     pruned: list[PrunedItem] = field(default_factory=list)
     segments: list[tuple[int, Producer[PrunedItem]]] = field(default_factory=list)
+    pruning_filter: str = ""
 
     def prune(self, level: PruneLevel, path: str, reason: str) -> None:
         """Record one pruned manifest or file."""
@@ -162,4 +168,5 @@ class ReportBuilder:
             delete_files=c["delete_files"],
             delete_files_applied=c["delete_files_applied"],
             pruned=LazySequence(list(self.segments)),
+            pruning_filter=self.pruning_filter,
         )

@@ -160,11 +160,45 @@ def test_unknown_column_without_close_name_lists_columns() -> None:
 
 @pytest.mark.parametrize(
     ("text", "kind"),
-    [("loc = 1", "struct"), ("tags IS NULL", "list"), ("props IS NULL", "map")],
+    [
+        ("loc = 1", "struct"),
+        ("loc IN (1, 2)", "struct"),
+        ("tags = 'a'", "list"),
+        ("props IN ('a', 'b')", "map"),
+    ],
 )
 def test_nested_columns_cannot_be_filtered(text: str, kind: str) -> None:
     with pytest.raises(FilterError, match=f"is a {kind}"):
         bound(text)
+
+
+def test_a_refused_struct_comparison_names_a_field_as_a_filter_writes_it() -> None:
+    with pytest.raises(FilterError) as refused:
+        bound("loc = 1")
+    assert "IS NULL / IS NOT NULL" in str(refused.value)
+    assert "such as loc.lat." in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "op", "name"),
+    [
+        ("loc IS NULL", Operation.IS_NULL, "loc"),
+        ("loc IS NOT NULL", Operation.NOT_NULL, "loc"),
+        ("NOT (LOC IS NULL)", Operation.NOT_NULL, "loc"),
+        ("tags IS NULL", Operation.IS_NULL, "tags"),
+        ("props IS NOT NULL", Operation.NOT_NULL, "props"),
+    ],
+)
+def test_null_checks_on_a_struct_list_or_map_bind_to_it(
+    text: str, op: Operation, name: str
+) -> None:
+    p = pred(text)
+    assert (p.op, p.term.name) == (op, name)
+
+
+def test_null_checks_on_a_required_struct_fold_like_java() -> None:
+    assert bound("req IS NULL") == AlwaysFalse()
+    assert bound("req IS NOT NULL") == AlwaysTrue()
 
 
 @pytest.mark.parametrize("text", ["tags.element = 'a'", "points.x = 1", "props.key = 'a'"])

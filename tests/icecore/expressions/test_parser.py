@@ -131,11 +131,41 @@ def test_like_prefix() -> None:
     same(parse_filter("name LIKE '%'"), p(Operation.STARTS_WITH, "name", ""))
 
 
-@pytest.mark.parametrize("pattern", ["'%ab'", "'a%b'", "'a_%'", "'a%%'", "'_'", "'a\\\\b%'"])
-def test_like_other_patterns_are_refused(pattern: str) -> None:
-    with pytest.raises(FilterError, match="only patterns") as info:
+@pytest.mark.parametrize(
+    ("written", "pattern", "escape"),
+    [
+        ("'%ab'", "%ab", "\\"),
+        ("'a%b'", "a%b", "\\"),
+        ("'a_%'", "a_%", "\\"),
+        ("'_'", "_", "\\"),
+        ("'a\\\\_%b'", "a\\_%b", "\\"),
+        ("'a!_b_' ESCAPE '!'", "a!_b_", "!"),
+    ],
+)
+def test_like_any_other_pattern_is_a_like_predicate(
+    written: str, pattern: str, escape: str
+) -> None:
+    """Issue 36: patterns with ``_`` or inner ``%`` are answered (the rows decide them)."""
+    same(parse_filter(f"name LIKE {written}"), p(Operation.LIKE, "name", pattern, escape))
+    same(parse_filter(f"name NOT LIKE {written}"), g(Operation.NOT_LIKE, "name", pattern, escape))
+
+
+def test_like_with_trailing_wildcards_is_a_prefix() -> None:
+    same(parse_filter("name LIKE 'a%%'"), p(Operation.STARTS_WITH, "name", "a"))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "words"),
+    [
+        ("'a\\\\b%'", "before 'b'"),
+        ("'ab\\\\\\\\\\\\'", "ends with its escape"),
+        ("'a!' ESCAPE '!'", "ends with its escape"),
+    ],
+)
+def test_like_patterns_spark_refuses_are_refused(pattern: str, words: str) -> None:
+    with pytest.raises(FilterError, match=words) as info:
         parse_filter(f"name LIKE {pattern}")
-    assert "name LIKE" in str(info.value)
+    assert "which Spark refuses too" in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -162,6 +192,27 @@ def test_like_bad_escape_and_ilike_are_refused() -> None:
         parse_filter("name LIKE 'a%' ESCAPE '!!'")
     with pytest.raises(FilterError, match=r"\"name ILIKE 'a%'\" at column 1 .*case-sensitive"):
         parse_filter("name ILIKE 'a%'")
+
+
+def test_null_safe_equality() -> None:
+    """``<=>`` is never NULL: FALSE where exactly one side is NULL (issue 36 audit)."""
+    same(parse_filter("x <=> 1"), p(Operation.EQ, "x", 1))
+    same(parse_filter("1 <=> x"), p(Operation.EQ, "x", 1))
+    same(parse_filter("x <=> NULL"), p(Operation.IS_NULL, "x"))
+    same(
+        parse_filter("NOT (x <=> 1)"),
+        Or(p(Operation.IS_NULL, "x"), g(Operation.NOT_EQ, "x", 1)),
+    )
+
+
+def test_is_true_and_is_false_are_null_safe_equality() -> None:
+    """Spark reads ``b IS TRUE`` as ``b <=> true``: never NULL."""
+    same(parse_filter("b IS TRUE"), p(Operation.EQ, "b", True))
+    same(parse_filter("b IS FALSE"), p(Operation.EQ, "b", False))
+    same(
+        parse_filter("b IS NOT TRUE"),
+        Or(p(Operation.IS_NULL, "b"), g(Operation.NOT_EQ, "b", True)),
+    )
 
 
 def test_and_or_not_parentheses() -> None:
@@ -340,14 +391,15 @@ def _error(text: str) -> str:
         ("1 = 1", "'1 = 1' at column 1", "names no column"),
         ("x = NaN", "'x = NaN' at column 1", "col = 'NaN'"),
         ("x = 1 y", "'y' at column 7", "AND or OR"),
-        ("x IS TRUE", "'x IS TRUE' at column 1", "IS [NOT] NULL"),
+        ("x IS 5", "'x IS 5' at column 1", "IS [NOT] NULL"),
+        ("(x = 1) IS TRUE", "'(x = 1) IS TRUE' at column 1", "boolean column"),
         ("x = DATE '2024-13-01'", "\"DATE '2024-13-01'\" at column 5", "DATE literal"),
         ("x = TIMESTAMP_NTZ '2024-01-01 10:00+02:00'", "TIMESTAMP_NTZ", "no zone offset"),
         ("x = TIME '25:00'", "\"TIME '25:00'\"", "TIME literal"),
         ("x = 1e999", "'1e999' at column 5", "too large"),
-        ("x <=> 1", "'x <=> 1' at column 1", "null-safe"),
+        ("x <=> y", "'x <=> y' at column 1", "null-safely"),
         ("x = [1, 2]", "is an array", "IN"),
-        ("x RLIKE 'a.*'", "\"x RLIKE 'a.*'\" at column 1", "pattern match"),
+        ("x RLIKE 'a.*'", "\"x RLIKE 'a.*'\" at column 1", "regular-expression match"),
         ("x BETWEEN y AND 3", "'y' at column 11", "column where a value is needed"),
     ],
 )

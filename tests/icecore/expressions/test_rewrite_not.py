@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from typing import Any
 
 import pytest
@@ -97,8 +98,17 @@ def evaluate(expr: Expression, row: dict[int, Any]) -> bool:
         Operation.NOT_IN: lambda: not in_set,
         Operation.STARTS_WITH: lambda: starts,
         Operation.NOT_STARTS_WITH: lambda: not starts,
+        Operation.LIKE: lambda: _like(v, expr.values),
+        Operation.NOT_LIKE: lambda: not _like(v, expr.values),
     }
     return results[op]()
+
+
+def _like(value: Any, pattern_and_escape: tuple[Any, ...]) -> bool:
+    """LIKE for the unescaped patterns these tests use: ``_`` one character, ``%`` any run."""
+    pattern = pattern_and_escape[0]
+    regex = "".join("." if c == "_" else ".*" if c == "%" else re.escape(c) for c in pattern)
+    return value is not None and re.fullmatch(regex, str(value), re.DOTALL) is not None
 
 
 def _random_predicate(rng: random.Random) -> BoundPredicate:
@@ -167,15 +177,25 @@ def test_rewrite_not_keeps_truth_table(seed: int) -> None:
             assert evaluate(rewritten, row) == evaluate(expr, row), (expr, rewritten, row)
 
 
+_STRING_ONLY = (
+    Operation.STARTS_WITH,
+    Operation.NOT_STARTS_WITH,
+    Operation.LIKE,
+    Operation.NOT_LIKE,
+)
+
+
 def test_every_negated_operator_is_the_complement_on_every_value() -> None:
     for fid, ref in ((1, A), (2, D), (3, S)):
         for op in Operation:
             if op in (Operation.IS_NAN, Operation.NOT_NAN) and fid != 2:
                 continue
-            if op in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH) and fid != 3:
+            if op in _STRING_ONLY and fid != 3:
                 continue
             values: tuple[Any, ...] = ()
-            if op.is_set:
+            if op in (Operation.LIKE, Operation.NOT_LIKE):
+                values = ("_%", "\\")
+            elif op.is_set:
                 values = tuple(_LITERALS[fid][:2])
             elif not op.is_unary:
                 values = (_LITERALS[fid][1],)

@@ -8,6 +8,15 @@ upper bound, which excludes NaN, is below 1.0), and signed zeros. The partitione
 NULL partitions under identity, bucket, truncate and day transforms; its copy without column
 metrics leaves NULL partitions to partition values and residuals alone.
 
+The nested table (issue 36) holds structs NULL at each level (``p``, ``p.q``, a non-NULL
+``p.q`` whose fields are all NULL), a field added to ``p.q`` and one renamed after the first
+files, a struct and a list column added later (NULL in older files; an empty list, one
+holding NULL), and strings for LIKE: unicode, a
+character outside the BMP, ``_``, ``%`` and a backslash as data, a line break, mixed case.
+The evolved tables (format 2, and 1 where dropped fields become void) change their
+partition spec six times with files whose partition values are all NULL under several
+specs (and ``'x'`` under others), for ``partitions``.
+
 History: the tag ``old`` marks the snapshot after the first inserts; the branch ``br`` forks
 there and gets its own file; ``main`` gets further files afterwards.
 """
@@ -97,6 +106,61 @@ PART_AFTER_OLD = [
 PART_ON_BRANCH = ["(9, NULL, 9, NULL, TIMESTAMP '2024-01-09 00:00:00', 'v9')"]
 
 
+NEST_DDL = """(
+    id INT,
+    p STRUCT<q: STRUCT<x: STRING, y: INT>, r INT>,
+    s STRING
+) USING iceberg TBLPROPERTIES ('format-version' = '2', 'write.distribution-mode' = 'none')"""
+
+_U, _V, _W, _ZZ = "'u'", "'v'", "'w'", "'zz'"
+_Q = "named_struct('q', named_struct('x', {x}, 'y', {y}), 'r', {r})"
+NEST_BEFORE_EVOLUTION = [
+    # p NULL; p.q NULL; p.q set with every field NULL
+    "(1, NULL, 'abc'), (2, named_struct('q', NULL, 'r', 1), 'ab_c'),"
+    f" (3, {_Q.format(x='NULL', y='NULL', r='NULL')}, 'a%b')",
+    # p NULL in every row of the file
+    "(4, NULL, NULL), (5, NULL, 'ab')",
+    f"(6, {_Q.format(x=_V, y='2', r='3')}, 'Ünï_☃'),"
+    f" (7, {_Q.format(x=_W, y='NULL', r='NULL')}, "
+    "'a\\\\b')",  # a backslash as data
+]
+NEST_EVOLUTION = [
+    "ADD COLUMN p.q.z STRING",
+    "RENAME COLUMN p.q.x TO xx",
+    "ADD COLUMN n STRUCT<a: INT, b: STRUCT<c: INT>>",
+    "ADD COLUMN tags ARRAY<STRING>",
+]
+_QZ = "named_struct('q', named_struct('xx', {x}, 'y', {y}, 'z', {z}), 'r', {r})"
+NEST_BEFORE_OLD = [
+    f"(8, {_QZ.format(x=_U, y='5', z=_ZZ, r='4')}, 'abd',"
+    " named_struct('a', 1, 'b', NULL), array('a')),"
+    " (9, named_struct('q', NULL, 'r', 5), '%_', NULL, NULL)",
+]
+NEST_AFTER_OLD = [
+    "(11, NULL, 'x\\ny', named_struct('a', 2, 'b', NULL), CAST(array() AS ARRAY<STRING>)),"
+    " (12, named_struct('q', NULL, 'r', NULL), 'AB_c', NULL, array(NULL))",
+    f"(13, {_QZ.format(x='NULL', y='NULL', z='NULL', r='6')}, '', named_struct('a', NULL,"
+    " 'b', named_struct('c', NULL)), NULL)",
+]
+NEST_ON_BRANCH = [
+    f"(10, {_QZ.format(x='NULL', y='NULL', z='NULL', r='NULL')}, '😀x',"
+    " named_struct('a', NULL, 'b', named_struct('c', 1)), array('b'))",
+]
+
+EVOLVED_DDL = """(id INT, a STRING, b INT, c STRING) USING iceberg PARTITIONED BY (a)
+TBLPROPERTIES ('format-version' = '2', 'write.distribution-mode' = 'none')"""
+EVOLVED_STEPS = [
+    # (spec change before the inserts, the inserts): all-NULL partitions under each spec
+    (None, ["(1, 'x', NULL, NULL)", "(2, NULL, NULL, NULL)", "(3, NULL, 7, 'c')"]),
+    ("ADD PARTITION FIELD b", ["(4, 'x', NULL, NULL)", "(5, NULL, NULL, NULL)"]),
+    ("ADD PARTITION FIELD c", ["(6, NULL, NULL, NULL)", "(7, 'x', NULL, NULL)"]),
+    ("DROP PARTITION FIELD a", ["(8, 'x', NULL, NULL)", "(9, NULL, NULL, NULL)"]),
+    ("DROP PARTITION FIELD c", ["(10, NULL, NULL, NULL)"]),
+    ("DROP PARTITION FIELD b", ["(11, NULL, NULL, NULL)"]),
+    ("ADD PARTITION FIELD bucket(2, id)", ["(12, NULL, NULL, NULL)"]),
+]
+
+
 @dataclass(frozen=True)
 class NullTables:
     """The private catalog holding the tables and how each engine names them."""
@@ -116,7 +180,8 @@ class NullTables:
 def _write(
     spark: Any, name: str, ddl: str, before: list[str], after: list[str], branch: list[str]
 ) -> None:
-    spark.sql(f"CREATE TABLE {name} {ddl}")
+    if ddl:
+        spark.sql(f"CREATE TABLE {name} {ddl}")
     for values in before:
         _insert(spark, name, values)
     spark.sql(f"ALTER TABLE {name} CREATE TAG old")
@@ -152,4 +217,20 @@ def build_null_tables(spark: Any, warehouse: Path) -> NullTables:
     bare = PART_DDL.replace("'none')", "'none', 'write.metadata.metrics.default' = 'none')")
     name = tables.spark_name("parts_nometrics")
     _write(spark, name, bare, PART_BEFORE_OLD, PART_AFTER_OLD, PART_ON_BRANCH)
+    name = tables.spark_name("nest")
+    spark.sql(f"CREATE TABLE {name} {NEST_DDL}")
+    for values in NEST_BEFORE_EVOLUTION:
+        _insert(spark, name, values)
+    for change in NEST_EVOLUTION:
+        spark.sql(f"ALTER TABLE {name} {change}")
+    _write(spark, name, "", NEST_BEFORE_OLD, NEST_AFTER_OLD, NEST_ON_BRANCH)
+    for table, version in (("evolved", "2"), ("evolved_v1", "1")):
+        name = tables.spark_name(table)
+        ddl = EVOLVED_DDL.replace("'format-version' = '2'", f"'format-version' = '{version}'")
+        spark.sql(f"CREATE TABLE {name} {ddl}")
+        for step, inserts in EVOLVED_STEPS:
+            if step is not None:
+                spark.sql(f"ALTER TABLE {name} {step}")
+            for values in inserts:
+                _insert(spark, name, values)
     return tables
