@@ -45,7 +45,6 @@ import pyarrow.ipc
 from icecore.arrow_types import arrow_type
 from icecore.compute import pc
 from icecore.errors import IcecoreError, ValidationError
-from icecore.expressions.parser import names_in_query
 from icecore.health import format_bytes
 from icecore.inspect import EVERY_SNAPSHOT_KINDS, KINDS, entry_count, inspect_table
 from icecore.read.projection import arrow_schema_for
@@ -365,6 +364,9 @@ def rows_columns(schema: Schema, sql: str) -> list[str] | None:
     A name the query uses anywhere (a column, an alias, a struct field) that is also a
     column's name reads that column: wider than needed at worst, never narrower.
     """
+    # Imported here: sqlglot costs ~0.1 s to import, and most CLI commands never parse SQL.
+    from icecore.expressions.parser import names_in_query
+
     names = names_in_query(sql)
     if names is None:
         return None

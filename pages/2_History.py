@@ -116,7 +116,8 @@ def _event_row(e: MetadataEvent) -> dict[str, Any]:
         "committed at": views.format_ms(e.timestamp_ms),
         "type of change": EVENT_KINDS.get(e.kind, e.kind),
         "what changed": "; ".join(e.changes),
-        "in metadata file": e.metadata_file,
+        "in metadata file": views.short_path(e.metadata_file, 40),
+        views.FULL_PATH: e.metadata_file,
     }
 
 

@@ -62,9 +62,18 @@ class SparkProgress:
         self.write(finished=True)
 
     def _next_job_id(self) -> int:
-        """The id Spark gives its next job: one past every job it still knows of."""
+        """The id Spark gives its next job: one past every job it still knows of.
+
+        Jobs run in a job group (Iceberg's actions set one) are not among
+        ``getJobIdsForGroup(None)``, so the ids past the newest listed are walked too: a
+        session that ran an action before would otherwise count that action's jobs as this
+        job's.
+        """
         known = [*self._tracker.getJobIdsForGroup(None), *self._tracker.getActiveJobsIds()]
-        return max(known, default=-1) + 1
+        following = max(known, default=-1) + 1
+        while self._tracker.getJobInfo(following) is not None:
+            following += 1
+        return following
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):

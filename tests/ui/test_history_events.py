@@ -56,7 +56,8 @@ def test_a_metadata_only_commit_through_icecore_appears_in_history(
     newest = events.iloc[0]
     assert newest["type of change"] == "properties"
     assert newest["what changed"] == "set memo.owner = 'ops'"
-    assert Path(newest["in metadata file"].removeprefix("file:")) == Path(location)
+    assert Path(newest["full path"].removeprefix("file:")) == Path(location)
+    assert newest["in metadata file"].endswith(Path(location).name)
     schema = events.iloc[1]
     assert schema["type of change"] == "schema" and "added memo string" in schema["what changed"]
     assert latest is not None

@@ -131,6 +131,9 @@ def _race(jobs_root: str, table: str, start: Any, results: Any) -> None:
         )
     except jobs.JobRunning:
         results.put("refused")
+    except Exception as error:  # any other failure is the test's to report, not a timeout
+        results.put(f"error: {error!r}")
+        raise
 
 
 def test_starts_racing_from_several_processes_leave_exactly_one_job(tmp_path: Path) -> None:
@@ -143,7 +146,8 @@ def test_starts_racing_from_several_processes_leave_exactly_one_job(tmp_path: Pa
     for racer in racers:
         racer.start()
     start.set()
-    outcomes = [results.get(timeout=60) for _ in racers]
+    outcomes = [results.get(timeout=120) for _ in racers]
+    assert not [o for o in outcomes if str(o).startswith("error:")], outcomes
     for racer in racers:
         racer.join(timeout=60)
     started = [o for o in outcomes if o != "refused"]
