@@ -8,18 +8,18 @@ exits. These launch a real job (``tests.ui.quick_job``, which ends at once) thro
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ui import jobs
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _zombie_children() -> list[int]:
@@ -121,35 +121,43 @@ def test_a_second_start_on_the_same_table_is_refused_until_the_first_ends() -> N
     assert _finished(again).state is jobs.State.SUCCEEDED
 
 
-def _race(jobs_root: str, table: str, start: Any, results: Any) -> None:
-    """One process's attempt to start a job on ``table`` once ``start`` is set."""
-    os.environ[jobs.JOBS_ENV] = jobs_root
-    start.wait()
-    try:
-        results.put(
-            jobs.launch(["0", "30"], module="tests.ui.quick_job", one_per_table=True, table=table)
-        )
-    except jobs.JobRunning:
-        results.put("refused")
-    except Exception as error:  # any other failure is the test's to report, not a timeout
-        results.put(f"error: {error!r}")
-        raise
+_RACER = """
+import os, sys, time
+from pathlib import Path
+from ui import jobs
+go = Path(sys.argv[1])
+while not go.exists():  # all racers start together
+    time.sleep(0.005)
+try:
+    job = jobs.launch(["0", "30"], module="tests.ui.quick_job", one_per_table=True, table="c::race")
+    print(job)
+except jobs.JobRunning:
+    print("refused")
+"""
+"""One process's attempt to start a job on ``c::race`` once the go file exists."""
 
 
 def test_starts_racing_from_several_processes_leave_exactly_one_job(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("spawn")
-    start, results = context.Event(), context.Queue()
+    go = tmp_path / "go"
+    env = {**os.environ, jobs.JOBS_ENV: str(tmp_path)}
     racers = [
-        context.Process(target=_race, args=(str(tmp_path), "c::race", start, results))
+        subprocess.Popen(
+            [sys.executable, "-c", _RACER, str(go)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(6)
     ]
+    time.sleep(0.5)
+    go.touch()
+    outcomes = []
     for racer in racers:
-        racer.start()
-    start.set()
-    outcomes = [results.get(timeout=120) for _ in racers]
-    assert not [o for o in outcomes if str(o).startswith("error:")], outcomes
-    for racer in racers:
-        racer.join(timeout=60)
+        out, err = racer.communicate(timeout=180)
+        assert racer.returncode == 0, err
+        outcomes.append(out.strip().splitlines()[-1])
     started = [o for o in outcomes if o != "refused"]
     assert len(started) == 1, outcomes
     assert [j.job_id for j in jobs.table_jobs("c::race")] == started
