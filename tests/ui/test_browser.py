@@ -17,15 +17,16 @@ by Playwright with ``executable_path``; no browser is ever downloaded.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from bench.app_bench import CHROMIUM, CHROMIUM_ARGS, streamlit_app
 from tests.icecore.evolution.conftest import EvoCatalogs
@@ -71,13 +72,34 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
+RUN_STARTS_S = 2.0
+"""How long the run an action asks for may take to be reported as started by the server."""
+
+_APP = "[data-testid=stApp]"
+
+
 def _settle(page: Any) -> None:
-    """Wait until the app has finished its current run."""
-    time.sleep(0.4)
+    """Wait until the app has finished the run the last action started.
+
+    Conditions, not fixed sleeps: Streamlit's app root says what the script does
+    (``data-test-script-state``: running, rerunRequested, notRunning). First the run the
+    action asked for is waited for (bounded: an action that asks for none, or a run done
+    before the first look, ends that wait), then its end, then no element left stale from
+    the run before. Every later ``wait_for`` on the page may take as long as a slow run on
+    a loaded machine (120 s).
+    """
+    page.set_default_timeout(120_000)
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_selector(
+            f"{_APP}:not([data-test-script-state=notRunning])",
+            state="attached",
+            timeout=RUN_STARTS_S * 1000,
+        )
+    page.wait_for_selector(f"{_APP}[data-test-script-state=notRunning]", state="attached")
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=120_000
+        "() => !document.querySelector('[data-testid=stStatusWidget]')"
+        " && !document.querySelector('[data-stale=true]')"
     )
-    time.sleep(0.3)
 
 
 def _shot(page: Any, name: str) -> None:
