@@ -34,7 +34,7 @@ from icecore.refs.dry_run import RefDryRun
 from icecore.refs.manage import ManageSnapshots
 from icecore.refs.wap import staged_wap_snapshots
 from icecore.table import Table
-from ui import data, evolve
+from ui import data, evolve, views
 from ui.shell import PageContext, escape_markdown
 
 ROLLBACK = "rollback_to_snapshot"
@@ -190,10 +190,14 @@ def fast_forward_source(
     return None
 
 
+TABLE_DEFAULT = "table default"
+"""A ref retention left to the table's ``history.expire.*`` properties."""
+
+
 def ref_rows(metadata: TableMetadata) -> list[dict[str, Any]]:
     """The refs with their retention (spec "Snapshot Retention Policy"), ``main`` first.
 
-    Empty cells mean the table's ``history.expire.*`` property applies.
+    :data:`TABLE_DEFAULT` marks a retention the table's ``history.expire.*`` property decides.
     """
     refs: Mapping[str, SnapshotRef] = metadata.refs
     return [
@@ -201,9 +205,13 @@ def ref_rows(metadata: TableMetadata) -> list[dict[str, Any]]:
             "name": name,
             "kind": "branch" if ref.is_branch else "tag",
             "snapshot": str(ref.snapshot_id),
-            "max-ref-age-ms": ref.max_ref_age_ms,
-            "max-snapshot-age-ms": ref.max_snapshot_age_ms,
-            "min-snapshots-to-keep": ref.min_snapshots_to_keep,
+            "max ref age": views.duration_text(ref.max_ref_age_ms, TABLE_DEFAULT),
+            "max snapshot age": views.duration_text(ref.max_snapshot_age_ms, TABLE_DEFAULT),
+            "min snapshots to keep": (
+                f"{ref.min_snapshots_to_keep:,}"
+                if ref.min_snapshots_to_keep is not None
+                else TABLE_DEFAULT
+            ),
         }
         for name, ref in sorted(refs.items(), key=lambda item: (item[0] != MAIN_BRANCH, item[0]))
     ]

@@ -210,6 +210,24 @@ STATUS_ICONS: Mapping[str, str] = {
 needed)."""
 
 
+_UNITS_MS = (("day", 86_400_000), ("hour", 3_600_000), ("minute", 60_000), ("second", 1_000))
+
+
+def duration_text(ms: int | None, unset: str = EMPTY) -> str:
+    """A duration in milliseconds as people read it: ``7 days``, ``90 minutes``, ``1,500 ms``.
+
+    The largest unit that divides it whole is used, so the text is exact; ``unset`` stands
+    for None (a retention the table's ``history.expire.*`` property decides, for example).
+    """
+    if ms is None:
+        return unset
+    for unit, size in _UNITS_MS:
+        if ms and ms % size == 0:
+            n = ms // size
+            return f"{n:,} {unit}{'' if n == 1 else 's'}"
+    return f"{ms:,} ms"
+
+
 def field_row(row: FieldRow, label: str | None = None) -> dict[str, Any]:
     """One schema field as a table row; ``label`` defaults to its name indented by depth."""
     return {

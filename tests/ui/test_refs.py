@@ -90,7 +90,7 @@ def test_history_rolls_main_back_after_a_dry_run(
         spark, f"SELECT count(*) FROM {trips.spark_name} VERSION AS OF {month_end}"
     )
     # The page shows the new state: main now sits on month_end's snapshot.
-    rows = next(df.value for df in at.dataframe if "min-snapshots-to-keep" in df.value.columns)
+    rows = next(df.value for df in at.dataframe if "min snapshots to keep" in df.value.columns)
     assert dict(zip(rows["name"], rows["snapshot"], strict=True))["main"] == str(month_end)
 
 
@@ -116,6 +116,15 @@ def test_history_tags_a_snapshot_with_retention(
         f"SELECT max_reference_age_in_ms FROM {trips.spark_name}.refs WHERE name = 'reviewed'"
     ).collect()[0]
     assert age == 86_400_000
+    # The refs table says the retention in words: Spark's 86,400,000 ms is one day.
+    rows = next(df.value for df in at.dataframe if "max ref age" in df.value.columns)
+    shown = dict(zip(rows["name"], rows["max ref age"], strict=True))
+    assert shown["reviewed"] == "1 day"
+    assert shown["main"] == "table default"  # Spark's refs table: null for main
+    (main_age,) = spark.sql(
+        f"SELECT max_reference_age_in_ms FROM {trips.spark_name}.refs WHERE name = 'main'"
+    ).collect()[0]
+    assert main_age is None
 
 
 def test_a_refused_action_is_one_sentence_and_offers_no_commit(
