@@ -29,8 +29,12 @@ def open_app(page: str | None = None, **params: str) -> AppTest:
 
 
 def metrics(at: AppTest) -> dict[str, str]:
-    """The page's metrics by label."""
-    return {m.label: m.value for m in at.metric}
+    """The page's metrics by label, each as a person reads it.
+
+    The value, then its grey delta line when it has one (a part of a whole: ``2,821`` over
+    ``of 2,831``).
+    """
+    return {m.label: " ".join(t for t in (m.value, m.proto.delta) if t) for m in at.metric}
 
 
 def number(text: str) -> int:
