@@ -14,7 +14,7 @@ from icecore.inspect import KINDS
 from icecore.sql import ROWS_TABLE, SqlLimits, result_cut
 from pipeline.query_check import checked_query
 from pipeline.spark import PipelineError
-from ui import data, jobs
+from ui import data, jobs, views
 from ui.shell import (
     bootstrap,
     download_buttons,
@@ -125,7 +125,9 @@ if result_cut(result):
         "add a LIMIT to see the rest; the downloads hold these rows only.",
         icon=":material/content_cut:",
     )
-st.caption(f"{result.num_rows:,} rows · {result.num_columns:,} columns")
+st.caption(
+    f"{views.count_of(result.num_rows, 'row')} · {views.count_of(result.num_columns, 'column')}"
+)
 st.dataframe(result, hide_index=True, width="stretch")
 name = str(table.identifier).replace(".", "_")
 download_buttons(result, name, "sql")

@@ -210,6 +210,11 @@ STATUS_ICONS: Mapping[str, str] = {
 needed)."""
 
 
+def count_of(n: int, noun: str) -> str:
+    """``n`` and a noun that takes an s when ``n`` is not one: ``1 row``, ``2,000 rows``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 _UNITS_MS = (("day", 86_400_000), ("hour", 3_600_000), ("minute", 60_000), ("second", 1_000))
 
 
@@ -224,7 +229,7 @@ def duration_text(ms: int | None, unset: str = EMPTY) -> str:
     for unit, size in _UNITS_MS:
         if ms and ms % size == 0:
             n = ms // size
-            return f"{n:,} {unit}{'' if n == 1 else 's'}"
+            return count_of(n, unit)
     return f"{ms:,} ms"
 
 

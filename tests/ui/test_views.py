@@ -102,3 +102,14 @@ def test_key_value_rows_put_keys_in_words() -> None:
     assert views.key_value_rows((("median data file", "6.5 KiB"),), "measure") == [
         {"measure": "median data file", "value": "6.5 KiB"}
     ]
+
+
+def test_counts_and_durations_read_as_words() -> None:
+    assert views.count_of(1, "row") == "1 row"
+    assert views.count_of(0, "row") == "0 rows"
+    assert views.count_of(2_000, "column") == "2,000 columns"
+    assert views.duration_text(86_400_000) == "1 day"
+    assert views.duration_text(7 * 86_400_000) == "7 days"
+    assert views.duration_text(90 * 60_000) == "90 minutes"
+    assert views.duration_text(1_500) == "1,500 ms"
+    assert views.duration_text(None, "table default") == "table default"
