@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from icecore.errors import IcecoreError
-from ui import data
+from ui import data, views
 from ui.served import companions
 from ui.shell import bootstrap, show_error, stop
 
@@ -50,19 +50,25 @@ for catalog in [context.catalog, *companions(context.catalog)]:
         continue
     for row in found:
         link = "Overview?" + urlencode({"catalog": catalog, "table": str(row["table"])})
-        rows.append({**row, "open": link})
+        location = row["metadata location"]
+        shown = views.short_path(location, 48) if location is not None else "loaded on demand"
+        rows.append({**row, "open": link, "metadata file": shown})
         if row["metadata location"] is None:
             lazy.append((catalog, str(row["table"])))
 
 if rows:
-    st.subheader(f"{len(rows)} tables")
+    st.subheader(views.count_of(len(rows), "table"))
     st.dataframe(
         rows,
         hide_index=True,
         width="stretch",
-        column_order=("table", "open", "catalog", "metadata location"),
+        column_order=("table", "open", "catalog", "metadata file", "metadata location"),
         column_config={
             "open": st.column_config.LinkColumn("open", display_text="Overview →"),
+            "metadata file": st.column_config.TextColumn(
+                help="The current metadata file, shortened from the left so its name shows; "
+                "the whole path is in 'metadata location'."
+            ),
         },
     )
     if lazy:

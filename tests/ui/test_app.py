@@ -230,3 +230,17 @@ def test_selections_round_trip_through_links() -> None:
     both = Selection.from_params({"snapshot": "5", "ref": "r", "as_of": "t"}, "c")
     assert (both.snapshot, both.ref, both.as_of) == ("5", None, None)
     assert both.at(as_of="2024-01-01").to_params() == {"catalog": "c", "as_of": "2024-01-01"}
+
+
+@pytest.mark.spark
+def test_the_table_list_shows_each_metadata_file_name(open_page: OpenPage) -> None:
+    # The metadata location is cut on the right in a table cell; the shortened column keeps
+    # the file name, which is what tells one version from the next.
+    at = open_page(None)
+    assert not at.exception
+    listed = at.dataframe[0].value
+    for location, shown in zip(listed["metadata location"], listed["metadata file"], strict=True):
+        name = location.rsplit("/", 1)[-1]
+        assert name.endswith(".metadata.json") and shown.endswith(name), (location, shown)
+        assert len(shown) <= max(48, len(name) + 4)
+    assert len(listed) == 5 and at.subheader[0].value == "5 tables"
