@@ -66,7 +66,8 @@ st.dataframe(
         {"": "last updated", "value": views.format_ms(metadata.last_updated_ms)},
         {"": "location", "value": metadata.location},
         {"": "table uuid", "value": metadata.table_uuid or "(none: a v1 table without one)"},
-        {"": "metadata file", "value": table.metadata_location},
+        # Shortened from the left so the file's name shows; the caption above has all of it.
+        {"": "metadata file", "value": views.short_path(table.metadata_location, 72)},
     ],
     hide_index=True,
     width="stretch",
@@ -102,7 +103,9 @@ with cols[4]:
             help=f"{LIVE_HELP} No delete files are live, so every row of the data files is live.",
         )
     elif totals.data_files <= AUTO_COUNT_FILES or st.button(
-        f"Count live rows (reads {totals.data_files:,} data files)", key="overview_count"
+        "Count live rows",
+        key="overview_count",
+        help=f"Reads the {totals.data_files:,} data files with their deletes applied.",
     ):
         try:
             live = data.live_rows(table.metadata_location, snapshot.snapshot_id, table)
