@@ -14,7 +14,7 @@ import streamlit as st
 
 from icecore import health
 from icecore.errors import IcecoreError
-from icecore.maintenance import Job, estimate_rows, evidence_rows, evolve_command
+from icecore.maintenance import ESTIMATE_LABELS, Job, evolve_command
 from ui import data, evolve_form, jobs, views
 from ui.shell import bootstrap, escape_markdown, require_table, show_error, stop
 
@@ -266,13 +266,13 @@ for rec in recommendations:
         left, right = st.columns(2)
         with left.expander("Evidence"):
             st.dataframe(
-                [{"measure": k, "value": v} for k, v in evidence_rows(rec.evidence)],
+                views.key_value_rows(rec.evidence, "measure"),
                 hide_index=True,
                 width="stretch",
             )
         with right.expander("Estimated effect"):
             st.dataframe(
-                [{"estimate": k, "value": v} for k, v in estimate_rows(rec.estimate)],
+                views.key_value_rows(rec.estimate, "estimate", labels=ESTIMATE_LABELS),
                 hide_index=True,
                 width="stretch",
             )
@@ -326,7 +326,7 @@ except IcecoreError as error:
     stop()
 st.markdown(f"**Dry run** (from metadata, nothing written): {escape_markdown(estimate.reason)}")
 st.dataframe(
-    [{"estimate": k, "value": v} for k, v in estimate_rows(estimate.estimate)],
+    views.key_value_rows(estimate.estimate, "estimate", labels=ESTIMATE_LABELS),
     hide_index=True,
     width="stretch",
 )
