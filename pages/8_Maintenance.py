@@ -37,10 +37,6 @@ st.caption(
 )
 
 
-def _utc(ms: int) -> str:
-    return f"{dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
-
-
 def show_progress(status: jobs.JobStatus) -> None:
     """Spark's stage and task progress as the job last wrote it, with a bar for the tasks."""
     progress = status.progress
@@ -96,7 +92,7 @@ def show_leftovers(status: jobs.JobStatus) -> None:
                 {
                     "file": f.path,
                     "size": health.format_bytes(f.size),
-                    "written": _utc(f.modified_ms),
+                    "written": views.format_ms(f.modified_ms),
                 }
                 if f.modified_ms is not None
                 else {"file": f.path, "size": health.format_bytes(f.size), "written": ""}
@@ -116,14 +112,15 @@ def show_leftovers(status: jobs.JobStatus) -> None:
     if now_ms < usable_ms:
         st.markdown(
             "To remove them, run the orphan job **remove_orphan_files** with a cutoff after the "
-            f"newest of them ({escape_markdown(_utc(newest))}). Spark refuses a cutoff within the "
-            "last 24 hours (a write in flight could lose its files), so it can run from "
-            f"{escape_markdown(_utc(usable_ms))} on:"
+            f"newest of them ({escape_markdown(views.format_ms(newest))}). Spark refuses a "
+            "cutoff within the last 24 hours (a write in flight could lose its files), so it "
+            "can run from "
+            f"{escape_markdown(views.format_ms(usable_ms))} on:"
         )
     else:
         st.markdown(
             "The orphan job **remove_orphan_files** with a cutoff after the newest of them "
-            f"({escape_markdown(_utc(newest))}) removes them:"
+            f"({escape_markdown(views.format_ms(newest))}) removes them:"
         )
     st.code(command, language="bash")
     if now_ms >= usable_ms and st.button(
@@ -144,7 +141,7 @@ def show_job(status: jobs.JobStatus, latest: bool) -> None:
     job_id = status.job_id
     st.markdown(
         f"**{escape_markdown(request.get('job', ''))}** · job `{job_id}` · {status.state} · "
-        f"started {escape_markdown(_utc(status.started_ms))}"
+        f"started {escape_markdown(views.format_ms(status.started_ms))}"
     )
     if status.cancelling:
         st.caption("Cancelling: Spark is stopping; the files it left are listed once it has.")
