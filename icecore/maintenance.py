@@ -748,35 +748,6 @@ ESTIMATE_LABELS: Mapping[str, str] = {
 """People's words for :attr:`Recommendation.estimate` keys (the keys stay the JSON's)."""
 
 
-def estimate_rows(estimate: Mapping[str, EstimateValue]) -> list[tuple[str, str]]:
-    """An estimate as (label, value) text for people.
-
-    Sizes in units, counts with thousands separators, a range as ``low to high``.
-    """
-    rows = []
-    for key, value in estimate.items():
-        label = ESTIMATE_LABELS.get(key, key.replace("_", " "))
-        if isinstance(value, tuple):
-            text = _span(*value)
-        elif key.endswith(("bytes", "bytes_count")):
-            text = format_bytes(value)
-        else:
-            text = f"{value:,}"
-        rows.append((label, text))
-    return rows
-
-
-def evidence_rows(evidence: Iterable[tuple[str, Number]]) -> list[tuple[str, str]]:
-    """Evidence as (label, value) text: counts with thousands separators, the rest as given."""
-    return [
-        (
-            label,
-            f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value),
-        )
-        for label, value in evidence
-    ]
-
-
 def evolve_command(table: str, spec_changes: Sequence[str]) -> str:
     """The ``icecore evolve`` dry run of a spec change, as a shell command line."""
     return shlex.join(
@@ -854,8 +825,6 @@ __all__ = [
     "Recommendation",
     "ESTIMATE_LABELS",
     "EstimateValue",
-    "estimate_rows",
-    "evidence_rows",
     "evolve_command",
     "expire_snapshots",
     "files_written",

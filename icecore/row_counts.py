@@ -119,6 +119,28 @@ def _list_live(table: TableData, snapshot: Snapshot) -> int | None:
     return int(columns.live_rows[data].sum())
 
 
+def _live_key(table: TableData, snapshot: Snapshot) -> tuple[str, int]:
+    return (table.metadata.table_uuid or table.metadata.location, snapshot.snapshot_id)
+
+
+def read_live_rows(table: TableData, snapshot: Snapshot) -> int:
+    """Rows a reader sees at ``snapshot``, read with its deletes applied whatever the size.
+
+    Kept with :func:`live_rows`'s counts, so Overview's count and History's or Time
+    travel's of one snapshot read its files once per process.
+
+    Raises:
+        IcecoreError: a file cannot be read (nothing is kept: it may come back).
+    """
+    key = _live_key(table, snapshot)
+    kept = _LIVE.get(key)
+    if kept is not None and kept[0] is not None:
+        return kept[0]
+    found = count_live_rows(table, snapshot_id=snapshot.snapshot_id)
+    _LIVE.put(key, (found, ""))
+    return found
+
+
 def live_rows(
     table: TableData, snapshot: Snapshot, *, read: bool = True, bound: int = READ_BOUND_BYTES
 ) -> tuple[int | None, str]:
@@ -131,7 +153,7 @@ def live_rows(
     from_summary = _summary_live(snapshot)
     if from_summary is not None:
         return from_summary, ""
-    key = (table.metadata.table_uuid or table.metadata.location, snapshot.snapshot_id)
+    key = _live_key(table, snapshot)
     kept = _LIVE.get(key)
     if kept is not None:
         return kept
@@ -150,10 +172,9 @@ def live_rows(
             f"{format_bytes(bound)} a count here may read; run count(*) on Spark"
         )
     try:
-        found = count_live_rows(table, snapshot_id=snapshot.snapshot_id)
+        return read_live_rows(table, snapshot), ""
     except IcecoreError as error:
-        return None, f"it cannot be read: {error}"  # not kept: a file may come back
-    return _LIVE.put(key, (found, ""))
+        return None, f"it cannot be read: {error}"
 
 
 def _parent_delete_files(snapshot: Snapshot) -> int | None:
@@ -220,8 +241,7 @@ def _needing_reads(table: TableData, chosen: Iterable[Snapshot]) -> list[Snapsho
 
 def _pending(table: TableData, chosen: Iterable[Snapshot]) -> list[Snapshot]:
     """The snapshots of :func:`_needing_reads` not counted yet in this process."""
-    uuid = table.metadata.table_uuid or table.metadata.location
-    return [s for s in _needing_reads(table, chosen) if (uuid, s.snapshot_id) not in _LIVE]
+    return [s for s in _needing_reads(table, chosen) if _live_key(table, s) not in _LIVE]
 
 
 def reading_needed(table: TableData, snapshots: Iterable[Snapshot]) -> tuple[int, int | None]:

@@ -14,7 +14,7 @@ import streamlit as st
 
 from icecore import health
 from icecore.errors import IcecoreError
-from icecore.maintenance import Job, estimate_rows, evidence_rows, evolve_command
+from icecore.maintenance import ESTIMATE_LABELS, Job, evolve_command
 from ui import data, evolve_form, jobs, views
 from ui.shell import bootstrap, escape_markdown, require_table, show_error, stop
 
@@ -35,10 +35,6 @@ st.caption(
     "it belongs to the server: every session on this table sees it, follows its progress and "
     "can cancel it, and one job runs on a table at a time."
 )
-
-
-def _utc(ms: int) -> str:
-    return f"{dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def show_progress(status: jobs.JobStatus) -> None:
@@ -96,7 +92,7 @@ def show_leftovers(status: jobs.JobStatus) -> None:
                 {
                     "file": f.path,
                     "size": health.format_bytes(f.size),
-                    "written": _utc(f.modified_ms),
+                    "written": views.format_ms(f.modified_ms),
                 }
                 if f.modified_ms is not None
                 else {"file": f.path, "size": health.format_bytes(f.size), "written": ""}
@@ -116,14 +112,15 @@ def show_leftovers(status: jobs.JobStatus) -> None:
     if now_ms < usable_ms:
         st.markdown(
             "To remove them, run the orphan job **remove_orphan_files** with a cutoff after the "
-            f"newest of them ({escape_markdown(_utc(newest))}). Spark refuses a cutoff within the "
-            "last 24 hours (a write in flight could lose its files), so it can run from "
-            f"{escape_markdown(_utc(usable_ms))} on:"
+            f"newest of them ({escape_markdown(views.format_ms(newest))}). Spark refuses a "
+            "cutoff within the last 24 hours (a write in flight could lose its files), so it "
+            "can run from "
+            f"{escape_markdown(views.format_ms(usable_ms))} on:"
         )
     else:
         st.markdown(
             "The orphan job **remove_orphan_files** with a cutoff after the newest of them "
-            f"({escape_markdown(_utc(newest))}) removes them:"
+            f"({escape_markdown(views.format_ms(newest))}) removes them:"
         )
     st.code(command, language="bash")
     if now_ms >= usable_ms and st.button(
@@ -144,7 +141,7 @@ def show_job(status: jobs.JobStatus, latest: bool) -> None:
     job_id = status.job_id
     st.markdown(
         f"**{escape_markdown(request.get('job', ''))}** · job `{job_id}` · {status.state} · "
-        f"started {escape_markdown(_utc(status.started_ms))}"
+        f"started {escape_markdown(views.format_ms(status.started_ms))}"
     )
     if status.cancelling:
         st.caption("Cancelling: Spark is stopping; the files it left are listed once it has.")
@@ -266,13 +263,13 @@ for rec in recommendations:
         left, right = st.columns(2)
         with left.expander("Evidence"):
             st.dataframe(
-                [{"measure": k, "value": v} for k, v in evidence_rows(rec.evidence)],
+                views.key_value_rows(rec.evidence, "measure"),
                 hide_index=True,
                 width="stretch",
             )
         with right.expander("Estimated effect"):
             st.dataframe(
-                [{"estimate": k, "value": v} for k, v in estimate_rows(rec.estimate)],
+                views.key_value_rows(rec.estimate, "estimate", labels=ESTIMATE_LABELS),
                 hide_index=True,
                 width="stretch",
             )
@@ -326,7 +323,7 @@ except IcecoreError as error:
     stop()
 st.markdown(f"**Dry run** (from metadata, nothing written): {escape_markdown(estimate.reason)}")
 st.dataframe(
-    [{"estimate": k, "value": v} for k, v in estimate_rows(estimate.estimate)],
+    views.key_value_rows(estimate.estimate, "estimate", labels=ESTIMATE_LABELS),
     hide_index=True,
     width="stretch",
 )

@@ -265,13 +265,6 @@ def _state(table: Table) -> dict[str, Any]:
     }
 
 
-def estimate(
-    job: Job, table: Table, args: argparse.Namespace
-) -> dict[str, maintenance.EstimateValue]:
-    """Icecore's estimate of the job's effect, from metadata alone."""
-    return dict(recommendation(job, table, args).estimate)
-
-
 def recommendation(job: Job, table: Table, args: argparse.Namespace) -> maintenance.Recommendation:
     """Icecore's recommendation for the job with these options: its estimate and warnings."""
     snapshot = table.metadata.current_snapshot()

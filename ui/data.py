@@ -31,7 +31,6 @@ from icecore.catalog import Catalog, TableIdentifier, load_catalog
 from icecore.catalog.base import CatalogBase
 from icecore.catalog.rest import RestCatalog
 from icecore.diff import SnapshotDiff
-from icecore.health import count_live_rows
 from icecore.layout import MetadataTree, metadata_tree, partition_label, snapshot_files
 from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
@@ -367,8 +366,14 @@ def matching_rows(location: str, selectors: Selectors, filter: str | None, _tabl
 
 @st.cache_data(max_entries=32, show_spinner="Reading data files with deletes applied…")
 def live_rows(location: str, snapshot_id: int, _table: Table) -> int:
-    """Rows a reader sees at the snapshot, deletes applied (reads every data file)."""
-    return count_live_rows(_table, snapshot_id=snapshot_id)
+    """Rows a reader sees at the snapshot, deletes applied (reads every data file).
+
+    The read is :func:`icecore.row_counts.read_live_rows`'s, shared with History's and Time
+    travel's live rows of the same snapshot.
+    """
+    snapshot = _table.metadata.snapshot_by_id(snapshot_id)
+    assert snapshot is not None  # the page passes a snapshot of this table
+    return row_counts.read_live_rows(_table, snapshot)
 
 
 # --- diff and SQL ----------------------------------------------------------------------

@@ -158,10 +158,15 @@ def value_text(key: str, value: Any) -> str:
 
     Absent values are :data:`EMPTY`, never ``None``; counts get separators (``2,831``);
     amounts whose key names bytes are in units (``1.5 MiB``); fractions keep three
-    significant digits; lists are joined; no Python repr reaches the page.
+    significant digits; a ``(low, high)`` tuple of counts (an estimate's range) reads
+    ``low to high``, one number when they are equal; lists are joined; no Python repr
+    reaches the page.
     """
     if value is None or value == "":
         return EMPTY
+    if isinstance(value, tuple) and len(value) == 2 and all(type(v) is int for v in value):
+        low, high = (value_text(key, v) for v in value)
+        return low if low == high else f"{low} to {high}"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int | float) and "bytes" in key.lower():
@@ -183,10 +188,23 @@ def value_text(key: str, value: Any) -> str:
     return str(value)
 
 
-def key_value_rows(pairs: Any, key_name: str, value_name: str = "value") -> list[dict[str, str]]:
-    """``(key, value)`` pairs (or a mapping) as table rows of text, keys as words."""
+def key_value_rows(
+    pairs: Any,
+    key_name: str,
+    value_name: str = "value",
+    labels: Mapping[str, str] | None = None,
+) -> list[dict[str, str]]:
+    """``(key, value)`` pairs (or a mapping) as table rows of text, keys as words.
+
+    ``labels`` gives people's words for known keys (:data:`icecore.maintenance.ESTIMATE_LABELS`);
+    the others are made words by :func:`label`.
+    """
     items = pairs.items() if isinstance(pairs, Mapping) else pairs
-    return [{key_name: label(str(k)), value_name: value_text(str(k), v)} for k, v in items]
+    words = labels or {}
+    return [
+        {key_name: words.get(str(k)) or label(str(k)), value_name: value_text(str(k), v)}
+        for k, v in items
+    ]
 
 
 def fit_height(rows: int) -> int:

@@ -17,7 +17,14 @@ import pytest
 
 import icecore
 from icecore.progress import reporting
-from icecore.row_counts import REMOVED_KINDS, forget_counts, rows_between, snapshot_rows
+from icecore.row_counts import (
+    REMOVED_KINDS,
+    forget_counts,
+    live_rows,
+    read_live_rows,
+    rows_between,
+    snapshot_rows,
+)
 from tests.conftest import REPO
 from tests.icecore.evolution.conftest import register_catalogs
 
@@ -174,6 +181,19 @@ def test_a_snapshot_is_read_once_and_the_reads_are_reported(demo_warehouse: Path
         second = snapshot_rows(again)
     assert second == first
     assert not [h for h in heard if h[0] == "Counting live rows"]
+
+
+def test_overviews_count_past_the_bound_is_kept_for_historys(
+    spark: Any, demo_warehouse: Path
+) -> None:
+    """A count read whatever its size (Overview's) is the one the row counts then give."""
+    forget_counts()
+    table = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    snapshot = next(s for s in table.snapshots() if live_rows(table, s, read=False)[0] is None)
+    expected = _count(spark, "demo.trips", snapshot.snapshot_id)
+    assert read_live_rows(table, snapshot) == expected
+    again = icecore.load_table(f"{demo_warehouse}::demo.trips")  # a new Table, same uuid
+    assert live_rows(again, snapshot, read=False, bound=1) == (expected, "")
 
 
 def test_a_count_that_cannot_be_read_is_null_and_says_why(

@@ -23,9 +23,9 @@ import pytest
 import icecore
 from icecore import health
 from icecore.layout import snapshot_files
-from icecore.maintenance import Job, orphan_files, reach
+from icecore.maintenance import EstimateValue, Job, orphan_files, reach
 from icecore.table import Table
-from pipeline.maintenance import estimate, parser, run_job
+from pipeline.maintenance import parser, recommendation, run_job
 from tests.icecore.evolution.conftest import EvoCatalogs, register_catalogs
 from tests.ui.copies import copy_sql_table
 
@@ -58,6 +58,11 @@ def counts(table: Table) -> health.Totals:
     snapshot = table.metadata.current_snapshot()
     manifests = table.manifests(snapshot) if snapshot else []
     return health.totals(snapshot, manifests, snapshot_files(table, snapshot))
+
+
+def estimate(job: Job, table: Table, args: argparse.Namespace) -> dict[str, EstimateValue]:
+    """The job's estimate as the pipeline makes it (its recommendation's, metadata alone)."""
+    return dict(recommendation(job, table, args).estimate)
 
 
 def test_rewrites_keep_rows_and_reduce_files_as_estimated(

@@ -25,7 +25,7 @@ from icecore.health import Status, format_bytes
 from icecore.layout import snapshot_files
 from icecore.maintenance import Job, orphan_files, recommendations
 from icecore.table import Table
-from pipeline.maintenance import estimate, parser, recommendation
+from pipeline.maintenance import parser, recommendation
 from tests.icecore.evolution.conftest import EvoCatalogs, register_catalogs
 from tests.pipeline.test_demo_cli import one_sentence
 from tests.pipeline.test_maintenance_cli import run
@@ -249,12 +249,12 @@ def test_orphans_equal_spark_s_dry_run_on_sql_and_hadoop_tables(
         assert {str(planted["plain"]), str(planted["beside"])} <= found
         for kind in ("crc", "tmp", "hidden_folder", "young"):
             assert str(planted[kind]) not in found, kind
-        summary = estimate(
+        summary = recommendation(
             Job.REMOVE_ORPHAN_FILES,
             table,
             parser().parse_args(
                 [str(Job.REMOVE_ORPHAN_FILES), str(folder), "--older-than", _iso(cutoff)]
             ),
-        )
+        ).estimate
         assert summary["orphan_files_count"] == len(expected)
         assert summary["hidden_files_count"] >= 1

@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.icecore.evolution.conftest import EvoCatalogs, register_catalogs
+from tests.ui.copies import Copy, copy_sql_table
 from tests.ui.helpers import OpenPage, open_app
 
 
@@ -35,3 +36,15 @@ def open_page(demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> OpenPage
 def evo(spark: Any, demo_warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> EvoCatalogs:
     """Private Spark catalogs (SQL and Hadoop) on a temporary warehouse, for table copies."""
     return register_catalogs(spark, tmp_path_factory.mktemp("ui-evolution"))
+
+
+@pytest.fixture
+def jobs_copy(
+    evo: EvoCatalogs, demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Copy:
+    """A copy of the fixture's trips table, served writable, with a private jobs folder."""
+    monkeypatch.delenv("ICECORE_READ_ONLY", raising=False)
+    monkeypatch.setenv("ICECORE_JOBS_DIR", str(tmp_path / "jobs"))
+    copy = copy_sql_table(evo, demo_warehouse, "trips")
+    monkeypatch.setenv("ICECORE_CATALOG", copy.catalog)  # the served catalog
+    return copy

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,25 @@ def no_problems(at: AppTest) -> None:
     """No exception and no error box on the page."""
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def texts(at: AppTest) -> str:
+    """Every text the page shows (markdown, captions, alerts, progress bars), one a line."""
+    found = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    found += [a.value for a in (*at.info, *at.warning, *at.error, *at.success)]
+    found += [p.proto.text for p in at.get("progress")]
+    return "\n".join(found)
+
+
+def rerun_until(
+    at: AppTest, ready: Callable[[AppTest], bool], what: str, timeout_s: float = 300
+) -> None:
+    """Rerun the page (as its polling fragment does) until ``ready(at)``; fail after a while."""
+    deadline = time.monotonic() + timeout_s
+    while not ready(at):
+        assert time.monotonic() < deadline, f"{what}: {texts(at)}"
+        time.sleep(0.5)
+        at.run()
 
 
 def spark_count(spark: Any, sql: str) -> int:

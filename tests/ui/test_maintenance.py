@@ -8,7 +8,6 @@ API and from Spark, never from what the page printed.
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,8 @@ import pytest
 import icecore
 from icecore.layout import snapshot_files
 from icecore.maintenance import Job, recommendations
-from tests.icecore.evolution.conftest import EvoCatalogs
-from tests.ui.copies import copy_sql_table
-from tests.ui.helpers import no_problems, open_app
+from tests.ui.copies import Copy
+from tests.ui.helpers import no_problems, open_app, rerun_until
 from ui.shell import escape_markdown
 
 pytestmark = pytest.mark.spark
@@ -37,16 +35,10 @@ def test_read_only_hides_maintenance(demo_warehouse: Path, monkeypatch: pytest.M
 
 
 def test_recommend_estimate_confirm_run_and_compare(
-    evo: EvoCatalogs,
-    demo_warehouse: Path,
-    spark: Any,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+    jobs_copy: Copy, spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("ICECORE_READ_ONLY", raising=False)
-    monkeypatch.setenv("ICECORE_JOBS_DIR", str(tmp_path / "jobs"))
     monkeypatch.setenv("ICECORE_SPARK_MASTER", "local[2]")
-    copy = copy_sql_table(evo, demo_warehouse, "trips")
+    copy = jobs_copy
     table = icecore.load_table(f"{copy.catalog}::{copy.table}")
     snapshot = table.metadata.current_snapshot()
     assert snapshot is not None
@@ -57,7 +49,6 @@ def test_recommend_estimate_confirm_run_and_compare(
         )
     }
 
-    monkeypatch.setenv("ICECORE_CATALOG", copy.catalog)  # the served catalog
     at = open_app("pages/8_Maintenance.py", catalog=copy.catalog, table=copy.table)
     no_problems(at)
     shown = " ".join(m.value for m in at.markdown)
@@ -91,13 +82,14 @@ def test_recommend_estimate_confirm_run_and_compare(
     at.checkbox(key="mt_force").check().run()
     assert any("--force" in c.value for c in at.code)
     at.button(key="mt_run").click().run()
-    deadline = time.monotonic() + JOB_TIMEOUT
-    while time.monotonic() < deadline:
-        text = " ".join(m.value for m in at.markdown)
-        if "· succeeded" in text or "· failed" in text or "· lost" in text:
-            break
-        time.sleep(3)
-        at.run()
+    rerun_until(
+        at,
+        lambda at: any(
+            end in m.value for m in at.markdown for end in ("· succeeded", "· failed", "· lost")
+        ),
+        "the job never ended",
+        JOB_TIMEOUT,
+    )
     no_problems(at)
     assert any("· succeeded" in m.value for m in at.markdown), [c.value for c in at.code]
     # Spark's own view: the table moved on by one rewrite_data_files snapshot.

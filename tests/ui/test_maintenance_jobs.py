@@ -16,35 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from icecore.health import format_bytes
 from icecore.maintenance import Job
-from tests.icecore.evolution.conftest import EvoCatalogs
-from tests.ui.copies import Copy, copy_sql_table
-from tests.ui.helpers import no_problems, open_app
+from tests.ui.copies import Copy
+from tests.ui.helpers import no_problems, open_app, rerun_until, texts
 from ui import jobs
 
 pytestmark = pytest.mark.spark
 
 TIMEOUT_S = 300
-
-
-def _texts(at: AppTest) -> str:
-    """Every text the page shows (markdown, captions, alerts, progress bars)."""
-    found = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    found += [a.value for a in (*at.info, *at.warning, *at.error, *at.success)]
-    found += [p.proto.text for p in at.get("progress")]
-    return "\n".join(found)
-
-
-def _until(at: AppTest, ready: Any, what: str, timeout_s: float = TIMEOUT_S) -> None:
-    """Rerun the page (as its polling fragment does) until ``ready(at)``."""
-    deadline = time.monotonic() + timeout_s
-    while not ready(at):
-        assert time.monotonic() < deadline, f"{what}: {_texts(at)}"
-        time.sleep(0.5)
-        at.run()
 
 
 def _strip(path: str) -> str:
@@ -79,22 +60,15 @@ def _unreferenced_since(spark: Any, copy: Copy, since_ms: int) -> set[str]:
 
 
 def test_a_second_session_sees_refuses_and_cancels_the_job_and_names_its_leftovers(
-    evo: EvoCatalogs,
-    demo_warehouse: Path,
-    spark: Any,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+    jobs_copy: Copy, spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("ICECORE_READ_ONLY", raising=False)
-    monkeypatch.setenv("ICECORE_JOBS_DIR", str(tmp_path / "jobs"))
     monkeypatch.setenv("ICECORE_SPARK_MASTER", "local[1]")
-    copy = copy_sql_table(evo, demo_warehouse, "trips")
+    copy = jobs_copy
     table_key = f"{copy.catalog}::{copy.table}"
-    monkeypatch.setenv("ICECORE_CATALOG", copy.catalog)
     first = open_app("pages/8_Maintenance.py", catalog=copy.catalog, table=copy.table)
     second = open_app("pages/8_Maintenance.py", catalog=copy.catalog, table=copy.table)
     no_problems(second)
-    assert "Jobs on this table" not in _texts(second)
+    assert "Jobs on this table" not in texts(second)
 
     first.selectbox(key="mt_job").set_value(Job.REWRITE_DATA_FILES).run()
     if any(c.key == "mt_force" for c in first.checkbox):  # a rewrite that fans files out
@@ -108,7 +82,7 @@ def test_a_second_session_sees_refuses_and_cancels_the_job_and_names_its_leftove
     # The second session never started it, and sees it, running, with its Spark progress.
     second.run()
     no_problems(second)
-    assert f"job `{job.job_id}` · running" in _texts(second)
+    assert f"job `{job.job_id}` · running" in texts(second)
     assert second.button(key="mt_run").disabled
     assert job.job_id in " ".join(i.value for i in second.info)
     # A start that raced past the page's check is refused by the table's lock: one sentence.
@@ -126,11 +100,11 @@ def test_a_second_session_sees_refuses_and_cancels_the_job_and_names_its_leftove
     progress = [p.proto.text for p in second.get("progress")] + [c.value for c in second.caption]
     assert any("Spark job" in t and "tasks" in t for t in progress), progress
     second.button(key=f"mt_cancel_{job.job_id}").click().run()
-    _until(second, lambda at: f"job `{job.job_id}` · cancelled" in _texts(at), "cancelled")
+    rerun_until(second, lambda at: f"job `{job.job_id}` · cancelled" in texts(at), "cancelled")
     no_problems(second)
     assert jobs.status(job.job_id).state is jobs.State.CANCELLED
-    _until(first, lambda at: f"job `{job.job_id}` · cancelled" in _texts(at), "first sees it")
-    assert "Nothing was committed" in _texts(second)
+    rerun_until(first, lambda at: f"job `{job.job_id}` · cancelled" in texts(at), "first sees it")
+    assert "Nothing was committed" in texts(second)
     second.checkbox(key="mt_confirm").check().run()
     assert not second.button(key="mt_run").disabled, "the table is free again"
 
@@ -141,5 +115,5 @@ def test_a_second_session_sees_refuses_and_cancels_the_job_and_names_its_leftove
     }
     assert listed == expected
     size = format_bytes(sum(os.path.getsize(p) for p in expected))
-    assert f"It left {len(expected):,} files ({size})" in _texts(second)
+    assert f"It left {len(expected):,} files ({size})" in texts(second)
     assert any(f"remove_orphan_files {table_key} --older-than" in c.value for c in second.code)

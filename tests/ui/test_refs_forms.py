@@ -7,15 +7,13 @@ its result read from the metadata JSON on disk, without Icecore.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import icecore
 from icecore.table import Table
-from tests.icecore.refs.graph_table import S1, S2, S3, S4, S5, write_graph_table
+from tests.icecore.refs.graph_table import S1, S2, S3, S4, S5, refs_of, write_graph_table
 from ui import refs
 from ui.refs import SET_CURRENT, RefAction
 
@@ -28,14 +26,6 @@ def folder(tmp_path: Path) -> Path:
 @pytest.fixture
 def table(folder: Path) -> Table:
     return icecore.load_table(str(folder))
-
-
-def _refs_on_disk(folder: Path) -> dict[str, int]:
-    version = (folder / "metadata" / "version-hint.text").read_text().strip()
-    raw: dict[str, Any] = json.loads(
-        (folder / "metadata" / f"v{version}.metadata.json").read_text()
-    )
-    return {name: ref["snapshot-id"] for name, ref in raw["refs"].items()}
 
 
 def test_refs_at_and_branches_holding(table: Table) -> None:
@@ -60,7 +50,7 @@ def test_fast_forward_starts_from_the_pick(table: Table) -> None:
 
 def test_a_rollback_offers_its_undo_and_the_undo_puts_main_back(table: Table, folder: Path) -> None:
     done = refs.commit(table, RefAction(refs.ROLLBACK, (S1,), (("branch", "main"),)))
-    assert _refs_on_disk(folder)["main"] == S1
+    assert refs_of(folder)["main"] == S1
     assert done.undo == RefAction(SET_CURRENT, (S3,), (("branch", "main"),))
     rolled = icecore.load_table(str(folder))
     # S3 is no longer in main's history: a rollback there is refused, set current is not.
@@ -68,7 +58,7 @@ def test_a_rollback_offers_its_undo_and_the_undo_puts_main_back(table: Table, fo
         refs.dry_run(rolled, RefAction(refs.ROLLBACK, (S3,), (("branch", "main"),)))
     assert done.undo is not None
     again = refs.commit(rolled, done.undo)
-    assert _refs_on_disk(folder) == {"main": S3, "audit": S4, "v1": S1}
+    assert refs_of(folder) == {"main": S3, "audit": S4, "v1": S1}
     assert again.undo == RefAction(SET_CURRENT, (S1,), (("branch", "main"),))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from pipeline.query_check import checked_query
 from pipeline.spark import PipelineError
 from tests.big_rows import write_big_table
 from tests.icecore.evolution.conftest import register_catalogs
-from tests.ui.helpers import OpenPage, as_shown, no_problems, open_app, spark_count
+from tests.ui.helpers import OpenPage, as_shown, no_problems, open_app, rerun_until, spark_count
 from ui.jobs import jobs_dir
 
 PAGE = "pages/7_SQL.py"
@@ -102,13 +101,14 @@ def test_run_on_spark_answers_over_the_whole_table(
     sql = "SELECT vendor_id, count(*) AS n FROM rows GROUP BY vendor_id ORDER BY 1"
     at = open_page("pages/7_SQL.py", table="demo.trips", sql=sql)
     at.button(key="sql_spark").click().run()
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not any(
-        m.value.startswith("Spark query · ") and not m.value.endswith("running")
-        for m in at.markdown
-    ):
-        time.sleep(3)
-        at.run()
+    rerun_until(
+        at,
+        lambda at: any(
+            m.value.startswith("Spark query · ") and not m.value.endswith("running")
+            for m in at.markdown
+        ),
+        "the Spark query never ended",
+    )
     assert any(m.value == "Spark query · succeeded" for m in at.markdown), [
         c.value for c in at.code
     ]

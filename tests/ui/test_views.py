@@ -81,6 +81,8 @@ def test_short_path_cases(path: str, limit: int, shown: str) -> None:
         ("oldest expirable", None, "—"),
         ("note", "", "—"),
         ("data_files_after", [2831, 3000], "2,831 · 3,000"),
+        ("data_files_after", (2831, 3000), "2,831 to 3,000"),  # an estimate's range
+        ("data_files_after", (12, 12), "12"),
         ("enabled", True, "yes"),
         ("ratio", 12345.6, "12,346"),
         ("empty list", [], "none"),
@@ -101,6 +103,14 @@ def test_key_value_rows_put_keys_in_words() -> None:
     ]
     assert views.key_value_rows((("median data file", "6.5 KiB"),), "measure") == [
         {"measure": "median data file", "value": "6.5 KiB"}
+    ]
+    assert views.key_value_rows(
+        {"added_files_count": 3, "data_files_after": (3, 4)},
+        "estimate",
+        labels={"added_files_count": "files written, at least"},
+    ) == [
+        {"estimate": "files written, at least", "value": "3"},
+        {"estimate": "data files after", "value": "3 to 4"},
     ]
 
 

@@ -69,3 +69,14 @@ def write_graph_table(root: Path, name: str = "g") -> Path:
     (folder / "metadata" / "v1.metadata.json").write_text(text)
     (folder / "metadata" / "version-hint.text").write_text("1")
     return folder
+
+
+def raw(folder: Path) -> dict[str, Any]:
+    """The table's current metadata JSON, read without Icecore."""
+    version = (folder / "metadata" / "version-hint.text").read_text().strip()
+    return dict(json.loads((folder / "metadata" / f"v{version}.metadata.json").read_text()))
+
+
+def refs_of(folder: Path) -> dict[str, int]:
+    """Each ref's snapshot id, read without Icecore."""
+    return {name: ref["snapshot-id"] for name, ref in raw(folder)["refs"].items()}

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import REPO
 from tests.icecore.evolution.hand_table import tree_state
 
-from .graph_table import S1, S2, S3, S4, S5, TIMES, write_graph_table
+from .graph_table import S1, S2, S3, S4, S5, TIMES, raw, write_graph_table
 
 
 def ref(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,9 +43,7 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def refs_on_disk(folder: Path) -> dict[str, Any]:
-    version = (folder / "metadata" / "version-hint.text").read_text().strip()
-    raw = json.loads((folder / "metadata" / f"v{version}.metadata.json").read_text())
-    return dict(raw["refs"])
+    return dict(raw(folder)["refs"])
 
 
 @pytest.fixture

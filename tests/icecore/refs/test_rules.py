@@ -7,10 +7,8 @@ refusals are one sentence and leave every file as it was.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,7 +19,7 @@ from icecore.refs.manage import ManageSnapshots
 from icecore.table import Table
 from tests.icecore.evolution.hand_table import tree_state
 
-from .graph_table import S1, S2, S3, S4, S5, S6, TIMES, UUID, write_graph_table
+from .graph_table import S1, S2, S3, S4, S5, S6, TIMES, UUID, raw, refs_of, write_graph_table
 
 
 @pytest.fixture
@@ -32,16 +30,6 @@ def folder(tmp_path: Path) -> Path:
 @pytest.fixture
 def table(folder: Path) -> Table:
     return icecore.load_table(str(folder))
-
-
-def raw(folder: Path) -> dict[str, Any]:
-    """The table's current metadata JSON, read without Icecore."""
-    version = (folder / "metadata" / "version-hint.text").read_text().strip()
-    return dict(json.loads((folder / "metadata" / f"v{version}.metadata.json").read_text()))
-
-
-def refs_of(folder: Path) -> dict[str, int]:
-    return {name: ref["snapshot-id"] for name, ref in raw(folder)["refs"].items()}
 
 
 def log_of(folder: Path) -> list[int]:
