@@ -44,6 +44,7 @@ from icecore.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from icecore.scan.planner import TableScan
 
 if TYPE_CHECKING:
+    from icecore.partitioning import PartitionSpec
     from icecore.table_data import TableData
 
 MiB = 1024 * 1024
@@ -263,7 +264,9 @@ def small_files(metadata: TableMetadata, files: pa.Table) -> Finding:
     )
 
 
-def over_partitioning(metadata: TableMetadata, files: pa.Table) -> Finding:
+def over_partitioning(
+    metadata: TableMetadata, files: pa.Table, spec: PartitionSpec | None = None
+) -> Finding:
     """Partitions too small for the target file size: the spec, not the files, is the problem.
 
     Looks at the live data files of the default spec (what every write makes now). When the
@@ -272,11 +275,20 @@ def over_partitioning(metadata: TableMetadata, files: pa.Table) -> Finding:
     turn each partition's small files into one small file, and a rewrite of files from older
     specs spreads their rows over these partitions. The fix is a coarser spec first
     (:func:`icecore.coarsening.propose`, spec "Partition Evolution"), then compaction.
+
+    ``spec``: the spec to judge, the one in force at the snapshot ``files`` come from
+    (:func:`icecore.metadata_log.state_at`); default the table's default spec. A past spec
+    gets no coarsening proposal (the table is evolved from today's spec). The finding names
+    the spec it judged.
     """
     target = _property(metadata, TARGET_FILE_SIZE) or TARGET_FILE_SIZE[1]
     assert target is not None
     threshold = int(target * SMALL_FILE_RATIO)
-    spec = metadata.default_spec()
+    current = metadata.default_spec()
+    spec = spec if spec is not None else current
+    which = f"partition spec {spec.spec_id}" + (
+        " (the current one)" if spec.spec_id == current.spec_id else ""
+    )
     mask = pc.and_(
         pc.equal(files.column("content"), pa.scalar(0, _I8)),
         pc.equal(files.column("spec_id"), pa.scalar(spec.spec_id, pa.int32())),
@@ -295,9 +307,9 @@ def over_partitioning(metadata: TableMetadata, files: pa.Table) -> Finding:
             "over_partitioning",
             Status.OK,
             "Partition size",
-            "The current spec is unpartitioned or has no live data files: no partition is too "
-            "small.",
-            (("partitions of the current spec", n_partitions),),
+            f"{which.capitalize()} is unpartitioned or has no live data files: no partition "
+            "is too small.",
+            (("partition spec judged", spec.spec_id), ("partitions of the spec", n_partitions)),
         )
     partition_bytes = grouped.column("file_size_in_bytes_sum").to_numpy()
     median_file = _median(data.column("file_size_in_bytes").to_numpy())
@@ -310,8 +322,9 @@ def over_partitioning(metadata: TableMetadata, files: pa.Table) -> Finding:
     )
     small = int((partition_bytes < threshold).sum())
     evidence: list[tuple[str, str | int | float]] = [
-        ("data files of the current spec", n_files),
-        ("partitions of the current spec", n_partitions),
+        ("partition spec judged", spec.spec_id),
+        ("data files of the spec", n_files),
+        ("partitions of the spec", n_partitions),
         (f"partitions under {format_bytes(threshold)}", small),
         ("median data file", format_bytes(median_file)),
         ("rows per data file (median)", _median(data.column("record_count").to_numpy())),
@@ -325,7 +338,7 @@ def over_partitioning(metadata: TableMetadata, files: pa.Table) -> Finding:
     )
     proposal = (
         propose(metadata, dict(zip(labels, partition_bytes.tolist(), strict=True)), threshold)
-        if too_fine
+        if too_fine and spec.spec_id == current.spec_id
         else None
     )
     if not too_fine:
@@ -333,7 +346,7 @@ def over_partitioning(metadata: TableMetadata, files: pa.Table) -> Finding:
             "over_partitioning",
             Status.OK,
             "Partition size",
-            f"The median partition of the current spec holds {format_bytes(median_partition)}; "
+            f"The median partition of {which} holds {format_bytes(median_partition)}; "
             f"{small:,} of {n_partitions:,} partitions are under {format_bytes(threshold)}.",
             tuple(evidence),
         )
@@ -357,7 +370,7 @@ def over_partitioning(metadata: TableMetadata, files: pa.Table) -> Finding:
         Status.WARN,
         "Partitions too fine",
         f"Partitions are too fine for the {format_bytes(target)} target file size: the "
-        f"median partition of the current spec holds {format_bytes(median_partition)} "
+        f"median partition of {which} holds {format_bytes(median_partition)} "
         f"({small:,} of {n_partitions:,} are under {format_bytes(threshold)}) in files of "
         f"{format_bytes(median_file)} at the median, so compaction cannot make big files and "
         "a rewrite of older files spreads them over these partitions." + fix,
@@ -620,6 +633,7 @@ def findings(
     files: pa.Table,
     t: Totals,
     now_ms: int | None = None,
+    spec: PartitionSpec | None = None,
 ) -> list[Finding]:
     """Every health check for one snapshot, in a fixed order.
 
@@ -629,11 +643,12 @@ def findings(
         files: the snapshot's live files (:func:`icecore.layout.snapshot_files`).
         t: :func:`totals` of the same snapshot.
         now_ms: the time expiry is judged at (default: now).
+        spec: the partition spec in force at the snapshot (default: the table's default).
     """
     when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
     return [
         small_files(metadata, files),
-        over_partitioning(metadata, files),
+        over_partitioning(metadata, files, spec),
         deletes(t),
         manifests(metadata, manifest_list),
         partition_skew(files),

@@ -144,7 +144,7 @@ def _partition_counts(files: pa.Table) -> dict[tuple[int, str], int]:
     }
 
 
-def _rewritten_groups(files: pa.Table, target: int, spec_id: int) -> list[_Rewritten]:
+def _rewritten_groups(files: pa.Table, target: int, spec_id: int | None) -> list[_Rewritten]:
     """The partitions a bin-pack rewrite acts on, in the order they first appear.
 
     A file is picked when its size is outside [75%, 180%] of the target or when it was
@@ -152,10 +152,17 @@ def _rewritten_groups(files: pa.Table, target: int, spec_id: int) -> list[_Rewri
     those into the default spec whatever their size). A partition's picked files are
     rewritten when there are ``min-input-files`` of them, more than a target's worth, or
     any under another spec. Counted by one group-by over columns.
+
+    ``spec_id`` None: the spec is no reason to pick a file (``rewrite_position_delete_files``
+    writes a delete file back into its own spec, the data file's it points at).
     """
     low, high = int(target * health.SMALL_FILE_RATIO), int(target * MAX_FILE_RATIO)
     sizes = files.column("file_size_in_bytes")
-    moved = pc.not_equal(files.column("spec_id"), pa.scalar(spec_id, pa.int32()))
+    moved = (
+        pc.not_equal(files.column("spec_id"), pa.scalar(spec_id, pa.int32()))
+        if spec_id is not None
+        else pa.repeat(pa.scalar(False), files.num_rows)
+    )
     picked = pc.or_(
         moved,
         pc.or_(
@@ -194,7 +201,7 @@ def _rewritten_groups(files: pa.Table, target: int, spec_id: int) -> list[_Rewri
     for key_spec, partition, count, n_picked, picked_bytes, records in zip(
         *(grouped.column(c).to_pylist() for c in columns), strict=True
     ):
-        other_spec = key_spec != spec_id
+        other_spec = spec_id is not None and key_spec != spec_id
         if n_picked and (other_spec or n_picked >= health.MIN_INPUT_FILES or picked_bytes > target):
             found.append(_Rewritten((key_spec, partition), count, n_picked, picked_bytes, records))
     return found
@@ -254,20 +261,6 @@ def files_written(
         low += distinct_low
         high += max(distinct_low, min(records, partitions_high + rolled + boundaries))
     return low, high
-
-
-def _binpack(files: pa.Table, target: int, spec_id: int) -> dict[str, int]:
-    """What a bin-pack rewrite of ``files`` would do (see :func:`_rewritten_groups`).
-
-    Files written under another spec are split by the new spec's partitions, which depends
-    on row values: for them the output count is a lower bound.
-    """
-    groups = _rewritten_groups(files, target, spec_id)
-    return {
-        "rewritten_files_count": sum(g.picked for g in groups),
-        "added_files_count": sum(max(1, math.ceil(g.picked_bytes / target)) for g in groups),
-        "rewritten_bytes_count": sum(g.picked_bytes for g in groups),
-    }
 
 
 def _content(files: pa.Table, kind: str) -> pa.Table:
@@ -386,23 +379,69 @@ def _span(low: int, high: int) -> str:
 def rewrite_position_delete_files(
     metadata: TableMetadata, files: pa.Table, finding: Finding
 ) -> Recommendation:
-    """Compaction of position delete files (deletion vectors are one per data file already)."""
+    """Compaction of position delete files (deletion vectors are one per data file already).
+
+    Iceberg Java's ``RewritePositionDeleteFiles`` (bin-pack planner) picks, per (spec,
+    partition), the delete files outside [75%, 180%] of the target size and rewrites a
+    partition's picked files when there are ``min-input-files`` of them or more than a
+    target's worth; it writes them back into their own spec and partition, rolling a file at
+    the target size, and drops the deletes that point at no live data file.
+
+    ``delete_files_after`` is ``[low, high]``: the position delete files left. High: the
+    untouched ones plus, per rewritten partition, one file per read split
+    (:func:`icecore.fan_out.splits`, as for data files), never more than its delete
+    records. Low: the untouched ones (a partition's deletes may all be dangling and
+    dropped). The job is recommended only when even the high end is fewer files than the
+    table has; otherwise the reason says why not and the job runs only when forced.
+    """
     position = _content(files, "position deletes")
-    estimate = _binpack(position, _target(metadata), metadata.default_spec_id)
-    worth = estimate["rewritten_files_count"] > 0
+    target = _target(metadata)
+    groups = _rewritten_groups(position, target, None)
+    rewritten = sum(g.picked for g in groups)
+    rewritten_bytes = sum(g.picked_bytes for g in groups)
+    written_high = 0
+    for g in groups:
+        _, at_most = fan_out_splits(g.picked_bytes, target)
+        written_high += max(1, min(at_most, g.picked_records or at_most))
+    untouched = position.num_rows - rewritten
+    estimate: dict[str, EstimateValue] = {
+        "rewritten_delete_files_count": rewritten,
+        "rewritten_bytes_count": rewritten_bytes,
+        "delete_files_after": (untouched, untouched + written_high),
+    }
+    worth = rewritten > 0 and written_high < rewritten
+    force_reason = None
+    if rewritten == 0:
+        per_partition = max(_partition_counts(position).values(), default=0)
+        why = (
+            "there are none to rewrite."
+            if not position.num_rows
+            else "each partition already has one delete file; rewriting would write as many "
+            "as it removes."
+            if per_partition <= 1
+            else f"no partition has {health.MIN_INPUT_FILES} small ones or more than "
+            f"{format_bytes(target)} of them, so rewrite_position_delete_files would not act."
+        )
+    elif not worth:
+        force_reason = (
+            f"This rewrite would write up to {written_high:,} position delete files to "
+            f"replace {rewritten:,}, so the table may have as many delete files after it."
+        )
+        why = force_reason
+    else:
+        why = (
+            f"{rewritten:,} of them ({format_bytes(rewritten_bytes)}) would "
+            f"be rewritten into at most {written_high:,}, so each read opens fewer delete files."
+        )
     return Recommendation(
         Job.REWRITE_POSITION_DELETE_FILES,
-        Status.WARN if worth else Status.OK,
-        "Compact position delete files" if worth else "Position deletes are compact",
-        f"{position.num_rows:,} position delete files are live; "
-        + (
-            f"{estimate['rewritten_files_count']:,} of them would be rewritten into at least "
-            f"{estimate['added_files_count']:,}, so each read opens fewer delete files."
-            if worth
-            else "no partition has enough of them for rewrite_position_delete_files to act."
-        ),
+        Status.WARN if worth else (Status.INFO if force_reason else Status.OK),
+        "Compact position delete files" if worth else "No delete-file compaction needed",
+        f"{position.num_rows:,} position delete files are live; {why}",
         finding.evidence,
         estimate,
+        (),
+        force_reason,
     )
 
 
@@ -730,6 +769,8 @@ ESTIMATE_LABELS: Mapping[str, str] = {
     "at_size_files_count": "of which already at the target size",
     "too_few_files_count": "of which small but too few in their partition to rewrite",
     "removed_delete_files_count": "delete files dropped",
+    "rewritten_delete_files_count": "position delete files rewritten",
+    "delete_files_after": "position delete files after",
     "rewritten_manifests_count": "manifests rewritten",
     "added_manifests_count": "manifests written",
     "expired_snapshots_count": "snapshots expired",

@@ -125,7 +125,7 @@ if totals.summary:
         )
 
 st.subheader("Health")
-for finding in health.findings(metadata, manifests, files, totals):
+for finding in health.findings(metadata, manifests, files, totals, spec=state.spec):
     with st.container(border=True):
         st.markdown(
             f"{views.STATUS_ICONS[finding.status]} **{escape_markdown(finding.title)}** — "

@@ -22,6 +22,7 @@ import pytest
 
 import icecore
 from icecore import health
+from icecore.health import Status
 from icecore.layout import snapshot_files
 from icecore.maintenance import EstimateValue, Job, orphan_files, reach
 from icecore.table import Table
@@ -75,6 +76,25 @@ def test_rewrites_keep_rows_and_reduce_files_as_estimated(
     rows = content(table)
     digest = spark_digest(spark, copy.spark_name)
 
+    # The untouched demo trips: the position-delete estimate is Spark's own rewrite, and it
+    # is recommended only when Spark's rewrite leaves fewer delete files.
+    job = Job.REWRITE_POSITION_DELETE_FILES
+    found = recommendation(job, table, args(job, arg))
+    before = counts(table)
+    done = spark.sql(
+        f"CALL {evo.sql}.system.rewrite_position_delete_files(table => '{copy.table}')"
+    ).collect()[0]
+    after = counts(icecore.load_table(arg))
+    print(found, done)
+    assert (
+        int(done["rewritten_delete_files_count"]) == found.estimate["rewritten_delete_files_count"]
+    )
+    low, high = found.estimate["delete_files_after"]
+    assert low <= after.position_delete_files <= high, (low, after, high)
+    if found.status is Status.WARN:
+        assert after.position_delete_files < before.position_delete_files
+    assert spark_digest(spark, copy.spark_name) == digest
+
     for job, rewritten_key, added_key in (
         (Job.REWRITE_DATA_FILES, "rewritten_data_files_count", "added_data_files_count"),
         (
@@ -110,6 +130,9 @@ def test_rewrites_keep_rows_and_reduce_files_as_estimated(
             assert added >= guess["added_files_count"]
             assert after.data_files == before.data_files - rewritten + added
             assert before.delete_files - after.delete_files == guess["removed_delete_files_count"]
+        if job is Job.REWRITE_POSITION_DELETE_FILES:
+            low, high = guess["delete_files_after"]
+            assert low <= after.position_delete_files <= high, (low, after, high)
         if job is Job.REWRITE_MANIFESTS:
             assert added == guess["added_manifests_count"]
             assert after.data_manifests == before.data_manifests - rewritten + added
@@ -269,6 +292,8 @@ def test_position_deletes_and_sort_on_a_filesystem_table(evo: EvoCatalogs, spark
         done["rewritten_delete_files_count"]
     ) + int(done["added_delete_files_count"])
     assert after.delete_files < before.delete_files
+    low, high = guess["delete_files_after"]
+    assert low <= after.position_delete_files <= high < before.position_delete_files
     assert content(icecore.load_table(arg)).equals(rows)
     assert spark_digest(spark, full) == digest
 

@@ -146,8 +146,8 @@ def test_over_partitioning_is_a_finding_with_spark_s_numbers_and_a_coarser_spec(
         partitions.setdefault(key, [0, 0])
         partitions[key][0] += int(r["file_size_in_bytes"])
         partitions[key][1] += int(r["record_count"])
-    assert evidence["data files of the current spec"] == len(rows)
-    assert evidence["partitions of the current spec"] == len(partitions)
+    assert evidence["data files of the spec"] == len(rows)
+    assert evidence["partitions of the spec"] == len(partitions)
     assert evidence["median data file"] == format_bytes(
         statistics.median(int(r["file_size_in_bytes"]) for r in rows)
     )

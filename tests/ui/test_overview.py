@@ -109,6 +109,29 @@ def test_the_overview_follows_the_time_selector(
     assert number(metrics(at)["Live rows"]) == spark_count(
         spark, f"SELECT count(*) FROM icecore.demo.trips VERSION AS OF {tag}"
     )
+    # Health at the tag judges the partitions of the spec in force then (spec 0, by
+    # Spark's files table at that snapshot), not today's spec, and says which one.
+    spec_id = spark_count(
+        spark,
+        f"SELECT max(spec_id) FROM icecore.demo.trips.data_files VERSION AS OF {tag}",
+    )
+    assert spec_id == 0
+    finding = next(m.value for m in at.markdown if "Partition" in m.value and "**" in m.value)
+    assert "partition spec 0" in finding and "no live data files" not in finding
+    evidence = [df.value for df in at.dataframe if list(df.value.columns) == ["measure", "value"]]
+    shown = next(
+        dict(zip(t["measure"], t["value"], strict=True))
+        for t in evidence
+        if "partition spec judged" in set(t["measure"])
+    )
+    assert number(shown["partition spec judged"]) == 0
+    where = f"VERSION AS OF {tag} WHERE spec_id = 0"
+    assert number(shown["data files of the spec"]) == spark_count(
+        spark, f"SELECT count(*) FROM icecore.demo.trips.data_files {where}"
+    )
+    assert number(shown["partitions of the spec"]) == spark_count(
+        spark, f"SELECT count(DISTINCT partition) FROM icecore.demo.trips.data_files {where}"
+    )
 
 
 def test_a_second_session_shares_the_live_files_the_first_read(
