@@ -45,6 +45,7 @@ from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.progress import listening, report
 from icecore.scan.planner import TableScan
+from icecore.values import whole_number
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -272,7 +273,8 @@ def _content(files: pa.Table, kind: str) -> pa.Table:
 def _target(metadata: TableMetadata) -> int:
     key, default = health.TARGET_FILE_SIZE
     raw = metadata.properties.get(key)
-    return int(raw) if raw is not None and raw.isdigit() else int(default)
+    found = whole_number(raw, negative=False) if raw is not None else None
+    return found if found is not None else int(default)
 
 
 def rewrite_data_files(
@@ -448,7 +450,8 @@ def rewrite_position_delete_files(
 def _manifest_target(metadata: TableMetadata) -> int:
     key, default = health.MANIFEST_TARGET_SIZE
     raw = metadata.properties.get(key)
-    return int(raw) if raw is not None and raw.isdigit() else int(default)
+    found = whole_number(raw, negative=False) if raw is not None else None
+    return found if found is not None else int(default)
 
 
 def rewrite_manifests(

@@ -18,13 +18,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from icecore.errors import IcecoreError, NotFound
+from icecore.io import normalize_path
 from icecore.lru import LRU
-from icecore.metadata import Snapshot, TableMetadata
+from icecore.metadata import Snapshot, TableMetadata, parse_metadata
 from icecore.partitioning import PartitionSpec
 from icecore.progress import report
 from icecore.schema import Schema
 from icecore.sorting import SortOrder
-from icecore.table_data import TableData, read_table_metadata
+from icecore.table_data import TableData
 
 MAX_FILES_READ = 1_000
 """Earlier metadata files one request reads at most (Iceberg keeps 100 by default:
@@ -32,6 +33,9 @@ MAX_FILES_READ = 1_000
 TIME_BOUND_S = 30.0
 """One request stops reading earlier metadata files after this many seconds; the files it
 did not reach are reported as not read."""
+MAX_FILE_BYTES = 256 * 2**20
+"""An earlier metadata file larger than this is reported as not read (Spark's are kilobytes
+to a few tens of MiB; a log entry may name anything)."""
 STATE_FILES_READ = 16
 """Metadata files :func:`state_at` reads at most to find the one a snapshot was added in."""
 FACTS_CACHED = 4_096
@@ -86,12 +90,51 @@ def read_log_file(table: TableData, location: str, timestamp_ms: int) -> LogFile
     """
     if location == table.metadata_location:
         return LogFile(location, timestamp_ms, table.metadata)
+    if not _in_metadata_folders(table, location):
+        return LogFile(
+            location,
+            timestamp_ms,
+            None,
+            f"Metadata file {location[:300]} is outside the table's metadata folders; "
+            "it was not read.",
+        )
     try:
-        return LogFile(location, timestamp_ms, read_table_metadata(table.io, location))
+        raw = table.io.read(location, 0, MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise IcecoreError(
+                f"Metadata file {location} is larger than {MAX_FILE_BYTES // 2**20} MiB; "
+                "it was not read."
+            )
+        return LogFile(location, timestamp_ms, parse_metadata(raw, location=location))
     except NotFound:
         return LogFile(location, timestamp_ms, None, f"Metadata file {location} is missing.")
     except IcecoreError as e:
         return LogFile(location, timestamp_ms, None, str(e))
+
+
+def _in_metadata_folders(table: TableData, location: str) -> bool:
+    """Whether ``location`` is in a folder the table's metadata files are written to.
+
+    The log's entries come from the metadata file, which anyone who can write it chooses:
+    an entry naming ``/dev/zero``, another table's folder or an ``http://`` host must not
+    make the server read it. Allowed: the current metadata file's folder, the table
+    location's ``metadata/`` folder and ``write.metadata.path``, on the same filesystem
+    (no ``..`` segments).
+    """
+    protocol, path = normalize_path(location)
+    if "/../" in f"{path}/" or "/./" in f"{path}/":
+        return False
+    metadata = table.metadata
+    folders = [
+        table.metadata_location.rsplit("/", 1)[0],
+        f"{metadata.location.rstrip('/')}/metadata",
+        metadata.properties.get("write.metadata.path", ""),
+    ]
+    for folder in filter(None, folders):
+        folder_protocol, folder_path = normalize_path(folder)
+        if folder_protocol == protocol and path.startswith(f"{folder_path.rstrip('/')}/"):
+            return True
+    return False
 
 
 def read_newest_first(
@@ -283,6 +326,7 @@ def _committed_in(table: TableData, snapshot: Snapshot) -> tuple[str, FileFacts]
 __all__ = [
     "FACTS_CACHED",
     "MAX_FILES_READ",
+    "MAX_FILE_BYTES",
     "READING",
     "STATE_FILES_READ",
     "TIME_BOUND_S",

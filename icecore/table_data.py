@@ -25,6 +25,7 @@ from icecore.manifest_arrow import entries_from_arrow, live_files
 from icecore.manifest_list_columns import ManifestListColumns, read_manifest_list_columns
 from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
 from icecore.schema import Schema
+from icecore.values import whole_number
 
 
 class TableSource(Protocol):
@@ -170,8 +171,9 @@ class TableData:
 
     def point(self, text: str | int) -> Snapshot:
         """Resolve what a user typed as a point in time: a snapshot id, a ref, or a time."""
-        if isinstance(text, int) or (isinstance(text, str) and text.strip().lstrip("-").isdigit()):
-            snapshot = self.snapshot(snapshot_id=int(text))
+        number = text if isinstance(text, int) else whole_number(text)
+        if number is not None:
+            snapshot = self.snapshot(snapshot_id=number)
         elif isinstance(text, str) and text in self.metadata.refs:
             snapshot = self.snapshot(ref=text)
         else:

@@ -88,6 +88,22 @@ _LONG_TYPES = (TimeType, *_MICRO_TYPES, *_NANO_TYPES)
 # ---------------------------------------------------------------------------------------
 
 
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
+def whole_number(text: str, *, negative: bool = True) -> int | None:
+    """The integer ``text`` spells in ASCII digits (a leading ``-`` when ``negative``), or None.
+
+    ``str.isdigit`` is no test for ``int()``: it accepts ``²`` (which ``int`` refuses) and
+    other scripts' digits; ids, sizes and counts from links, requests and files are ASCII.
+    Surrounding whitespace is ignored.
+    """
+    text = text.strip()
+    if not _WHOLE_NUMBER.fullmatch(text) or (not negative and text.startswith("-")):
+        return None
+    return int(text)
+
+
 def days_to_date(days: int) -> dt.date:
     """The calendar date ``days`` after 1970-01-01.
 
@@ -726,6 +742,7 @@ def sql_literal(t: IcebergType, value: Any) -> str:
 
 
 __all__ = [
+    "whole_number",
     "EPOCH",
     "EPOCH_DATE",
     "MICROS_PER_DAY",

@@ -23,6 +23,7 @@ from icecore.metadata_events import MetadataEvent
 from icecore.metadata_log import MAX_FILES_READ, TIME_BOUND_S
 from icecore.row_counts import SnapshotRows
 from icecore.timeline import TimelinePoint, bin_width_ms, in_window
+from icecore.values import whole_number
 from ui import data, figures, refs, views
 from ui.shell import (
     TABLE_COLUMNS,
@@ -92,8 +93,8 @@ def _on_jump(metadata: TableMetadata, newest_first: list[int], ops: dict[int, st
     if not text:
         return
     try:
-        if text.lstrip("-").isdigit():
-            found = resolve_snapshot(metadata, snapshot_id=int(text))
+        if (number := whole_number(text)) is not None:
+            found = resolve_snapshot(metadata, snapshot_id=number)
         elif text in metadata.refs:
             found = resolve_snapshot(metadata, ref=text)
         else:

@@ -12,6 +12,7 @@ import streamlit as st
 
 from icecore.changelog import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID
 from icecore.errors import IcecoreError
+from icecore.values import whole_number
 from ui import data, figures, refs, views
 from ui.shell import (
     TABLE_COLUMNS,
@@ -64,7 +65,8 @@ linked = {
 }
 offered = list(ordered[:RECENT])
 for default in (to_default, from_default, *linked.values()):
-    chosen = table.metadata.snapshot_by_id(int(default)) if default.lstrip("-").isdigit() else None
+    number = whole_number(default)
+    chosen = table.metadata.snapshot_by_id(number) if number is not None else None
     if chosen is not None and chosen not in offered:
         offered.append(chosen)
 points = [

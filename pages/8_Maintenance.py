@@ -148,8 +148,12 @@ def show_job(status: jobs.JobStatus, latest: bool) -> None:
     elif status.state is jobs.State.RUNNING:
         show_progress(status)
         if st.button("Cancel the job", key=f"mt_cancel_{job_id}"):
-            jobs.cancel(job_id)
-            st.rerun()
+            try:
+                jobs.cancel(job_id, table=table_key)
+            except IcecoreError as error:
+                show_error(error)
+            else:
+                st.rerun()
     if not latest:
         if status.error is not None:
             st.caption(escape_markdown(status.error))

@@ -35,6 +35,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -333,9 +334,27 @@ def _lines(path: Path) -> list[str]:
         return []
 
 
+_JOB_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")
+"""What :func:`_start` names a job folder; any other id is refused before a path is made."""
+
+
+def _folder(job_id: str) -> Path:
+    """The folder of job ``job_id``; an id that is not one :func:`_start` makes is refused.
+
+    Ids come back from lock files and callers: ``../x`` or ``/abs`` must never name a
+    folder outside the jobs folder (a cancel writes a file there and signals its pid).
+
+    Raises:
+        ValueError: not a job id.
+    """
+    if not _JOB_ID.fullmatch(job_id):
+        raise ValueError(f"{job_id[:80]!r} is not a job id.")
+    return jobs_dir() / job_id
+
+
 def status(job_id: str, tail: int = 40) -> JobStatus:
-    """Read a job's folder."""
-    folder = jobs_dir() / job_id
+    """Read a job's folder (ValueError: not a job id; OSError: no such job)."""
+    folder = _folder(job_id)
     request = json.loads((folder / "job.json").read_text())
     log = _lines(folder / "log")
     rc_lines = _lines(folder / "rc")
@@ -398,14 +417,31 @@ def table_jobs(table: str, recent: int = RECENT) -> list[JobStatus]:
     return running + ended
 
 
-def cancel(job_id: str, by: str = "") -> None:
+def cancel(job_id: str, by: str = "", table: str | None = None) -> None:
     """Stop a running job (its whole process group), from any session or process.
 
     The ``cancelled`` file is written first, so the job reads as cancelled (not lost) once
     its process is gone. An uncommitted job changes nothing: an Iceberg commit is one atomic
     swap of the metadata location, but the files it wrote before stay (see the page).
+    A job that has ended is left alone.
+
+    Args:
+        job_id: the job, as :func:`launch` named it.
+        by: who cancels, for the job's record.
+        table: when given, the table the job must have been launched on.
+
+    Raises:
+        IcecoreError: no such job, or a job of another table.
     """
-    folder = jobs_dir() / job_id
+    try:
+        found = status(job_id)
+    except (OSError, ValueError) as e:
+        raise IcecoreError(f"There is no job {job_id[:80]!r} to cancel.") from e
+    if table is not None and found.request.get("table") != table:
+        raise IcecoreError(f"Job {job_id} is not a job of table {table[:200]}.")
+    if found.state is not State.RUNNING:
+        return  # ended meanwhile; its pid may be another process's by now: never signalled
+    folder = _folder(job_id)
     when = dt.datetime.now(dt.UTC)
     who = f" from {by}" if by else ""
     _write_atomic(folder / CANCELLED_FILE, f"Cancelled{who} at {when:%Y-%m-%d %H:%M:%S} UTC.")

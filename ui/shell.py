@@ -36,6 +36,7 @@ from icecore.errors import IcecoreError, NotFound
 from icecore.export import csv_bytes, parquet_bytes
 from icecore.metadata import Snapshot
 from icecore.table import Table
+from icecore.values import whole_number
 from ui import data, views
 from ui.served import (
     NotServed,
@@ -562,8 +563,8 @@ def _sidebar_time(selection: Selection, table: Table) -> None:
     )
     if kind == TIME_SNAPSHOT:
         chosen: int | None = None
-        if selection.snapshot is not None and selection.snapshot.lstrip("-").isdigit():
-            chosen = int(selection.snapshot)
+        if selection.snapshot is not None:
+            chosen = whole_number(selection.snapshot)
         labels = _snapshot_label(table, chosen)
         drive("sb_snapshot", chosen if chosen in labels else None)
         total = len(table.metadata.snapshots)

@@ -25,6 +25,7 @@ from icecore.failpoints import failpoint
 from icecore.io import FileInfo, FileIO, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
+from icecore.values import whole_number
 
 _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 HINT_FILE = "version-hint.text"
@@ -73,7 +74,7 @@ def _read_hint(io: FileIO, hint_path: str) -> int | None:
         text = io.read(hint_path).decode("utf-8", errors="replace").strip()
     except NotFound:
         return None
-    return int(text) if text.isdigit() else None
+    return whole_number(text, negative=False)
 
 
 def _version_file(io: FileIO, metadata_dir: str, version: int) -> str | None:

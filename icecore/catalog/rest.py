@@ -54,6 +54,7 @@ from icecore.metadata.requirements import Requirement
 from icecore.metadata.serde import parse_metadata_dict, serialize_metadata
 from icecore.metadata.updates import MetadataUpdate
 from icecore.table import Table
+from icecore.values import whole_number
 
 CREDENTIAL_ENV = "ICECORE_REST_CREDENTIAL"
 """``client_id:client_secret`` for a REST catalog opened by its bare URI."""
@@ -207,7 +208,7 @@ class RestCatalog(CatalogBase):
             frozenset(str(e) for e in endpoints) if isinstance(endpoints, list) else None
         )
         page_size = self.properties.get("rest.page-size")
-        self._page_size = int(page_size) if page_size and page_size.isdigit() else None
+        self._page_size = whole_number(page_size, negative=False) if page_size else None
         self.io = FileIO(self._io_properties({}))
 
     # Identity and repr: never a secret --------------------------------------------------

@@ -101,7 +101,7 @@ def _predicate(pred: BoundPredicate) -> RowPredicate:
 
         def like(row: Row) -> bool:
             value = row.get(field_id)
-            return (value is not None and matcher.fullmatch(str(value)) is not None) != negate
+            return (value is not None and matcher(str(value))) != negate
 
         return like
     literal = pred.value

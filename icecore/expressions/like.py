@@ -16,6 +16,7 @@ pushes and nothing more.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -140,9 +141,42 @@ def like_regex(tokens: list[Token], *, re2: bool) -> str:
     return "".join(parts)
 
 
-def python_matcher(pattern: str, escape: str) -> re.Pattern[str]:
-    """The compiled Python regex for a pattern (use ``fullmatch``)."""
-    return re.compile(like_regex(like_tokens(pattern, escape), re2=False))
+def python_matcher(pattern: str, escape: str) -> Callable[[str], bool]:
+    """Whether a whole value matches the pattern, in time linear in the pattern times the value.
+
+    One regex of the whole pattern would be ``.*a.*a...`` for ``%a%a...``, which Python's
+    backtracking ``re`` takes exponential time on (measured: ``%%%%%%%%a`` against 100
+    characters did not end in 100 s). The pattern is split at its ``%`` runs instead: the
+    first piece must match at the start, the last at the end, and each piece between at its
+    leftmost place after the one before (``%`` takes any run, so the leftmost place never
+    loses a match). A piece is literal characters and ``_`` only, a regex of fixed length.
+    """
+    pieces: list[list[Token]] = [[]]
+    for t in like_tokens(pattern, escape):
+        if t is Wildcard.ANY:
+            pieces.append([])
+        else:
+            pieces[-1].append(t)
+    compiled = [(re.compile(like_regex(p, re2=False)), len(p)) for p in pieces]
+    if len(compiled) == 1:
+        whole = compiled[0][0]
+        return lambda value: whole.fullmatch(value) is not None
+    (first, first_len), *middle, (last, last_len) = compiled
+    middle = [(regex, n) for regex, n in middle if n]
+
+    def matches(value: str) -> bool:
+        end = len(value) - last_len  # where the last piece starts
+        if end < first_len or first.match(value, 0, first_len) is None:
+            return False
+        at = first_len
+        for regex, _ in middle:
+            found = regex.search(value, at, end)
+            if found is None:
+                return False
+            at = found.end()
+        return last.fullmatch(value, end) is not None
+
+    return matches
 
 
 __all__ = [

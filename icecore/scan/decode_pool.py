@@ -40,6 +40,7 @@ from icecore.manifest import ManifestFile
 from icecore.partitioning import PartitionSpec, partition_spec_to_json
 from icecore.scan.manifest_cache import Handover, ManifestCache, ManifestKey
 from icecore.schema import Schema, schema_to_json
+from icecore.values import whole_number
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -68,7 +69,8 @@ class DecodeJob:
 def env_count(name: str, default: int) -> int:
     """A count from the environment variable ``name`` (``default`` unless it is digits)."""
     raw = os.environ.get(name, "").strip()
-    return int(raw) if raw.isdigit() else default
+    found = whole_number(raw, negative=False)
+    return found if found is not None else default
 
 
 def pool_size() -> int:

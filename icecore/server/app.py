@@ -58,6 +58,7 @@ from icecore.server.errors import (
 )
 from icecore.server.vend import DELEGATION_HEADER, wants_vended
 from icecore.table_data import read_table_metadata
+from icecore.values import whole_number
 
 log = logging.getLogger("icecore.server")
 
@@ -130,17 +131,19 @@ def _page(items: list[Any], query: Mapping[str, str]) -> tuple[list[Any], str | 
     token, size = query.get("pageToken"), query.get("pageSize")
     start = 0
     if token:
-        if not token.isdigit():
+        found = whole_number(token, negative=False)
+        if found is None:
             raise bad_request("Invalid pageToken.")
-        start = int(token)
+        start = found
     if size is None or size == "":
         if not token:
             return items, None
         count = MAX_PAGE_SIZE
     else:
-        if not size.isdigit() or int(size) < 1:
+        asked = whole_number(size, negative=False)
+        if asked is None or asked < 1:
             raise bad_request("pageSize must be a positive integer.")
-        count = min(int(size), MAX_PAGE_SIZE)
+        count = min(asked, MAX_PAGE_SIZE)
     end = start + count
     return items[start:end], (str(end) if end < len(items) else None)
 
@@ -477,7 +480,8 @@ class CatalogService:
 async def read_body(request: Request, limit: int) -> bytes:
     """The body, refused with 413 as soon as it is known to exceed ``limit`` bytes."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    length = whole_number(declared, negative=False) if declared is not None else None
+    if length is not None and length > limit:
         raise RestError(413, "RequestTooLargeException", f"The request body exceeds {limit} bytes.")
     chunks: list[bytes] = []
     size = 0

@@ -393,3 +393,24 @@ def test_human_strings() -> None:
     assert v.to_human_string(StringType(), None) == "null"
     assert v.to_human_string(DoubleType(), math.nan) == "NaN"
     assert v.to_human_string(DecimalType(4, 2), Decimal("14.20")) == "14.20"
+
+
+@pytest.mark.parametrize(
+    ("text", "negative", "expected"),
+    [
+        ("12", True, 12),
+        (" -12 ", True, -12),
+        ("-12", False, None),
+        ("9" * 40, True, int("9" * 40)),
+        ("²", True, None),  # str.isdigit says yes, int() refuses it
+        ("٣", True, None),  # another script's digit: no id is written so
+        ("", True, None),
+        ("-", True, None),
+        ("1_000", True, None),
+        ("+1", True, None),
+    ],
+)
+def test_a_whole_number_is_ascii_digits_only(
+    text: str, negative: bool, expected: int | None
+) -> None:
+    assert v.whole_number(text, negative=negative) == expected

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from icecore.errors import IcecoreError
 from ui import jobs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -231,3 +232,36 @@ def test_a_cancelled_job_runs_until_its_last_process_ends() -> None:
     with pytest.raises(jobs.JobRunning):
         jobs.launch(["0"], module="tests.ui.quick_job", one_per_table=True, table="c::t")
     assert _finished(job_id).state is jobs.State.CANCELLED
+
+
+@pytest.mark.parametrize("job_id", ["../x", "/tmp", "..", "", "20260101T000000-abcdef0/../x"])
+def test_a_cancel_of_what_is_not_a_job_id_touches_nothing_outside_the_jobs_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job_id: str
+) -> None:
+    # A folder beside the jobs folder that looks like a job: a cancel must not write there.
+    jobs_folder = tmp_path / "jobs"
+    jobs_folder.mkdir()
+    monkeypatch.setenv(jobs.JOBS_ENV, str(jobs_folder))
+    outside = tmp_path / "x"
+    outside.mkdir()
+    (outside / "job.json").write_text('{"table": "c::t"}')
+    (outside / "pid").write_text(str(os.getpid()))
+    with pytest.raises(IcecoreError, match="no job"):
+        jobs.cancel(job_id)
+    assert sorted(p.name for p in outside.iterdir()) == ["job.json", "pid"]
+    with pytest.raises(ValueError, match="not a job id"):
+        jobs.status(job_id)
+
+
+def test_a_cancel_names_the_table_and_leaves_ended_jobs_alone(tmp_path: Path) -> None:
+    running = jobs.launch(["0", "60"], module="tests.ui.quick_job", table="c::t")
+    _wait_running(running)
+    with pytest.raises(IcecoreError, match="not a job of table c::other"):
+        jobs.cancel(running, table="c::other")
+    assert jobs.status(running).state is jobs.State.RUNNING
+    jobs.cancel(running, table="c::t")
+    assert _finished(running).state is jobs.State.CANCELLED
+    done = jobs.launch(["0"], module="tests.ui.quick_job", table="c::t")
+    assert _finished(done).state is jobs.State.SUCCEEDED
+    jobs.cancel(done)  # over: its pid is never signalled, nor is it marked cancelled
+    assert jobs.status(done).state is jobs.State.SUCCEEDED

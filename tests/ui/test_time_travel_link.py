@@ -137,3 +137,50 @@ def test_a_range_spark_refuses_is_one_sentence(spark: Any, open_page: OpenPage) 
     assert not at.exception
     (error,) = [as_shown(e.value) for e in at.error]
     assert "is not a parent ancestor of end snapshot" in error
+
+
+HOSTILE_POINTS = [
+    "",
+    " ",
+    "x" * 100_000,
+    "[x](http://evil)",
+    "<script>alert(1)</script>",
+    "a\x00b",
+    "ünï😀",
+    "²",  # a digit to str.isdigit, not to int()
+    "٣",
+    "-1",
+    "9" * 40,
+    "-9223372036854775809",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59Z",
+    "+99999-01-01",
+    "other_tables_tag",
+]
+
+
+@pytest.mark.parametrize("side", ["from", "to"])
+def test_any_point_in_a_link_is_one_sentence_and_shown_as_text(
+    open_page: OpenPage, side: str
+) -> None:
+    other = "to" if side == "from" else "from"
+    for point in HOSTILE_POINTS:
+        at = open_page(PAGE, table="demo.trips", **{side: point, other: "main"})
+        assert not at.exception, (point[:50], [e.value for e in at.exception])
+        assert len(at.error) <= 1, point[:50]
+        shown = [
+            e.value
+            for kind in ("markdown", "caption", "error", "info", "warning", "title")
+            for e in getattr(at, kind)
+        ]
+        for text in shown:
+            assert "](http://evil)" not in text and "<script>" not in text, text
+            assert "x" * 1_000 not in text, point[:50]
+
+
+def test_equal_and_reversed_points_are_one_sentence(open_page: OpenPage, spark: Any) -> None:
+    refs = _refs(spark)
+    for a, b in (("main", "main"), ("main", str(refs["month_end"]))):
+        at = open_page(PAGE, table="demo.trips", **{"from": a, "to": b})
+        assert not at.exception, [e.value for e in at.exception]
+        assert len(at.error) <= 1

@@ -132,3 +132,40 @@ def test_like_binds_only_to_strings() -> None:
         SCHEMA, UnboundPredicate(Operation.LIKE, Reference("zone"), (Literal("a_"), Literal("\\")))
     )
     assert isinstance(good, BoundPredicate) and str(good) == "zone LIKE 'a_'"
+
+
+def _spark_like(value: str, tokens: list[str | Wildcard]) -> bool:
+    """Spark's rule by dynamic programming: token i matches value[j:] (no regex involved)."""
+    ends = {0}
+    for t in tokens:
+        if t is Wildcard.ANY:
+            ends = set(range(min(ends), len(value) + 1)) if ends else set()
+        else:
+            ends = {j + 1 for j in ends if j < len(value) and (t is Wildcard.ONE or value[j] == t)}
+    return len(value) in ends
+
+
+def test_row_like_agrees_with_spark_rule_on_every_small_pattern_and_value() -> None:
+    alphabet = ["a", "b", "\n", "😀"]
+    patterns = [""]
+    for _ in range(4):
+        patterns = [p + c for p in patterns for c in ["a", "b", "_", "%"]] + patterns
+    values = [""]
+    for _ in range(4):
+        values = [v + c for v in values for c in alphabet] + values
+    for pattern in set(patterns):
+        evaluate = row_evaluator(pred(3, Operation.LIKE, pattern, "\\"))
+        tokens = like_tokens(pattern)
+        for value in set(values):
+            assert evaluate({3: value}) == _spark_like(value, tokens), (pattern, value)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "pattern", ["%" * 40 + "a", "%a" * 20 + "%b", "_%" * 20 + "c", "%" + "a_" * 30 + "%b%"]
+)
+def test_a_pathological_like_pattern_takes_linear_time_on_long_values(pattern: str) -> None:
+    # Python's backtracking regex took over 100 s on "%%%%%%%%a" against 100 characters.
+    evaluate = row_evaluator(pred(3, Operation.LIKE, pattern, "\\"))
+    for value in ("a" * 20_000, "ab" * 10_000):
+        assert evaluate({3: value}) is _spark_like(value, like_tokens(pattern))

@@ -131,6 +131,10 @@ def test_list_tables_and_namespaces_by_pages(rest_server: RestServer, ns: str) -
             break
     assert seen == names and pages == 3
     assert sorted(t[1] for t in cat.list_tables(ns)) == names
+    # Digits to str.isdigit that int() refuses: a bad request, not a server error.
+    for bad in ({"pageSize": "²"}, {"pageToken": "²"}, {"pageSize": "-1"}):
+        r = requests.get(f"{rest_server.url}/v1/namespaces/{ns}/tables", params=bad, timeout=10)
+        assert r.status_code == 400, (bad, r.status_code)
 
 
 def test_create_table_assigns_fresh_ids_like_iceberg_java(rest_server: RestServer, ns: str) -> None:
