@@ -227,8 +227,13 @@ def _iso(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="seconds")
 
 
-def small_files(metadata: TableMetadata, files: pa.Table) -> Finding:
-    """Data files under 75% of the target file size (what compaction would rewrite)."""
+def small_files(metadata: TableMetadata, files: pa.Table, *, too_fine: bool = False) -> Finding:
+    """Data files under 75% of the target file size (what compaction would rewrite).
+
+    ``too_fine``: :func:`over_partitioning` warned for the same files. Compaction then cannot
+    make big files (each partition holds less than a small file's worth), so the finding
+    points at the spec instead of promising faster reads from a rewrite.
+    """
     target = _property(metadata, TARGET_FILE_SIZE) or TARGET_FILE_SIZE[1]
     assert target is not None
     threshold = int(target * SMALL_FILE_RATIO)
@@ -250,8 +255,13 @@ def small_files(metadata: TableMetadata, files: pa.Table) -> Finding:
             Status.WARN,
             "Small files",
             f"{small:,} of {count:,} data files are under {format_bytes(threshold)} (75% of the "
-            f"{format_bytes(target)} target); each costs an open and a footer read per scan, so "
-            "compacting them (rewrite_data_files) speeds up reads.",
+            f"{format_bytes(target)} target); each costs an open and a footer read per scan, "
+            + (
+                "but the partitions are too fine for compaction to make big files: coarsen the "
+                "spec first (see Partitions too fine), then compact."
+                if too_fine
+                else "so compacting them (rewrite_data_files) speeds up reads."
+            ),
             evidence,
         )
     return Finding(
@@ -646,9 +656,10 @@ def findings(
         spec: the partition spec in force at the snapshot (default: the table's default).
     """
     when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    too_fine = over_partitioning(metadata, files, spec)
     return [
-        small_files(metadata, files),
-        over_partitioning(metadata, files, spec),
+        small_files(metadata, files, too_fine=too_fine.status is Status.WARN),
+        too_fine,
         deletes(t),
         manifests(metadata, manifest_list),
         partition_skew(files),

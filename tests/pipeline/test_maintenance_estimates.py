@@ -133,6 +133,14 @@ def test_over_partitioning_is_a_finding_with_spark_s_numbers_and_a_coarser_spec(
     finding = health.over_partitioning(table.metadata, files)
     assert finding.status is Status.WARN and finding.spec_changes
     evidence = dict(finding.evidence)
+    # The small-files finding of the same snapshot does not promise faster reads from the
+    # compaction the over-partitioning finding says cannot help.
+    t = health.totals(snapshot, table.manifests(snapshot), files)
+    small = next(
+        f for f in health.findings(table.metadata, [], files, t) if f.check == "small_files"
+    )
+    assert small.status is Status.WARN
+    assert "speeds up reads" not in small.detail and "coarsen the spec first" in small.detail
 
     spec = table.metadata.default_spec()
     rows = spark.sql(
