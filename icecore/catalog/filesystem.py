@@ -22,6 +22,7 @@ from icecore.errors import (
     ValidationError,
 )
 from icecore.failpoints import failpoint
+from icecore.identifier import MAX_NAMESPACE_LEVELS, check_name
 from icecore.io import FileInfo, FileIO, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
@@ -29,30 +30,8 @@ from icecore.values import whole_number
 
 _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 HINT_FILE = "version-hint.text"
-MAX_DEPTH = 8
+MAX_DEPTH = MAX_NAMESPACE_LEVELS + 1
 """How deep below the warehouse to look for tables (namespace levels + 1)."""
-
-_NAME = re.compile(r"\w[\w$-]{0,254}")
-"""A namespace level or table name that is safe as one folder name (an allow-list).
-
-Letters, digits and ``_`` (any script), then also ``$`` and ``-``: no ``/`` or ``\\``, no
-``.`` (so no ``..`` and no hidden folder, and no clash with dotted identifiers), no NUL or
-other control character, never empty, at most 255 characters as a folder name allows.
-"""
-
-
-def check_name(name: str, what: str = "name") -> str:
-    """``name`` if it can be a folder of the warehouse; else :class:`ValidationError`.
-
-    Names come from requests and links: they must never reach outside the warehouse.
-    """
-    if not isinstance(name, str) or _NAME.fullmatch(name) is None:
-        shown = repr(name)[:80] if isinstance(name, str) else type(name).__name__
-        raise ValidationError(
-            f"Invalid {what} {shown} for a filesystem warehouse: use letters, digits, '_', "
-            "'-' and '$' only (no '/', '.', or control characters; at most 255)."
-        )
-    return name
 
 
 def _versions(listing: list[FileInfo]) -> dict[int, str]:

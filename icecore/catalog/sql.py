@@ -39,6 +39,7 @@ from icecore.errors import (
     ValidationError,
 )
 from icecore.failpoints import failpoint
+from icecore.identifier import check_new_identifier, check_new_namespace, check_no_case_twin
 from icecore.io import FileIO, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import metadata_file_suffix
@@ -563,9 +564,16 @@ class SqlCatalogAdmin:
 
         Raises:
             AlreadyExists: the namespace exists.
+            ValidationError: a level breaks :mod:`icecore.identifier`'s rule, or differs
+                only by case from a namespace beside it.
         """
+        check_new_namespace(namespace)
         if self.namespace_exists(namespace):
             raise AlreadyExists(f"Namespace {'.'.join(namespace)} already exists.")
+        known = self.all_namespaces()
+        for i in range(len(namespace)):
+            beside = {ns[i] for ns in known if len(ns) > i and ns[:i] == namespace[:i]}
+            check_no_case_twin(namespace[i], beside, "namespace level")
         self._ensure_namespace_table()
         rows = dict(properties) or {NAMESPACE_EXISTS_PROPERTY: "true"}
         text = ".".join(namespace)
@@ -665,7 +673,12 @@ class SqlCatalogAdmin:
     # Tables --------------------------------------------------------------------------------
 
     def default_table_location(self, identifier: TableIdentifier) -> str:
-        """JdbcCatalog's default: the namespace's ``location`` property, else the warehouse."""
+        """JdbcCatalog's default: the namespace's ``location`` property, else the warehouse.
+
+        The name becomes a folder there, so it is checked first (a staged create asks
+        for this location before anything else).
+        """
+        check_new_identifier(identifier)
         props = self.namespace_properties(identifier.namespace)
         base = props.get("location")
         if base:
@@ -680,9 +693,12 @@ class SqlCatalogAdmin:
         Raises:
             NotFound: the namespace does not exist.
             AlreadyExists: a table of that name exists (the written file is deleted).
+            ValidationError: the name breaks :mod:`icecore.identifier`'s rule (nothing written).
         """
+        check_new_identifier(identifier)
         if not self.namespace_exists(identifier.namespace):
             raise NotFound(f"Namespace {'.'.join(identifier.namespace)} does not exist.")
+        self._check_no_twin(identifier)  # before any folder is made; again with the insert
         folder = (
             metadata.properties.get(METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
         )
@@ -694,16 +710,36 @@ class SqlCatalogAdmin:
             raise AlreadyExists(f"The metadata file {location} exists already.")
         try:
             self._insert_row(identifier, location)
-        except AlreadyExists:
+        except ValidationError:  # AlreadyExists, or a twin created meanwhile
             self.catalog.io.delete(location)
             raise
         return location
 
     def register_table(self, identifier: TableIdentifier, metadata_location: str) -> None:
         """Add a row for an existing metadata file (``registerTable``)."""
+        check_new_identifier(identifier)
         if not self.namespace_exists(identifier.namespace):
             raise NotFound(f"Namespace {'.'.join(identifier.namespace)} does not exist.")
         self._insert_row(identifier, metadata_location)
+
+    def _names_in(self, conn: Any, namespace: tuple[str, ...]) -> list[str]:
+        """Every table (and view) name in ``namespace``, read on ``conn`` (if given)."""
+        sql = f"SELECT table_name FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ?"
+        params = (self.catalog.catalog_name, ".".join(namespace))
+        rows = self._run(conn, sql, params).fetchall() if conn else self.catalog._query(sql, params)
+        return [str(r[0]) for r in rows]
+
+    def _check_no_twin(
+        self, identifier: TableIdentifier, conn: Any = None, *, renamed: str | None = None
+    ) -> None:
+        """Refuse a new table name differing only by case from one in its namespace.
+
+        ``renamed`` is the name a rename within the namespace replaces (``trips`` may become
+        ``Trips``). Run inside the insert's transaction too, so on SQLite (whose write lock
+        the transaction holds) two creators of ``TRIPS`` and ``trips`` cannot both pass.
+        """
+        names = self._names_in(conn, identifier.namespace)
+        check_no_case_twin(identifier.name, [n for n in names if n != renamed], "table")
 
     def _insert_row(self, identifier: TableIdentifier, location: str) -> None:
         cat = self.catalog
@@ -718,6 +754,7 @@ class SqlCatalogAdmin:
             ).fetchall()
             if found:
                 raise AlreadyExists(f"Table {identifier} already exists.")
+            self._check_no_twin(identifier, conn)
             if cat._has_type_column:
                 self._run(
                     conn,
@@ -767,9 +804,11 @@ class SqlCatalogAdmin:
             AlreadyExists: the destination exists.
         """
         cat = self.catalog
+        check_new_identifier(destination)
         cat.metadata_location(source)
         if not self.namespace_exists(destination.namespace):
             raise NotFound(f"Namespace {'.'.join(destination.namespace)} does not exist.")
+        same_namespace = source.namespace == destination.namespace
 
         def work(conn: Any) -> None:
             taken = self._run(
@@ -780,6 +819,7 @@ class SqlCatalogAdmin:
             ).fetchall()
             if taken:
                 raise AlreadyExists(f"Table {destination} already exists.")
+            self._check_no_twin(destination, conn, renamed=source.name if same_namespace else None)
             cursor = self._run(
                 conn,
                 f"UPDATE {TABLES} SET table_namespace = ?, table_name = ? WHERE catalog_name = ? "
