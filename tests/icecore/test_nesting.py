@@ -19,6 +19,7 @@ from icecore.errors import InvalidMetadata, ValidationError
 from icecore.evolution import parse_type
 from icecore.metadata.builder import encode_metadata
 from icecore.metadata.serde import parse_metadata
+from icecore.read.name_mapping import parse_name_mapping
 from icecore.schema import schema_from_json, schema_to_json
 from icecore.server.create import new_table_metadata
 from icecore.types import MAX_NESTING, IcebergType, ListType, LongType, check_type, nesting_depth
@@ -115,3 +116,18 @@ def test_a_change_cannot_build_a_schema_deeper_than_the_bound(tmp_path: Path) ->
 def test_json_nested_too_deep_to_decode_is_one_sentence() -> None:
     with pytest.raises(InvalidMetadata, match="too deeply"):
         parse_metadata("[" * 100_000 + "]" * 100_000, "deep.metadata.json")
+
+
+def test_a_name_mapping_deeper_than_any_schema_is_one_sentence() -> None:
+    """A name mapping nests like a schema, and gets its bound: a column and 64 levels below.
+
+    ``schema.name-mapping.default`` is a table property any writer sets, parsed recursively.
+    """
+    item: dict[str, Any] = {"names": ["x"], "field-id": 1}
+    for i in range(MAX_NESTING):
+        item = {"names": [f"f{i}"], "field-id": i + 2, "fields": [item]}
+    assert parse_name_mapping([item])[0].names == (f"f{MAX_NESTING - 1}",)
+    nested_json = "[" * 100_000 + "]" * 100_000
+    for deeper in ([{"names": ["y"], "field-id": 0, "fields": [item]}], nested_json):
+        with pytest.raises(InvalidMetadata, match="name-mapping.default nests"):
+            parse_name_mapping(deeper)  # type: ignore[arg-type]
