@@ -155,6 +155,13 @@ class SqlCatalog(CatalogBase):
         """Open the swap's transaction, taking the write lock at once (SQLite: IMMEDIATE)."""
         conn.execute("BEGIN IMMEDIATE")
 
+    def _lock_names(self, conn: Any, namespace: tuple[str, ...]) -> None:
+        """Hold, until the transaction ends, the right to add table names to ``namespace``.
+
+        Nothing to do on SQLite: :meth:`_begin`'s IMMEDIATE transaction holds the database's
+        write lock, so a second creator reads the first one's row once it may write.
+        """
+
     def _driver_errors(self) -> tuple[type[Exception], ...]:
         return (sqlite3.DatabaseError,)
 
@@ -735,9 +742,12 @@ class SqlCatalogAdmin:
         """Refuse a new table name differing only by case from one in its namespace.
 
         ``renamed`` is the name a rename within the namespace replaces (``trips`` may become
-        ``Trips``). Run inside the insert's transaction too, so on SQLite (whose write lock
-        the transaction holds) two creators of ``TRIPS`` and ``trips`` cannot both pass.
+        ``Trips``). Run inside the insert's transaction too (``conn``), after
+        :meth:`SqlCatalog._lock_names`, so two creators of ``TRIPS`` and ``trips`` cannot
+        both pass. Writers other than Icecore (Spark's JdbcCatalog) take no such lock.
         """
+        if conn is not None:
+            self.catalog._lock_names(conn, identifier.namespace)
         names = self._names_in(conn, identifier.namespace)
         check_no_case_twin(identifier.name, [n for n in names if n != renamed], "table")
 

@@ -9,9 +9,10 @@ the rule stay listed and loadable: the rule refuses new names only.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import uuid
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -211,3 +212,49 @@ def test_names_already_in_a_sql_catalog_stay_listed_and_loadable(tmp_path: Path)
     # A new name beside the legacy twins is still refused; the twins themselves stay.
     with pytest.raises(ValidationError, match="differs only by case"):
         SqlCatalogAdmin(reopened).register_table(TableIdentifier(("db",), "Trips"), location)
+
+
+def test_concurrent_creators_of_case_twins_one_wins(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six threads create TRIPS, trips, Trips, ... at one moment: exactly one table results.
+
+    The window is held open: inside the insert's transaction, each creator waits, after
+    reading the names, until all six have read them or a second has passed. Without a lock
+    all six read an empty namespace and insert; with it, the first waits alone, the barrier
+    breaks, and the others read its row in turn.
+    """
+    case.create_namespace(("race",))
+    twins = ["trips", "TRIPS", "Trips", "tRIPS", "TrIpS", "triPS"]
+    barrier = threading.Barrier(len(twins))
+    outcomes: dict[str, str] = {}
+    if isinstance(case.admin, SqlCatalogAdmin):
+        read_names = SqlCatalogAdmin._names_in
+        in_transaction = threading.Barrier(len(twins))
+
+        def held_open(self: SqlCatalogAdmin, conn: object, namespace: tuple[str, ...]) -> list[str]:
+            names = read_names(self, conn, namespace)
+            if conn is not None:
+                with suppress(threading.BrokenBarrierError):
+                    in_transaction.wait(timeout=1.0)
+            return names
+
+        monkeypatch.setattr(SqlCatalogAdmin, "_names_in", held_open)
+
+    def create(name: str) -> None:
+        barrier.wait()
+        try:
+            case.create_table(TableIdentifier(("race",), name))
+            outcomes[name] = "created"
+        except ValidationError as e:
+            outcomes[name] = type(e).__name__
+
+    threads = [threading.Thread(target=create, args=(name,)) for name in twins]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    created = [name for name, outcome in outcomes.items() if outcome == "created"]
+    assert len(created) == 1, outcomes
+    listed = case.admin.catalog.list_tables(("race",))  # type: ignore[attr-defined]
+    assert [t.name for t in listed] == created
