@@ -218,16 +218,42 @@ class FilesystemCatalog(CatalogBase):
             return tables
         return [t for t in tables if t.namespace == namespace]
 
+    def _folder(self, parent: str, name: str, what: str) -> str:
+        """``parent/name`` if ``name`` passes the rule for names, or is a folder of ``parent``.
+
+        The rule (:func:`icecore.identifier.check_name`, an allow-list) admits a name without
+        looking; any other name must be one that listing ``parent`` shows, not hidden: a
+        folder another writer made before the rule stays readable, and a name that is not
+        an existing folder (``..``, ``a/b``, a NUL) never becomes a path.
+        """
+        try:
+            return f"{parent}/{check_name(name, what)}"
+        except ValidationError:
+            if isinstance(name, str) and name and not name.startswith("."):
+                try:
+                    listing = self.io.ls(parent)
+                except NotFound:
+                    listing = []
+                if any(e.is_dir and e.path.rsplit("/", 1)[-1] == name for e in listing):
+                    return f"{parent}/{name}"
+            raise
+
     def namespace_location(self, namespace: tuple[str, ...]) -> str:
-        """The folder of ``namespace``; :class:`ValidationError` for a name unsafe as a folder."""
+        """The folder of ``namespace``; :class:`ValidationError` for a name unsafe as a folder.
+
+        Always inside the warehouse: see :meth:`_folder` for the names accepted.
+        """
         if not namespace:
             raise ValidationError("A namespace needs at least one level.")
-        return "/".join((self.root, *(check_name(p, "namespace level") for p in namespace)))
+        path = self.root
+        for level in namespace:
+            path = self._folder(path, level, "namespace level")
+        return path
 
     def table_location(self, identifier: TableIdentifier) -> str:
         """The folder of ``identifier``, always inside the warehouse (names are checked)."""
         base = self.namespace_location(identifier.namespace)
-        return f"{base}/{check_name(identifier.name, 'table name')}"
+        return self._folder(base, identifier.name, "table name")
 
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """The current metadata.json of ``identifier``."""

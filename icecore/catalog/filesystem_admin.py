@@ -46,7 +46,6 @@ from icecore.errors import (
     ValidationError,
 )
 from icecore.identifier import (
-    check_name,
     check_new_identifier,
     check_new_namespace,
     check_no_case_twin,
@@ -118,10 +117,6 @@ class FilesystemCatalogAdmin:
                 name = entry.path.rsplit("/", 1)[-1]
                 if not entry.is_dir or name.startswith("."):
                     continue
-                try:
-                    check_name(name)
-                except ValidationError:
-                    continue  # not a name a request could use; not listed
                 if self._is_table(entry.path):
                     continue
                 found.append((*parts, name))

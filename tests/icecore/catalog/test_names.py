@@ -258,3 +258,35 @@ def test_concurrent_creators_of_case_twins_one_wins(
     assert len(created) == 1, outcomes
     listed = case.admin.catalog.list_tables(("race",))  # type: ignore[attr-defined]
     assert [t.name for t in listed] == created
+
+
+def test_folders_already_in_a_warehouse_stay_listed_and_loadable(tmp_path: Path) -> None:
+    """Folders another writer named outside the rule are read; other names never become paths."""
+    warehouse = tmp_path / "wh"
+    warehouse.mkdir()
+    catalog = FilesystemCatalog(str(warehouse))
+    admin = FilesystemCatalogAdmin(catalog)
+    case = Case("folder", admin, tmp_path, lambda ns: {})
+    case.create_namespace(("db",))
+    case.create_namespace(("odd",))
+    for name in ("t1", "t2", "t3"):
+        case.create_table(TableIdentifier(("db",), name))
+    (warehouse / "db" / "t1").rename(warehouse / "db" / "my table")
+    (warehouse / "db" / "t2").rename(warehouse / "db" / "-dash")
+    (warehouse / "db" / "t3").rename(warehouse / "odd" / "x.y")
+    (warehouse / "odd").rename(warehouse / "odd ns")
+    legacy = [
+        TableIdentifier(("db",), "my table"),
+        TableIdentifier(("db",), "-dash"),
+        TableIdentifier(("odd ns",), "x.y"),
+    ]
+    assert set(legacy) <= set(catalog.list_tables())
+    for ident in legacy:
+        assert catalog.load_table(ident).metadata.current_schema().fields[0].name == "id"
+    assert ("odd ns",) in admin.all_namespaces()
+    assert admin.namespace_properties(("odd ns",))["location"] == f"{warehouse}/odd ns"
+    for unsafe in ("..", "../wh", "", ".hidden", "no such", "a/b"):
+        with pytest.raises(ValidationError, match="Invalid"):
+            catalog.table_location(TableIdentifier(("db",), unsafe))
+        with pytest.raises(ValidationError, match="Invalid"):
+            catalog.namespace_location((unsafe,))
