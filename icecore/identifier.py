@@ -19,7 +19,8 @@ folder, and a SQL catalog's default table location is a folder named the same wa
   it: Spark resolves names case-insensitively by default, so ``TRIPS`` beside ``trips`` is
   ambiguous, and on a case-insensitive file system they are one folder.
 
-Names already in a catalog are read as they are: the rule refuses new names only.
+Names already in a catalog are read as they are: the rule refuses new names only. A new
+table's namespace must pass it too (its levels become folders of the table's location).
 """
 
 from __future__ import annotations

@@ -100,10 +100,13 @@ def test_unsafe_names_are_400_and_write_nothing(server: RestServer, name: str) -
     before = _tree(outside)
     created = _post(server, "namespaces/ns/tables", {"name": name, "schema": SCHEMA})
     assert "Invalid table name" in _one_sentence_400(created)
-    staged = _post(
-        server, "namespaces/ns/tables", {"name": name, "schema": SCHEMA, "stage-create": True}
-    )
-    assert staged.status_code == 400, staged.text
+    for more in ({}, {"location": str(server.warehouse / "ns" / "elsewhere")}):
+        staged = _post(
+            server,
+            "namespaces/ns/tables",
+            {"name": name, "schema": SCHEMA, "stage-create": True, **more},
+        )
+        assert "Invalid table name" in _one_sentence_400(staged)
     registered = _post(
         server,
         "namespaces/ns/register",
