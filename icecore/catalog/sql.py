@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,13 @@ METADATA_PATH = "write.metadata.path"
 TABLES = "iceberg_tables"
 NAMESPACES = "iceberg_namespace_properties"
 
+MAX_LOCATION_CHARS = 1000
+"""Longest metadata file location a row holds: JdbcCatalog's ``VARCHAR(1000)``."""
+
+MAX_PROPERTY_KEY_CHARS = 255
+MAX_PROPERTY_VALUE_CHARS = 1000
+"""Longest namespace property key and value: JdbcCatalog's ``VARCHAR(255)``/``(1000)``."""
+
 _VERSION_PREFIX = re.compile(r"^(\d+)-")
 _BUSY = ("locked", "busy")
 
@@ -65,6 +72,30 @@ def _is_wal_database(path: Path) -> bool:
     except OSError:
         return False
     return len(header) == 20 and header[18] == 2 and header[19] == 2
+
+
+def check_location_length(location: str) -> str:
+    """``location`` if a catalog row can hold it; else :class:`ValidationError`, before writing.
+
+    PostgreSQL refuses a longer value in the middle of the swap, which would leave the
+    commit's outcome unknown; SQLite would store it, but Spark's JdbcCatalog could not.
+    """
+    if len(location) > MAX_LOCATION_CHARS:
+        raise ValidationError(
+            f"The metadata file location {location[:80]}... is {len(location)} characters; a "
+            f"SQL catalog holds at most {MAX_LOCATION_CHARS}: choose a shorter table location."
+        )
+    return location
+
+
+def check_properties_fit(properties: Mapping[str, str]) -> None:
+    """Refuse namespace properties longer than the catalog's columns, before writing."""
+    for key, value in properties.items():
+        if len(key) > MAX_PROPERTY_KEY_CHARS or len(value) > MAX_PROPERTY_VALUE_CHARS:
+            raise ValidationError(
+                f"Namespace property {key[:80]!r} is too long for a SQL catalog: keys hold at "
+                f"most {MAX_PROPERTY_KEY_CHARS} characters and values {MAX_PROPERTY_VALUE_CHARS}."
+            )
 
 
 def first_line(error: BaseException) -> str:
@@ -259,7 +290,10 @@ class SqlCatalog(CatalogBase):
         )
         match = _VERSION_PREFIX.match(base_location.rsplit("/", 1)[-1])
         version = int(match.group(1)) + 1 if match else 0
-        return f"{folder.rstrip('/')}/{version:05d}-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
+        location = (
+            f"{folder.rstrip('/')}/{version:05d}-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
+        )
+        return check_location_length(location)
 
     def commit_metadata(
         self,
@@ -575,6 +609,7 @@ class SqlCatalogAdmin:
                 only by case from a namespace beside it.
         """
         check_new_namespace(namespace)
+        check_properties_fit(properties)
         if self.namespace_exists(namespace):
             raise AlreadyExists(f"Namespace {'.'.join(namespace)} already exists.")
         known = self.all_namespaces()
@@ -608,6 +643,7 @@ class SqlCatalogAdmin:
         overlap = sorted(set(updates) & set(removals))
         if overlap:
             raise ValidationError(f"Property {overlap[0]!r} cannot be both set and removed.")
+        check_properties_fit(updates)
         current = self.namespace_properties(namespace)
         self._ensure_namespace_table()
         text = ".".join(namespace)
@@ -710,6 +746,7 @@ class SqlCatalogAdmin:
             metadata.properties.get(METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
         )
         location = f"{folder.rstrip('/')}/00000-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
+        check_location_length(location)
         protocol, local = normalize_path(location)
         if protocol == "file":  # object stores have no folders; a local one must exist
             Path(local).parent.mkdir(parents=True, exist_ok=True)
@@ -725,6 +762,7 @@ class SqlCatalogAdmin:
     def register_table(self, identifier: TableIdentifier, metadata_location: str) -> None:
         """Add a row for an existing metadata file (``registerTable``)."""
         check_new_identifier(identifier)
+        check_location_length(metadata_location)
         if not self.namespace_exists(identifier.namespace):
             raise NotFound(f"Namespace {'.'.join(identifier.namespace)} does not exist.")
         self._insert_row(identifier, metadata_location)
