@@ -8,6 +8,8 @@ helper still works.
 
 from __future__ import annotations
 
+import http.server
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,8 @@ import pytest
 
 import icecore
 from icecore.arrow_types import arrow_type
-from icecore.errors import InvalidMetadata, ValidationError
+from icecore.catalog.rest import RestCatalog
+from icecore.errors import IcecoreError, InvalidMetadata, ValidationError
 from icecore.evolution import parse_type
 from icecore.metadata.builder import encode_metadata
 from icecore.metadata.serde import parse_metadata
@@ -131,3 +134,35 @@ def test_a_name_mapping_deeper_than_any_schema_is_one_sentence() -> None:
     for deeper in ([{"names": ["y"], "field-id": 0, "fields": [item]}], nested_json):
         with pytest.raises(InvalidMetadata, match="name-mapping.default nests"):
             parse_name_mapping(deeper)  # type: ignore[arg-type]
+
+
+class _DeepAnswers(http.server.BaseHTTPRequestHandler):
+    """A hostile REST catalog: its config is fine, every other answer nests 100,000 deep."""
+
+    def do_GET(self) -> None:
+        deep = b"[" * 100_000 + b"]" * 100_000
+        body = b'{"defaults": {}, "overrides": {}}' if self.path.startswith("/v1/config") else deep
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        """Quiet: nothing on the test's stderr."""
+
+
+def test_a_rest_answer_nested_too_deep_is_one_sentence() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DeepAnswers)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        catalog = RestCatalog(f"http://127.0.0.1:{server.server_address[1]}")
+        calls = (catalog.list_namespaces, lambda: catalog.list_tables(("a",)))
+        for call in (*calls, lambda: catalog.load_table("a.b")):
+            with pytest.raises(IcecoreError, match="is not a JSON object"):
+                call()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
