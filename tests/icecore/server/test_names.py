@@ -12,6 +12,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -25,6 +26,7 @@ from icecore.metadata.builder import encode_metadata
 from icecore.server.create import new_table_metadata
 from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
+from tests.pg_server import PgServer, with_catalog_tables
 
 SCHEMA = {
     "type": "struct",
@@ -216,3 +218,34 @@ def test_the_cli_refuses_a_150_deep_schema_in_one_sentence(tmp_path: Path) -> No
         assert expected in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
         assert "Traceback" not in result.stderr
+
+
+def test_names_over_a_postgresql_backed_server(pg_server: PgServer, tmp_path: Path) -> None:
+    """PostgreSQL's VARCHAR(255) made a 3,000-character name (or property key) a 500."""
+    uri = with_catalog_tables(pg_server.create_database(f"names_{uuid.uuid4().hex[:8]}"))
+    warehouse = tmp_path / "wh"
+    server = start_server(warehouse, catalog=uri)
+    try:
+        made = _post(
+            server,
+            "namespaces",
+            {"namespace": ["db"], "properties": {"location": str(warehouse / "db")}},
+        )
+        assert made.status_code == 200, made.text
+        before = _tree(tmp_path)
+        for name in UNSAFE:
+            answer = _post(server, "namespaces/db/tables", {"name": name, "schema": SCHEMA})
+            assert "Invalid table name" in _one_sentence_400(answer)
+            answer = _post(server, "namespaces", {"namespace": ["db", name]})
+            assert answer.status_code == 400, answer.text
+        too_long = {"namespace": ["other"], "properties": {"k" * 300: "v"}}
+        assert "too long" in _one_sentence_400(_post(server, "namespaces", too_long))
+        assert _tree(tmp_path) == before
+        assert _post(server, "namespaces/db/tables", {"name": "trips", "schema": SCHEMA}).ok
+        twin = _post(server, "namespaces/db/tables", {"name": "TRIPS", "schema": SCHEMA})
+        assert "differs only by case" in _one_sentence_400(twin)
+        listed = requests.get(f"{server.url}/v1/namespaces/db/tables", timeout=60).json()
+        assert [t["name"] for t in listed["identifiers"]] == ["trips"]
+        assert server.alive()
+    finally:
+        stop_server(server)
