@@ -771,7 +771,10 @@ class SqlCatalogAdmin:
         """Every table (and view) name in ``namespace``, read on ``conn`` (if given)."""
         sql = f"SELECT table_name FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ?"
         params = (self.catalog.catalog_name, ".".join(namespace))
-        rows = self._run(conn, sql, params).fetchall() if conn else self.catalog._query(sql, params)
+        if conn is None:
+            rows = self.catalog._query(sql, params)
+        else:
+            rows = self._run(conn, sql, params).fetchall()
         return [str(r[0]) for r in rows]
 
     def _check_no_twin(
