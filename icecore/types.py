@@ -28,6 +28,17 @@ MAX_FIXED_LENGTH = 2**31 - 1
 GEOGRAPHY_ALGORITHMS = frozenset({"spherical", "vincenty", "thomas", "andoyer", "karney"})
 """Spec (latest), "Edge-Interpolation Algorithm": the values ``geography(C, A)`` allows."""
 
+MAX_NESTING = 64
+"""Deepest nesting of struct, list and map types in one column (``struct<a: list<...>>`` is 2).
+
+A bound of Icecore's, not of the spec: printing, comparing, serializing and converting types
+to Arrow recurse once per level (several frames each), so a schema 150 levels deep exhausts
+Python's stack in those helpers. Parsing refuses deeper types (:func:`type_from_json`, the
+type text parser) and :func:`check_type` refuses them in every schema a change adds, so no
+deeper type reaches those helpers. Real schemas stay far below it (Spark's own tests nest a
+few levels).
+"""
+
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -469,7 +480,8 @@ def check_type(t: IcebergType, column: str | None = None) -> None:
     * ``geometry(C)``/``geography(C, A)``: C not empty and not inline PROJJSON, A one of
       the spec's algorithms;
     * ``unknown`` must be optional: never a map key, an element or value only when optional;
-    * struct fields have non-empty names; every nested type is checked in turn.
+    * struct fields have non-empty names; every nested type is checked in turn;
+    * structs, lists and maps nest at most :data:`MAX_NESTING` levels (Icecore's bound).
 
     Args:
         t: the type to check.
@@ -478,9 +490,35 @@ def check_type(t: IcebergType, column: str | None = None) -> None:
     Raises:
         ValidationError: one sentence naming the column, the type and the rule broken.
     """
+    if nesting_depth(t) > MAX_NESTING:
+        where = "" if column is None else f"Column {column!r}: "
+        raise ValidationError(f"{where}{_too_deep()}")
     problem = _type_problem(t, column)
     if problem is not None:
         raise ValidationError(problem)
+
+
+def nesting_depth(t: IcebergType) -> int:
+    """How many struct, list and map levels ``t`` has (0 for a primitive).
+
+    Measured without recursion, so a type of any depth is measured (and then refused).
+    """
+    deepest = 0
+    pending: list[tuple[IcebergType, int]] = [(t, 1)]
+    while pending:
+        current, level = pending.pop()
+        if isinstance(current, NestedType):
+            deepest = max(deepest, level)
+            pending.extend((child.field_type, level + 1) for child in current.child_fields())
+    return deepest
+
+
+def _too_deep() -> str:
+    """The refusal of a type nested deeper than :data:`MAX_NESTING` (one sentence)."""
+    return (
+        f"structs, lists and maps are nested more than {MAX_NESTING} levels deep, more than "
+        "Icecore reads; flatten the schema."
+    )
 
 
 def _type_problem(t: IcebergType, column: str | None) -> str | None:
@@ -574,11 +612,16 @@ def _bool(obj: Mapping[str, Any], key: str, where: str) -> bool:
     return value
 
 
-def field_from_json(obj: Any) -> NestedField:
+def field_from_json(obj: Any, *, depth: int = 0) -> NestedField:
     """Parse one struct field object of Appendix C, keeping unknown keys in ``extra``.
 
+    Args:
+        obj: the field's JSON object.
+        depth: how many struct, list and map types enclose the field (its struct's level).
+
     Raises:
-        InvalidMetadata: a required key is missing or has the wrong JSON type.
+        InvalidMetadata: a required key is missing or has the wrong JSON type, or the
+            field's type nests deeper than :data:`MAX_NESTING`.
     """
     if not isinstance(obj, Mapping):
         raise InvalidMetadata(f"A struct field must be a JSON object, got {obj!r}.")
@@ -588,7 +631,7 @@ def field_from_json(obj: Any) -> NestedField:
     required = _bool(obj, "required", where)
     if "type" not in obj:
         raise InvalidMetadata(f"{where} has no 'type'.")
-    field_type = type_from_json(obj["type"])
+    field_type = type_from_json(obj["type"], depth=depth)
     doc = obj.get("doc")
     if doc is not None and not isinstance(doc, str):
         raise InvalidMetadata(f"{where} has a non-string 'doc': {doc!r}.")
@@ -628,11 +671,16 @@ def field_to_json(f: NestedField) -> dict[str, Any]:
     return out
 
 
-def type_from_json(obj: Any) -> IcebergType:
+def type_from_json(obj: Any, *, depth: int = 0) -> IcebergType:
     """Parse a type from its Appendix C JSON form (a string or a struct/list/map object).
 
+    Args:
+        obj: the type's JSON form.
+        depth: how many struct, list and map types enclose it (0 for a column's type).
+
     Raises:
-        InvalidMetadata: the JSON breaks the spec's shape.
+        InvalidMetadata: the JSON breaks the spec's shape, or nests deeper than
+            :data:`MAX_NESTING` (refused before recursing further).
         Unsupported: the JSON names a type Icecore does not know.
     """
     if isinstance(obj, str):
@@ -640,17 +688,20 @@ def type_from_json(obj: Any) -> IcebergType:
     if not isinstance(obj, Mapping):
         raise InvalidMetadata(f"A type must be a JSON string or object, got {obj!r}.")
     kind = obj.get("type")
+    level = depth + 1
+    if kind in ("struct", "list", "map") and level > MAX_NESTING:
+        raise InvalidMetadata(f"The schema's {_too_deep()}")
     if kind == "struct":
         fields = obj.get("fields")
         if not isinstance(fields, list):
             raise InvalidMetadata(f"A struct type needs a 'fields' list, got {fields!r}.")
-        return StructType(tuple(field_from_json(f) for f in fields))
+        return StructType(tuple(field_from_json(f, depth=level) for f in fields))
     if kind == "list":
         if "element" not in obj:
             raise InvalidMetadata("A list type has no 'element'.")
         return ListType(
             element_id=_int(obj, "element-id", "A list type"),
-            element_type=type_from_json(obj["element"]),
+            element_type=type_from_json(obj["element"], depth=level),
             element_required=_bool(obj, "element-required", "A list type"),
         )
     if kind == "map":
@@ -658,9 +709,9 @@ def type_from_json(obj: Any) -> IcebergType:
             raise InvalidMetadata("A map type needs both 'key' and 'value'.")
         return MapType(
             key_id=_int(obj, "key-id", "A map type"),
-            key_type=type_from_json(obj["key"]),
+            key_type=type_from_json(obj["key"], depth=level),
             value_id=_int(obj, "value-id", "A map type"),
-            value_type=type_from_json(obj["value"]),
+            value_type=type_from_json(obj["value"], depth=level),
             value_required=_bool(obj, "value-required", "A map type"),
         )
     raise Unsupported(f"Nested type {kind!r} is not a type Icecore knows.")
@@ -693,6 +744,7 @@ def type_to_json(t: IcebergType) -> Any:
 
 __all__ = [
     "MAX_DECIMAL_PRECISION",
+    "MAX_NESTING",
     "GEOGRAPHY_ALGORITHMS",
     "MAX_FIXED_LENGTH",
     "BinaryType",
@@ -724,6 +776,7 @@ __all__ = [
     "VariantType",
     "check_type",
     "field_from_json",
+    "nesting_depth",
     "field_to_json",
     "primitive_from_string",
     "type_from_json",

@@ -22,6 +22,7 @@ from icecore.errors import (
     ValidationError,
 )
 from icecore.failpoints import failpoint
+from icecore.identifier import MAX_NAMESPACE_LEVELS, check_name
 from icecore.io import FileInfo, FileIO, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
@@ -29,30 +30,8 @@ from icecore.values import whole_number
 
 _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 HINT_FILE = "version-hint.text"
-MAX_DEPTH = 8
+MAX_DEPTH = MAX_NAMESPACE_LEVELS + 1
 """How deep below the warehouse to look for tables (namespace levels + 1)."""
-
-_NAME = re.compile(r"\w[\w$-]{0,254}")
-"""A namespace level or table name that is safe as one folder name (an allow-list).
-
-Letters, digits and ``_`` (any script), then also ``$`` and ``-``: no ``/`` or ``\\``, no
-``.`` (so no ``..`` and no hidden folder, and no clash with dotted identifiers), no NUL or
-other control character, never empty, at most 255 characters as a folder name allows.
-"""
-
-
-def check_name(name: str, what: str = "name") -> str:
-    """``name`` if it can be a folder of the warehouse; else :class:`ValidationError`.
-
-    Names come from requests and links: they must never reach outside the warehouse.
-    """
-    if not isinstance(name, str) or _NAME.fullmatch(name) is None:
-        shown = repr(name)[:80] if isinstance(name, str) else type(name).__name__
-        raise ValidationError(
-            f"Invalid {what} {shown} for a filesystem warehouse: use letters, digits, '_', "
-            "'-' and '$' only (no '/', '.', or control characters; at most 255)."
-        )
-    return name
 
 
 def _versions(listing: list[FileInfo]) -> dict[int, str]:
@@ -239,16 +218,42 @@ class FilesystemCatalog(CatalogBase):
             return tables
         return [t for t in tables if t.namespace == namespace]
 
+    def _folder(self, parent: str, name: str, what: str) -> str:
+        """``parent/name`` if ``name`` passes the rule for names, or is a folder of ``parent``.
+
+        The rule (:func:`icecore.identifier.check_name`, an allow-list) admits a name without
+        looking; any other name must be one that listing ``parent`` shows, not hidden: a
+        folder another writer made before the rule stays readable, and a name that is not
+        an existing folder (``..``, ``a/b``, a NUL) never becomes a path.
+        """
+        try:
+            return f"{parent}/{check_name(name, what)}"
+        except ValidationError:
+            if isinstance(name, str) and name and not name.startswith("."):
+                try:
+                    listing = self.io.ls(parent)
+                except NotFound:
+                    listing = []
+                if any(e.is_dir and e.path.rsplit("/", 1)[-1] == name for e in listing):
+                    return f"{parent}/{name}"
+            raise
+
     def namespace_location(self, namespace: tuple[str, ...]) -> str:
-        """The folder of ``namespace``; :class:`ValidationError` for a name unsafe as a folder."""
+        """The folder of ``namespace``; :class:`ValidationError` for a name unsafe as a folder.
+
+        Always inside the warehouse: see :meth:`_folder` for the names accepted.
+        """
         if not namespace:
             raise ValidationError("A namespace needs at least one level.")
-        return "/".join((self.root, *(check_name(p, "namespace level") for p in namespace)))
+        path = self.root
+        for level in namespace:
+            path = self._folder(path, level, "namespace level")
+        return path
 
     def table_location(self, identifier: TableIdentifier) -> str:
         """The folder of ``identifier``, always inside the warehouse (names are checked)."""
         base = self.namespace_location(identifier.namespace)
-        return f"{base}/{check_name(identifier.name, 'table name')}"
+        return self._folder(base, identifier.name, "table name")
 
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """The current metadata.json of ``identifier``."""

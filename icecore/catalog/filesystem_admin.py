@@ -36,7 +36,6 @@ from icecore.catalog.filesystem import (
     FilesystemCatalog,
     _version_paths,
     _versions,
-    check_name,
 )
 from icecore.errors import (
     AlreadyExists,
@@ -45,6 +44,11 @@ from icecore.errors import (
     NotFound,
     Unsupported,
     ValidationError,
+)
+from icecore.identifier import (
+    check_new_identifier,
+    check_new_namespace,
+    check_no_case_twin,
 )
 from icecore.io import normalize_path
 from icecore.metadata import TableMetadata
@@ -113,10 +117,6 @@ class FilesystemCatalogAdmin:
                 name = entry.path.rsplit("/", 1)[-1]
                 if not entry.is_dir or name.startswith("."):
                     continue
-                try:
-                    check_name(name)
-                except ValidationError:
-                    continue  # not a name a request could use; not listed
                 if self._is_table(entry.path):
                     continue
                 found.append((*parts, name))
@@ -142,7 +142,7 @@ class FilesystemCatalogAdmin:
             ValidationError: properties were given, or a level is a table.
             AlreadyExists: the namespace exists.
         """
-        path = self.catalog.namespace_location(namespace)
+        path = self.catalog.namespace_location(check_new_namespace(namespace))
         if set(properties) == {SPARK_OWNER}:
             properties = {}  # Spark adds it on its own; its SparkCatalog drops it, as here
         if properties:
@@ -158,7 +158,25 @@ class FilesystemCatalogAdmin:
                     f"Cannot create namespace {_dot(namespace)}: {_dot(namespace[:i])} is a "
                     "table, and a namespace cannot live inside a table."
                 )
+        for i in range(len(namespace)):
+            self._check_no_twin(namespace[:i], namespace[i], "namespace level")
         self.io.makedirs(path)
+
+    def _folders(self, namespace: tuple[str, ...]) -> list[str]:
+        """The folder names directly in ``namespace`` (the warehouse for ``()``), if it exists."""
+        path = self.catalog.namespace_location(namespace) if namespace else self.catalog.root
+        try:
+            return [e.path.rsplit("/", 1)[-1] for e in self.io.ls(path) if e.is_dir]
+        except NotFound:
+            return []
+
+    def _check_no_twin(self, namespace: tuple[str, ...], name: str, what: str) -> None:
+        """Refuse a new folder ``name`` in ``namespace`` beside one differing only by case.
+
+        Tables and namespaces are both folders there, and one folder on a case-insensitive
+        file system, so a new name is compared with every folder beside it.
+        """
+        check_no_case_twin(name, self._folders(namespace), what)
 
     def update_namespace_properties(
         self, namespace: tuple[str, ...], updates: dict[str, str], removals: list[str]
@@ -227,10 +245,12 @@ class FilesystemCatalogAdmin:
             ValidationError: the metadata's location is not the table's folder.
             AlreadyExists: the table exists (or another creator won the race).
         """
+        check_new_identifier(identifier)
         if not self.namespace_exists(identifier.namespace):
             raise NotFound(f"Namespace {_dot(identifier.namespace)} does not exist.")
         table_dir = self._check_location(identifier, metadata.location, "create table")
         self._check_absent(identifier, table_dir)
+        self._check_no_twin(identifier.namespace, identifier.name, "table")
         return self._write_first_version(identifier, table_dir, payload, is_gzip(metadata))
 
     def register_table(self, identifier: TableIdentifier, metadata_location: str) -> None:
@@ -245,11 +265,13 @@ class FilesystemCatalogAdmin:
             ValidationError: the file's ``location`` is not the table's folder.
             AlreadyExists: the table exists.
         """
+        check_new_identifier(identifier)
         if not self.namespace_exists(identifier.namespace):
             raise NotFound(f"Namespace {_dot(identifier.namespace)} does not exist.")
         metadata = read_table_metadata(self.io, metadata_location)
         table_dir = self._check_location(identifier, metadata.location, "register table")
         self._check_absent(identifier, table_dir)
+        self._check_no_twin(identifier.namespace, identifier.name, "table")
         if self._restore(table_dir, metadata_location):
             return
         payload = self.io.read(metadata_location)

@@ -263,6 +263,16 @@ class PostgresCatalog(SqlCatalog):
         conn.execute("BEGIN")
         conn.execute(f"SET LOCAL lock_timeout = {int(self.lock_timeout * 1000)}")
 
+    def _lock_names(self, conn: Any, namespace: tuple[str, ...]) -> None:
+        """A transaction-scoped advisory lock per catalog and namespace.
+
+        Two creators of ``TRIPS`` and ``trips`` insert different rows, so no row lock makes
+        them wait; with this lock the second one's next statement (READ COMMITTED reads
+        what was committed before each statement) sees the first one's row and refuses.
+        """
+        key = f"icecore table names {self.catalog_name} {'.'.join(namespace)}"
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+
     def _driver_errors(self) -> tuple[type[Exception], ...]:
         return (psycopg.Error,)
 

@@ -661,7 +661,7 @@ def _json_or_none(raw: bytes) -> Any:
         return None
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a hostile answer nested deep
         return None
 
 

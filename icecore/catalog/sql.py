@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from icecore.errors import (
     ValidationError,
 )
 from icecore.failpoints import failpoint
+from icecore.identifier import check_new_identifier, check_new_namespace, check_no_case_twin
 from icecore.io import FileIO, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import metadata_file_suffix
@@ -52,6 +53,13 @@ METADATA_PATH = "write.metadata.path"
 TABLES = "iceberg_tables"
 NAMESPACES = "iceberg_namespace_properties"
 
+MAX_LOCATION_CHARS = 1000
+"""Longest metadata file location a row holds: JdbcCatalog's ``VARCHAR(1000)``."""
+
+MAX_PROPERTY_KEY_CHARS = 255
+MAX_PROPERTY_VALUE_CHARS = 1000
+"""Longest namespace property key and value: JdbcCatalog's ``VARCHAR(255)``/``(1000)``."""
+
 _VERSION_PREFIX = re.compile(r"^(\d+)-")
 _BUSY = ("locked", "busy")
 
@@ -64,6 +72,30 @@ def _is_wal_database(path: Path) -> bool:
     except OSError:
         return False
     return len(header) == 20 and header[18] == 2 and header[19] == 2
+
+
+def check_location_length(location: str) -> str:
+    """``location`` if a catalog row can hold it; else :class:`ValidationError`, before writing.
+
+    PostgreSQL refuses a longer value in the middle of the swap, which would leave the
+    commit's outcome unknown; SQLite would store it, but Spark's JdbcCatalog could not.
+    """
+    if len(location) > MAX_LOCATION_CHARS:
+        raise ValidationError(
+            f"The metadata file location {location[:80]}... is {len(location)} characters; a "
+            f"SQL catalog holds at most {MAX_LOCATION_CHARS}: choose a shorter table location."
+        )
+    return location
+
+
+def check_properties_fit(properties: Mapping[str, str]) -> None:
+    """Refuse namespace properties longer than the catalog's columns, before writing."""
+    for key, value in properties.items():
+        if len(key) > MAX_PROPERTY_KEY_CHARS or len(value) > MAX_PROPERTY_VALUE_CHARS:
+            raise ValidationError(
+                f"Namespace property {key[:80]!r} is too long for a SQL catalog: keys hold at "
+                f"most {MAX_PROPERTY_KEY_CHARS} characters and values {MAX_PROPERTY_VALUE_CHARS}."
+            )
 
 
 def first_line(error: BaseException) -> str:
@@ -153,6 +185,13 @@ class SqlCatalog(CatalogBase):
     def _begin(self, conn: Any) -> None:
         """Open the swap's transaction, taking the write lock at once (SQLite: IMMEDIATE)."""
         conn.execute("BEGIN IMMEDIATE")
+
+    def _lock_names(self, conn: Any, namespace: tuple[str, ...]) -> None:
+        """Hold, until the transaction ends, the right to add table names to ``namespace``.
+
+        Nothing to do on SQLite: :meth:`_begin`'s IMMEDIATE transaction holds the database's
+        write lock, so a second creator reads the first one's row once it may write.
+        """
 
     def _driver_errors(self) -> tuple[type[Exception], ...]:
         return (sqlite3.DatabaseError,)
@@ -251,7 +290,10 @@ class SqlCatalog(CatalogBase):
         )
         match = _VERSION_PREFIX.match(base_location.rsplit("/", 1)[-1])
         version = int(match.group(1)) + 1 if match else 0
-        return f"{folder.rstrip('/')}/{version:05d}-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
+        location = (
+            f"{folder.rstrip('/')}/{version:05d}-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
+        )
+        return check_location_length(location)
 
     def commit_metadata(
         self,
@@ -563,9 +605,17 @@ class SqlCatalogAdmin:
 
         Raises:
             AlreadyExists: the namespace exists.
+            ValidationError: a level breaks :mod:`icecore.identifier`'s rule, or differs
+                only by case from a namespace beside it.
         """
+        check_new_namespace(namespace)
+        check_properties_fit(properties)
         if self.namespace_exists(namespace):
             raise AlreadyExists(f"Namespace {'.'.join(namespace)} already exists.")
+        known = self.all_namespaces()
+        for i in range(len(namespace)):
+            beside = {ns[i] for ns in known if len(ns) > i and ns[:i] == namespace[:i]}
+            check_no_case_twin(namespace[i], beside, "namespace level")
         self._ensure_namespace_table()
         rows = dict(properties) or {NAMESPACE_EXISTS_PROPERTY: "true"}
         text = ".".join(namespace)
@@ -593,6 +643,7 @@ class SqlCatalogAdmin:
         overlap = sorted(set(updates) & set(removals))
         if overlap:
             raise ValidationError(f"Property {overlap[0]!r} cannot be both set and removed.")
+        check_properties_fit(updates)
         current = self.namespace_properties(namespace)
         self._ensure_namespace_table()
         text = ".".join(namespace)
@@ -665,7 +716,12 @@ class SqlCatalogAdmin:
     # Tables --------------------------------------------------------------------------------
 
     def default_table_location(self, identifier: TableIdentifier) -> str:
-        """JdbcCatalog's default: the namespace's ``location`` property, else the warehouse."""
+        """JdbcCatalog's default: the namespace's ``location`` property, else the warehouse.
+
+        The name becomes a folder there, so it is checked first (a staged create asks
+        for this location before anything else).
+        """
+        check_new_identifier(identifier)
         props = self.namespace_properties(identifier.namespace)
         base = props.get("location")
         if base:
@@ -680,13 +736,17 @@ class SqlCatalogAdmin:
         Raises:
             NotFound: the namespace does not exist.
             AlreadyExists: a table of that name exists (the written file is deleted).
+            ValidationError: the name breaks :mod:`icecore.identifier`'s rule (nothing written).
         """
+        check_new_identifier(identifier)
         if not self.namespace_exists(identifier.namespace):
             raise NotFound(f"Namespace {'.'.join(identifier.namespace)} does not exist.")
+        self._check_no_twin(identifier)  # before any folder is made; again with the insert
         folder = (
             metadata.properties.get(METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
         )
         location = f"{folder.rstrip('/')}/00000-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
+        check_location_length(location)
         protocol, local = normalize_path(location)
         if protocol == "file":  # object stores have no folders; a local one must exist
             Path(local).parent.mkdir(parents=True, exist_ok=True)
@@ -694,16 +754,43 @@ class SqlCatalogAdmin:
             raise AlreadyExists(f"The metadata file {location} exists already.")
         try:
             self._insert_row(identifier, location)
-        except AlreadyExists:
+        except ValidationError:  # AlreadyExists, or a twin created meanwhile
             self.catalog.io.delete(location)
             raise
         return location
 
     def register_table(self, identifier: TableIdentifier, metadata_location: str) -> None:
         """Add a row for an existing metadata file (``registerTable``)."""
+        check_new_identifier(identifier)
+        check_location_length(metadata_location)
         if not self.namespace_exists(identifier.namespace):
             raise NotFound(f"Namespace {'.'.join(identifier.namespace)} does not exist.")
         self._insert_row(identifier, metadata_location)
+
+    def _names_in(self, conn: Any, namespace: tuple[str, ...]) -> list[str]:
+        """Every table (and view) name in ``namespace``, read on ``conn`` (if given)."""
+        sql = f"SELECT table_name FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ?"
+        params = (self.catalog.catalog_name, ".".join(namespace))
+        if conn is None:
+            rows = self.catalog._query(sql, params)
+        else:
+            rows = self._run(conn, sql, params).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def _check_no_twin(
+        self, identifier: TableIdentifier, conn: Any = None, *, renamed: str | None = None
+    ) -> None:
+        """Refuse a new table name differing only by case from one in its namespace.
+
+        ``renamed`` is the name a rename within the namespace replaces (``trips`` may become
+        ``Trips``). Run inside the insert's transaction too (``conn``), after
+        :meth:`SqlCatalog._lock_names`, so two creators of ``TRIPS`` and ``trips`` cannot
+        both pass. Writers other than Icecore (Spark's JdbcCatalog) take no such lock.
+        """
+        if conn is not None:
+            self.catalog._lock_names(conn, identifier.namespace)
+        names = self._names_in(conn, identifier.namespace)
+        check_no_case_twin(identifier.name, [n for n in names if n != renamed], "table")
 
     def _insert_row(self, identifier: TableIdentifier, location: str) -> None:
         cat = self.catalog
@@ -718,6 +805,7 @@ class SqlCatalogAdmin:
             ).fetchall()
             if found:
                 raise AlreadyExists(f"Table {identifier} already exists.")
+            self._check_no_twin(identifier, conn)
             if cat._has_type_column:
                 self._run(
                     conn,
@@ -767,9 +855,11 @@ class SqlCatalogAdmin:
             AlreadyExists: the destination exists.
         """
         cat = self.catalog
+        check_new_identifier(destination)
         cat.metadata_location(source)
         if not self.namespace_exists(destination.namespace):
             raise NotFound(f"Namespace {'.'.join(destination.namespace)} does not exist.")
+        same_namespace = source.namespace == destination.namespace
 
         def work(conn: Any) -> None:
             taken = self._run(
@@ -780,6 +870,7 @@ class SqlCatalogAdmin:
             ).fetchall()
             if taken:
                 raise AlreadyExists(f"Table {destination} already exists.")
+            self._check_no_twin(destination, conn, renamed=source.name if same_namespace else None)
             cursor = self._run(
                 conn,
                 f"UPDATE {TABLES} SET table_namespace = ?, table_name = ? WHERE catalog_name = ? "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from icecore.errors import InvalidMetadata, Unsupported, ValidationError
 from icecore.types import (
+    MAX_NESTING,
     IcebergType,
     ListType,
     MapType,
@@ -80,18 +81,27 @@ class _Parser:
             raise self._error("a name")
         return self.text[start : self.pos]
 
-    def type(self) -> IcebergType:
+    def type(self, depth: int = 0) -> IcebergType:
+        """The type at the current position; ``depth`` nested types enclose it.
+
+        A type nested deeper than :data:`MAX_NESTING` is refused before recursing further.
+        """
         name = self.word().lower()
+        if name in ("list", "map", "struct") and depth >= MAX_NESTING:
+            raise ValidationError(
+                f"Cannot read type {self.text[:80]!r}: structs, lists and maps are nested "
+                f"more than {MAX_NESTING} levels deep."
+            )
         if name == "list":
             self.expect("<")
-            element = self.type()
+            element = self.type(depth + 1)
             self.expect(">")
             return ListType(0, element, element_required=False)
         if name == "map":
             self.expect("<")
-            key = self.type()
+            key = self.type(depth + 1)
             self.expect(",")
-            value = self.type()
+            value = self.type(depth + 1)
             self.expect(">")
             return MapType(0, key, 0, value, value_required=False)
         if name == "struct":
@@ -103,7 +113,7 @@ class _Parser:
                     self.expect(",")
                 field_name = self.word()
                 self.expect(":")
-                fields.append(NestedField(0, field_name, self.type(), required=False))
+                fields.append(NestedField(0, field_name, self.type(depth + 1), required=False))
                 self.skip_space()
             self.expect(">")
             return StructType(tuple(fields))

@@ -528,6 +528,10 @@ def parse_metadata(
         raise InvalidMetadata(
             f"Table metadata file {where} is not valid JSON (truncated or corrupt?): {e}."
         ) from e
+    except RecursionError as e:  # arrays or objects nested thousands deep
+        raise InvalidMetadata(
+            f"Table metadata file {where} nests JSON arrays or objects too deeply to read."
+        ) from e
     return parse_metadata_dict(obj, location)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from icecore.errors import InvalidMetadata
+from icecore.types import MAX_NESTING
 
 NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 """Table property holding the JSON name mapping ("Column Projection")."""
@@ -32,26 +33,36 @@ def parse_name_mapping(text: str | Sequence[Any]) -> tuple[MappedField, ...]:
     """Parse the JSON of ``schema.name-mapping.default``.
 
     Raises:
-        InvalidMetadata: the JSON is not a list of field mappings.
+        InvalidMetadata: the JSON is not a list of field mappings, or nests deeper than a
+            schema may (:data:`icecore.types.MAX_NESTING` levels below a column).
     """
     try:
         obj = json.loads(text) if isinstance(text, str) else text
     except json.JSONDecodeError as e:
         raise InvalidMetadata(f"The table's {NAME_MAPPING_PROPERTY} is not JSON: {e}.") from e
+    except RecursionError as e:
+        raise InvalidMetadata(f"The table's {NAME_MAPPING_PROPERTY} nests too deeply.") from e
 
-    def one(item: Any) -> MappedField:
+    def one(item: Any, depth: int) -> MappedField:
         if not isinstance(item, Mapping) or not isinstance(item.get("names", []), list):
-            raise InvalidMetadata(f"The table's {NAME_MAPPING_PROPERTY} has a bad entry {item!r}.")
+            raise InvalidMetadata(
+                f"The table's {NAME_MAPPING_PROPERTY} has a bad entry {str(item)[:200]}."
+            )
+        if depth > MAX_NESTING + 1:  # a column, then its nested levels
+            raise InvalidMetadata(
+                f"The table's {NAME_MAPPING_PROPERTY} nests more than {MAX_NESTING} levels "
+                "below a column, deeper than any schema Icecore reads."
+            )
         fid = item.get("field-id")
         return MappedField(
             names=tuple(str(n) for n in item.get("names", [])),
             field_id=int(fid) if isinstance(fid, int) else None,
-            fields=tuple(one(c) for c in item.get("fields") or ()),
+            fields=tuple(one(c, depth + 1) for c in item.get("fields") or ()),
         )
 
     if not isinstance(obj, list):
         raise InvalidMetadata(f"The table's {NAME_MAPPING_PROPERTY} must be a JSON list.")
-    return tuple(one(item) for item in obj)
+    return tuple(one(item, 1) for item in obj)
 
 
 def _with_id(f: pa.Field, field_id: int | None, t: pa.DataType) -> pa.Field:

@@ -33,6 +33,7 @@ from starlette.routing import Route
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.errors import IcecoreError, NotFound
 from icecore.failpoints import failpoint
+from icecore.identifier import check_new_identifier
 from icecore.metadata.builder import encode_metadata
 from icecore.metadata.requirements import AssertCreate, Requirement
 from icecore.metadata.serde import serialize_metadata
@@ -320,7 +321,7 @@ class CatalogService:
         body = call.body
         if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
             raise bad_request("A create-table request needs a 'name' and a 'schema'.")
-        identifier = TableIdentifier(namespace, body["name"])
+        identifier = check_new_identifier(TableIdentifier(namespace, body["name"]))
         location = body.get("location") or self.backend.default_location(identifier)
         if not isinstance(location, str):
             raise bad_request("'location' must be a string.")
