@@ -503,6 +503,10 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
             credential=credential,
             token_ttl_s=args.token_ttl,
             vend=args.vend,
+            vend_read_only=args.vend_read_only,
+            vend_to_anonymous=args.vend_to_anonymous,
+            token_max_lifetime_s=args.token_max_lifetime,
+            token_secret_file=args.token_secret_file,
         )
     except ValueError as e:  # a malformed --credential; its text never holds the secret
         raise UsageError(str(e)) from None
@@ -682,12 +686,38 @@ def build_parser() -> argparse.ArgumentParser:
         "--token-ttl", type=float, default=3600.0, help="seconds a token stays valid (3600)"
     )
     srv.add_argument(
+        "--token-max-lifetime",
+        type=float,
+        default=86_400.0,
+        help="seconds after its first issue a refreshed token still lives (86400)",
+    )
+    srv.add_argument(
+        "--token-secret-file",
+        default=None,
+        metavar="PATH",
+        help="file holding the secret tokens are signed with (or set "
+        "ICECORE_SERVE_TOKEN_SECRET; default: random at start); change it to revoke every token",
+    )
+    srv.add_argument(
         "--vend",
         action="append",
         default=[],
         metavar="KEY=ENV_VAR",
         help="vend the storage property KEY (s3.endpoint, s3.access-key-id, ...) read from "
-        "the environment variable ENV_VAR to clients asking for vended credentials",
+        "the environment variable ENV_VAR to clients asking for vended credentials "
+        "(needs --credential; refused with --read-only)",
+    )
+    srv.add_argument(
+        "--vend-read-only",
+        action="append",
+        default=[],
+        metavar="KEY=ENV_VAR",
+        help="like --vend, for keys that can only read (the only keys a --read-only server vends)",
+    )
+    srv.add_argument(
+        "--vend-to-anonymous",
+        action="store_true",
+        help="vend even without --credential, to anyone who reaches the port (warns)",
     )
     srv.set_defaults(run=cmd_serve_rest)
     for name in SUMMARIZED:
