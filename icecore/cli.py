@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icecore.catalog import load_catalog, load_table
 from icecore.config import read_only
@@ -35,6 +35,9 @@ from icecore.row_counts import rows_between, snapshot_rows
 from icecore.scan.planner import Plan
 from icecore.sql import result_cut, run_sql
 from icecore.table_data import TableData
+
+if TYPE_CHECKING:
+    from icecore.server.limits import HttpLimits
 
 Command = Callable[[argparse.Namespace], Any]
 
@@ -507,10 +510,27 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
             vend_to_anonymous=args.vend_to_anonymous,
             token_max_lifetime_s=args.token_max_lifetime,
             token_secret_file=args.token_secret_file,
+            limits=_http_limits(args),
         )
     except ValueError as e:  # a malformed --credential; its text never holds the secret
         raise UsageError(str(e)) from None
     return {"served": args.catalog, "stopped": True}
+
+
+def _http_limits(args: argparse.Namespace) -> HttpLimits:
+    """``serve-rest``'s connection and time limits (:class:`icecore.server.limits.HttpLimits`)."""
+    from icecore.server.limits import HttpLimits
+
+    for name in ("header_timeout", "keep_alive", "request_timeout", "max_connections"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive.")
+    return HttpLimits(
+        header_timeout_s=args.header_timeout,
+        keep_alive_s=args.keep_alive,
+        request_timeout_s=args.request_timeout,
+        max_connections=args.max_connections,
+    )
 
 
 def _add_selectors(parser: argparse.ArgumentParser) -> None:
@@ -697,6 +717,27 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="file holding the secret tokens are signed with (or set "
         "ICECORE_SERVE_TOKEN_SECRET; default: random at start); change it to revoke every token",
+    )
+    srv.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a connection may take to send a complete request head (10)",
+    )
+    srv.add_argument(
+        "--keep-alive", type=int, default=5, help="seconds an idle connection stays open (5)"
+    )
+    srv.add_argument(
+        "--request-timeout",
+        type=float,
+        default=120.0,
+        help="seconds a request may take before it is answered 503 (120)",
+    )
+    srv.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="open connections at most (default: the file-descriptor limit minus 128)",
     )
     srv.add_argument(
         "--vend",

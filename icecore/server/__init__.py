@@ -20,6 +20,7 @@ from icecore.server.auth import (
     TokenIssuer,
     token_secret,
 )
+from icecore.server.limits import HttpLimits
 from icecore.server.vend import vend_policy
 
 
@@ -36,6 +37,7 @@ def serve(
     vend_to_anonymous: bool = False,
     token_max_lifetime_s: float = DEFAULT_TOKEN_MAX_LIFETIME_S,
     token_secret_file: str | None = None,
+    limits: HttpLimits | None = None,
 ) -> None:
     """Serve ``catalog`` (as :func:`icecore.load_catalog` takes it) until interrupted.
 
@@ -46,7 +48,8 @@ def serve(
     from ``credential`` and the token secret (``token_secret_file``, else
     ``ICECORE_SERVE_TOKEN_SECRET``, else random): a new secret revokes every earlier token;
     a refreshed token dies ``token_max_lifetime_s`` after its first issue
-    (:mod:`icecore.server.auth`).
+    (:mod:`icecore.server.auth`). ``limits`` bounds connections and request times
+    (:mod:`icecore.server.limits`).
 
     Raises:
         ValueError: a malformed ``credential`` or ``vend`` pair (no secret in the message).
@@ -74,7 +77,15 @@ def serve(
         else None
     )
     app = create_app(backing, read_only=read_only, issuer=issuer, vended=vended)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    limits = limits or HttpLimits()
+    uvicorn.run(
+        limits.wrap(app),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        **limits.uvicorn_options(),
+    )
 
 
 __all__ = ["create_app", "serve"]
