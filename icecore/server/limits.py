@@ -12,8 +12,9 @@ request 503 once they are there. So:
 - :func:`guarded_protocol`: uvicorn's h11 protocol with a header deadline (a connection that
   has not delivered a complete request head ``header_timeout_s`` after it opened or after its
   last response is closed) and a bound on open connections (beyond ``max_connections``, the
-  connection that has waited longest for its request head is closed, else the new one), kept
-  below the process's file-descriptor limit so ``accept`` never fails.
+  connection that has waited longest for its client, a request head or the rest of a body, is
+  closed, else the new one), kept below the process's file-descriptor limit so ``accept``
+  never fails.
 - :class:`RequestTimeLimit`: an ASGI middleware that answers 503 with the spec's
   ``ErrorModel`` (``ServiceUnavailableException``) when a request, body upload included, runs
   past ``request_timeout_s``. A handler already running in a worker thread cannot be stopped:
@@ -107,13 +108,23 @@ class _GuardedH11Protocol(H11Protocol):
         if self.cycle is self._head_cycle and self.waiting_for_head():
             self.transport.close()
 
+    def waiting_for_client(self) -> bool:
+        """The connection waits for its client: for a request head, or for the rest of a body.
+
+        Why bodies too: a client that sends a head and then trickles (or never sends) the
+        body holds its connection until the request time limit; under the connection bound
+        it is shed like a headless one, before any connection whose request is being answered.
+        """
+        cycle = self.cycle
+        return self.waiting_for_head() or bool(cycle.more_body and not cycle.response_started)
+
     def _shed(self) -> None:
-        """Over the bound: close the connection waiting longest for a head (maybe this one)."""
+        """Over the bound: close the connection waiting longest for its client (maybe this one)."""
         waiting = [
             c
             for c in self.connections
             if isinstance(c, _GuardedH11Protocol)
-            and c.waiting_for_head()
+            and c.waiting_for_client()
             and not c.transport.is_closing()
         ]
         victim = min(waiting, key=lambda c: c._opened, default=self)

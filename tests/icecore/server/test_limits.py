@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import resource
+import selectors
 import socket
 import threading
 import time
@@ -73,22 +74,17 @@ class Limited:
         return int(self.server.url.rsplit(":", 1)[1])
 
 
-@pytest.fixture
-def limited(tmp_path: Path) -> Iterator[Limited]:
-    """A server at 1,024 descriptors with a short header timeout and request time limit.
+@contextlib.contextmanager
+def _start_limited(
+    warehouse: Path, *args: str, env: dict[str, str] | None = None
+) -> Iterator[Limited]:
+    """``serve-rest`` at 1,024 descriptors with ``args``; its stderr drained in a thread.
 
-    Its stderr is drained in a thread: a server logging a traceback per failed ``accept``
-    would otherwise block on a full pipe (and the test judges that log too).
+    Why drained: a server logging a traceback per failed ``accept`` would otherwise block on
+    a full pipe (and the tests judge that log too).
     """
     with _nofile(SERVER_NOFILE):
-        server = start_server(
-            tmp_path / "wh",
-            "--header-timeout",
-            str(HEADER_TIMEOUT_S),
-            "--request-timeout",
-            "2",
-            env={"ICECORE_FAILPOINTS": "rest-before-commit=stall/1"},
-        )
+        server = start_server(warehouse, *args, env=env)
     stderr: list[bytes] = []
     assert server.process.stderr is not None
     drain = threading.Thread(
@@ -96,19 +92,31 @@ def limited(tmp_path: Path) -> Iterator[Limited]:
         daemon=True,
     )
     drain.start()
-    yield Limited(server, stderr)
-    server.process.kill()  # a stalled worker thread would delay a graceful stop
-    server.process.wait()
-    drain.join(timeout=10)
-    stop_server(server)
+    try:
+        yield Limited(server, stderr)
+    finally:
+        server.process.kill()  # a stalled worker thread would delay a graceful stop
+        server.process.wait()
+        drain.join(timeout=10)
+        stop_server(server)
 
 
-@pytest.mark.skipif(
-    resource.getrlimit(resource.RLIMIT_NOFILE)[1] not in (resource.RLIM_INFINITY,)
-    and resource.getrlimit(resource.RLIMIT_NOFILE)[1] < HALF_OPEN + 200,
-    reason="the test process cannot open enough sockets",
-)
-def test_half_open_connections_do_not_lock_out_a_client(limited: Limited) -> None:
+@pytest.fixture
+def limited(tmp_path: Path) -> Iterator[Limited]:
+    """A server with a short header timeout and request time limit, commits stalled once."""
+    with _start_limited(
+        tmp_path / "wh",
+        "--header-timeout",
+        str(HEADER_TIMEOUT_S),
+        "--request-timeout",
+        "2",
+        env={"ICECORE_FAILPOINTS": "rest-before-commit=stall/1"},
+    ) as server:
+        yield server
+
+
+def _flood(server: Limited, payloads: tuple[bytes, ...], bound_s: float) -> None:
+    """Hold ``HALF_OPEN`` connections sending ``payloads`` in turn; a client still gets in."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = HALF_OPEN + 200
     sockets: list[socket.socket] = []
@@ -116,28 +124,72 @@ def test_half_open_connections_do_not_lock_out_a_client(limited: Limited) -> Non
         max(soft, wanted) if hard == resource.RLIM_INFINITY else min(hard, max(soft, wanted))
     ):
         try:
-            for i in range(HALF_OPEN):
+            for _ in range(HALF_OPEN):
                 s = socket.socket()
                 s.setblocking(False)
                 with contextlib.suppress(BlockingIOError):
-                    s.connect(("127.0.0.1", limited.port))
-                if i % 2:  # half a request line and headers, never finished
-                    with contextlib.suppress(OSError):
-                        s.send(b"GET /v1/config HTTP/1.1\r\nHost: x\r\n")
+                    s.connect(("127.0.0.1", server.port))
                 sockets.append(s)
+            sent = _send_when_connected(sockets, payloads)
+            assert sent >= HALF_OPEN // 2, sent
             took = _wait_for(
-                lambda: _config_answers(limited),
-                HEADER_TIMEOUT_S + 20,
-                "a legitimate /v1/config answer",
+                lambda: _config_answers(server), bound_s, "a legitimate /v1/config answer"
             )
-            assert limited.server.process.poll() is None
-            # Still answering while the half-open connections are held, without ever
-            # running out of descriptors.
-            assert _config_answers(limited), took
-            assert not any(b"Too many open files" in line for line in limited.stderr)
+            assert server.server.process.poll() is None
+            # Still answering while the connections are held, never out of descriptors.
+            assert _config_answers(server), took
+            assert not any(b"Too many open files" in line for line in server.stderr)
         finally:
             for s in sockets:
                 s.close()
+
+
+def _send_when_connected(sockets: list[socket.socket], payloads: tuple[bytes, ...]) -> int:
+    """Send each socket its payload once its connection is made; how many were made."""
+    todo = {s: payloads[i % len(payloads)] for i, s in enumerate(sockets)}
+    made = 0
+    with selectors.DefaultSelector() as selector:
+        for s in todo:
+            selector.register(s, selectors.EVENT_WRITE)
+        deadline = time.monotonic() + 20
+        while todo and time.monotonic() < deadline:
+            for key, _ in selector.select(timeout=0.5):
+                s = key.fileobj
+                assert isinstance(s, socket.socket)
+                selector.unregister(s)
+                payload = todo.pop(s)
+                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                    made += 1
+                    if payload:
+                        with contextlib.suppress(OSError):
+                            s.send(payload)
+    return made
+
+
+FEW_FDS = pytest.mark.skipif(
+    resource.getrlimit(resource.RLIMIT_NOFILE)[1] not in (resource.RLIM_INFINITY,)
+    and resource.getrlimit(resource.RLIMIT_NOFILE)[1] < HALF_OPEN + 200,
+    reason="the test process cannot open enough sockets",
+)
+
+
+@FEW_FDS
+def test_half_open_connections_do_not_lock_out_a_client(limited: Limited) -> None:
+    # Nothing at all, or half a request line and headers, never finished.
+    _flood(limited, (b"", b"GET /v1/config HTTP/1.1\r\nHost: x\r\n"), HEADER_TIMEOUT_S + 20)
+
+
+@FEW_FDS
+def test_requests_whose_body_never_comes_do_not_lock_out_a_client(tmp_path: Path) -> None:
+    """Complete heads, bodies that never arrive: only the connection bound can help in time."""
+    body_never_comes = (
+        b"POST /v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 1000\r\n\r\n{"
+    )
+    with _start_limited(
+        tmp_path / "wh", "--header-timeout", "60", "--request-timeout", "120"
+    ) as server:
+        _flood(server, (body_never_comes,), 15)
 
 
 def test_a_connection_that_sends_nothing_is_closed(limited: Limited) -> None:
