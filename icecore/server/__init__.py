@@ -52,7 +52,9 @@ def serve(
     (:mod:`icecore.server.limits`).
 
     Raises:
-        ValueError: a malformed ``credential`` or ``vend`` pair (no secret in the message).
+        ValueError: a malformed ``credential`` or ``vend`` pair, a vending the options do not
+            allow, an unreadable or short token secret, or a limit that is not positive (one
+            sentence, no secret in it).
     """
     import uvicorn
 

@@ -13,6 +13,8 @@ import contextlib
 import resource
 import selectors
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 
 SERVER_NOFILE = 1024
@@ -253,3 +256,29 @@ def test_a_request_past_the_time_limit_is_503_and_the_server_answers_others(
             if b"ServiceUnavailableException" in answer:
                 break
         assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+
+
+@pytest.mark.parametrize(
+    "option", ["--header-timeout", "--keep-alive", "--request-timeout", "--max-connections"]
+)
+def test_a_limit_that_is_not_positive_is_one_sentence(tmp_path: Path, option: str) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "icecore",
+            "serve-rest",
+            f"sqlite:///{tmp_path / 'c.db'}",
+            "--port",
+            "9",
+            option,
+            "0",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert f"{option} must be positive." in done.stderr
+    assert "Traceback" not in done.stderr
