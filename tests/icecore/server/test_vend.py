@@ -24,7 +24,7 @@ from pyiceberg.catalog.rest import RestCatalog as PeerCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from icecore.server.vend import vended_properties
+from icecore.server.vend import ANONYMOUS_WARNING, vend_policy, vended_properties
 from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 
@@ -262,3 +262,44 @@ def test_read_only_server_vends_only_read_only_keys(
         assert "read-key" not in anonymous.text
     finally:
         stop_server(server)
+
+
+def test_vend_policy_names_what_to_change_and_never_a_value() -> None:
+    env = {"K": "key-value-3", "R": "eu-west-1"}
+    assert vend_policy([], [], authenticated=False, read_only=False, to_anonymous=False) == (
+        {},
+        None,
+    )
+    vended, warning = vend_policy(
+        ["s3.access-key-id=K"],
+        [],
+        authenticated=True,
+        read_only=False,
+        to_anonymous=True,
+        environ=env,
+    )
+    assert vended == {"s3.access-key-id": "key-value-3"} and warning is None
+    vended, warning = vend_policy(
+        [], ["s3.region=R"], authenticated=False, read_only=True, to_anonymous=True, environ=env
+    )
+    assert vended == {"s3.region": "eu-west-1"} and warning == ANONYMOUS_WARNING
+    with pytest.raises(ValueError, match="named by both --vend and --vend-read-only") as both:
+        vend_policy(
+            ["s3.access-key-id=K"],
+            ["s3.access-key-id=K"],
+            authenticated=True,
+            read_only=False,
+            to_anonymous=False,
+            environ=env,
+        )
+    with pytest.raises(ValueError, match="^--vend-read-only takes KEY=ENV_VAR") as malformed:
+        vend_policy(
+            [],
+            ["key-value-3"],
+            authenticated=True,
+            read_only=True,
+            to_anonymous=False,
+            environ=env,
+        )
+    for caught in (both, malformed):
+        assert "key-value-3" not in str(caught.value)
