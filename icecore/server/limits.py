@@ -76,7 +76,9 @@ class _GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._opened = self.loop.time()
         self._arm_head_timer()
-        if len(self.connections) > self.max_connections:
+        if len(self.connections) > self.max_connections and (
+            sum(not c.transport.is_closing() for c in self.connections) > self.max_connections
+        ):  # connections being closed still count until their socket is gone: not twice
             self._shed()
 
     def connection_lost(self, exc: Exception | None) -> None:
