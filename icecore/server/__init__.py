@@ -65,6 +65,8 @@ def serve(
         read_only=read_only,
         to_anonymous=vend_to_anonymous,
     )
+    limits = limits or HttpLimits()
+    run_options = limits.uvicorn_options()  # refused before anything is opened
     if warning:
         print(warning, file=sys.stderr, flush=True)
     backing = load_catalog(catalog, read_only=read_only)
@@ -79,14 +81,8 @@ def serve(
         else None
     )
     app = create_app(backing, read_only=read_only, issuer=issuer, vended=vended)
-    limits = limits or HttpLimits()
     uvicorn.run(
-        limits.wrap(app),
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        **limits.uvicorn_options(),
+        limits.wrap(app), host=host, port=port, log_level="warning", access_log=False, **run_options
     )
 
 

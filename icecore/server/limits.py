@@ -56,10 +56,16 @@ def default_max_connections() -> int:
     is applied), and a second wake-up can come first; with that room ``accept`` does not hit
     ``EMFILE`` (which stops accepting for a second and logs a traceback per attempt).
     """
+    budget = connection_budget()
+    return MAX_CONNECTIONS_CAP if budget is None else max(16, min(MAX_CONNECTIONS_CAP, budget))
+
+
+def connection_budget() -> int | None:
+    """Connections the descriptor limit leaves room for (None: no limit)."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
-        return MAX_CONNECTIONS_CAP
-    return max(16, min(MAX_CONNECTIONS_CAP, int(soft) - RESERVED_FDS - 2 * BACKLOG))
+        return None
+    return int(soft) - RESERVED_FDS - 2 * BACKLOG
 
 
 class _GuardedH11Protocol(H11Protocol):
@@ -169,6 +175,12 @@ class HttpLimits:
         if self.keep_alive_s < 1:
             raise ValueError("The keep-alive timeout must be at least 1 second.")
         connections = self.max_connections or default_max_connections()
+        budget = connection_budget()
+        if self.max_connections and budget is not None and self.max_connections > budget:
+            raise ValueError(
+                f"--max-connections {self.max_connections} is more than the file-descriptor "
+                f"limit leaves room for ({max(budget, 0)}); raise ulimit -n or name fewer."
+            )
         return {
             "http": guarded_protocol(self.header_timeout_s, connections),
             "timeout_keep_alive": self.keep_alive_s,

@@ -266,3 +266,17 @@ def test_a_limit_that_is_not_positive_is_one_sentence(
     assert code != 0
     assert capsys.readouterr().err == f"error: {option} must be positive.\n"
     assert not (tmp_path / "c.db").exists()  # refused before anything was opened
+
+
+def test_more_connections_than_descriptors_allow_is_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with _nofile(SERVER_NOFILE):
+        code = main(
+            ["serve-rest", f"sqlite:///{tmp_path / 'c.db'}", "--port", "9"]
+            + ["--max-connections", str(SERVER_NOFILE)]
+        )
+    assert code != 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --max-connections {SERVER_NOFILE} is more than")
+    assert err.count("\n") == 1
