@@ -512,7 +512,7 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
             token_secret_file=args.token_secret_file,
             limits=_http_limits(args),
         )
-    except ValueError as e:  # a malformed --credential; its text never holds the secret
+    except ValueError as e:  # a malformed option or secret; its text never holds the secret
         raise UsageError(str(e)) from None
     return {"served": args.catalog, "stopped": True}
 
@@ -737,7 +737,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-connections",
         type=int,
         default=None,
-        help="open connections at most (default: the file-descriptor limit minus 128)",
+        help="open connections at most (default: the file-descriptor limit minus 384)",
     )
     srv.add_argument(
         "--vend",

@@ -3,8 +3,9 @@
 ``python -m icecore serve-rest CATALOG`` runs :func:`serve`: :mod:`icecore.server.app` holds
 the routes, :mod:`~icecore.server.commit` the atomic commit, :mod:`~icecore.server.create`
 new tables, :mod:`~icecore.server.auth` tokens, :mod:`~icecore.server.errors` the
-``ErrorModel`` and :mod:`~icecore.server.vend` the storage credentials it hands out.
-Starlette and uvicorn are imported here and nowhere else in the core.
+``ErrorModel``, :mod:`~icecore.server.vend` the storage credentials it hands out and
+:mod:`~icecore.server.limits` its connection and time limits. Starlette and uvicorn are
+imported in this package and nowhere else in the core.
 """
 
 from __future__ import annotations
