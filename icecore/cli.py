@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icecore.catalog import load_catalog, load_table
 from icecore.config import read_only
@@ -35,6 +35,9 @@ from icecore.row_counts import rows_between, snapshot_rows
 from icecore.scan.planner import Plan
 from icecore.sql import result_cut, run_sql
 from icecore.table_data import TableData
+
+if TYPE_CHECKING:
+    from icecore.server.limits import HttpLimits
 
 Command = Callable[[argparse.Namespace], Any]
 
@@ -503,10 +506,31 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
             credential=credential,
             token_ttl_s=args.token_ttl,
             vend=args.vend,
+            vend_read_only=args.vend_read_only,
+            vend_to_anonymous=args.vend_to_anonymous,
+            token_max_lifetime_s=args.token_max_lifetime,
+            token_secret_file=args.token_secret_file,
+            limits=_http_limits(args),
         )
-    except ValueError as e:  # a malformed --credential; its text never holds the secret
+    except ValueError as e:  # a malformed option or secret; its text never holds the secret
         raise UsageError(str(e)) from None
     return {"served": args.catalog, "stopped": True}
+
+
+def _http_limits(args: argparse.Namespace) -> HttpLimits:
+    """``serve-rest``'s connection and time limits (:class:`icecore.server.limits.HttpLimits`)."""
+    from icecore.server.limits import HttpLimits
+
+    for name in ("header_timeout", "keep_alive", "request_timeout", "max_connections"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive.")
+    return HttpLimits(
+        header_timeout_s=args.header_timeout,
+        keep_alive_s=args.keep_alive,
+        request_timeout_s=args.request_timeout,
+        max_connections=args.max_connections,
+    )
 
 
 def _add_selectors(parser: argparse.ArgumentParser) -> None:
@@ -682,12 +706,59 @@ def build_parser() -> argparse.ArgumentParser:
         "--token-ttl", type=float, default=3600.0, help="seconds a token stays valid (3600)"
     )
     srv.add_argument(
+        "--token-max-lifetime",
+        type=float,
+        default=86_400.0,
+        help="seconds after its first issue a refreshed token still lives (86400)",
+    )
+    srv.add_argument(
+        "--token-secret-file",
+        default=None,
+        metavar="PATH",
+        help="file holding the secret tokens are signed with (or set "
+        "ICECORE_SERVE_TOKEN_SECRET; default: random at start); change it to revoke every token",
+    )
+    srv.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a connection may take to send a complete request head (10)",
+    )
+    srv.add_argument(
+        "--keep-alive", type=int, default=5, help="seconds an idle connection stays open (5)"
+    )
+    srv.add_argument(
+        "--request-timeout",
+        type=float,
+        default=120.0,
+        help="seconds a request may take before it is answered 503 (120)",
+    )
+    srv.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="open connections at most (default: the file-descriptor limit minus 384)",
+    )
+    srv.add_argument(
         "--vend",
         action="append",
         default=[],
         metavar="KEY=ENV_VAR",
         help="vend the storage property KEY (s3.endpoint, s3.access-key-id, ...) read from "
-        "the environment variable ENV_VAR to clients asking for vended credentials",
+        "the environment variable ENV_VAR to clients asking for vended credentials "
+        "(needs --credential; refused with --read-only)",
+    )
+    srv.add_argument(
+        "--vend-read-only",
+        action="append",
+        default=[],
+        metavar="KEY=ENV_VAR",
+        help="like --vend, for keys that can only read (the only keys a --read-only server vends)",
+    )
+    srv.add_argument(
+        "--vend-to-anonymous",
+        action="store_true",
+        help="vend even without --credential, to anyone who reaches the port (warns)",
     )
     srv.set_defaults(run=cmd_serve_rest)
     for name in SUMMARIZED:

@@ -144,6 +144,25 @@ def _ipc(table: pa.Table) -> bytes:
     return bytes(sink.getvalue())
 
 
+CHILD_ENV_NAMES = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH"})
+"""Variables the query process inherits, besides ``LC_*`` (an allow-list)."""
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the query process starts with: locale, time zone, search paths only.
+
+    Why: the parent (the app, the CLI, ``serve-rest``) holds catalog passwords, storage keys,
+    ``ICECORE_SERVE_CREDENTIAL`` and ``AWS_*``/``PG*`` variables in its environment, and the
+    child runs SQL a visitor wrote. DuckDB, pyarrow and ``python -I`` need none of them, so
+    nothing outside this allow-list crosses, whatever a future DuckDB function might read.
+    """
+    return {
+        name: value
+        for name, value in environ.items()
+        if name in CHILD_ENV_NAMES or name.startswith("LC_")
+    }
+
+
 class _Child:
     """The worker process of one query, read with a deadline."""
 
@@ -156,6 +175,7 @@ class _Child:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=self.folder,
+            env=child_environment(os.environ),
         )
         # Waiting for the parent (building a table) does not count against the query.
         self.budget = timeout + KILL_GRACE_S

@@ -182,7 +182,7 @@ class RestCatalog(CatalogBase):
         self._token = token.value if token is not None else None
         self._token_expires: float | None = None
         self._lock = threading.Lock()
-        self._session = requests.Session()
+        self._session = _session()
         self._session.headers["X-Iceberg-Access-Delegation"] = ACCESS_DELEGATION
         self._session.headers["User-Agent"] = "icecore"
         client = {k: v for k, v in (properties or {}).items() if k not in _CLIENT_ONLY}
@@ -241,7 +241,11 @@ class RestCatalog(CatalogBase):
         }
         try:
             response = self._session.post(
-                self._token_uri, data=form, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
+                self._token_uri,
+                data=form,
+                timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
+                stream=True,
+                allow_redirects=False,
             )
             body = _read(response)
         except requests.RequestException as e:
@@ -249,6 +253,12 @@ class RestCatalog(CatalogBase):
                 f"Cannot reach the token endpoint of {self._where()} "
                 f"({type(e).__name__}); check that the server is up."
             ) from None
+        if response.is_redirect or 300 <= response.status_code < 400:
+            raise CatalogUnavailable(
+                f"The token endpoint of {self._where()} answered a redirect "
+                f"({response.status_code}); the client credential is never re-sent to "
+                "another address, so set oauth2-server-uri to the final token URL."
+            )
         data = _json_object(body)
         if response.status_code != 200 or not isinstance(data.get("access_token"), str):
             reason = data.get("error") or data.get("error_description") or response.status_code
@@ -629,6 +639,23 @@ def _table_path(identifier: TableIdentifier) -> str:
         f"namespaces/{_namespace_path(identifier.namespace)}/tables/"
         f"{quote(identifier.name, safe='')}"
     )
+
+
+def _session() -> requests.Session:
+    """A session that takes nothing from the environment but a CA bundle.
+
+    Why: requests' default (``trust_env``) silently adds ``~/.netrc`` passwords as Basic auth
+    and routes every call, bearer token and client secret included, through whatever
+    ``HTTP(S)_PROXY``/``ALL_PROXY`` the process inherited. The catalog's URI and secrets are
+    configured explicitly (icecore.toml, ``ICECORE_REST_*``); only the CA bundle variables,
+    which say whom to trust and send nothing anywhere, are still honoured.
+    """
+    session = requests.Session()
+    session.trust_env = False
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if bundle:
+        session.verify = bundle
+    return session
 
 
 def _read(response: requests.Response) -> bytes:

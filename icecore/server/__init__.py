@@ -3,18 +3,26 @@
 ``python -m icecore serve-rest CATALOG`` runs :func:`serve`: :mod:`icecore.server.app` holds
 the routes, :mod:`~icecore.server.commit` the atomic commit, :mod:`~icecore.server.create`
 new tables, :mod:`~icecore.server.auth` tokens, :mod:`~icecore.server.errors` the
-``ErrorModel`` and :mod:`~icecore.server.vend` the storage credentials it hands out.
-Starlette and uvicorn are imported here and nowhere else in the core.
+``ErrorModel``, :mod:`~icecore.server.vend` the storage credentials it hands out and
+:mod:`~icecore.server.limits` its connection and time limits. Starlette and uvicorn are
+imported in this package and nowhere else in the core.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from icecore.catalog import load_catalog
 from icecore.server.app import create_app
-from icecore.server.auth import DEFAULT_TOKEN_TTL_S, TokenIssuer
-from icecore.server.vend import vended_properties
+from icecore.server.auth import (
+    DEFAULT_TOKEN_MAX_LIFETIME_S,
+    DEFAULT_TOKEN_TTL_S,
+    TokenIssuer,
+    token_secret,
+)
+from icecore.server.limits import HttpLimits
+from icecore.server.vend import vend_policy
 
 
 def serve(
@@ -26,22 +34,57 @@ def serve(
     credential: str | None = None,
     token_ttl_s: float = DEFAULT_TOKEN_TTL_S,
     vend: Sequence[str] = (),
+    vend_read_only: Sequence[str] = (),
+    vend_to_anonymous: bool = False,
+    token_max_lifetime_s: float = DEFAULT_TOKEN_MAX_LIFETIME_S,
+    token_secret_file: str | None = None,
+    limits: HttpLimits | None = None,
 ) -> None:
     """Serve ``catalog`` (as :func:`icecore.load_catalog` takes it) until interrupted.
 
     ``vend`` holds ``KEY=ENV_VAR`` pairs: storage properties read from this process's
-    environment and handed to clients that ask for vended credentials.
+    environment and handed to clients that ask for vended credentials; ``vend_read_only``
+    the pairs a read-only server may vend, ``vend_to_anonymous`` allows vending without a
+    credential (:func:`icecore.server.vend.vend_policy`). Tokens are signed with a key derived
+    from ``credential`` and the token secret (``token_secret_file``, else
+    ``ICECORE_SERVE_TOKEN_SECRET``, else random): a new secret revokes every earlier token;
+    a refreshed token dies ``token_max_lifetime_s`` after its first issue
+    (:mod:`icecore.server.auth`). ``limits`` bounds connections and request times
+    (:mod:`icecore.server.limits`).
 
     Raises:
-        ValueError: a malformed ``credential`` or ``vend`` pair (no secret in the message).
+        ValueError: a malformed ``credential`` or ``vend`` pair, a vending the options do not
+            allow, an unreadable or short token secret, or a limit that is not positive (one
+            sentence, no secret in it).
     """
     import uvicorn
 
-    vended = vended_properties(vend)
+    vended, warning = vend_policy(
+        vend,
+        vend_read_only,
+        authenticated=credential is not None,
+        read_only=read_only,
+        to_anonymous=vend_to_anonymous,
+    )
+    limits = limits or HttpLimits()
+    run_options = limits.uvicorn_options()  # refused before anything is opened
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     backing = load_catalog(catalog, read_only=read_only)
-    issuer = TokenIssuer.from_credential(credential, token_ttl_s) if credential else None
+    issuer = (
+        TokenIssuer.from_credential(
+            credential,
+            token_ttl_s,
+            max_lifetime_s=token_max_lifetime_s,
+            signing_secret=token_secret(token_secret_file),
+        )
+        if credential
+        else None
+    )
     app = create_app(backing, read_only=read_only, issuer=issuer, vended=vended)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(
+        limits.wrap(app), host=host, port=port, log_level="warning", access_log=False, **run_options
+    )
 
 
 __all__ = ["create_app", "serve"]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -231,3 +235,62 @@ def test_no_folder_is_open_to_queries() -> None:
         {},
     ).to_pylist()
     assert settings == [{"d": [], "t": ""}]
+
+
+def _query_children() -> list[Path]:
+    """This process's running query children (``/proc/<pid>``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii")
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            if parent == os.getpid() and b"sql_worker.py" in (entry / "cmdline").read_bytes():
+                found.append(entry)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_the_query_process_gets_no_secret_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secrets = {
+        "ICECORE_SERVE_CREDENTIAL": "analyst:serve-secret-1",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-2",
+        "PGPASSWORD": "pg-secret-3",
+        "ICECORE_REST_CREDENTIAL": "analyst:rest-secret-4",
+        "S3_KEY_FOR_VEND": "vend-secret-5",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    seen: list[bytes] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            query_arrow(ENDLESS, {}, SqlLimits(timeout_s=20))
+        except IcecoreError:
+            pass
+        finally:
+            done.set()
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    deadline = time.monotonic() + 15
+    while not seen and not done.is_set() and time.monotonic() < deadline:
+        for child in _query_children():
+            with contextlib.suppress(OSError):
+                seen.append((child / "environ").read_bytes())
+        if not seen:
+            time.sleep(0.02)
+    assert seen, "the query process was never seen running"
+    for name, value in secrets.items():
+        assert name.encode() not in seen[0]
+        assert value.encode() not in seen[0]
+    for child in _query_children():  # end the query now rather than at its time limit
+        with contextlib.suppress(OSError):
+            os.kill(int(child.name), signal.SIGKILL)
+    runner.join(timeout=30)

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
 from pyiceberg.catalog.rest import RestCatalog
 
+from icecore.server.auth import (
+    TOKEN_EXCHANGE,
+    TOKEN_SECRET_ENV,
+    OAuthError,
+    TokenIssuer,
+    token_secret,
+)
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 
 TTL_S = 2.0
@@ -142,3 +150,141 @@ def test_read_only_refuses_every_write(read_only: RestServer) -> None:
     config = requests.get(f"{url}/v1/config", timeout=10).json()
     assert "POST /v1/{prefix}/namespaces" not in config["endpoints"]
     assert [f.name for f in cat.load_table("ro.t").schema().fields] == ["id"]
+
+
+class _Clock:
+    """A settable wall clock for :class:`TokenIssuer` (seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _exchange(issuer: TokenIssuer, token: str) -> dict[str, object]:
+    return issuer.grant({"grant_type": TOKEN_EXCHANGE, "subject_token": token})
+
+
+def _login(issuer: TokenIssuer, credential: str = CREDENTIAL) -> str:
+    client_id, _, secret = credential.partition(":")
+    granted = issuer.grant(
+        {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
+    )
+    return str(granted["access_token"])
+
+
+def test_refreshing_again_and_again_ends_at_the_maximum_lifetime() -> None:
+    clock = _Clock()
+    ttl, max_lifetime = 10.0, 35.0
+    issuer = TokenIssuer.from_credential(
+        CREDENTIAL, ttl, max_lifetime_s=max_lifetime, signing_secret=b"x" * 32, clock=clock
+    )
+    first_issue = clock.now
+    token = _login(issuer)
+    for _ in range(1000):
+        clock.now += ttl / 2  # a client refreshing well before each expiry
+        if not issuer.valid(token):
+            break
+        try:
+            token = str(_exchange(issuer, token)["access_token"])
+        except OAuthError as refused:
+            assert refused.error == "invalid_grant"
+            assert "maximum lifetime" in refused.description
+            break
+    assert clock.now <= first_issue + max_lifetime + ttl / 2, "refresh never ends"
+    clock.now = first_issue + max_lifetime
+    assert not issuer.valid(token)
+    with pytest.raises(OAuthError):
+        _exchange(issuer, token)
+    # The credential itself still logs in: a new chain starts.
+    assert issuer.valid(_login(issuer))
+
+
+def test_a_new_token_secret_revokes_every_token_and_the_credential_still_logs_in() -> None:
+    clock = _Clock()
+    old = TokenIssuer.from_credential(CREDENTIAL, signing_secret=b"a" * 32, clock=clock)
+    token = _login(old)
+    kept = TokenIssuer.from_credential(CREDENTIAL, signing_secret=b"a" * 32, clock=clock)
+    assert kept.valid(token)  # a restart with the same secret keeps tokens
+    rotated = TokenIssuer.from_credential(CREDENTIAL, signing_secret=b"b" * 32, clock=clock)
+    assert not rotated.valid(token)
+    with pytest.raises(OAuthError):
+        _exchange(rotated, token)
+    assert rotated.valid(_login(rotated))
+    random_secret = TokenIssuer.from_credential(CREDENTIAL, clock=clock)
+    assert not random_secret.valid(token)
+    new_credential = TokenIssuer.from_credential(
+        "reader:another-secret", signing_secret=b"a" * 32, clock=clock
+    )
+    assert not new_credential.valid(token)
+
+
+def test_a_tampered_token_is_refused() -> None:
+    clock = _Clock()
+    issuer = TokenIssuer.from_credential(CREDENTIAL, 10.0, signing_secret=b"a" * 32, clock=clock)
+    token = _login(issuer)
+    prefix, origin, expiry, nonce, signature = token.split(".")
+    later = str(int(expiry) + 10**9)
+    for forged in (
+        ".".join((prefix, origin, later, nonce, signature)),
+        ".".join((prefix, origin, expiry, nonce, signature[:-2])),
+        token + "x",
+        "x" * 5000,
+        "",
+    ):
+        assert not issuer.valid(forged)
+    clock.now += 11
+    assert not issuer.valid(token)
+
+
+def test_restart_with_a_new_token_secret_revokes_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ICECORE_SERVE_CREDENTIAL", raising=False)
+    secret_file = tmp_path / "token-secret"
+    secret_file.write_text("first-" + "a" * 32, encoding="utf-8")
+    warehouse = tmp_path / "wh"
+    args = ("--credential", CREDENTIAL, "--token-secret-file", str(secret_file))
+
+    def calls_with(server: RestServer, token: str) -> int:
+        return requests.get(
+            f"{server.url}/v1/namespaces", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        ).status_code
+
+    server = start_server(warehouse, *args)
+    try:
+        token = _token(server, CREDENTIAL.split(":", 1)[1]).json()["access_token"]
+        assert calls_with(server, token) == 200
+    finally:
+        stop_server(server)
+    server = start_server(warehouse, *args)  # same secret: the token survives the restart
+    try:
+        assert calls_with(server, token) == 200
+    finally:
+        stop_server(server)
+    secret_file.write_text("second-" + "b" * 32, encoding="utf-8")
+    server = start_server(warehouse, *args)
+    try:
+        assert calls_with(server, token) == 401
+        # The client's configuration (its credential) is unchanged and still works.
+        cat = RestCatalog(
+            "rotated",
+            uri=server.url,
+            credential=CREDENTIAL,
+            **{"oauth2-server-uri": f"{server.url}/v1/oauth/tokens"},
+        )
+        cat.create_namespace("after_rotation")
+        assert ("after_rotation",) in cat.list_namespaces()
+    finally:
+        stop_server(server)
+
+
+def test_a_short_or_unreadable_token_secret_is_one_sentence(tmp_path: Path) -> None:
+    assert token_secret(None, {}) is None
+    assert token_secret(None, {TOKEN_SECRET_ENV: "k" * 32}) == b"k" * 32
+    with pytest.raises(ValueError, match=f"^{TOKEN_SECRET_ENV} must hold at least") as short:
+        token_secret(None, {TOKEN_SECRET_ENV: "hunter2"})
+    assert "hunter2" not in str(short.value)
+    with pytest.raises(ValueError, match="^Cannot read the token secret file"):
+        token_secret(str(tmp_path / "missing"), {})
