@@ -262,6 +262,8 @@ class CatalogService:
             isinstance(k, str) and isinstance(v, str) for k, v in props.items()
         ):
             raise bad_request("'properties' must map strings to strings.")
+        if "location" in props:  # where the namespace's new tables will be written
+            plain_text(props["location"], "The namespace property 'location'")
         self.backend.create_namespace(namespace, dict(props))
         return {"namespace": list(namespace), "properties": dict(props)}
 
@@ -294,6 +296,8 @@ class CatalogService:
             isinstance(k, str) and isinstance(v, str) for k, v in updates.items()
         ):
             raise bad_request("'updates' must map strings to strings.")
+        if "location" in updates:
+            plain_text(updates["location"], "The namespace property 'location'")
         if not isinstance(removals, list) or not all(isinstance(r, str) for r in removals):
             raise bad_request("'removals' must be a list of strings.")
         updated, removed, missing = self.backend.update_properties(

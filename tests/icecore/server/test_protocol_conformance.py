@@ -182,6 +182,16 @@ def test_control_characters_in_locations_are_400(rest_server: RestServer) -> Non
         timeout=10,
     )
     _error(r, 400, "BadRequestException")
+    r = requests.post(
+        f"{rest_server.url}/v1/namespaces",
+        json={"namespace": ["nul_loc"], "properties": {"location": "/tmp/a\x00b"}},
+        timeout=10,
+    )
+    _error(r, 400, "BadRequestException")
+    r = requests.post(f"{base}/properties", json={"updates": {"location": "/x\x00"}}, timeout=10)
+    _error(r, 400, "BadRequestException")
+    assert "location" not in requests.get(base, timeout=10).json()["properties"]
+    assert requests.get(f"{rest_server.url}/v1/namespaces/nul_loc", timeout=10).status_code == 404
     table = SqlCatalog(rest_server.catalog_db).load_table("nul.t")
     assert table.metadata_location == created["metadata-location"]
     assert requests.get(f"{base}/tables", timeout=10).json()["identifiers"] == [
