@@ -197,3 +197,35 @@ def test_control_characters_in_locations_are_400(rest_server: RestServer) -> Non
     assert requests.get(f"{base}/tables", timeout=10).json()["identifiers"] == [
         {"namespace": ["nul"], "name": "t"}
     ]
+
+
+def test_add_schema_keeps_the_larger_last_column_id(rest_server: RestServer) -> None:
+    """Iceberg Java clients send the new schema's highest id; dropping column 2 sends 1."""
+    _namespace(rest_server, "lcid")
+    created = _table(rest_server, "lcid", "t")
+    url = f"{rest_server.url}/v1/namespaces/lcid/tables/t"
+    before = created["metadata"]["last-column-id"]
+    only_a = {"type": "struct", "fields": SCHEMA["fields"][:1]}
+    body = {
+        "requirements": [],
+        "updates": [
+            {"action": "add-schema", "schema": only_a, "last-column-id": 1},
+            {"action": "set-current-schema", "schema-id": -1},
+        ],
+    }
+    r = requests.post(url, json=body, timeout=10)
+    assert r.status_code == 200, r.text
+    md = r.json()["metadata"]
+    assert md["last-column-id"] == before == 2
+    current = next(s for s in md["schemas"] if s["schema-id"] == md["current-schema-id"])
+    assert [f["name"] for f in current["fields"]] == ["a"]
+    # The dropped column's id is still never handed out again.
+    reused = {
+        "type": "struct",
+        "fields": [
+            *SCHEMA["fields"][:1],
+            {"id": 2, "name": "c", "required": False, "type": "long"},
+        ],
+    }
+    body["updates"][0] = {"action": "add-schema", "schema": reused, "last-column-id": 2}
+    _error(requests.post(url, json=body, timeout=10), 400, "BadRequestException")
