@@ -417,11 +417,12 @@ class CatalogService:
         """
         identifier = self._table(call)
         named = call.body.get("identifier") if isinstance(call.body, Mapping) else None
-        if named is not None and _identifier(named, "'identifier'") != identifier:
-            raise bad_request(
-                f"The commit's identifier {_identifier(named, 'identifier')} is not the "
-                f"table of its path, {identifier}."
-            )
+        if named is not None:
+            said = _identifier(named, "The commit's 'identifier'")
+            if said != identifier:
+                raise bad_request(
+                    f"The commit's identifier {said} is not the table of its path, {identifier}."
+                )
         requirements, updates = parse_commit(call.body)
         if any(isinstance(r, AssertCreate) for r in requirements):
             return self._create_by_commit(identifier, requirements, updates)
