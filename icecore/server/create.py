@@ -35,7 +35,10 @@ def _fresh_type(t: Any, ids: dict[int, int], counter: list[int]) -> Any:
         return t
     kind = t.get("type")
     if kind == "struct":
-        fields = [dict(f) for f in t.get("fields", []) if isinstance(f, Mapping)]
+        raw = t.get("fields", [])
+        if not isinstance(raw, list) or not all(isinstance(f, Mapping) for f in raw):
+            raise ValidationError("A struct's 'fields' must be a list of field objects.")
+        fields = [dict(f) for f in raw]
         for f in fields:  # this struct's fields first, then what they hold
             counter[0] += 1
             if isinstance(f.get("id"), int):

@@ -67,6 +67,10 @@ def test_create_table_without_a_schema_is_400_and_creates_nothing(
     url = f"{rest_server.url}/v1/namespaces/no_schema/tables"
     for body in ({"name": "t"}, {"name": "t", "schema": None}, {"name": "t", "schema": "x"}):
         _error(requests.post(url, json=body, timeout=10), 400, "BadRequestException")
+    # A schema whose fields are not a list of fields (the fuzz run's one 5xx: fields: true).
+    for fields in (True, 3, [True], [{"id": 1, "name": "a", "type": "int"}, "b"]):
+        body = {"name": "t", "schema": {"type": "struct", "fields": fields}}
+        _error(requests.post(url, json=body, timeout=10), 400, "BadRequestException")
     assert requests.get(url, timeout=10).json()["identifiers"] == []
 
 
