@@ -71,6 +71,11 @@ def test_create_table_without_a_schema_is_400_and_creates_nothing(
     for fields in (True, 3, [True], [{"id": 1, "name": "a", "type": "int"}, "b"]):
         body = {"name": "t", "schema": {"type": "struct", "fields": fields}}
         _error(requests.post(url, json=body, timeout=10), 400, "BadRequestException")
+    # A partition spec or sort order that is not an object with a list of fields.
+    for key in ("partition-spec", "write-order"):
+        for value in (True, "x", {"fields": 3}, {"fields": [True]}):
+            body = {"name": "t", "schema": SCHEMA, key: value}
+            _error(requests.post(url, json=body, timeout=10), 400, "BadRequestException")
     assert requests.get(url, timeout=10).json()["identifiers"] == []
 
 
