@@ -95,14 +95,17 @@ def _confine(case: Any) -> None:
     changes = body.get("table-changes")
     for change in [body, *(changes if isinstance(changes, list) else [])]:
         updates = change.get("updates") if isinstance(change, dict) else None
-        if isinstance(updates, list):
-            updates[:] = [
-                u
-                for u in updates
-                if not (
-                    isinstance(u, dict) and u.get("action") in ("set-location", "set-properties")
-                )
-            ]
+        if not isinstance(updates, list):
+            continue
+        # set-location names a folder to write to; drop it whole.
+        updates[:] = [
+            u for u in updates if not (isinstance(u, dict) and u.get("action") == "set-location")
+        ]
+        for u in updates:
+            props = u.get("updates") if isinstance(u, dict) else None
+            if isinstance(props, dict):
+                for key in [k for k in props if str(k).startswith("write.")]:
+                    del props[key]
 
 
 def _fuzz_operation(
