@@ -16,6 +16,8 @@ so one slow request does not stall the others. ``read_only`` refuses every write
 
 from __future__ import annotations
 
+import base64
+import bisect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -42,6 +44,7 @@ from icecore.metadata.updates_json import updates_to_json
 from icecore.server.auth import OAuthError, TokenIssuer
 from icecore.server.backend import Backend
 from icecore.server.commit import (
+    PATH_PROPERTIES,
     TableChange,
     apply_rest_updates,
     commit_table,
@@ -56,6 +59,8 @@ from icecore.server.errors import (
     error_response,
     from_icecore,
     no_such_namespace,
+    no_such_table,
+    plain_text,
 )
 from icecore.server.vend import DELEGATION_HEADER, wants_vended
 from icecore.table_data import read_table_metadata
@@ -127,15 +132,37 @@ def _identifier(value: Any, what: str) -> TableIdentifier:
     )
 
 
-def _page(items: list[Any], query: Mapping[str, str]) -> tuple[list[Any], str | None]:
-    """One page of ``items``: ``pageToken`` is the offset, ``pageSize`` the length."""
+def _page_token(key: list[str]) -> str:
+    """The ``next-page-token`` after the item keyed ``key``: its key, encoded."""
+    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode().rstrip("=")
+
+
+def _after_token(token: str) -> list[str]:
+    """The key a ``pageToken`` of :func:`_page_token` carries; 400 for any other token."""
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        key = None
+    if not isinstance(key, list) or not key or not all(isinstance(k, str) for k in key):
+        raise bad_request("Invalid pageToken: pass back the next-page-token of the last page.")
+    return key
+
+
+def _page(
+    items: list[Any], query: Mapping[str, str], key: Callable[[Any], list[str]]
+) -> tuple[list[Any], str | None]:
+    """One page of ``items`` (sorted by ``key``), as the spec's ``PageToken`` describes.
+
+    The spec ("PageToken") leaves the token opaque to clients: here it is the key of the
+    last item served, encoded, so a page resumes after that name even when items were
+    added or dropped meanwhile, and a client cannot skip ahead by guessing offsets.
+    ``pageSize`` is capped at :data:`MAX_PAGE_SIZE`.
+    """
     token, size = query.get("pageToken"), query.get("pageSize")
     start = 0
     if token:
-        found = whole_number(token, negative=False)
-        if found is None:
-            raise bad_request("Invalid pageToken.")
-        start = found
+        after = _after_token(token)
+        start = bisect.bisect_right([key(item) for item in items], after)
     if size is None or size == "":
         if not token:
             return items, None
@@ -146,7 +173,8 @@ def _page(items: list[Any], query: Mapping[str, str]) -> tuple[list[Any], str | 
             raise bad_request("pageSize must be a positive integer.")
         count = min(asked, MAX_PAGE_SIZE)
     end = start + count
-    return items[start:end], (str(end) if end < len(items) else None)
+    page = items[start:end]
+    return page, (_page_token(key(page[-1])) if end < len(items) and page else None)
 
 
 class CatalogService:
@@ -223,7 +251,7 @@ class CatalogService:
                 if len(ns) > len(parent) and ns[: len(parent)] == parent
             }
         )
-        page, token = _page(children, call.query)
+        page, token = _page(children, call.query, list)
         return {"namespaces": [list(ns) for ns in page], "next-page-token": token}
 
     def create_namespace(self, call: Call) -> Any:
@@ -235,6 +263,8 @@ class CatalogService:
             isinstance(k, str) and isinstance(v, str) for k, v in props.items()
         ):
             raise bad_request("'properties' must map strings to strings.")
+        if "location" in props:  # where the namespace's new tables will be written
+            plain_text(props["location"], "The namespace property 'location'")
         self.backend.create_namespace(namespace, dict(props))
         return {"namespace": list(namespace), "properties": dict(props)}
 
@@ -267,6 +297,8 @@ class CatalogService:
             isinstance(k, str) and isinstance(v, str) for k, v in updates.items()
         ):
             raise bad_request("'updates' must map strings to strings.")
+        if "location" in updates:
+            plain_text(updates["location"], "The namespace property 'location'")
         if not isinstance(removals, list) or not all(isinstance(r, str) for r in removals):
             raise bad_request("'removals' must be a list of strings.")
         updated, removed, missing = self.backend.update_properties(
@@ -287,9 +319,7 @@ class CatalogService:
             # NoSuchTable even when the namespace is missing, as Iceberg Java's server
             # answers: Spark resolves ``ns.t.snapshots`` by first loading table ``snapshots``
             # in namespace ``ns.t`` and falls back to the metadata table only on NoSuchTable.
-            raise RestError(
-                404, "NoSuchTableException", f"Table does not exist: {identifier}"
-            ) from None
+            raise no_such_table(identifier) from None
         return {
             "metadata-location": table.metadata_location,
             "metadata": serialize_metadata(table.metadata),
@@ -299,8 +329,8 @@ class CatalogService:
     def list_tables(self, call: Call) -> Any:
         """``GET .../tables``: the namespace's tables, paged."""
         namespace = self._existing(call.params["namespace"])
-        tables = self.catalog.list_tables(namespace)
-        page, token = _page(tables, call.query)
+        tables = sorted(self.catalog.list_tables(namespace), key=lambda t: t.name)
+        page, token = _page(tables, call.query, lambda t: [t.name])
         return {
             "identifiers": [{"namespace": list(t.namespace), "name": t.name} for t in page],
             "next-page-token": token,
@@ -311,8 +341,16 @@ class CatalogService:
         return self._load_result(self._table(call), call)
 
     def table_exists(self, call: Call) -> Any:
-        """``HEAD .../tables/{t}``: 204 if it exists, else 404."""
-        self._load_result(self._table(call))
+        """``HEAD .../tables/{t}`` (spec ``tableExists``): 204 if it exists, else 404.
+
+        Asks the catalog for the table's metadata location only: the metadata file is not
+        read, so a probe stays cheap and answers even when that file is damaged.
+        """
+        identifier = self._table(call)
+        try:
+            self.catalog.metadata_location(identifier)
+        except NotFound:
+            raise no_such_table(identifier) from None
         return Response(status_code=204)
 
     def create_table(self, call: Call) -> Any:
@@ -321,16 +359,23 @@ class CatalogService:
         body = call.body
         if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
             raise bad_request("A create-table request needs a 'name' and a 'schema'.")
+        if not isinstance(body.get("schema"), Mapping):
+            # Iceberg Java's CreateTableRequest.validate: a table without a schema is refused.
+            raise bad_request("A create-table request needs a 'schema' object.")
         identifier = check_new_identifier(TableIdentifier(namespace, body["name"]))
         location = body.get("location") or self.backend.default_location(identifier)
         if not isinstance(location, str):
             raise bad_request("'location' must be a string.")
+        plain_text(location, "'location'")
         props = body.get("properties") or {}
         if not isinstance(props, Mapping):
             raise bad_request("'properties' must be an object.")
+        for key in PATH_PROPERTIES & set(props):
+            if isinstance(props[key], str):
+                plain_text(props[key], f"property {key!r}")
         metadata = new_table_metadata(
             location=location,
-            schema=body.get("schema") or {},
+            schema=body["schema"],
             partition_spec=body.get("partition-spec"),
             write_order=body.get("write-order"),
             properties=props,
@@ -355,14 +400,30 @@ class CatalogService:
         name, location = body.get("name"), body.get("metadata-location")
         if not isinstance(name, str) or not isinstance(location, str):
             raise bad_request("A register request needs 'name' and 'metadata-location'.")
+        plain_text(location, "'metadata-location'")
         identifier = TableIdentifier(namespace, name)
-        read_table_metadata(self.backend.io, location)  # refuse what is not metadata
+        try:
+            read_table_metadata(self.backend.io, location)  # refuse what is not metadata
+        except NotFound as e:
+            # A file, not a namespace, is missing: the spec's generic NotFoundException.
+            raise RestError(404, "NotFoundException", str(e)) from None
         self.backend.register_table(identifier, location)
         return self._load_result(identifier, call)
 
     def commit(self, call: Call) -> Any:
-        """``POST .../tables/{t}``: check the requirements and apply the updates atomically."""
+        """``POST .../tables/{t}``: check the requirements and apply the updates atomically.
+
+        The body's optional ``identifier`` (spec ``CommitTableRequest``) must name the
+        table of the path: a client that says one table and addresses another gets 400.
+        """
         identifier = self._table(call)
+        named = call.body.get("identifier") if isinstance(call.body, Mapping) else None
+        if named is not None:
+            said = _identifier(named, "The commit's 'identifier'")
+            if said != identifier:
+                raise bad_request(
+                    f"The commit's identifier {said} is not the table of its path, {identifier}."
+                )
         requirements, updates = parse_commit(call.body)
         if any(isinstance(r, AssertCreate) for r in requirements):
             return self._create_by_commit(identifier, requirements, updates)
@@ -440,7 +501,11 @@ class CatalogService:
         names = [c.identifier for c in changes]
         if len(set(names)) != len(names):
             raise bad_request("A transaction names a table twice; send one change per table.")
-        commit_transaction(self.catalog, changes)
+        try:
+            commit_transaction(self.catalog, changes)
+        except NotFound as e:
+            # A table is missing (whether or not its namespace is): NoSuchTable, as Java.
+            raise RestError(404, "NoSuchTableException", str(e)) from None
         return Response(status_code=204)
 
     def report_metrics(self, call: Call) -> Any:
@@ -503,6 +568,23 @@ def _json_body(raw: bytes) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise bad_request(f"Malformed JSON in the request body: {str(e)[:200]}") from None
+
+
+def one_route(path: str, handlers: Mapping[str, Callable[[Request], Awaitable[Response]]]) -> Route:
+    """One route per path, whatever its methods, so a 405's ``Allow`` lists all of them.
+
+    Starlette answers a method no route of a path takes from the first route whose path
+    matched: with one route per method, ``Allow`` named that route's method only. A HEAD
+    where the spec defines none is the GET without its body (starlette's rule).
+    """
+
+    async def dispatch(request: Request) -> Response:
+        method = request.method
+        if method == "HEAD" and method not in handlers:
+            method = "GET"
+        return await handlers[method](request)
+
+    return Route(path, dispatch, methods=list(handlers))
 
 
 def create_app(
@@ -596,19 +678,21 @@ def create_app(
     for e in served:
         by_path.setdefault(e.path, []).append(e)
     for path, endpoints in by_path.items():
-        for e in endpoints:
-            routes.append(Route(path, wrap(e), methods=[e.method]))
+        routes.append(one_route(path, {e.method: wrap(e) for e in endpoints}))
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         kinds = {404: "NoSuchEndpointException", 405: "MethodNotAllowedException"}
-        return error_response(
+        response = error_response(
             exc.status_code,
             kinds.get(exc.status_code, "BadRequestException"),
             f"No such endpoint: {request.method} {request.url.path[:200]}"
             if exc.status_code in kinds
             else str(exc.detail)[:200],
         )
+        # RFC 9110 15.5.6: a 405 names the methods the resource has (starlette's Allow).
+        response.headers.update(exc.headers or {})
+        return response
 
     async def server_error(request: Request, exc: Exception) -> Response:
         log.exception("Unexpected error", exc_info=exc)

@@ -16,6 +16,7 @@ checks.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,13 +26,21 @@ from icecore.errors import CommitConflict, InvalidMetadata
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import MetadataBuilder, encode_metadata
 from icecore.metadata.requirements import Requirement, violations
-from icecore.metadata.updates import MetadataUpdate
+from icecore.metadata.updates import (
+    AddSchema,
+    AddSnapshot,
+    MetadataUpdate,
+    SetLocation,
+    SetPartitionStatistics,
+    SetProperties,
+    SetStatistics,
+)
 from icecore.metadata.updates_json import (
     requirement_from_json,
     requirements_from_json,
     updates_from_json,
 )
-from icecore.server.errors import RestError, bad_request
+from icecore.server.errors import RestError, bad_request, plain_text
 
 COMMIT_ATTEMPTS = 4
 """Attempts on lost swaps before answering 409 (Iceberg Java's server retries too)."""
@@ -53,8 +62,25 @@ def requirement_failures(requirements: Sequence[Requirement], md: TableMetadata)
 def apply_rest_updates(
     base: TableMetadata, updates: Sequence[MetadataUpdate], previous_location: str | None
 ) -> TableMetadata:
-    """``base`` with every update applied in order, checked by the spec's rules."""
-    return MetadataBuilder(base).apply_all(updates).build(previous_location)
+    """``base`` with every update applied in order, checked by the spec's rules.
+
+    An ``add-schema``'s ``last-column-id`` (deprecated in the spec's ``AddSchemaUpdate``) never
+    lowers the table's: the largest of it, the table's and the schema's highest field id is
+    kept, as Iceberg Java's server does
+    (``MetadataUpdate.AddSchema.applyTo`` calls ``TableMetadata.Builder.addSchema(schema)``,
+    which keeps ``max(lastColumnId, schema.highestFieldId())``). Java clients send the new
+    schema's highest field id there, so dropping the newest column (Spark's ``ALTER TABLE ...
+    DROP COLUMN``, a ``REPLACE TABLE`` with fewer columns) would otherwise be refused.
+    """
+    builder = MetadataBuilder(base)
+    for update in updates:
+        if isinstance(update, AddSchema) and update.last_column_id is not None:
+            kept = max(
+                update.last_column_id, builder.last_column_id, update.schema.highest_field_id
+            )
+            update = dataclasses.replace(update, last_column_id=kept)
+        builder.apply(update)
+    return builder.build(previous_location)
 
 
 def parse_commit(body: Any) -> tuple[list[Requirement], list[MetadataUpdate]]:
@@ -62,12 +88,41 @@ def parse_commit(body: Any) -> tuple[list[Requirement], list[MetadataUpdate]]:
     if not isinstance(body, Mapping):
         raise bad_request("The commit request must be a JSON object.")
     try:
-        return (
-            requirements_from_json(body.get("requirements", [])),
-            updates_from_json(body.get("updates", [])),
-        )
+        requirements = requirements_from_json(body.get("requirements", []))
+        updates = updates_from_json(body.get("updates", []))
     except InvalidMetadata as e:
         raise bad_request(str(e)) from e
+    for update in updates:
+        for path, what in paths_named(update):
+            plain_text(path, what)
+    return requirements, updates
+
+
+PATH_PROPERTIES = frozenset(
+    {
+        "write.data.path",
+        "write.metadata.path",
+        "write.folder-storage.path",
+        "write.object-storage.path",
+    }
+)
+"""Table properties whose value is a storage location the server may write to."""
+
+
+def paths_named(update: MetadataUpdate) -> list[tuple[str, str]]:
+    """Every storage location an update names, with what names it (for error messages)."""
+    match update:
+        case SetLocation(location=location):
+            return [(location, "set-location's location")]
+        case AddSnapshot(snapshot=snapshot) if snapshot.manifest_list is not None:
+            return [(snapshot.manifest_list, "add-snapshot's manifest-list")]
+        case SetStatistics(statistics=stats):
+            return [(stats.statistics_path, "set-statistics' statistics-path")]
+        case SetPartitionStatistics(partition_statistics=stats):
+            return [(stats.statistics_path, "set-partition-statistics' statistics-path")]
+        case SetProperties(updates=props):
+            return [(v, f"property {k!r}") for k, v in props.items() if k in PATH_PROPERTIES]
+    return []
 
 
 def commit_table(
@@ -198,6 +253,7 @@ __all__ = [
     "commit_transaction",
     "parse_commit",
     "parse_requirement",
+    "paths_named",
     "requirement_failures",
     "supports_transactions",
 ]

@@ -35,7 +35,10 @@ def _fresh_type(t: Any, ids: dict[int, int], counter: list[int]) -> Any:
         return t
     kind = t.get("type")
     if kind == "struct":
-        fields = [dict(f) for f in t.get("fields", []) if isinstance(f, Mapping)]
+        raw = t.get("fields", [])
+        if not isinstance(raw, list) or not all(isinstance(f, Mapping) for f in raw):
+            raise ValidationError("A struct's 'fields' must be a list of field objects.")
+        fields = [dict(f) for f in raw]
         for f in fields:  # this struct's fields first, then what they hold
             counter[0] += 1
             if isinstance(f.get("id"), int):
@@ -88,6 +91,18 @@ def _remap_source(field: Mapping[str, Any], ids: Mapping[int, int], what: str) -
     return out
 
 
+def _fields_of(value: Any, what: str) -> list[Mapping[str, Any]]:
+    """The ``fields`` of a request's partition spec or sort order JSON (none if absent)."""
+    if value is None:
+        return []
+    raw = value.get("fields") if isinstance(value, Mapping) else None
+    if raw is None and isinstance(value, Mapping):
+        return []
+    if not isinstance(raw, list) or not all(isinstance(f, Mapping) for f in raw):
+        raise ValidationError(f"The {what} must be an object whose 'fields' is a list of objects.")
+    return raw
+
+
 def new_table_metadata(
     *,
     location: str,
@@ -131,18 +146,13 @@ def new_table_metadata(
         schema_json = {**schema, "schema-id": 0}
         last_column_id = _highest_id(schema_json)
         ids = {i: i for i in range(last_column_id + 1)}
-    spec_fields = list((partition_spec or {}).get("fields") or [])
     fields = []
-    for i, f in enumerate(spec_fields):
-        if not isinstance(f, Mapping):
-            raise ValidationError("Each partition field must be a JSON object.")
+    for i, f in enumerate(_fields_of(partition_spec, "partition spec")):
         remapped = _remap_source(f, ids, "partition spec")
         remapped["field-id"] = PARTITION_DATA_ID_START + i
         fields.append(remapped)
     order_fields = [
-        _remap_source(f, ids, "sort order")
-        for f in list((write_order or {}).get("fields") or [])
-        if isinstance(f, Mapping)
+        _remap_source(f, ids, "sort order") for f in _fields_of(write_order, "sort order")
     ]
     order_id = 1 if order_fields else 0
     obj: dict[str, Any] = {

@@ -65,6 +65,23 @@ def no_such_namespace(namespace: tuple[str, ...]) -> RestError:
     )
 
 
+def no_such_table(identifier: object) -> RestError:
+    """A 404 naming the table (also when its namespace is missing, as Iceberg Java answers)."""
+    return RestError(404, "NoSuchTableException", f"Table does not exist: {identifier}")
+
+
+def plain_text(value: str, what: str) -> str:
+    """``value`` if it holds no control character (NUL, newline, ...), else a 400.
+
+    A path or URL with a NUL reaches ``os`` functions that raise ValueError (a 500);
+    no storage location needs a control character, so they are refused up front.
+    """
+    bad = next((c for c in value if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise bad_request(f"{what} contains the control character {bad!r}.")
+    return value
+
+
 def _dot(parts: tuple[str, ...]) -> str:
     return ".".join(parts)
 
@@ -93,4 +110,12 @@ def from_icecore(error: IcecoreError, *, not_found: str = "NoSuchTableException"
     return bad_request(message)
 
 
-__all__ = ["RestError", "bad_request", "error_response", "from_icecore", "no_such_namespace"]
+__all__ = [
+    "RestError",
+    "bad_request",
+    "error_response",
+    "from_icecore",
+    "no_such_namespace",
+    "no_such_table",
+    "plain_text",
+]

@@ -129,3 +129,54 @@ def test_statistics_and_expiry_with_metadata_cleanup_through_the_server(
     ).load_table("up.t")
     assert sorted(tuple(r.values()) for r in peer.scan().to_arrow().to_pylist()) == expected
     spark.sql(f"DROP TABLE {table}")
+
+
+def _state(spark: Any, server: RestServer, catalog: str, backing: str) -> tuple[Any, ...]:
+    """What a DDL left on ``ddl.t``: current schema's fields, ``last-column-id``, rows.
+
+    The metadata is read by Icecore from the backing file (``backing`` names the
+    JdbcCatalog rows), the rows by Spark through ``catalog``.
+    """
+    md = SqlCatalog(server.catalog_db, catalog_name=backing).load_table("ddl.t").metadata
+    return md.current_schema().fields, md.last_column_id, _rows(spark, f"{catalog}.ddl.t")
+
+
+@pytest.mark.spark
+def test_dropping_the_newest_column_and_replacing_with_fewer_columns_equal_jdbc(
+    spark: Any, served: RestServer
+) -> None:
+    """Iceberg Java's REST client sends the new schema's highest id as ``last-column-id``.
+
+    Dropping the newest column lowers that id; the server answered 400 "would lower
+    last-column-id" where Iceberg Java's server keeps the larger value. The same DDL on a
+    table of Spark's own JdbcCatalog (a catalog of its own in the same backing file, run
+    first: SQLite refuses a write from a JDBC connection whose snapshot the server's
+    writes made stale) is the oracle.
+    """
+    from pipeline.spark import jdbc_catalog_conf
+
+    _register(spark, served)
+    oracle = "rest_jdbc_ddl"
+    for key, value in jdbc_catalog_conf(oracle, str(served.catalog_db), served.warehouse).items():
+        spark.conf.set(key, value)
+    states: dict[str, list[tuple[Any, ...]]] = {}
+    for catalog in (oracle, SERVED):
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.ddl")
+        table = f"{catalog}.ddl.t"
+        spark.sql(
+            f"CREATE TABLE {table} (id BIGINT, name STRING, extra STRING) USING iceberg "
+            "TBLPROPERTIES ('format-version'='2')"
+        )
+        spark.sql(f"INSERT INTO {table} VALUES (1, 'a', 'x'), (2, 'b', 'y')")
+        spark.sql(f"ALTER TABLE {table} DROP COLUMN extra")
+        backing = JDBC if catalog == SERVED else oracle
+        dropped = _state(spark, served, catalog, backing)
+        spark.sql(
+            f"REPLACE TABLE {table} USING iceberg TBLPROPERTIES ('format-version'='2') "
+            "AS SELECT CAST(7 AS BIGINT) AS id"
+        )
+        states[catalog] = [dropped, _state(spark, served, catalog, backing)]
+    assert states[SERVED] == states[oracle]
+    (fields, _, rows), (replaced_fields, _, replaced_rows) = states[SERVED]
+    assert [f.name for f in fields] == ["id", "name"] and rows == [(1, "a"), (2, "b")]
+    assert [f.name for f in replaced_fields] == ["id"] and replaced_rows == [(7,)]
