@@ -503,6 +503,7 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
             credential=credential,
             token_ttl_s=args.token_ttl,
             vend=args.vend,
+            allow_locations=args.allow_location,
         )
     except ValueError as e:  # a malformed --credential; its text never holds the secret
         raise UsageError(str(e)) from None
@@ -688,6 +689,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=ENV_VAR",
         help="vend the storage property KEY (s3.endpoint, s3.access-key-id, ...) read from "
         "the environment variable ENV_VAR to clients asking for vended credentials",
+    )
+    srv.add_argument(
+        "--allow-location",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="let tables live below PREFIX too (a folder or s3://bucket/path; repeatable); "
+        "by default only the served warehouse",
     )
     srv.set_defaults(run=cmd_serve_rest)
     for name in SUMMARIZED:

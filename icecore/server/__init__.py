@@ -26,21 +26,31 @@ def serve(
     credential: str | None = None,
     token_ttl_s: float = DEFAULT_TOKEN_TTL_S,
     vend: Sequence[str] = (),
+    allow_locations: Sequence[str] = (),
 ) -> None:
     """Serve ``catalog`` (as :func:`icecore.load_catalog` takes it) until interrupted.
 
     ``vend`` holds ``KEY=ENV_VAR`` pairs: storage properties read from this process's
-    environment and handed to clients that ask for vended credentials.
+    environment and handed to clients that ask for vended credentials. ``allow_locations``
+    are prefixes where tables may live besides the catalog's warehouse
+    (:mod:`icecore.server.locations`).
 
     Raises:
-        ValueError: a malformed ``credential`` or ``vend`` pair (no secret in the message).
+        ValueError: a malformed ``credential`` or ``vend`` pair (no secret in the message), or
+            an unusable ``allow_locations`` prefix.
     """
     import uvicorn
 
     vended = vended_properties(vend)
     backing = load_catalog(catalog, read_only=read_only)
     issuer = TokenIssuer.from_credential(credential, token_ttl_s) if credential else None
-    app = create_app(backing, read_only=read_only, issuer=issuer, vended=vended)
+    app = create_app(
+        backing,
+        read_only=read_only,
+        issuer=issuer,
+        vended=vended,
+        allow_locations=allow_locations,
+    )
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 

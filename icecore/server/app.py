@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -56,6 +56,7 @@ from icecore.server.errors import (
     from_icecore,
     no_such_namespace,
 )
+from icecore.server.locations import ServedLocations
 from icecore.server.vend import DELEGATION_HEADER, wants_vended
 from icecore.table_data import read_table_metadata
 from icecore.values import whole_number
@@ -155,6 +156,8 @@ class CatalogService:
         catalog: the catalog served.
         read_only: refuse every write.
         vended: storage properties handed to clients that ask for vended credentials.
+        allow_locations: prefixes where tables may live besides the catalog's warehouse
+            (:mod:`icecore.server.locations`).
     """
 
     def __init__(
@@ -163,8 +166,10 @@ class CatalogService:
         *,
         read_only: bool = False,
         vended: Mapping[str, str] | None = None,
+        allow_locations: Sequence[str] = (),
     ) -> None:
-        self.backend = Backend(catalog)
+        self.locations = ServedLocations.for_catalog(catalog, allow_locations)
+        self.backend = Backend(catalog, self.locations)
         self.catalog = catalog
         self.read_only = read_only
         self.vended = dict(vended or {})
@@ -234,6 +239,7 @@ class CatalogService:
             isinstance(k, str) and isinstance(v, str) for k, v in props.items()
         ):
             raise bad_request("'properties' must map strings to strings.")
+        self.locations.require_namespace_properties(props)
         self.backend.create_namespace(namespace, dict(props))
         return {"namespace": list(namespace), "properties": dict(props)}
 
@@ -268,6 +274,7 @@ class CatalogService:
             raise bad_request("'updates' must map strings to strings.")
         if not isinstance(removals, list) or not all(isinstance(r, str) for r in removals):
             raise bad_request("'removals' must be a list of strings.")
+        self.locations.require_namespace_properties(updates)
         updated, removed, missing = self.backend.update_properties(
             namespace, dict(updates), list(removals)
         )
@@ -327,6 +334,7 @@ class CatalogService:
         props = body.get("properties") or {}
         if not isinstance(props, Mapping):
             raise bad_request("'properties' must be an object.")
+        self._require_new_location(identifier, location)
         metadata = new_table_metadata(
             location=location,
             schema=body.get("schema") or {},
@@ -334,6 +342,7 @@ class CatalogService:
             write_order=body.get("write-order"),
             properties=props,
         )
+        self.locations.require_metadata(metadata)
         if body.get("stage-create"):
             if identifier in self.catalog.list_tables(namespace):
                 raise RestError(
@@ -347,6 +356,14 @@ class CatalogService:
             "config": self._config(call),
         }
 
+    def _require_new_location(self, identifier: TableIdentifier, location: str) -> None:
+        """A new table's location: below the served roots and its namespace's location."""
+        try:
+            under = self.backend.namespace_properties(identifier.namespace).get("location")
+        except NotFound:
+            under = None
+        self.locations.require(location, "the table's location", under=under or None)
+
     def register_table(self, call: Call) -> Any:
         """``POST .../register``: add a table for an existing metadata file."""
         namespace = self._existing(call.params["namespace"])
@@ -355,7 +372,9 @@ class CatalogService:
         if not isinstance(name, str) or not isinstance(location, str):
             raise bad_request("A register request needs 'name' and 'metadata-location'.")
         identifier = TableIdentifier(namespace, name)
-        read_table_metadata(self.backend.io, location)  # refuse what is not metadata
+        self.locations.require(location, "the metadata file")  # before reading it
+        # Refuse what is not metadata, or metadata placing the table outside the roots.
+        self.locations.require_metadata(read_table_metadata(self.backend.io, location))
         self.backend.register_table(identifier, location)
         return self._load_result(identifier, call)
 
@@ -367,7 +386,9 @@ class CatalogService:
             return self._create_by_commit(identifier, requirements, updates)
         failpoint("rest-before-commit")
         try:
-            location, metadata = commit_table(self.catalog, identifier, requirements, updates)
+            location, metadata = commit_table(
+                self.catalog, identifier, requirements, updates, self.locations.require_metadata
+            )
         except NotFound:
             self._load_result(identifier)  # the precise 404
             raise
@@ -394,6 +415,7 @@ class CatalogService:
         location = first.get("set-location", {}).get("location") or self.backend.default_location(
             identifier
         )
+        self._require_new_location(identifier, location)
         base = new_table_metadata(
             location=location,
             schema=schema,
@@ -418,6 +440,7 @@ class CatalogService:
         }
         rest = [u for u in updates if u.action not in creating]
         metadata = apply_rest_updates(base, rest, None)
+        self.locations.require_metadata(metadata)
         location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
 
@@ -439,7 +462,7 @@ class CatalogService:
         names = [c.identifier for c in changes]
         if len(set(names)) != len(names):
             raise bad_request("A transaction names a table twice; send one change per table.")
-        commit_transaction(self.catalog, changes)
+        commit_transaction(self.catalog, changes, self.locations.require_metadata)
         return Response(status_code=204)
 
     def report_metrics(self, call: Call) -> Any:
@@ -511,6 +534,7 @@ def create_app(
     issuer: TokenIssuer | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     vended: Mapping[str, str] | None = None,
+    allow_locations: Sequence[str] = (),
 ) -> Starlette:
     """The ASGI application serving ``catalog`` (see the module docstring).
 
@@ -522,8 +546,15 @@ def create_app(
         vended: storage properties returned in ``LoadTableResult.config`` to a client that
             sends ``X-Iceberg-Access-Delegation: vended-credentials``
             (:mod:`icecore.server.vend`).
+        allow_locations: prefixes where tables may live besides the catalog's warehouse
+            (``--allow-location``; :mod:`icecore.server.locations`).
+
+    Raises:
+        ValueError: an ``allow_locations`` prefix that is no local folder or object store.
     """
-    service = CatalogService(catalog, read_only=read_only, vended=vended)
+    service = CatalogService(
+        catalog, read_only=read_only, vended=vended, allow_locations=allow_locations
+    )
     served = service.endpoints()
     names = [e.spec_name for e in served if e.advertised and not (read_only and e.writes)]
 

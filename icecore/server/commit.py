@@ -16,7 +16,7 @@ checks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -50,11 +50,22 @@ def requirement_failures(requirements: Sequence[Requirement], md: TableMetadata)
     return violations(requirements, md, lambda: frozenset())
 
 
+Guard = Callable[[TableMetadata, TableMetadata], None]
+"""A check of new metadata against its base that raises ``RestError`` to refuse it
+(:meth:`icecore.server.locations.ServedLocations.require_metadata`)."""
+
+
 def apply_rest_updates(
-    base: TableMetadata, updates: Sequence[MetadataUpdate], previous_location: str | None
+    base: TableMetadata,
+    updates: Sequence[MetadataUpdate],
+    previous_location: str | None,
+    guard: Guard | None = None,
 ) -> TableMetadata:
-    """``base`` with every update applied in order, checked by the spec's rules."""
-    return MetadataBuilder(base).apply_all(updates).build(previous_location)
+    """``base`` with every update applied in order, checked by the spec's rules and ``guard``."""
+    new = MetadataBuilder(base).apply_all(updates).build(previous_location)
+    if guard is not None:
+        guard(new, base)
+    return new
 
 
 def parse_commit(body: Any) -> tuple[list[Requirement], list[MetadataUpdate]]:
@@ -75,8 +86,11 @@ def commit_table(
     identifier: TableIdentifier,
     requirements: Sequence[Requirement],
     updates: Sequence[MetadataUpdate],
+    guard: Guard | None = None,
 ) -> tuple[str, TableMetadata]:
     """Check and apply a commit against the backing catalog; returns the new location and metadata.
+
+    ``guard`` sees the new metadata and its base before anything is written.
 
     Raises:
         RestError: 409 when a requirement fails or every attempt lost its swap.
@@ -94,7 +108,7 @@ def commit_table(
                 f"Commit to {identifier} failed: requirement not met: {failed[0]}.",
             )
         try:
-            new = apply_rest_updates(base, updates, base_location)
+            new = apply_rest_updates(base, updates, base_location, guard)
             payload = encode_metadata(new)
         except RestError:
             raise
@@ -137,7 +151,9 @@ def supports_transactions(catalog: Catalog) -> bool:
     return callable(getattr(catalog, "commit_metadata_all", None))
 
 
-def commit_transaction(catalog: Catalog, changes: Sequence[TableChange]) -> None:
+def commit_transaction(
+    catalog: Catalog, changes: Sequence[TableChange], guard: Guard | None = None
+) -> None:
     """Check and apply every table's changes, then swap them all at once, or none.
 
     Each attempt loads every table, checks every requirement (409 on the first that fails:
@@ -171,7 +187,7 @@ def commit_transaction(catalog: Catalog, changes: Sequence[TableChange]) -> None
                     f"{failed[0]}; no table was changed.",
                 )
             try:
-                new = apply_rest_updates(base, change.updates, base_location)
+                new = apply_rest_updates(base, change.updates, base_location, guard)
                 payload = encode_metadata(new)
             except InvalidMetadata as e:
                 raise bad_request(f"The change to {change.identifier} is invalid: {e}") from e
