@@ -95,10 +95,11 @@ def _lexical(path: str) -> str | None:
 def reachable_files(table: Table) -> tuple[list[str], list[str]]:
     """Every file ``table``'s metadata reaches, data first and metadata last; and errors.
 
-    A manifest list outside the table's location is listed but not read: the server reads
-    no file a purge would not delete on a writer's say-so.
+    A manifest list outside the table's location and its ``write.metadata.path`` is listed
+    but not read: the server reads no file a writer merely names.
     """
     metadata = table.metadata
+    folders = [metadata.location, metadata.properties.get("write.metadata.path") or ""]
     data: dict[str, str] = {}
     manifests: dict[str, str] = {}
     lists: dict[str, str] = {}
@@ -106,7 +107,7 @@ def reachable_files(table: Table) -> tuple[list[str], list[str]]:
     for snapshot in metadata.snapshots:
         if snapshot.manifest_list is not None:
             lists.setdefault(snapshot.manifest_list, snapshot.manifest_list)
-            if not _under(snapshot.manifest_list, metadata.location):
+            if not any(f and _under(snapshot.manifest_list, f) for f in folders):
                 continue
         try:
             found = reach(table, [snapshot])
