@@ -180,12 +180,11 @@ def test_create_at_an_outside_location_then_purge_leaves_the_victim(
     """The issue's attack on a SQL catalog: create at the victim's folder, reference, purge."""
     ns = _ns(rest_server)
     answer = _create(rest_server, ns, "t", location=str(victim))
-    _refused(answer)
-    assert _files(victim) == {"precious.txt": b"do not delete"}  # no metadata written there
-    # Had it been created, its snapshot would name the victim and the purge delete it.
     _commit(rest_server, ns, "t", _snapshot_update({}, str(victim / "precious.txt")))
     _purge(rest_server, ns, "t")
     assert (victim / "precious.txt").read_bytes() == b"do not delete"
+    assert _files(victim) == {"precious.txt": b"do not delete"}  # no metadata written there
+    _refused(answer)
 
 
 def test_set_location_out_then_purge_leaves_the_victim(server: RestServer, victim: Path) -> None:
@@ -194,11 +193,13 @@ def test_set_location_out_then_purge_leaves_the_victim(server: RestServer, victi
     assert _create(server, ns, "t").status_code == 200
     before = _table(server, ns, "t")
     moved = _commit(server, ns, "t", [{"action": "set-location", "location": str(victim)}])
-    _refused(moved)
-    assert _table(server, ns, "t")["location"] == before["location"]
-    _commit(server, ns, "t", _snapshot_update(before, str(victim / "precious.txt")))
+    now = _table(server, ns, "t")
+    _commit(server, ns, "t", _snapshot_update(now, str(victim / "precious.txt")))
     _purge(server, ns, "t")
+    assert (victim / "precious.txt").read_bytes() == b"do not delete"
     assert _files(victim) == {"precious.txt": b"do not delete"}
+    assert now["location"] == before["location"]
+    _refused(moved)
 
 
 def test_a_transaction_cannot_move_a_table_out(rest_server: RestServer, victim: Path) -> None:
@@ -271,17 +272,21 @@ def test_write_paths_outside_are_refused_and_nothing_is_written_there(
     ns = _ns(server)
     outside = tmp_path / "outside"
     outside.mkdir()
-    for target in (str(outside), f"{listener.url}/meta"):
-        _refused(_create(server, ns, "c", properties={key: target}))
+    answers = [
+        _create(server, ns, f"c{i}", properties={key: target})
+        for i, target in enumerate((str(outside), f"{listener.url}/meta"))
+    ]
     assert _create(server, ns, "t").status_code == 200
     for target in (str(outside), f"{listener.url}/meta"):
         update = {"action": "set-properties", "updates": {key: target}}
-        _refused(_commit(server, ns, "t", [update]))
+        answers.append(_commit(server, ns, "t", [update]))
         # A later commit of the table writes nowhere outside either.
         later = {"action": "set-properties", "updates": {"note": "x"}}
-        assert _commit(server, ns, "t", [later]).status_code == 200
+        _commit(server, ns, "t", [later])
     assert list(outside.iterdir()) == []
     assert listener.requests == []
+    for answer in answers:
+        _refused(answer)
     assert key not in _table(server, ns, "t").get("properties", {})
 
 
@@ -300,6 +305,7 @@ def test_register_reads_no_file_outside(
         )
         for where in (str(exists), str(tmp_path / "missing.metadata.json"), f"{listener.url}/m")
     ]
+    assert listener.requests == []
     messages = [_refused(a) for a in answers]
     assert messages[0].replace(str(exists), "X") == messages[1].replace(
         str(tmp_path / "missing.metadata.json"), "X"
