@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from icecore.catalog import load_catalog
 from icecore.server.app import create_app
 from icecore.server.auth import DEFAULT_TOKEN_TTL_S, TokenIssuer
+from icecore.server.locations import served_catalog
 from icecore.server.vend import vended_properties
 
 
@@ -42,7 +43,7 @@ def serve(
     import uvicorn
 
     vended = vended_properties(vend)
-    backing = load_catalog(catalog, read_only=read_only)
+    backing = served_catalog(load_catalog(catalog, read_only=read_only))
     issuer = TokenIssuer.from_credential(credential, token_ttl_s) if credential else None
     app = create_app(
         backing,

@@ -125,6 +125,19 @@ def served_roots(catalog: Catalog) -> list[str]:
     return []
 
 
+def served_catalog(catalog: Catalog) -> Catalog:
+    """``catalog``, a warehouse folder given by a relative path opened by its absolute one.
+
+    A table's location is absolute (every reader resolves it alone); a relative warehouse
+    folder would give new tables relative locations, which the checks here refuse.
+    """
+    if isinstance(catalog, FilesystemCatalog):
+        protocol, local = normalize_path(catalog.root)
+        if protocol == "file" and not local.startswith("/"):
+            return FilesystemCatalog(os.path.abspath(local), io=catalog.io)
+    return catalog
+
+
 def check_allowed_prefix(prefix: str) -> str:
     """An ``--allow-location`` prefix as given; ValueError (one sentence) if unusable."""
     protocol, _ = normalize_path(prefix)
@@ -253,6 +266,7 @@ __all__ = [
     "canonical",
     "check_allowed_prefix",
     "referenced_files",
+    "served_catalog",
     "served_roots",
     "spellings",
 ]
