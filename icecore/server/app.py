@@ -12,6 +12,8 @@ default. Every answer that is not a success is the spec's ``ErrorModel``
 Untrusted input stays bounded: a request body over :data:`MAX_BODY_BYTES` is refused with
 413 before it is read whole, page sizes are capped, and catalog work runs in a worker thread
 so one slow request does not stall the others. ``read_only`` refuses every write with 403.
+Every storage path a request names (a location, a write path, a file a commit or register
+references) must lie below the served locations (:mod:`icecore.server.locations`, 403).
 """
 
 from __future__ import annotations

@@ -158,7 +158,8 @@ def commit_transaction(
 
     Each attempt loads every table, checks every requirement (409 on the first that fails:
     nothing is written), applies the updates and hands all swaps to the catalog's one
-    transaction; a lost swap repeats the whole attempt on the new state.
+    transaction; a lost swap repeats the whole attempt on the new state. ``guard`` sees
+    each table's new metadata and its base before anything is written.
 
     Raises:
         RestError: 406 if the catalog cannot commit atomically, 409 on a failed requirement
