@@ -217,6 +217,46 @@ def test_a_transaction_cannot_move_a_table_out(rest_server: RestServer, victim: 
     assert _table(rest_server, ns, "t")["location"] != str(victim)
 
 
+def test_a_staged_create_cannot_place_the_table_outside(
+    rest_server: RestServer, victim: Path, listener: Listener
+) -> None:
+    """The create-by-commit path (PyIceberg's create_table_transaction): same bounds."""
+    ns = _ns(rest_server)
+    answers = []
+    for i, (key, value) in enumerate(
+        (
+            ("location", str(victim)),
+            ("location", f"{listener.url}/t"),
+            ("write.metadata.path", str(victim)),
+        )
+    ):
+        updates: list[dict[str, Any]] = [
+            {"action": "assign-uuid", "uuid": str(uuid.uuid4())},
+            {"action": "upgrade-format-version", "format-version": 2},
+            {"action": "add-schema", "schema": SCHEMA_JSON, "last-column-id": 1},
+            {"action": "set-current-schema", "schema-id": -1},
+            {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+            {"action": "set-default-spec", "spec-id": -1},
+            {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+            {"action": "set-default-sort-order", "sort-order-id": -1},
+        ]
+        if key == "location":
+            updates.append({"action": "set-location", "location": value})
+        else:
+            updates.append({"action": "set-properties", "updates": {key: value}})
+        answers.append(
+            requests.post(
+                f"{rest_server.url}/v1/namespaces/{ns}/tables/s{i}",
+                json={"requirements": [{"type": "assert-create"}], "updates": updates},
+                timeout=30,
+            )
+        )
+    assert _files(victim) == {"precious.txt": b"do not delete"}
+    assert listener.requests == []
+    for answer in answers:
+        _refused(answer)
+
+
 def test_a_snapshot_naming_a_victim_file_is_refused_and_purge_keeps_it(
     server: RestServer, victim: Path
 ) -> None:
