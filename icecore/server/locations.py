@@ -93,7 +93,10 @@ def spellings(path: str) -> frozenset[str]:
         raise bad_request("A location must be a non-empty string.")
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path) or "::" in path:
         raise bad_request(f"The location {_shown(path)} holds control characters or '::'.")
-    return frozenset({_one_spelling(path), _one_spelling(unquote(path))})
+    decoded = unquote(path)
+    if decoded == path:
+        return frozenset({_one_spelling(path)})
+    return frozenset({_one_spelling(path), _one_spelling(decoded)})
 
 
 def canonical(path: str) -> str:
@@ -173,9 +176,14 @@ class ServedLocations:
         # Resolved per call: a local root's symlinks may change while the server runs.
         return [c for r in self.roots for c in spellings(r)]
 
-    def contains(self, path: str, *, strict: bool = True) -> bool:
-        """Whether every spelling of ``path`` lies below a served root (400 if unreadable)."""
-        roots = self._canonical_roots
+    def contains(
+        self, path: str, *, strict: bool = True, roots: Sequence[str] | None = None
+    ) -> bool:
+        """Whether every spelling of ``path`` lies below a served root (400 if unreadable).
+
+        ``roots`` are the canonical roots when the caller resolved them already.
+        """
+        roots = self._canonical_roots if roots is None else roots
         return all(any(below(s, r, strict=strict) for r in roots) for s in spellings(path))
 
     def _served(self) -> str:
@@ -184,17 +192,25 @@ class ServedLocations:
         shown = ", ".join(r[:_SHOWN] for r in self.roots)
         return f"it serves only locations below {shown} (add others with --allow-location)"
 
-    def require(self, path: Any, what: str, *, under: str | None = None) -> None:
+    def require(
+        self,
+        path: Any,
+        what: str,
+        *,
+        under: str | None = None,
+        roots: Sequence[str] | None = None,
+    ) -> None:
         """Refuse ``path`` (403) unless it is below a served root (and below ``under``).
 
         Args:
             path: the location or file a request names.
             what: what it is, for the message ("the table's location", ...).
             under: a further bound (a namespace's location for a new table).
+            roots: the canonical roots, when resolved already (many paths in one request).
         """
         if not isinstance(path, str):
             raise bad_request(f"{what[:1].upper()}{what[1:]} must be a string.")
-        if not self.contains(path):
+        if not self.contains(path, roots=roots):
             raise RestError(
                 403,
                 "ForbiddenException",
@@ -210,12 +226,6 @@ class ServedLocations:
                     f"namespace's location {under[:_SHOWN]}.",
                 )
 
-    def require_properties(self, properties: Mapping[str, Any], what: str) -> None:
-        """Refuse (403) a write-path property (``write.data.path``, ...) outside the roots."""
-        for key in PATH_PROPERTIES:
-            if key in properties:
-                self.require(properties[key], f"{what}'s {key}")
-
     def require_namespace_properties(self, properties: Mapping[str, Any]) -> None:
         """Refuse (403) a namespace ``location`` outside the roots (it places new tables)."""
         if NAMESPACE_LOCATION in properties:
@@ -229,10 +239,13 @@ class ServedLocations:
         partition statistics files) only where new since ``base``, so a table whose history
         predates these checks can still be committed to.
         """
-        self.require(new.location, "the table's location")
-        self.require_properties(new.properties, "the table")
+        roots = self._canonical_roots
+        self.require(new.location, "the table's location", roots=roots)
+        for key in PATH_PROPERTIES:
+            if key in new.properties:
+                self.require(new.properties[key], f"the table's {key}", roots=roots)
         for path, what in referenced_files(new, base):
-            self.require(path, what)
+            self.require(path, what, roots=roots)
 
 
 def referenced_files(
