@@ -24,8 +24,8 @@ Paths are compared in one canonical spelling, so nothing escapes by spelling: ``
 symlinks are resolved (:func:`os.path.realpath`), so a link inside the warehouse pointing out
 leads out; a percent-encoded spelling must be inside both as written and decoded (readers
 differ on whether they decode); ``/wh-evil`` is not below ``/wh``; ``s3a://``/``s3n://`` are
-``s3://``. Object-store keys with ``.`` or ``..`` segments, control characters and fsspec
-chains (``::``) are refused outright.
+``s3://``. Object-store keys with empty (``//``), ``.`` or ``..`` segments, control characters
+and fsspec chains (``::``) are refused outright (400).
 """
 
 from __future__ import annotations
@@ -75,9 +75,10 @@ def _one_spelling(path: str) -> str:
         if not rest.startswith("/"):
             raise bad_request(f"The location {_shown(path)} is not an absolute path or URI.")
         return os.path.realpath(_SLASHES.sub("/", rest))
-    key = _SLASHES.sub("/", rest).strip("/")
+    # Object stores keep ``a//b`` and ``a/./b`` as keys of their own: refused, not resolved.
+    key = rest.rstrip("/")
     parts = key.split("/")
-    if not key or any(p in (".", "..") for p in parts):
+    if not key or any(p in ("", ".", "..") for p in parts):
         raise bad_request(f"The location {_shown(path)} is not a plain object-store path.")
     return f"{protocol}://{key}"
 

@@ -30,6 +30,8 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
+from icecore.server.errors import RestError
+from icecore.server.locations import ServedLocations
 from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 
@@ -557,3 +559,33 @@ def test_an_unusable_allow_location_stops_the_server_with_one_sentence(
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--allow-location" in lines[0], done.stderr
+
+
+# The check itself, on object-store spellings no local server test reaches ------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "inside"),
+    [
+        ("s3://lake/wh/t", True),
+        ("s3a://lake/wh/t/", True),
+        ("s3n://lake/wh/ns/t/metadata/x.avro", True),
+        ("s3://lake/wh", False),  # the root itself is no table's place
+        ("s3://lake/wh-evil/t", False),
+        ("s3://other/wh/t", False),
+        ("gs://lake/wh/t", False),
+        ("s3://lake//wh/t", None),  # an empty segment is a key of its own on S3: 400
+        ("s3://lake/wh/../t", None),
+        ("s3://lake/wh/%2e%2e/t", None),  # decoded, it climbs out
+        ("s3://lake/wh/t::file:///etc/passwd", None),
+        ("S3://lake/wh/t", False),
+    ],
+)
+def test_object_store_paths_are_compared_by_key(path: str, inside: bool | None) -> None:
+    served = ServedLocations(("s3://lake/wh/",))
+    if inside is None:
+        with pytest.raises(RestError) as refused:
+            served.contains(path)
+        assert refused.value.code == 400
+    else:
+        assert served.contains(path) is inside
