@@ -193,7 +193,13 @@ class Backend:
         before = loaded.metadata_location
         others = self._other_locations(exclude=identifier)
         try:
-            plan_purge(loaded.metadata.location, table_files(loaded)[0], others, self.locations)
+            plan_purge(
+                loaded.metadata.location,
+                table_files(loaded)[0],
+                others,
+                self.locations,
+                self._foreign_hadoop,
+            )
         except PurgeRefused as e:
             raise RestError(
                 403,
@@ -206,7 +212,13 @@ class Backend:
         table = load_table_at(identifier, now_at, self.io)
         old, new = before.rsplit("/", 1)[0], now_at.rsplit("/", 1)[0]
         try:
-            report = purge_table(table, (old, new) if old != new else None, others, self.locations)
+            report = purge_table(
+                table,
+                (old, new) if old != new else None,
+                others,
+                self.locations,
+                self._foreign_hadoop,
+            )
         except PurgeRefused as e:
             log.warning("Purge of %s refused after its drop; no file deleted: %s", identifier, e)
             return PurgeReport((), (), (str(e),))
@@ -226,6 +238,11 @@ class Backend:
         for problem in report.failed:
             log.warning("Purge of %s: %s", identifier, problem)
         return report
+
+    @property
+    def _foreign_hadoop(self) -> bool:
+        """Hadoop-layout table folders are another catalog's unless this is a warehouse folder."""
+        return not isinstance(self.catalog, FilesystemCatalog)
 
     def _other_locations(self, exclude: TableIdentifier | None = None) -> list[str]:
         """Where the catalog's other tables keep their files (a purge leaves them alone).

@@ -10,7 +10,10 @@ the current one. A writer names those paths, so the server keeps to bounds Java 
   its metadata), and purging it must not destroy that other table. Such files are listed as
   skipped, and a manifest list outside the location is not even read;
 - the location itself must lie strictly below a served location
-  (:mod:`icecore.server.locations`) and not inside another table's location;
+  (:mod:`icecore.server.locations`) and not inside another table's location; a SQL catalog's
+  purge also keeps out of Hadoop-layout table folders (``metadata/version-hint.text``) on a
+  local disk, which belong to a warehouse-folder catalog (the demo keeps one inside its SQL
+  warehouse);
 - on a local disk, nothing is reached through a symlink (every folder from the location down
   to the file is checked with ``lstat``) and only regular files are deleted.
 
@@ -140,8 +143,21 @@ class PurgePlan:
     skipped: tuple[str, ...]
 
 
+def _hadoop_table(folder: str) -> bool:
+    """Whether local ``folder`` is a Hadoop-layout table (it holds ``metadata/version-hint.text``).
+
+    Such a folder belongs to a warehouse-folder catalog (Spark's ``hadoop`` catalog, a served
+    folder), which a SQL catalog's purge must not reach into: the demo keeps one inside its
+    SQL warehouse.
+    """
+    return os.path.isfile(f"{folder}/{VERSION_HINT}")
+
+
 def _check_location(
-    location: str, locations: ServedLocations | None, others: Sequence[str]
+    location: str,
+    locations: ServedLocations | None,
+    others: Sequence[str],
+    foreign_hadoop: bool = False,
 ) -> tuple[str, str | None]:
     """The location resolved (and its lexical local spelling), or :class:`PurgeRefused`."""
     where = _canonical(location)
@@ -157,6 +173,14 @@ def _check_location(
     for other in others:
         if below(where, other, strict=False):
             raise PurgeRefused(f"its location {location[:300]} lies inside another table's")
+    if foreign_hadoop and lexical is not None:
+        folder = where
+        while folder not in ("/", "") and (locations is None or locations.contains(folder)):
+            if _hadoop_table(folder):
+                raise PurgeRefused(
+                    f"its location {location[:300]} lies in the Hadoop-layout table {folder}"
+                )
+            folder = folder.rsplit("/", 1)[0] or "/"
     return where, lexical
 
 
@@ -201,6 +225,7 @@ def plan_purge(
     files: Iterable[str],
     others: Iterable[str] = (),
     locations: ServedLocations | None = None,
+    foreign_hadoop: bool = False,
 ) -> PurgePlan:
     """Check every file of a purge before any is deleted (see the module docstring).
 
@@ -209,15 +234,38 @@ def plan_purge(
         files: the files its metadata reaches.
         others: the locations of the catalog's remaining tables, whose files stay.
         locations: the served locations the table's location must lie below (None: any).
+        foreign_hadoop: Hadoop-layout table folders on a local disk belong to another
+            catalog (the served catalog is a SQL one): a location in one is refused and
+            files in one below the location are skipped.
 
     Raises:
         PurgeRefused: the purge would leave its bounds; why, in one clause.
     """
     kept = [c for c in (_canonical(o) for o in others) if c is not None]
-    where, lexical_location = _check_location(location, locations, kept)
+    where, lexical_location = _check_location(location, locations, kept, foreign_hadoop)
     delete: list[tuple[str, str]] = []
     skipped: list[str] = []
     seen: set[str] = set()
+    hadoop: dict[str, bool] = {}
+
+    def in_hadoop_table(target: str) -> bool:
+        """A folder between the location (excluded) and ``target`` is a Hadoop table."""
+        folder = target.rsplit("/", 1)[0]
+        walked: list[str] = []
+        found = False
+        while below(folder, where):
+            if folder in hadoop:
+                found = hadoop[folder]
+                break
+            walked.append(folder)
+            if _hadoop_table(folder):
+                found = True
+                break
+            folder = folder.rsplit("/", 1)[0]
+        for f in walked:
+            hadoop[f] = found
+        return found
+
     for path in files:
         target: str | None
         if lexical_location is not None:
@@ -230,6 +278,7 @@ def plan_purge(
             target is None
             or resolved is None
             or any(below(resolved, o, strict=False) for o in kept)
+            or (foreign_hadoop and lexical_location is not None and in_hadoop_table(target))
         ):
             skipped.append(path)
             continue
@@ -248,6 +297,7 @@ def purge_files(
     errors: Iterable[str] = (),
     others: Iterable[str] = (),
     locations: ServedLocations | None = None,
+    foreign_hadoop: bool = False,
 ) -> PurgeReport:
     """Delete ``files`` that lie under ``location``; skip and list the others.
 
@@ -259,7 +309,7 @@ def purge_files(
     Raises:
         PurgeRefused: the purge would leave its bounds (:func:`plan_purge`); nothing deleted.
     """
-    plan = plan_purge(location, files, others, locations)
+    plan = plan_purge(location, files, others, locations, foreign_hadoop)
     deleted: list[str] = []
     failed = list(errors)
     folders: set[str] = set()
@@ -320,6 +370,7 @@ def purge_table(
     relocated: tuple[str, str] | None = None,
     others: Iterable[str] = (),
     locations: ServedLocations | None = None,
+    foreign_hadoop: bool = False,
 ) -> PurgeReport:
     """Delete a dropped table's files (see the module docstring).
 
@@ -330,12 +381,15 @@ def purge_table(
             folder that is no longer there but in the new one is deleted there.
         others: the locations of the catalog's remaining tables, whose files stay.
         locations: the served locations the table's location must lie below.
+        foreign_hadoop: see :func:`plan_purge`.
 
     Raises:
         PurgeRefused: the purge would leave its bounds; nothing was deleted.
     """
     files, errors = table_files(table, relocated)
-    return purge_files(table.io, table.metadata.location, files, errors, others, locations)
+    return purge_files(
+        table.io, table.metadata.location, files, errors, others, locations, foreign_hadoop
+    )
 
 
 __all__ = [

@@ -528,6 +528,43 @@ def test_purge_of_a_table_around_another_leaves_the_inner_table(
     assert not any(p.is_file() for p in inner_dir.rglob("*"))
 
 
+def test_a_sql_catalog_purge_keeps_out_of_hadoop_tables_in_its_warehouse(
+    rest_server: RestServer,
+) -> None:
+    """The demo's layout: a Hadoop-layout table inside the SQL warehouse is no purge's to take.
+
+    One table is placed on it by namespace and table names (the server's default placement),
+    another around it by location; each names the Hadoop table's data file and is purged.
+    """
+    ns = _ns(rest_server)
+    hadoop = rest_server.warehouse / ns / "db" / "events"
+    (hadoop / "metadata").mkdir(parents=True)
+    (hadoop / "metadata" / "version-hint.text").write_text("1")
+    (hadoop / "metadata" / "v1.metadata.json").write_text("{}")
+    (hadoop / "data").mkdir()
+    (hadoop / "data" / "f.parquet").write_bytes(b"rows")
+    before = _files(hadoop)
+    on = requests.post(
+        f"{rest_server.url}/v1/namespaces", json={"namespace": [ns, "db"]}, timeout=30
+    )
+    assert on.status_code == 200, on.text
+    nested = f"{ns}\x1fdb"
+    answers = []
+    for where, name, body in (
+        (nested, "events", {}),
+        (ns, "around", {"location": str(rest_server.warehouse / ns / "db")}),
+    ):
+        made = _create(rest_server, where, name, **body)
+        assert made.status_code == 200, made.text
+        update = _snapshot_update(made.json()["metadata"], str(hadoop / "data" / "f.parquet"))
+        assert _commit(rest_server, where, name, update).ok
+        answers.append(_purge(rest_server, where, name))
+    after = _files(hadoop)
+    assert {k: after.get(k) for k in before} == before  # every file of it intact
+    assert "Hadoop-layout" in _refused(answers[0])
+    assert answers[1].status_code == 204  # its own files went, the Hadoop table's stayed
+
+
 # --allow-location -------------------------------------------------------------------------------
 
 
