@@ -77,6 +77,8 @@ def _one_spelling(path: str) -> str:
         return os.path.realpath(_SLASHES.sub("/", rest))
     # Object stores keep ``a//b`` and ``a/./b`` as keys of their own: refused, not resolved.
     key = rest.rstrip("/")
+    if protocol == "memory":  # normalize_path gives fsspec's memory paths a leading "/"
+        key = key[1:]
     parts = key.split("/")
     if not key or any(p in ("", ".", "..") for p in parts):
         raise bad_request(f"The location {_shown(path)} is not a plain object-store path.")
