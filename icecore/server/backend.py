@@ -198,7 +198,7 @@ class Backend:
                 table_files(loaded)[0],
                 others,
                 self.locations,
-                self._foreign_hadoop,
+                self.locations.foreign_hadoop,
             )
         except PurgeRefused as e:
             raise RestError(
@@ -217,7 +217,7 @@ class Backend:
                 (old, new) if old != new else None,
                 others,
                 self.locations,
-                self._foreign_hadoop,
+                self.locations.foreign_hadoop,
             )
         except PurgeRefused as e:
             log.warning("Purge of %s refused after its drop; no file deleted: %s", identifier, e)
@@ -238,11 +238,6 @@ class Backend:
         for problem in report.failed:
             log.warning("Purge of %s: %s", identifier, problem)
         return report
-
-    @property
-    def _foreign_hadoop(self) -> bool:
-        """Hadoop-layout table folders are another catalog's unless this is a warehouse folder."""
-        return not isinstance(self.catalog, FilesystemCatalog)
 
     def _other_locations(self, exclude: TableIdentifier | None = None) -> list[str]:
         """Where the catalog's other tables keep their files (a purge leaves them alone).

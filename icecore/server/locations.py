@@ -53,6 +53,9 @@ PATH_PROPERTIES = (
 )
 """Table properties naming where engines (and, for metadata, this server) write files."""
 
+HADOOP_HINT = "metadata/version-hint.text"
+"""What makes a folder a Hadoop-layout table."""
+
 NAMESPACE_LOCATION = "location"
 """The namespace property naming where its tables go by default (JdbcCatalog's)."""
 
@@ -144,6 +147,15 @@ def served_catalog(catalog: Catalog) -> Catalog:
     return catalog
 
 
+def is_hadoop_table(folder: str) -> bool:
+    """Whether local ``folder`` is a Hadoop-layout table (spec, "File System Tables").
+
+    Such a folder is a warehouse-folder catalog's table, such as one of the demo's
+    ``warehouse/hadoop`` inside its SQL warehouse.
+    """
+    return os.path.isfile(f"{folder}/{HADOOP_HINT}")
+
+
 def check_allowed_prefix(prefix: str) -> str:
     """An ``--allow-location`` prefix as given; ValueError (one sentence) if unusable."""
     protocol, _ = normalize_path(prefix)
@@ -168,11 +180,27 @@ class ServedLocations:
     """
 
     roots: tuple[str, ...]
+    foreign_hadoop: bool = False
+    """Hadoop-layout table folders below the roots belong to another catalog (the served one
+    is not a warehouse folder): no table of this one is placed or purged in them."""
 
     @classmethod
     def for_catalog(cls, catalog: Catalog, extra: Sequence[str] = ()) -> ServedLocations:
         """The backing catalog's warehouse and the ``--allow-location`` prefixes."""
-        return cls((*served_roots(catalog), *(check_allowed_prefix(p) for p in extra)))
+        return cls(
+            (*served_roots(catalog), *(check_allowed_prefix(p) for p in extra)),
+            foreign_hadoop=not isinstance(catalog, FilesystemCatalog),
+        )
+
+    def hadoop_table_of(self, path: str, roots: Sequence[str] | None = None) -> str | None:
+        """The Hadoop-layout table folder a local ``path`` is or lies in, below the roots."""
+        roots = self._canonical_roots if roots is None else roots
+        for folder in spellings(path):
+            while folder.startswith("/") and any(below(folder, r) for r in roots):
+                if is_hadoop_table(folder):
+                    return folder
+                folder = folder.rsplit("/", 1)[0] or "/"
+        return None
 
     @property
     def _canonical_roots(self) -> list[str]:
@@ -243,10 +271,20 @@ class ServedLocations:
         predates these checks can still be committed to.
         """
         roots = self._canonical_roots
-        self.require(new.location, "the table's location", roots=roots)
-        for key in PATH_PROPERTIES:
-            if key in new.properties:
-                self.require(new.properties[key], f"the table's {key}", roots=roots)
+        places = [(new.location, "the table's location")]
+        places += [
+            (new.properties[k], f"the table's {k}") for k in PATH_PROPERTIES if k in new.properties
+        ]
+        for path, what in places:
+            self.require(path, what, roots=roots)
+            hadoop = self.hadoop_table_of(path, roots) if self.foreign_hadoop else None
+            if hadoop is not None:
+                raise RestError(
+                    403,
+                    "ForbiddenException",
+                    f"The server refuses {what} {_shown(path)}: it lies in {hadoop}, a table of "
+                    "a warehouse-folder (Hadoop-layout) catalog, not of this one.",
+                )
         for path, what in referenced_files(new, base):
             self.require(path, what, roots=roots)
 
@@ -281,6 +319,7 @@ __all__ = [
     "below",
     "canonical",
     "check_allowed_prefix",
+    "is_hadoop_table",
     "referenced_files",
     "served_catalog",
     "served_roots",

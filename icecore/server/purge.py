@@ -43,7 +43,7 @@ from icecore.errors import IcecoreError
 from icecore.io import FileIO, normalize_path
 from icecore.maintenance import VERSION_HINT, reach
 from icecore.server.errors import RestError
-from icecore.server.locations import ServedLocations, below, canonical
+from icecore.server.locations import ServedLocations, below, canonical, is_hadoop_table
 from icecore.table import Table
 
 _SLASHES = re.compile(r"/{2,}")
@@ -143,16 +143,6 @@ class PurgePlan:
     skipped: tuple[str, ...]
 
 
-def _hadoop_table(folder: str) -> bool:
-    """Whether local ``folder`` is a Hadoop-layout table (it holds ``metadata/version-hint.text``).
-
-    Such a folder belongs to a warehouse-folder catalog (Spark's ``hadoop`` catalog, a served
-    folder), which a SQL catalog's purge must not reach into: the demo keeps one inside its
-    SQL warehouse.
-    """
-    return os.path.isfile(f"{folder}/{VERSION_HINT}")
-
-
 def _check_location(
     location: str,
     locations: ServedLocations | None,
@@ -173,14 +163,11 @@ def _check_location(
     for other in others:
         if below(where, other, strict=False):
             raise PurgeRefused(f"its location {location[:300]} lies inside another table's")
-    if foreign_hadoop and lexical is not None:
-        folder = where
-        while folder not in ("/", "") and (locations is None or locations.contains(folder)):
-            if _hadoop_table(folder):
-                raise PurgeRefused(
-                    f"its location {location[:300]} lies in the Hadoop-layout table {folder}"
-                )
-            folder = folder.rsplit("/", 1)[0] or "/"
+    hadoop = locations.hadoop_table_of(location) if foreign_hadoop and locations else None
+    if hadoop is not None:
+        raise PurgeRefused(
+            f"its location {location[:300]} lies in the Hadoop-layout table {hadoop}"
+        )
     return where, lexical
 
 
@@ -258,7 +245,7 @@ def plan_purge(
                 found = hadoop[folder]
                 break
             walked.append(folder)
-            if _hadoop_table(folder):
+            if is_hadoop_table(folder):
                 found = True
                 break
             folder = folder.rsplit("/", 1)[0]

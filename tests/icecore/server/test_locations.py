@@ -528,13 +528,14 @@ def test_purge_of_a_table_around_another_leaves_the_inner_table(
     assert not any(p.is_file() for p in inner_dir.rglob("*"))
 
 
-def test_a_sql_catalog_purge_keeps_out_of_hadoop_tables_in_its_warehouse(
+def test_a_sql_catalog_keeps_out_of_hadoop_tables_in_its_warehouse(
     rest_server: RestServer,
 ) -> None:
-    """The demo's layout: a Hadoop-layout table inside the SQL warehouse is no purge's to take.
+    """The demo's layout: a Hadoop-layout table inside the SQL warehouse is not this catalog's.
 
-    One table is placed on it by namespace and table names (the server's default placement),
-    another around it by location; each names the Hadoop table's data file and is purged.
+    A table placed on it by namespace and table names (the server's default placement) is
+    refused; one placed around it by location may name its data file, and its purge leaves
+    that file alone.
     """
     ns = _ns(rest_server)
     hadoop = rest_server.warehouse / ns / "db" / "events"
@@ -548,21 +549,15 @@ def test_a_sql_catalog_purge_keeps_out_of_hadoop_tables_in_its_warehouse(
         f"{rest_server.url}/v1/namespaces", json={"namespace": [ns, "db"]}, timeout=30
     )
     assert on.status_code == 200, on.text
-    nested = f"{ns}\x1fdb"
-    answers = []
-    for where, name, body in (
-        (nested, "events", {}),
-        (ns, "around", {"location": str(rest_server.warehouse / ns / "db")}),
-    ):
-        made = _create(rest_server, where, name, **body)
-        assert made.status_code == 200, made.text
-        update = _snapshot_update(made.json()["metadata"], str(hadoop / "data" / "f.parquet"))
-        assert _commit(rest_server, where, name, update).ok
-        answers.append(_purge(rest_server, where, name))
-    after = _files(hadoop)
-    assert {k: after.get(k) for k in before} == before  # every file of it intact
-    assert "Hadoop-layout" in _refused(answers[0])
-    assert answers[1].status_code == 204  # its own files went, the Hadoop table's stayed
+    placed = _create(rest_server, f"{ns}\x1fdb", "events")
+    around = _create(rest_server, ns, "around", location=str(rest_server.warehouse / ns / "db"))
+    assert around.status_code == 200, around.text
+    update = _snapshot_update(around.json()["metadata"], str(hadoop / "data" / "f.parquet"))
+    assert _commit(rest_server, ns, "around", update).ok
+    purged = _purge(rest_server, ns, "around")
+    assert _files(hadoop) == before
+    assert "Hadoop-layout" in _refused(placed)
+    assert purged.status_code == 204  # its own files went, the Hadoop table's stayed
 
 
 # --allow-location -------------------------------------------------------------------------------

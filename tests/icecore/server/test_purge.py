@@ -92,7 +92,7 @@ def test_purge_refuses_a_symlinked_file_or_a_folder_named_as_a_file(tmp_path: Pa
     assert all(f.exists() for f in files)
 
 
-@pytest.mark.parametrize("where", ["outside", "root", "linked", "inside-other"])
+@pytest.mark.parametrize("where", ["outside", "root", "linked", "inside-other", "hadoop"])
 def test_purge_refuses_a_location_out_of_bounds(tmp_path: Path, where: str) -> None:
     served, table, files = _table_folder(tmp_path)
     others: list[str] = []
@@ -105,10 +105,21 @@ def test_purge_refuses_a_location_out_of_bounds(tmp_path: Path, where: str) -> N
         location = str(tmp_path / "wh" / "db" / "alias")
         Path(location).symlink_to(table, target_is_directory=True)
         files = [Path(location) / f.relative_to(table) for f in files]
-    else:
+    elif where == "inside-other":
         others = [str(table.parent)]
+    else:  # a SQL catalog's table placed inside a Hadoop-layout table's folder
+        served = ServedLocations(served.roots, foreign_hadoop=True)
+        (table.parent / "metadata").mkdir()
+        (table.parent / "metadata" / "version-hint.text").write_text("1")
     with pytest.raises(PurgeRefused):
-        purge_files(FileIO(), location, [str(f) for f in files], others=others, locations=served)
+        purge_files(
+            FileIO(),
+            location,
+            [str(f) for f in files],
+            others=others,
+            locations=served,
+            foreign_hadoop=served.foreign_hadoop,
+        )
     assert all(f.exists() for f in files)
 
 
