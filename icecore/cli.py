@@ -511,6 +511,7 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
             token_max_lifetime_s=args.token_max_lifetime,
             token_secret_file=args.token_secret_file,
             limits=_http_limits(args),
+            allow_locations=args.allow_location,
         )
     except ValueError as e:  # a malformed option or secret; its text never holds the secret
         raise UsageError(str(e)) from None
@@ -759,6 +760,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--vend-to-anonymous",
         action="store_true",
         help="vend even without --credential, to anyone who reaches the port (warns)",
+    )
+    srv.add_argument(
+        "--allow-location",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="let tables live below PREFIX too (a folder or s3://bucket/path; repeatable); "
+        "by default only the served warehouse",
     )
     srv.set_defaults(run=cmd_serve_rest)
     for name in SUMMARIZED:

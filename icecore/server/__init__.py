@@ -22,6 +22,7 @@ from icecore.server.auth import (
     token_secret,
 )
 from icecore.server.limits import HttpLimits
+from icecore.server.locations import served_catalog
 from icecore.server.vend import vend_policy
 
 
@@ -39,6 +40,7 @@ def serve(
     token_max_lifetime_s: float = DEFAULT_TOKEN_MAX_LIFETIME_S,
     token_secret_file: str | None = None,
     limits: HttpLimits | None = None,
+    allow_locations: Sequence[str] = (),
 ) -> None:
     """Serve ``catalog`` (as :func:`icecore.load_catalog` takes it) until interrupted.
 
@@ -50,12 +52,13 @@ def serve(
     ``ICECORE_SERVE_TOKEN_SECRET``, else random): a new secret revokes every earlier token;
     a refreshed token dies ``token_max_lifetime_s`` after its first issue
     (:mod:`icecore.server.auth`). ``limits`` bounds connections and request times
-    (:mod:`icecore.server.limits`).
+    (:mod:`icecore.server.limits`). ``allow_locations`` are prefixes where tables may live
+    besides the catalog's warehouse (:mod:`icecore.server.locations`).
 
     Raises:
         ValueError: a malformed ``credential`` or ``vend`` pair, a vending the options do not
-            allow, an unreadable or short token secret, or a limit that is not positive (one
-            sentence, no secret in it).
+            allow, an unreadable or short token secret, a limit that is not positive, or an
+            unusable ``allow_locations`` prefix (one sentence, no secret in it).
     """
     import uvicorn
 
@@ -70,7 +73,7 @@ def serve(
     run_options = limits.uvicorn_options()  # refused before anything is opened
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    backing = load_catalog(catalog, read_only=read_only)
+    backing = served_catalog(load_catalog(catalog, read_only=read_only))
     issuer = (
         TokenIssuer.from_credential(
             credential,
@@ -81,7 +84,13 @@ def serve(
         if credential
         else None
     )
-    app = create_app(backing, read_only=read_only, issuer=issuer, vended=vended)
+    app = create_app(
+        backing,
+        read_only=read_only,
+        issuer=issuer,
+        vended=vended,
+        allow_locations=allow_locations,
+    )
     uvicorn.run(
         limits.wrap(app), host=host, port=port, log_level="warning", access_log=False, **run_options
     )

@@ -12,6 +12,8 @@ default. Every answer that is not a success is the spec's ``ErrorModel``
 Untrusted input stays bounded: a request body over :data:`MAX_BODY_BYTES` is refused with
 413 before it is read whole, page sizes are capped, and catalog work runs in a worker thread
 so one slow request does not stall the others. ``read_only`` refuses every write with 403.
+Every storage path a request names (a location, a write path, a file a commit or register
+references) must lie below the served locations (:mod:`icecore.server.locations`, 403).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import base64
 import bisect
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -62,6 +64,7 @@ from icecore.server.errors import (
     no_such_table,
     plain_text,
 )
+from icecore.server.locations import ServedLocations
 from icecore.server.vend import DELEGATION_HEADER, wants_vended
 from icecore.table_data import read_table_metadata
 from icecore.values import whole_number
@@ -184,6 +187,8 @@ class CatalogService:
         catalog: the catalog served.
         read_only: refuse every write.
         vended: storage properties handed to clients that ask for vended credentials.
+        allow_locations: prefixes where tables may live besides the catalog's warehouse
+            (:mod:`icecore.server.locations`).
     """
 
     def __init__(
@@ -192,8 +197,10 @@ class CatalogService:
         *,
         read_only: bool = False,
         vended: Mapping[str, str] | None = None,
+        allow_locations: Sequence[str] = (),
     ) -> None:
-        self.backend = Backend(catalog)
+        self.locations = ServedLocations.for_catalog(catalog, allow_locations)
+        self.backend = Backend(catalog, self.locations)
         self.catalog = catalog
         self.read_only = read_only
         self.vended = dict(vended or {})
@@ -265,6 +272,7 @@ class CatalogService:
             raise bad_request("'properties' must map strings to strings.")
         if "location" in props:  # where the namespace's new tables will be written
             plain_text(props["location"], "The namespace property 'location'")
+        self.locations.require_namespace_properties(props)
         self.backend.create_namespace(namespace, dict(props))
         return {"namespace": list(namespace), "properties": dict(props)}
 
@@ -301,6 +309,7 @@ class CatalogService:
             plain_text(updates["location"], "The namespace property 'location'")
         if not isinstance(removals, list) or not all(isinstance(r, str) for r in removals):
             raise bad_request("'removals' must be a list of strings.")
+        self.locations.require_namespace_properties(updates)
         updated, removed, missing = self.backend.update_properties(
             namespace, dict(updates), list(removals)
         )
@@ -373,6 +382,7 @@ class CatalogService:
         for key in PATH_PROPERTIES & set(props):
             if isinstance(props[key], str):
                 plain_text(props[key], f"property {key!r}")
+        self._require_new_location(identifier, location)
         metadata = new_table_metadata(
             location=location,
             schema=body["schema"],
@@ -380,6 +390,7 @@ class CatalogService:
             write_order=body.get("write-order"),
             properties=props,
         )
+        self.locations.require_metadata(metadata)
         if body.get("stage-create"):
             if identifier in self.catalog.list_tables(namespace):
                 raise RestError(
@@ -393,6 +404,14 @@ class CatalogService:
             "config": self._config(call),
         }
 
+    def _require_new_location(self, identifier: TableIdentifier, location: str) -> None:
+        """A new table's location: below the served roots and its namespace's location."""
+        try:
+            under = self.backend.namespace_properties(identifier.namespace).get("location")
+        except NotFound:
+            under = None
+        self.locations.require(location, "the table's location", under=under or None)
+
     def register_table(self, call: Call) -> Any:
         """``POST .../register``: add a table for an existing metadata file."""
         namespace = self._existing(call.params["namespace"])
@@ -402,11 +421,14 @@ class CatalogService:
             raise bad_request("A register request needs 'name' and 'metadata-location'.")
         plain_text(location, "'metadata-location'")
         identifier = TableIdentifier(namespace, name)
+        self.locations.require(location, "the metadata file")  # before reading it
         try:
-            read_table_metadata(self.backend.io, location)  # refuse what is not metadata
+            metadata = read_table_metadata(self.backend.io, location)  # refuse what is not metadata
         except NotFound as e:
             # A file, not a namespace, is missing: the spec's generic NotFoundException.
             raise RestError(404, "NotFoundException", str(e)) from None
+        # Refuse metadata placing the table outside the served locations.
+        self.locations.require_metadata(metadata)
         self.backend.register_table(identifier, location)
         return self._load_result(identifier, call)
 
@@ -429,7 +451,9 @@ class CatalogService:
             return self._create_by_commit(identifier, requirements, updates)
         failpoint("rest-before-commit")
         try:
-            location, metadata = commit_table(self.catalog, identifier, requirements, updates)
+            location, metadata = commit_table(
+                self.catalog, identifier, requirements, updates, self.locations.require_metadata
+            )
         except NotFound:
             self._load_result(identifier)  # the precise 404
             raise
@@ -456,6 +480,7 @@ class CatalogService:
         location = first.get("set-location", {}).get("location") or self.backend.default_location(
             identifier
         )
+        self._require_new_location(identifier, location)
         base = new_table_metadata(
             location=location,
             schema=schema,
@@ -480,6 +505,7 @@ class CatalogService:
         }
         rest = [u for u in updates if u.action not in creating]
         metadata = apply_rest_updates(base, rest, None)
+        self.locations.require_metadata(metadata)
         location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
         return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
 
@@ -502,7 +528,7 @@ class CatalogService:
         if len(set(names)) != len(names):
             raise bad_request("A transaction names a table twice; send one change per table.")
         try:
-            commit_transaction(self.catalog, changes)
+            commit_transaction(self.catalog, changes, self.locations.require_metadata)
         except NotFound as e:
             # A table is missing (whether or not its namespace is): NoSuchTable, as Java.
             raise RestError(404, "NoSuchTableException", str(e)) from None
@@ -594,6 +620,7 @@ def create_app(
     issuer: TokenIssuer | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     vended: Mapping[str, str] | None = None,
+    allow_locations: Sequence[str] = (),
 ) -> Starlette:
     """The ASGI application serving ``catalog`` (see the module docstring).
 
@@ -605,8 +632,15 @@ def create_app(
         vended: storage properties returned in ``LoadTableResult.config`` to a client that
             sends ``X-Iceberg-Access-Delegation: vended-credentials``
             (:mod:`icecore.server.vend`).
+        allow_locations: prefixes where tables may live besides the catalog's warehouse
+            (``--allow-location``; :mod:`icecore.server.locations`).
+
+    Raises:
+        ValueError: an ``allow_locations`` prefix that is no local folder or object store.
     """
-    service = CatalogService(catalog, read_only=read_only, vended=vended)
+    service = CatalogService(
+        catalog, read_only=read_only, vended=vended, allow_locations=allow_locations
+    )
     served = service.endpoints()
     names = [e.spec_name for e in served if e.advertised and not (read_only and e.writes)]
 

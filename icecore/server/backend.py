@@ -23,7 +23,9 @@ from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin
 from icecore.errors import IcecoreError, NotFound, Unsupported
 from icecore.io import FileIO
 from icecore.metadata import TableMetadata
-from icecore.server.purge import PurgeReport, purge_table
+from icecore.server.errors import RestError
+from icecore.server.locations import PATH_PROPERTIES, ServedLocations
+from icecore.server.purge import PurgeRefused, PurgeReport, plan_purge, purge_table, table_files
 from icecore.table import load_table_at
 
 log = logging.getLogger("icecore.server")
@@ -95,11 +97,13 @@ class Backend:
 
     Args:
         catalog: the catalog to serve.
+        locations: where its tables may live (a purge deletes nothing elsewhere).
     """
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, locations: ServedLocations | None = None) -> None:
         self.catalog = catalog
         self.admin = admin_for(catalog)
+        self.locations = locations or ServedLocations.for_catalog(catalog)
 
     @property
     def io(self) -> FileIO:
@@ -172,23 +176,52 @@ class Backend:
     def drop_table(self, identifier: TableIdentifier, *, purge: bool = False) -> PurgeReport | None:
         """Remove a table from the catalog; with ``purge``, then delete its files.
 
-        Without ``purge`` no file is deleted. The table is loaded before the entry goes, so
-        the files purged are those of the metadata current at the drop.
+        Without ``purge`` no file is deleted. With it, the purge is checked first
+        (:func:`~icecore.server.purge.plan_purge`): one that would leave its bounds is
+        refused with 403 and the table stays. The files purged are those of the metadata
+        current at the drop, checked again; if a commit in between broke the bounds, the
+        entry is gone and every file stays (logged).
 
         Returns:
             What the purge deleted and skipped (None without purge).
         """
         admin = self._need_admin("drop tables")
-        before = self.catalog.metadata_location(identifier) if purge else None
-        now_at = admin.drop_table(identifier)
-        if before is None:
+        if not purge:
+            admin.drop_table(identifier)
             return None
+        loaded = self.catalog.load_table(identifier)
+        before = loaded.metadata_location
+        others = self._other_locations(exclude=identifier)
+        try:
+            plan_purge(
+                loaded.metadata.location,
+                table_files(loaded)[0],
+                others,
+                self.locations,
+                self.locations.foreign_hadoop,
+            )
+        except PurgeRefused as e:
+            raise RestError(
+                403,
+                "ForbiddenException",
+                f"Cannot purge {identifier}: {e}; nothing was dropped or deleted (drop it "
+                "without purge to keep its files).",
+            ) from None
+        now_at = admin.drop_table(identifier)
         # The metadata current when the entry went (a commit may have come in between).
         table = load_table_at(identifier, now_at, self.io)
         old, new = before.rsplit("/", 1)[0], now_at.rsplit("/", 1)[0]
-        report = purge_table(
-            table, relocated=(old, new) if old != new else None, others=self._other_locations()
-        )
+        try:
+            report = purge_table(
+                table,
+                (old, new) if old != new else None,
+                others,
+                self.locations,
+                self.locations.foreign_hadoop,
+            )
+        except PurgeRefused as e:
+            log.warning("Purge of %s refused after its drop; no file deleted: %s", identifier, e)
+            return PurgeReport((), (), (str(e),))
         log.info(
             "Purged %s: %d files deleted, %d skipped, %d failed",
             identifier,
@@ -206,21 +239,31 @@ class Backend:
             log.warning("Purge of %s: %s", identifier, problem)
         return report
 
-    def _other_locations(self) -> list[str]:
-        """Where the catalog's remaining tables keep their files (a purge leaves them alone).
+    def _other_locations(self, exclude: TableIdentifier | None = None) -> list[str]:
+        """Where the catalog's other tables keep their files (a purge leaves them alone).
 
-        Taken from each table's metadata location (``<location>/metadata/<file>``, as every
-        writer lays it out) rather than by loading every table; a table whose metadata lies
-        elsewhere protects that folder instead, which errs on the side of keeping files.
+        Each table's metadata file's folder (``<location>/metadata``, as every writer lays
+        it out, less ``/metadata``), and from its metadata its ``location`` and write paths
+        (``write.data.path``, ...): a table whose metadata cannot be read protects the folder
+        of its metadata file still. Purges are rare; reading every table's metadata is the
+        price of never deleting another table's file.
         """
         found: list[str] = []
         for identifier in self.catalog.list_tables():
+            if identifier == exclude:
+                continue
             try:
                 where = self.catalog.metadata_location(identifier)
             except IcecoreError:
                 continue
             folder = where.rsplit("/", 1)[0]
             found.append(folder[: -len("/metadata")] if folder.endswith("/metadata") else folder)
+            try:
+                metadata = load_table_at(identifier, where, self.io).metadata
+            except IcecoreError:
+                continue
+            found.append(metadata.location)
+            found += [metadata.properties[k] for k in PATH_PROPERTIES if k in metadata.properties]
         return found
 
     def rename_table(self, source: TableIdentifier, destination: TableIdentifier) -> None:

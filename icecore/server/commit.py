@@ -17,7 +17,7 @@ checks.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -59,10 +59,18 @@ def requirement_failures(requirements: Sequence[Requirement], md: TableMetadata)
     return violations(requirements, md, lambda: frozenset())
 
 
+Guard = Callable[[TableMetadata, TableMetadata], None]
+"""A check of new metadata against its base that raises ``RestError`` to refuse it
+(:meth:`icecore.server.locations.ServedLocations.require_metadata`)."""
+
+
 def apply_rest_updates(
-    base: TableMetadata, updates: Sequence[MetadataUpdate], previous_location: str | None
+    base: TableMetadata,
+    updates: Sequence[MetadataUpdate],
+    previous_location: str | None,
+    guard: Guard | None = None,
 ) -> TableMetadata:
-    """``base`` with every update applied in order, checked by the spec's rules.
+    """``base`` with every update applied in order, checked by the spec's rules and ``guard``.
 
     An ``add-schema``'s ``last-column-id`` (deprecated in the spec's ``AddSchemaUpdate``) never
     lowers the table's: the largest of it, the table's and the schema's highest field id is
@@ -80,7 +88,10 @@ def apply_rest_updates(
             )
             update = dataclasses.replace(update, last_column_id=kept)
         builder.apply(update)
-    return builder.build(previous_location)
+    new = builder.build(previous_location)
+    if guard is not None:
+        guard(new, base)
+    return new
 
 
 def parse_commit(body: Any) -> tuple[list[Requirement], list[MetadataUpdate]]:
@@ -130,8 +141,11 @@ def commit_table(
     identifier: TableIdentifier,
     requirements: Sequence[Requirement],
     updates: Sequence[MetadataUpdate],
+    guard: Guard | None = None,
 ) -> tuple[str, TableMetadata]:
     """Check and apply a commit against the backing catalog; returns the new location and metadata.
+
+    ``guard`` sees the new metadata and its base before anything is written.
 
     Raises:
         RestError: 409 when a requirement fails or every attempt lost its swap.
@@ -149,7 +163,7 @@ def commit_table(
                 f"Commit to {identifier} failed: requirement not met: {failed[0]}.",
             )
         try:
-            new = apply_rest_updates(base, updates, base_location)
+            new = apply_rest_updates(base, updates, base_location, guard)
             payload = encode_metadata(new)
         except RestError:
             raise
@@ -192,12 +206,15 @@ def supports_transactions(catalog: Catalog) -> bool:
     return callable(getattr(catalog, "commit_metadata_all", None))
 
 
-def commit_transaction(catalog: Catalog, changes: Sequence[TableChange]) -> None:
+def commit_transaction(
+    catalog: Catalog, changes: Sequence[TableChange], guard: Guard | None = None
+) -> None:
     """Check and apply every table's changes, then swap them all at once, or none.
 
     Each attempt loads every table, checks every requirement (409 on the first that fails:
     nothing is written), applies the updates and hands all swaps to the catalog's one
-    transaction; a lost swap repeats the whole attempt on the new state.
+    transaction; a lost swap repeats the whole attempt on the new state. ``guard`` sees
+    each table's new metadata and its base before anything is written.
 
     Raises:
         RestError: 406 if the catalog cannot commit atomically, 409 on a failed requirement
@@ -226,7 +243,7 @@ def commit_transaction(catalog: Catalog, changes: Sequence[TableChange]) -> None
                     f"{failed[0]}; no table was changed.",
                 )
             try:
-                new = apply_rest_updates(base, change.updates, base_location)
+                new = apply_rest_updates(base, change.updates, base_location, guard)
                 payload = encode_metadata(new)
             except InvalidMetadata as e:
                 raise bad_request(f"The change to {change.identifier} is invalid: {e}") from e

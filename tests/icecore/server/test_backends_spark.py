@@ -164,8 +164,12 @@ def pg_served(
 ) -> Iterator[tuple[RestServer, str]]:
     uri = with_catalog_tables(pg_server.create_database(f"rest_{uuid.uuid4().hex[:8]}"))
     bare = uri.replace(f":{pg_server.password}@", "@") + f"?catalog={PG_CATALOG}"
+    warehouse = tmp_path_factory.mktemp("pg_rest") / "wh"
     server = start_server(
-        tmp_path_factory.mktemp("pg_rest") / "wh",
+        warehouse,
+        # PostgreSQL has no warehouse folder: the operator names where tables may live.
+        "--allow-location",
+        str(warehouse / "tables"),
         catalog=bare,
         env={"PGPASSWORD": pg_server.password},
     )

@@ -142,7 +142,8 @@ def test_a_dot_dot_table_in_the_path_is_refused(fs_server: RestServer) -> None:
 
 def test_a_custom_location_is_refused_as_hadoop_catalog_does(fs_server: RestServer) -> None:
     _post(fs_server, "namespaces", {"namespace": ["loc"]})
-    elsewhere = fs_server.warehouse.parent / "elsewhere"
+    # Inside the warehouse but not the table's folder (outside it is a 403: test_locations).
+    elsewhere = fs_server.warehouse / "loc" / "elsewhere"
     answer = _post(
         fs_server, "namespaces/loc/tables", _create_table_body("t", location=str(elsewhere))
     )
@@ -319,9 +320,10 @@ def test_purge_over_a_sql_catalog_and_drop_without_purge(rest_server: RestServer
 def test_purge_of_a_table_registered_over_others_leaves_their_files(
     rest_server: RestServer,
 ) -> None:
-    """A table registered with the whole warehouse as its location purges no table beneath it.
+    """A table registered with its namespace's folder as its location purges no table in it.
 
     The remaining tables' folders are protected, not only what lies outside the location.
+    (The warehouse itself is no table's location: test_locations.)
     """
     peer = RestCatalog("peer", uri=rest_server.url)
     peer.create_namespace("broad")
@@ -329,7 +331,7 @@ def test_purge_of_a_table_registered_over_others_leaves_their_files(
     keep.append(ROWS)
     keep_dir = Path(keep.location().removeprefix("file://").removeprefix("file:"))
     keep_before = _files(keep_dir)
-    root = keep_dir.parent.parent
+    root = keep_dir.parent
     metadata = requests.get(f"{rest_server.url}/v1/namespaces/broad/tables/keep", timeout=60)
     crafted = dict(metadata.json()["metadata"], location=f"file:{root}")
     target = root / "crafted" / "v1.metadata.json"

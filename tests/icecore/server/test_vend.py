@@ -55,6 +55,7 @@ def vending(s3_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     env["AWS_ENDPOINT_URL"] = s3_server.endpoint  # the server's own FileIO (botocore's variable)
     args = [arg for key, var in VEND_ENV.items() for arg in ("--vend", f"{key}={var}")]
     args.append("--vend-to-anonymous")  # the tests below call without a token
+    args += ["--allow-location", f"s3://{BUCKET}/"]  # the tables live in the bucket
     server = start_server(tmp_path_factory.mktemp("vend") / "wh", *args, env=env)
     yield server
     stop_server(server)
