@@ -224,7 +224,9 @@ def test_names_over_a_postgresql_backed_server(pg_server: PgServer, tmp_path: Pa
     """PostgreSQL's VARCHAR(255) made a 3,000-character name (or property key) a 500."""
     uri = with_catalog_tables(pg_server.create_database(f"names_{uuid.uuid4().hex[:8]}"))
     warehouse = tmp_path / "wh"
-    server = start_server(warehouse, catalog=uri)
+    warehouse.mkdir()
+    # A PostgreSQL catalog has no warehouse folder of its own: the tables' root is named.
+    server = start_server(warehouse, "--allow-location", str(warehouse), catalog=uri)
     try:
         made = _post(
             server,

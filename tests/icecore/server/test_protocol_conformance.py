@@ -94,7 +94,7 @@ def test_404_types_name_what_is_missing(rest_server: RestServer, tmp_path: Path)
         _error(r, 404, "NoSuchTableException")
     props = requests.get(f"{rest_server.url}/v1/namespaces/typed/tables/present", timeout=10)
     assert "k" not in props.json()["metadata"].get("properties", {})
-    missing = tmp_path / "v1.metadata.json"
+    missing = rest_server.warehouse / "typed" / "gone" / "metadata" / "v1.metadata.json"
     r = requests.post(
         f"{rest_server.url}/v1/namespaces/typed/register",
         json={"name": "reg", "metadata-location": str(missing)},
