@@ -68,8 +68,9 @@ TABLE_SEPARATOR = "::"
 """Separates the catalog from the table name in ``CATALOG::ns.table``."""
 
 
-REMOTE_PROTOCOLS = ("s3", "memory", "gs", "abfs", "abfss")
-"""Object stores a filesystem warehouse may live on."""
+REMOTE_PROTOCOLS = ("s3",)
+"""Object stores a filesystem warehouse may live on (``s3a``/``s3n`` are read as ``s3``):
+those :data:`icecore.io.SCHEMES` allows besides local files."""
 
 
 def load_catalog(

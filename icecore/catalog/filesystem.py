@@ -22,7 +22,7 @@ from icecore.errors import (
     ValidationError,
 )
 from icecore.failpoints import failpoint
-from icecore.io import FileInfo, FileIO, normalize_path
+from icecore.io import MAX_METADATA_BYTES, FileInfo, FileIO, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
 from icecore.values import whole_number
@@ -166,7 +166,7 @@ def commit_version(
         pass  # readers (Icecore's and Iceberg Java's) move past a stale or missing hint
     try:
         failpoint("fs-verify")
-        written = io.read(target)
+        written = io.read(target, limit=MAX_METADATA_BYTES)
     except (IcecoreError, OSError) as e:
         raise CommitStateUnknown(
             f"Version {version} of {table_location} was written but could not be read back "
@@ -193,7 +193,7 @@ class FilesystemCatalog(CatalogBase):
     """Tables found under a warehouse folder in the Hadoop layout (no database).
 
     Args:
-        root: the warehouse folder (any path FileIO reads: local, ``s3://``, ``memory://``).
+        root: the warehouse folder (any path FileIO reads: local or ``s3://``).
         io: the FileIO to read it with.
     """
 
