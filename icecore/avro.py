@@ -14,6 +14,14 @@ Lists", "Appendix A: Avro"). Two readers share one header parse:
 Both raise :class:`~icecore.errors.InvalidMetadata` naming the file for anything that is not
 a complete, well-formed container file: a bad magic, a header that does not parse, a block
 cut short, a wrong sync marker. They never return part of a file.
+
+A block's object count is checked against its bytes before any decoder sees it
+(:func:`_check_blocks`): polars sizes its columns by the declared count, so a ~1 KB file
+declaring 4e9 objects would make it allocate gigabytes and abort the process (a Rust
+allocation failure is not an exception). Every object takes at least as many bytes as the
+smallest value of the writer's schema (at least one), so a block declaring more objects than
+its decoded bytes can hold is refused with one sentence; a file whose blocks cannot be checked
+(an irregular framing, a codec other than null, deflate or snappy) is decoded record by record.
 """
 
 from __future__ import annotations
@@ -110,6 +118,7 @@ def read_avro(data: bytes, path: str) -> AvroFile:
         InvalidMetadata: the bytes are not one complete, well-formed container file.
     """
     reader, metadata, schema = _open(data, path)
+    _counts_checked(data, path, metadata, schema)
     try:
         records = list(reader)
     except Exception as e:  # EOFError, zlib.error, ValueError (sync marker), struct errors
@@ -354,11 +363,14 @@ def read_avro_polars_arrow(data: bytes, path: str) -> pa.Table:
     """
     import polars as pl  # ~0.1 s and ~45 MiB: paid by the first manifest read, not by import
 
-    _, metadata, _ = _open(data, path)
-    try:
-        table = pl.read_avro(io.BytesIO(data)).to_arrow()
-    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
-        table = read_avro_arrow(data, path)
+    _, metadata, schema = _open(data, path)
+    if not _counts_checked(data, path, metadata, schema):
+        table = read_avro_arrow(data, path)  # record by record: nothing sized by a count
+    else:
+        try:
+            table = pl.read_avro(io.BytesIO(data)).to_arrow()
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
+            table = read_avro_arrow(data, path)
     header = {HEADER_METADATA_PREFIX + k.encode(): v.encode() for k, v in metadata.items()}
     return table.replace_schema_metadata(header)
 
@@ -385,11 +397,14 @@ class _Framing:
             codec and metadata).
         blocks: each block's bytes, its object count and size prefix included, sync excluded.
         rows: objects in all blocks.
+        spans: each block's object count, and where its (compressed) objects start and end
+            in the file.
     """
 
     header: bytes
     blocks: list[bytes]
     rows: int
+    spans: list[tuple[int, int, int]]
 
 
 def _framing(data: bytes) -> _Framing | None:
@@ -421,6 +436,7 @@ def _framing(data: bytes) -> _Framing | None:
             return None
         pos += _SYNC_SIZE
         blocks: list[bytes] = []
+        spans: list[tuple[int, int, int]] = []
         rows = 0
         while pos < len(data):
             start = pos
@@ -430,9 +446,10 @@ def _framing(data: bytes) -> _Framing | None:
             if count <= 0 or size <= 0 or data[end : end + _SYNC_SIZE] != sync:
                 return None
             blocks.append(data[start:end])
+            spans.append((count, pos, end))
             rows += count
             pos = end + _SYNC_SIZE
-        return _Framing(header, blocks, rows)
+        return _Framing(header, blocks, rows, spans)
     except (IndexError, ValueError):
         return None
 
@@ -461,6 +478,21 @@ def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.T
     for header, members in groups.items():
         if len(members) < 2:
             continue
+        try:  # the header every file of the group shares
+            _, metadata, schema = _open(*files[members[0][0]])
+        except InvalidMetadata:
+            continue
+        floor = _object_floor(metadata, schema)
+        checked = []
+        for i, framing in members:
+            try:
+                if _check_blocks(files[i][0], files[i][1], framing, *floor):
+                    checked.append((i, framing))
+            except InvalidMetadata as e:
+                out[i] = e
+        if len(checked) < 2 or len(checked) < len(members):
+            continue  # read alone: what each raises, or a record-by-record decode
+        members = checked
         tables = _decode_merged(header, [f for _, f in members], files[members[0][0]])
         if tables is not None:
             for (i, _), table in zip(members, tables, strict=True):
@@ -503,6 +535,147 @@ def _decode_merged(
         out.append(table.slice(start, framing.rows))
         start += framing.rows
     return out
+
+
+_PRIMITIVE_BYTES = {
+    "null": 0,
+    "boolean": 1,
+    "int": 1,
+    "long": 1,
+    "float": 4,
+    "double": 8,
+    "bytes": 1,
+    "string": 1,
+}
+"""Fewest bytes a value of each primitive type is encoded in ("Binary Encoding": a varint
+takes one byte at least, a string or bytes its length's varint)."""
+
+_SCHEMA_DEPTH = 64
+"""Below this nesting a schema's types count zero bytes (still a lower bound)."""
+
+_SNAPPY_RATIO = 32
+"""Snappy expands a block at most ~21 times (a 3-byte copy of 64 bytes); a snappy block
+declaring more than this many times its bytes, plus :data:`_SNAPPY_SLACK`, is forged."""
+_SNAPPY_SLACK = 64
+
+_INFLATE_STEP = 1 << 20
+"""Bytes inflated at a time while counting a deflate block's decoded size."""
+
+
+def _smallest(avro_type: Any, named: dict[str, int], depth: int = 0) -> int:
+    """Fewest bytes any value of ``avro_type`` takes in Avro's binary encoding."""
+    if depth > _SCHEMA_DEPTH:
+        return 0
+    if isinstance(avro_type, str):
+        return _PRIMITIVE_BYTES.get(avro_type, named.get(avro_type, 0))
+    if isinstance(avro_type, list):  # a union: the branch index, then the branch's value
+        return 1 + min((_smallest(b, named, depth + 1) for b in avro_type), default=0)
+    if not isinstance(avro_type, dict):
+        return 0
+    kind = avro_type.get("type")
+    if kind == "record" or kind == "error":
+        name = str(avro_type.get("name", ""))
+        named.setdefault(name, 0)  # a record that holds itself counts it as zero inside
+        size = sum(
+            _smallest(f.get("type"), named, depth + 1)
+            for f in avro_type.get("fields", [])
+            if isinstance(f, dict)
+        )
+        named[name] = size
+        return size
+    if kind == "fixed":
+        fixed = avro_type.get("size")
+        return fixed if isinstance(fixed, int) and fixed > 0 else 0
+    if kind in ("enum", "array", "map"):  # an index, or a block count (0 ends it)
+        return 1
+    return _smallest(kind, named, depth + 1)
+
+
+def _object_floor(metadata: Mapping[str, str], schema: Mapping[str, Any]) -> tuple[str, int]:
+    """The file's codec, and the fewest bytes one of its objects takes (one at least).
+
+    Schemas whose objects may take no bytes (a record of nulls) do not hold Iceberg's
+    manifests, manifest lists or data files; one byte is the floor for every file read.
+    """
+    return metadata.get("avro.codec", "null"), max(1, _smallest(dict(schema), {}))
+
+
+def _decoded_size(codec: str, block: memoryview, need: int) -> int | None:
+    """A block's decoded size, counted up to ``need`` bytes; None: this codec is not counted.
+
+    Only what answers the question is decompressed: a deflate block is inflated until
+    ``need`` bytes came out (for a real block a small part of it).
+    """
+    if codec == "null":
+        return len(block)
+    if codec == "deflate":
+        import zlib
+
+        inflate = zlib.decompressobj(-15)  # raw deflate, as Avro writes it
+        size, rest = 0, bytes(block)
+        try:
+            while size < need and rest and not inflate.eof:
+                size += len(inflate.decompress(rest, min(need - size, _INFLATE_STEP)))
+                rest = inflate.unconsumed_tail
+        except zlib.error:
+            return None  # damaged: the decoder says so
+        return size
+    if codec == "snappy":  # the uncompressed length leads the stream (then 4 bytes of CRC)
+        try:
+            length, _ = _varint(block, 0)
+        except (IndexError, ValueError):
+            return None
+        return length if length <= _SNAPPY_RATIO * len(block) + _SNAPPY_SLACK else -length
+    return None
+
+
+def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """An unsigned little-endian base-128 varint at ``pos`` (snappy's lengths)."""
+    shift = result = 0
+    for _ in range(10):
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+    raise ValueError("a varint longer than 10 bytes")
+
+
+def _check_blocks(data: bytes, path: str, framing: _Framing, codec: str, floor: int) -> bool:
+    """Whether every block's object count fits its bytes (False: cannot be told).
+
+    Raises:
+        InvalidMetadata: a block declares more objects than its decoded bytes can hold.
+    """
+    view = memoryview(data)
+    for number, (count, start, end) in enumerate(framing.spans, 1):
+        size = _decoded_size(codec, view[start:end], count * floor)
+        if size is None:
+            return False
+        if size < 0:
+            raise _bad(
+                path,
+                f"block {number} claims to decompress {end - start} bytes to {-size}, more "
+                "than snappy can",
+            )
+        if size < count * floor:
+            raise _bad(
+                path,
+                f"block {number} declares {count} objects in {size} bytes, and each takes "
+                f"{floor} or more",
+            )
+    return True
+
+
+def _counts_checked(
+    data: bytes, path: str, metadata: Mapping[str, str], schema: Mapping[str, Any]
+) -> bool:
+    """:func:`_check_blocks` of a whole file (False: irregular framing or codec unknown)."""
+    framing = _framing(data)
+    if framing is None:
+        return False
+    return _check_blocks(data, path, framing, *_object_floor(metadata, schema))
 
 
 def datetime_to_micros(value: dt.datetime) -> int:
