@@ -111,18 +111,21 @@ def _write_table(folder: Path, manifest_list: str | None = None, **snapshot: Any
     return path
 
 
+_LIMIT = (
+    "import resource, runpy, sys; "
+    f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))\n"
+)
+"""The start of every child's code: the address-space limit."""
+
+
 def _run_limited(*code_and_args: str) -> subprocess.CompletedProcess[str]:
     """Run Python in a child whose address space is :data:`ADDRESS_SPACE` (``ulimit -v``)."""
-    limit = (
-        "import resource, runpy, sys; "
-        f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))\n"
-    )
     return subprocess.run(
-        [sys.executable, "-c", limit + code_and_args[0], *code_and_args[1:]],
+        [sys.executable, "-c", _LIMIT + code_and_args[0], *code_and_args[1:]],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={**os.environ, "ICECORE_CACHE_DIR": "", "POLARS_MAX_THREADS": "1"},
+        env={**os.environ, "ICECORE_CACHE_DIR": "off", "POLARS_MAX_THREADS": "1"},
         timeout=120,
         check=False,
     )
@@ -269,3 +272,64 @@ def test_a_table_naming_http_urls_reaches_no_listener(
         with pytest.raises(IcecoreError):
             FileIO().read(path)
     assert received == []
+
+
+# ---------------------------------------------------------------------------------------
+# The REST server: register reads the file it is given, bounded and through the allow-list
+
+
+_SERVE = "sys.argv = ['icecore', 'serve-rest', *sys.argv[1:]]; " + _CLI.split("; ", 1)[1]
+
+
+@pytest.fixture
+def limited_server(tmp_path: Path) -> Iterator[str]:
+    """``serve-rest`` over a fresh SQLite catalog, its address space limited as above."""
+    import requests
+
+    from icecore.catalog.sql import create_sqlite_catalog
+    from tests.icecore.server.conftest import free_port
+
+    db = create_sqlite_catalog(tmp_path / "wh" / "catalog.db")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-c", _LIMIT + _SERVE, f"sqlite:///{db}", "--port", str(port)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):  # until it answers (each try waits up to 0.1 s for a refusal)
+            assert process.poll() is None, "serve-rest exited"
+            try:
+                requests.get(f"{url}/v1/config", timeout=1)
+                break
+            except requests.ConnectionError:
+                threading.Event().wait(0.1)
+        requests.post(f"{url}/v1/namespaces", json={"namespace": ["db"]}, timeout=10)
+        yield url
+        assert process.poll() is None, "the server died"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_register_reads_no_url_and_no_device(
+    limited_server: str, listener: tuple[str, list[bytes]], tmp_path: Path
+) -> None:
+    import requests
+
+    host, received = listener
+    link = tmp_path / "v1.metadata.json"
+    link.symlink_to("/dev/zero")
+    for location in (f"http://{host}/v1.metadata.json", "/dev/zero", str(link)):
+        r = requests.post(
+            f"{limited_server}/v1/namespaces/db/register",
+            json={"name": "t", "metadata-location": location},
+            timeout=60,
+        )
+        assert r.status_code == 400, (location, r.status_code, r.text[:500])
+        message = r.json()["error"]["message"]
+        assert "\n" not in message and location in message, message
+    assert received == []
+    assert requests.get(f"{limited_server}/v1/config", timeout=10).status_code == 200
