@@ -312,7 +312,7 @@ def read_avro_arrow(data: bytes, path: str, columns: Sequence[str] | None = None
     avro = read_avro(data, path)
     try:
         schema = arrow_schema(avro.schema)
-    except InvalidMetadata as e:
+    except (InvalidMetadata, ValueError, TypeError, KeyError, pa.ArrowException) as e:
         raise InvalidMetadata(f"Avro file {path} has an unsupported schema: {e}") from e
     if columns is not None:
         missing = [c for c in columns if schema.get_field_index(c) < 0]
@@ -482,7 +482,10 @@ def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.T
             _, metadata, schema = _open(*files[members[0][0]])
         except InvalidMetadata:
             continue
-        floor = _object_floor(metadata, schema)
+        try:
+            floor = _object_floor(metadata, schema, files[members[0][0]][1])
+        except InvalidMetadata:
+            continue  # each is read alone, and refused alone
         checked = []
         for i, framing in members:
             try:
@@ -591,13 +594,44 @@ def _smallest(avro_type: Any, named: dict[str, int], depth: int = 0) -> int:
     return _smallest(kind, named, depth + 1)
 
 
-def _object_floor(metadata: Mapping[str, str], schema: Mapping[str, Any]) -> tuple[str, int]:
+def _object_floor(
+    metadata: Mapping[str, str], schema: Mapping[str, Any], path: str
+) -> tuple[str, int]:
     """The file's codec, and the fewest bytes one of its objects takes (one at least).
 
     Schemas whose objects may take no bytes (a record of nulls) do not hold Iceberg's
     manifests, manifest lists or data files; one byte is the floor for every file read.
+
+    Raises:
+        InvalidMetadata: an array's items or a map's values may take no bytes; the count of
+            such a collection is bounded by nothing (4e9 nulls decode from five bytes).
     """
-    return metadata.get("avro.codec", "null"), max(1, _smallest(dict(schema), {}))
+    named: dict[str, int] = {}
+    floor = max(1, _smallest(dict(schema), named))
+    if _empty_items(dict(schema), named):
+        raise _bad(path, "an array or map in its schema holds values that take no bytes")
+    return metadata.get("avro.codec", "null"), floor
+
+
+def _empty_items(avro_type: Any, named: dict[str, int], depth: int = 0) -> bool:
+    """Whether some array or map of ``avro_type`` has items that may take no bytes."""
+    if depth > _SCHEMA_DEPTH or isinstance(avro_type, str):
+        return False
+    if isinstance(avro_type, list):
+        return any(_empty_items(b, named, depth + 1) for b in avro_type)
+    if not isinstance(avro_type, dict):
+        return False
+    kind = avro_type.get("type")
+    if kind in ("array", "map"):
+        items = avro_type.get("items" if kind == "array" else "values")
+        return _smallest(items, dict(named)) == 0 or _empty_items(items, named, depth + 1)
+    if kind in ("record", "error"):
+        return any(
+            _empty_items(f.get("type"), named, depth + 1)
+            for f in avro_type.get("fields", [])
+            if isinstance(f, dict)
+        )
+    return _empty_items(kind, named, depth + 1)
 
 
 def _decoded_size(codec: str, block: memoryview, need: int) -> int | None:
@@ -672,10 +706,11 @@ def _counts_checked(
     data: bytes, path: str, metadata: Mapping[str, str], schema: Mapping[str, Any]
 ) -> bool:
     """:func:`_check_blocks` of a whole file (False: irregular framing or codec unknown)."""
+    floor = _object_floor(metadata, schema, path)
     framing = _framing(data)
     if framing is None:
         return False
-    return _check_blocks(data, path, framing, *_object_floor(metadata, schema))
+    return _check_blocks(data, path, framing, *floor)
 
 
 def datetime_to_micros(value: dt.datetime) -> int:

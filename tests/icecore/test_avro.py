@@ -360,3 +360,22 @@ def _uvarint(n: int) -> bytes:
         out.append(low | (0x80 if n else 0))
         if not n:
             return bytes(out)
+
+
+def test_an_array_of_values_taking_no_bytes_is_refused() -> None:
+    """4e9 nulls decode from five bytes: such a schema is refused before any decoding."""
+    from icecore.avro import read_avro_polars_arrow
+
+    schema = {
+        "type": "record",
+        "name": "r",
+        "fields": [{"name": "a", "type": {"type": "array", "items": "null"}}],
+    }
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), [{"a": [None]}], codec="null")
+    header, count, block, rest = split_first_block(buf.getvalue())
+    assert block == zigzag(1) + zigzag(0)  # one array block of one null, then the end
+    block = zigzag(4_000_000_000) + zigzag(0)
+    forged = header + zigzag(count) + zigzag(len(block)) + block + rest
+    with pytest.raises(InvalidMetadata, match="take no bytes"):
+        read_avro_polars_arrow(forged, "nulls.avro")
