@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from icecore.errors import InvalidMetadata
-from icecore.io import FileIO
+from icecore.io import FileIO, shown
 
 MAGIC = b"Obj\x01"
 """The first four bytes of every Avro object container file."""
@@ -66,7 +66,7 @@ class AvroFile:
 
 
 def _bad(path: str, what: str) -> InvalidMetadata:
-    return InvalidMetadata(f"Avro file {path} is corrupt or truncated: {what}.")
+    return InvalidMetadata(f"Avro file {shown(path)} is corrupt or truncated: {what}.")
 
 
 def _check_magic(data: bytes, path: str) -> None:
@@ -313,11 +313,11 @@ def read_avro_arrow(data: bytes, path: str, columns: Sequence[str] | None = None
     try:
         schema = arrow_schema(avro.schema)
     except (InvalidMetadata, ValueError, TypeError, KeyError, pa.ArrowException) as e:
-        raise InvalidMetadata(f"Avro file {path} has an unsupported schema: {e}") from e
+        raise InvalidMetadata(f"Avro file {shown(path)} has an unsupported schema: {e}") from e
     if columns is not None:
         missing = [c for c in columns if schema.get_field_index(c) < 0]
         if missing:
-            raise InvalidMetadata(f"Avro file {path} has no column(s) {missing}.")
+            raise InvalidMetadata(f"Avro file {shown(path)} has no column(s) {missing}.")
         schema = pa.schema([schema.field(c) for c in columns])
     arrays = []
     for f in schema:
@@ -326,7 +326,7 @@ def read_avro_arrow(data: bytes, path: str, columns: Sequence[str] | None = None
             arrays.append(pa.array(values, type=f.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
             raise InvalidMetadata(
-                f"Avro file {path}: column {f.name!r} does not fit its schema: {e}"
+                f"Avro file {shown(path)}: column {f.name!r} does not fit its schema: {e}"
             ) from e
     return pa.Table.from_arrays(arrays, schema=schema)
 

@@ -111,11 +111,11 @@ def check_path(path: str, *, allow_memory: bool = False) -> tuple[str, str]:
         IcecoreError: the path is not allowed (one sentence naming its scheme).
     """
     if "\x00" in path:
-        raise IcecoreError(f"Path {shown(path)} holds a NUL character; it is not read.")
+        raise IcecoreError(f"Path {shown(path)} holds a NUL character; it is refused.")
     if "::" in path:
         raise IcecoreError(
             f"Path {shown(path)} chains filesystems with '::'; only plain local paths and "
-            "s3:// URLs are read."
+            "s3:// URLs are allowed."
         )
     scheme = path.split("://", 1)[0] if "://" in path else ""
     if path.startswith("file:") or not scheme:
@@ -123,12 +123,12 @@ def check_path(path: str, *, allow_memory: bool = False) -> tuple[str, str]:
     if scheme not in SCHEMES and not (allow_memory and scheme == "memory"):
         raise IcecoreError(
             f"Path {shown(path)} uses the scheme {shown(scheme)!r}, which is not allowed; "
-            "only local paths and s3:// (s3a://, s3n://) URLs are read."
+            "only local paths and s3:// (s3a://, s3n://) URLs are allowed."
         )
     protocol, local = normalize_path(path)
     if path.count("://") > 1 or local.startswith("file:"):
         raise IcecoreError(
-            f"Path {shown(path)} nests a URL inside a {scheme} path; it is not read."
+            f"Path {shown(path)} nests a URL inside a {scheme} path; it is refused."
         )
     return protocol, local
 
