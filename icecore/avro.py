@@ -561,7 +561,15 @@ _SNAPPY_RATIO = 32
 declaring more than this many times its bytes, plus :data:`_SNAPPY_SLACK`, is forged."""
 _SNAPPY_SLACK = 64
 
-_INFLATE_STEP = 1 << 20
+MAX_DECODED_BYTES = 2**30
+"""Most bytes one Avro file's blocks may decompress to (1 GiB): a manifest of Iceberg's 8 MiB
+target decodes to tens of MiB, while a deflate bomb of a few MiB would make the decoders
+allocate gigabytes and abort."""
+
+_DEFLATE_RATIO = 1032
+"""Deflate expands a stream at most ~1032 times (258-byte matches in a few bits each)."""
+
+_INFLATE_STEP = 16 << 20
 """Bytes inflated at a time while counting a deflate block's decoded size."""
 
 
@@ -648,8 +656,11 @@ def _decoded_size(codec: str, block: memoryview, need: int) -> int | None:
         inflate = zlib.decompressobj(-15)  # raw deflate, as Avro writes it
         size, rest = 0, bytes(block)
         try:
-            while size < need and rest and not inflate.eof:
-                size += len(inflate.decompress(rest, min(need - size, _INFLATE_STEP)))
+            while size < need and not inflate.eof:
+                out = len(inflate.decompress(rest, min(need - size, _INFLATE_STEP)))
+                if not out and not inflate.unconsumed_tail:
+                    break  # all input in, nothing more comes out: the block ends here
+                size += out
                 rest = inflate.unconsumed_tail
         except zlib.error:
             return None  # damaged: the decoder says so
@@ -683,8 +694,16 @@ def _check_blocks(data: bytes, path: str, framing: _Framing, codec: str, floor: 
         InvalidMetadata: a block declares more objects than its decoded bytes can hold.
     """
     view = memoryview(data)
+    # Inflating everything costs about what decoding does: only a file whose blocks could
+    # hold more than the bound is counted to its end (a manifest of up to ~1 MiB is not).
+    whole = (
+        codec == "deflate"
+        and sum(end - start for _, start, end in framing.spans) * _DEFLATE_RATIO > MAX_DECODED_BYTES
+    )
+    total = 0
     for number, (count, start, end) in enumerate(framing.spans, 1):
-        size = _decoded_size(codec, view[start:end], count * floor)
+        need = max(count * floor, MAX_DECODED_BYTES - total + 1) if whole else count * floor
+        size = _decoded_size(codec, view[start:end], need)
         if size is None:
             return False
         if size < 0:
@@ -692,6 +711,13 @@ def _check_blocks(data: bytes, path: str, framing: _Framing, codec: str, floor: 
                 path,
                 f"block {number} claims to decompress {end - start} bytes to {-size}, more "
                 "than snappy can",
+            )
+        total += size
+        if total > MAX_DECODED_BYTES:
+            raise _bad(
+                path,
+                f"its blocks decompress to more than {MAX_DECODED_BYTES // 2**20} MiB, the "
+                "most decoded of one file",
             )
         if size < count * floor:
             raise _bad(

@@ -127,9 +127,7 @@ def check_path(path: str, *, allow_memory: bool = False) -> tuple[str, str]:
         )
     protocol, local = normalize_path(path)
     if path.count("://") > 1 or local.startswith("file:"):
-        raise IcecoreError(
-            f"Path {shown(path)} nests a URL inside a {scheme} path; it is refused."
-        )
+        raise IcecoreError(f"Path {shown(path)} nests a URL inside a {scheme} path; it is refused.")
     return protocol, local
 
 

@@ -379,3 +379,19 @@ def test_an_array_of_values_taking_no_bytes_is_refused() -> None:
     forged = header + zigzag(count) + zigzag(len(block)) + block + rest
     with pytest.raises(InvalidMetadata, match="take no bytes"):
         read_avro_polars_arrow(forged, "nulls.avro")
+
+
+def test_blocks_inflating_past_the_bound_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deflate bomb: the decoded size is counted (to the bound) before any decoder runs."""
+    import icecore.avro
+    from icecore.avro import read_avro_polars_arrow
+
+    schema = {"type": "record", "name": "s", "fields": [{"name": "s", "type": "string"}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), [{"s": "\0" * (4 << 20)}], codec="deflate")
+    assert len(buf.getvalue()) < 8 << 10  # 4 MiB of zeros in a few KiB
+    monkeypatch.setattr(icecore.avro, "MAX_DECODED_BYTES", 4 << 20)
+    with pytest.raises(InvalidMetadata, match="decompress to more than 4 MiB"):
+        read_avro_polars_arrow(buf.getvalue(), "bomb.avro")
+    monkeypatch.setattr(icecore.avro, "MAX_DECODED_BYTES", 5 << 20)
+    assert read_avro_polars_arrow(buf.getvalue(), "bomb.avro").num_rows == 1
