@@ -142,14 +142,18 @@ def _one_sentence(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("count", FORGED_COUNTS)
-def test_a_forged_block_count_is_one_sentence_from_the_cli(tmp_path: Path, count: int) -> None:
+@pytest.mark.parametrize(
+    ("count", "command"),
+    [(FORGED_COUNTS[0], ["inspect", "{}", "files"]), (FORGED_COUNTS[-1], ["plan", "{}"])],
+)
+def test_a_forged_block_count_is_one_sentence_from_the_cli(
+    tmp_path: Path, count: int, command: list[str]
+) -> None:
     metadata = _write_table(tmp_path / "t")
     manifest = tmp_path / "t" / "m0.avro"
     manifest.write_bytes(forge_first_count(manifest.read_bytes(), count))
-    for command in (["inspect", str(metadata), "files"], ["plan", str(metadata)]):
-        line = _one_sentence(_run_limited(_CLI, *command))
-        assert str(manifest) in line and str(count) in line, line
+    line = _one_sentence(_run_limited(_CLI, *(a.format(metadata) for a in command)))
+    assert str(manifest) in line and str(count) in line, line
 
 
 def test_a_forged_block_count_is_an_icecore_error_in_process(tmp_path: Path) -> None:
