@@ -148,10 +148,10 @@ def _failures(action: str, path: str) -> Iterator[None]:
     except MemoryError as e:
         raise IcecoreError(f"Not enough memory to {action} {shown(path)}.") from e
     except Exception as e:  # noqa: BLE001 - every kind a filesystem raises becomes one sentence
-        raise IcecoreError(f"Cannot {action} {shown(path)}: {_reason(e)}.") from e
+        raise IcecoreError(f"Cannot {action} {shown(path)}: {reason(e)}.") from e
 
 
-def _reason(error: BaseException) -> str:
+def reason(error: BaseException) -> str:
     """The first line of an error's text (its kind when it has none), cut to 300 characters."""
     lines = str(error).strip().splitlines()
     text = lines[0].rstrip(".") if lines else type(error).__name__
@@ -424,7 +424,7 @@ class FileIO:
         except OSError as e:
             if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
                 return False
-            raise IcecoreError(f"Cannot remove the folder {shown(path)}: {_reason(e)}.") from e
+            raise IcecoreError(f"Cannot remove the folder {shown(path)}: {reason(e)}.") from e
         return True
 
     def move(self, source: str, destination: str) -> None:
@@ -449,7 +449,7 @@ class FileIO:
                 fs.mv(local, target, recursive=True)
         except Exception as e:  # noqa: BLE001 - whatever the filesystem raised: one sentence
             raise IcecoreError(
-                f"Cannot move {shown(source)} to {shown(destination)}: {_reason(e)}."
+                f"Cannot move {shown(source)} to {shown(destination)}: {reason(e)}."
             ) from e
 
 
