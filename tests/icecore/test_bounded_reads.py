@@ -337,3 +337,24 @@ def test_register_reads_no_url_and_no_device(
         assert "\n" not in message and location in message, message
     assert received == []
     assert requests.get(f"{limited_server}/v1/config", timeout=10).status_code == 200
+
+
+def test_a_gzip_metadata_file_is_inflated_only_to_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gzip bomb: a few KiB on disk, inflated no further than the metadata files' cap."""
+    import gzip
+
+    import icecore.metadata.serde
+    from icecore.errors import InvalidMetadata
+
+    metadata = _write_table(tmp_path / "t")
+    plain = metadata.read_bytes()
+    packed = tmp_path / "t" / "v2.gz.metadata.json"
+    # two gzip members, as concatenated .gz files are: the first is the JSON, then padding
+    packed.write_bytes(gzip.compress(plain) + gzip.compress(b" " * (2 << 20)))
+    assert len(packed.read_bytes()) < 8 << 10
+    assert icecore.load_table(str(packed)).metadata == icecore.load_table(str(metadata)).metadata
+    monkeypatch.setattr(icecore.metadata.serde, "MAX_METADATA_BYTES", 1 << 20)
+    with pytest.raises(InvalidMetadata, match="decompresses to more than 1 MiB"):
+        icecore.load_table(str(packed))
