@@ -398,22 +398,26 @@ class _Framing:
         blocks: each block's bytes, its object count and size prefix included, sync excluded.
         rows: objects in all blocks.
         spans: each block's object count, and where its (compressed) objects start and end
-            in the file.
+            in the file; for a file that is not :attr:`complete`, also the block where its
+            framing breaks (cut at the file's end), which a decoder would still inflate.
+        complete: whether the file is framed exactly as written; otherwise :attr:`blocks`
+            and :attr:`rows` hold the blocks before the break.
     """
 
     header: bytes
     blocks: list[bytes]
     rows: int
     spans: list[tuple[int, int, int]]
+    complete: bool = True
 
 
 def _framing(data: bytes) -> _Framing | None:
-    """The header and blocks of a complete container file; None for anything irregular.
+    """The header and blocks of a container file; None when its header is irregular.
 
-    Only the framing is read (no block is decompressed or decoded): a file whose framing
-    is not exactly as the format writes it (bad magic, a header or block cut short, a wrong
-    sync marker, bytes after the last block, an empty block) is left to the reader of
-    single files, which says what is wrong with it.
+    Only the framing is read (no block is decompressed or decoded). A file whose blocks are
+    not exactly as the format writes them (a block cut short, a wrong sync marker, bytes
+    after the last block, an empty block) is not :attr:`~_Framing.complete`: it is left to
+    the reader of single files, which says what is wrong with it.
     """
     try:
         if data[: len(MAGIC)] != MAGIC:
@@ -440,11 +444,16 @@ def _framing(data: bytes) -> _Framing | None:
         rows = 0
         while pos < len(data):
             start = pos
-            count, pos = _long(data, pos)
-            size, pos = _long(data, pos)
+            try:
+                count, pos = _long(data, pos)
+                size, pos = _long(data, pos)
+            except (IndexError, ValueError):
+                return _Framing(header, blocks, rows, spans, complete=False)
             end = pos + size
             if count <= 0 or size <= 0 or data[end : end + _SYNC_SIZE] != sync:
-                return None
+                if count > 0 and size > 0:
+                    spans.append((count, pos, min(end, len(data))))
+                return _Framing(header, blocks, rows, spans, complete=False)
             blocks.append(data[start:end])
             spans.append((count, pos, end))
             rows += count
@@ -473,7 +482,7 @@ def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.T
     groups: dict[bytes, list[tuple[int, _Framing]]] = {}
     for i, (data, _) in enumerate(files):
         framing = _framing(data)
-        if framing is not None and framing.blocks:
+        if framing is not None and framing.complete and framing.blocks:
             groups.setdefault(framing.header, []).append((i, framing))
     for header, members in groups.items():
         if len(members) < 2:
@@ -731,12 +740,16 @@ def _check_blocks(data: bytes, path: str, framing: _Framing, codec: str, floor: 
 def _counts_checked(
     data: bytes, path: str, metadata: Mapping[str, str], schema: Mapping[str, Any]
 ) -> bool:
-    """:func:`_check_blocks` of a whole file (False: irregular framing or codec unknown)."""
+    """:func:`_check_blocks` of a whole file (False: irregular framing or codec unknown).
+
+    The blocks of an irregular file are checked up to the break (and the broken one): the
+    reader that then reports the damage still inflates them first.
+    """
     floor = _object_floor(metadata, schema, path)
     framing = _framing(data)
     if framing is None:
         return False
-    return _check_blocks(data, path, framing, *floor)
+    return _check_blocks(data, path, framing, *floor) and framing.complete
 
 
 def datetime_to_micros(value: dt.datetime) -> int:

@@ -393,5 +393,10 @@ def test_blocks_inflating_past_the_bound_are_refused(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(icecore.avro, "MAX_DECODED_BYTES", 4 << 20)
     with pytest.raises(InvalidMetadata, match="decompress to more than 4 MiB"):
         read_avro_polars_arrow(buf.getvalue(), "bomb.avro")
+    # also when the framing breaks right after (the reader of damaged files inflates first)
+    header, count, block, _ = split_first_block(buf.getvalue())
+    forged = header + zigzag(count) + zigzag(len(block)) + block + b"not the sync marker"
+    with pytest.raises(InvalidMetadata, match="decompress to more than 4 MiB"):
+        read_avro_polars_arrow(forged, "bomb.avro")
     monkeypatch.setattr(icecore.avro, "MAX_DECODED_BYTES", 5 << 20)
     assert read_avro_polars_arrow(buf.getvalue(), "bomb.avro").num_rows == 1
