@@ -68,13 +68,20 @@ def _read_hint(io: FileIO, hint_path: str) -> int | None:
     """The version the hint names, or None.
 
     None when it is absent (Iceberg Java deletes it for a moment while replacing it) or
-    not a number.
+    not a number; a file longer than :data:`_HINT_BYTES` is not one either, and is not read
+    further.
     """
     try:
-        text = io.read(hint_path).decode("utf-8", errors="replace").strip()
+        raw = io.read(hint_path, 0, _HINT_BYTES + 1)
     except NotFound:
         return None
-    return whole_number(text, negative=False)
+    if len(raw) > _HINT_BYTES:
+        return None
+    return whole_number(raw.decode("utf-8", errors="replace").strip(), negative=False)
+
+
+_HINT_BYTES = 64
+"""Longest version hint read: a version number and a newline take at most ~20 bytes."""
 
 
 def _version_file(io: FileIO, metadata_dir: str, version: int) -> str | None:

@@ -358,3 +358,27 @@ def test_a_gzip_metadata_file_is_inflated_only_to_the_bound(
     monkeypatch.setattr(icecore.metadata.serde, "MAX_METADATA_BYTES", 1 << 20)
     with pytest.raises(InvalidMetadata, match="decompresses to more than 1 MiB"):
         icecore.load_table(str(packed))
+
+
+def test_a_huge_version_hint_is_not_read(tmp_path: Path) -> None:
+    """A warehouse table's ``version-hint.text`` grown to 4 GiB: the listing decides."""
+    from icecore.catalog.filesystem import FilesystemCatalog
+    from icecore.catalog.filesystem_admin import FilesystemCatalogAdmin
+    from icecore.identifier import TableIdentifier
+    from icecore.metadata.builder import encode_metadata
+    from icecore.server.create import new_table_metadata
+
+    (tmp_path / "wh").mkdir()
+    admin = FilesystemCatalogAdmin(FilesystemCatalog(str(tmp_path / "wh")))
+    admin.create_namespace(("db",), {})
+    identifier = TableIdentifier(("db",), "t")
+    metadata = new_table_metadata(
+        location=admin.default_table_location(identifier), schema=TABLE_SCHEMA
+    )
+    admin.create_table(identifier, metadata, encode_metadata(metadata))
+    hint = tmp_path / "wh" / "db" / "t" / "metadata" / "version-hint.text"
+    assert hint.read_text().strip() == "1"
+    with hint.open("r+b") as f:
+        f.truncate(4 << 30)  # sparse: no disk used
+    result = _run_limited(_CLI, "history", f"{tmp_path / 'wh'}::db.t")
+    assert result.returncode == 0, result.stderr[-2000:]
