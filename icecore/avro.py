@@ -14,6 +14,14 @@ Lists", "Appendix A: Avro"). Two readers share one header parse:
 Both raise :class:`~icecore.errors.InvalidMetadata` naming the file for anything that is not
 a complete, well-formed container file: a bad magic, a header that does not parse, a block
 cut short, a wrong sync marker. They never return part of a file.
+
+A block's object count is checked against its bytes before any decoder sees it
+(:func:`_check_blocks`): polars sizes its columns by the declared count, so a ~1 KB file
+declaring 4e9 objects would make it allocate gigabytes and abort the process (a Rust
+allocation failure is not an exception). Every object takes at least as many bytes as the
+smallest value of the writer's schema (at least one), so a block declaring more objects than
+its decoded bytes can hold is refused with one sentence; a file whose blocks cannot be checked
+(an irregular framing, a codec other than null, deflate or snappy) is decoded record by record.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from icecore.errors import InvalidMetadata
-from icecore.io import FileIO
+from icecore.io import FileIO, shown
 
 MAGIC = b"Obj\x01"
 """The first four bytes of every Avro object container file."""
@@ -58,7 +66,7 @@ class AvroFile:
 
 
 def _bad(path: str, what: str) -> InvalidMetadata:
-    return InvalidMetadata(f"Avro file {path} is corrupt or truncated: {what}.")
+    return InvalidMetadata(f"Avro file {shown(path)} is corrupt or truncated: {what}.")
 
 
 def _check_magic(data: bytes, path: str) -> None:
@@ -110,6 +118,7 @@ def read_avro(data: bytes, path: str) -> AvroFile:
         InvalidMetadata: the bytes are not one complete, well-formed container file.
     """
     reader, metadata, schema = _open(data, path)
+    _counts_checked(data, path, metadata, schema)
     try:
         records = list(reader)
     except Exception as e:  # EOFError, zlib.error, ValueError (sync marker), struct errors
@@ -303,12 +312,12 @@ def read_avro_arrow(data: bytes, path: str, columns: Sequence[str] | None = None
     avro = read_avro(data, path)
     try:
         schema = arrow_schema(avro.schema)
-    except InvalidMetadata as e:
-        raise InvalidMetadata(f"Avro file {path} has an unsupported schema: {e}") from e
+    except (InvalidMetadata, ValueError, TypeError, KeyError, pa.ArrowException) as e:
+        raise InvalidMetadata(f"Avro file {shown(path)} has an unsupported schema: {e}") from e
     if columns is not None:
         missing = [c for c in columns if schema.get_field_index(c) < 0]
         if missing:
-            raise InvalidMetadata(f"Avro file {path} has no column(s) {missing}.")
+            raise InvalidMetadata(f"Avro file {shown(path)} has no column(s) {missing}.")
         schema = pa.schema([schema.field(c) for c in columns])
     arrays = []
     for f in schema:
@@ -317,7 +326,7 @@ def read_avro_arrow(data: bytes, path: str, columns: Sequence[str] | None = None
             arrays.append(pa.array(values, type=f.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
             raise InvalidMetadata(
-                f"Avro file {path}: column {f.name!r} does not fit its schema: {e}"
+                f"Avro file {shown(path)}: column {f.name!r} does not fit its schema: {e}"
             ) from e
     return pa.Table.from_arrays(arrays, schema=schema)
 
@@ -354,11 +363,14 @@ def read_avro_polars_arrow(data: bytes, path: str) -> pa.Table:
     """
     import polars as pl  # ~0.1 s and ~45 MiB: paid by the first manifest read, not by import
 
-    _, metadata, _ = _open(data, path)
-    try:
-        table = pl.read_avro(io.BytesIO(data)).to_arrow()
-    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
-        table = read_avro_arrow(data, path)
+    _, metadata, schema = _open(data, path)
+    if not _counts_checked(data, path, metadata, schema):
+        table = read_avro_arrow(data, path)  # record by record: nothing sized by a count
+    else:
+        try:
+            table = pl.read_avro(io.BytesIO(data)).to_arrow()
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
+            table = read_avro_arrow(data, path)
     header = {HEADER_METADATA_PREFIX + k.encode(): v.encode() for k, v in metadata.items()}
     return table.replace_schema_metadata(header)
 
@@ -385,20 +397,27 @@ class _Framing:
             codec and metadata).
         blocks: each block's bytes, its object count and size prefix included, sync excluded.
         rows: objects in all blocks.
+        spans: each block's object count, and where its (compressed) objects start and end
+            in the file; for a file that is not :attr:`complete`, also the block where its
+            framing breaks (cut at the file's end), which a decoder would still inflate.
+        complete: whether the file is framed exactly as written; otherwise :attr:`blocks`
+            and :attr:`rows` hold the blocks before the break.
     """
 
     header: bytes
     blocks: list[bytes]
     rows: int
+    spans: list[tuple[int, int, int]]
+    complete: bool = True
 
 
 def _framing(data: bytes) -> _Framing | None:
-    """The header and blocks of a complete container file; None for anything irregular.
+    """The header and blocks of a container file; None when its header is irregular.
 
-    Only the framing is read (no block is decompressed or decoded): a file whose framing
-    is not exactly as the format writes it (bad magic, a header or block cut short, a wrong
-    sync marker, bytes after the last block, an empty block) is left to the reader of
-    single files, which says what is wrong with it.
+    Only the framing is read (no block is decompressed or decoded). A file whose blocks are
+    not exactly as the format writes them (a block cut short, a wrong sync marker, bytes
+    after the last block, an empty block) is not :attr:`~_Framing.complete`: it is left to
+    the reader of single files, which says what is wrong with it.
     """
     try:
         if data[: len(MAGIC)] != MAGIC:
@@ -421,18 +440,25 @@ def _framing(data: bytes) -> _Framing | None:
             return None
         pos += _SYNC_SIZE
         blocks: list[bytes] = []
+        spans: list[tuple[int, int, int]] = []
         rows = 0
         while pos < len(data):
             start = pos
-            count, pos = _long(data, pos)
-            size, pos = _long(data, pos)
+            try:
+                count, pos = _long(data, pos)
+                size, pos = _long(data, pos)
+            except (IndexError, ValueError):
+                return _Framing(header, blocks, rows, spans, complete=False)
             end = pos + size
             if count <= 0 or size <= 0 or data[end : end + _SYNC_SIZE] != sync:
-                return None
+                if count > 0 and size > 0:
+                    spans.append((count, pos, min(end, len(data))))
+                return _Framing(header, blocks, rows, spans, complete=False)
             blocks.append(data[start:end])
+            spans.append((count, pos, end))
             rows += count
             pos = end + _SYNC_SIZE
-        return _Framing(header, blocks, rows)
+        return _Framing(header, blocks, rows, spans)
     except (IndexError, ValueError):
         return None
 
@@ -456,11 +482,29 @@ def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.T
     groups: dict[bytes, list[tuple[int, _Framing]]] = {}
     for i, (data, _) in enumerate(files):
         framing = _framing(data)
-        if framing is not None and framing.blocks:
+        if framing is not None and framing.complete and framing.blocks:
             groups.setdefault(framing.header, []).append((i, framing))
     for header, members in groups.items():
         if len(members) < 2:
             continue
+        try:  # the header every file of the group shares
+            _, metadata, schema = _open(*files[members[0][0]])
+        except InvalidMetadata:
+            continue
+        try:
+            floor = _object_floor(metadata, schema, files[members[0][0]][1])
+        except InvalidMetadata:
+            continue  # each is read alone, and refused alone
+        checked = []
+        for i, framing in members:
+            try:
+                if _check_blocks(files[i][0], files[i][1], framing, *floor):
+                    checked.append((i, framing))
+            except InvalidMetadata as e:
+                out[i] = e
+        if len(checked) < 2 or len(checked) < len(members):
+            continue  # read alone: what each raises, or a record-by-record decode
+        members = checked
         tables = _decode_merged(header, [f for _, f in members], files[members[0][0]])
         if tables is not None:
             for (i, _), table in zip(members, tables, strict=True):
@@ -503,6 +547,209 @@ def _decode_merged(
         out.append(table.slice(start, framing.rows))
         start += framing.rows
     return out
+
+
+_PRIMITIVE_BYTES = {
+    "null": 0,
+    "boolean": 1,
+    "int": 1,
+    "long": 1,
+    "float": 4,
+    "double": 8,
+    "bytes": 1,
+    "string": 1,
+}
+"""Fewest bytes a value of each primitive type is encoded in ("Binary Encoding": a varint
+takes one byte at least, a string or bytes its length's varint)."""
+
+_SCHEMA_DEPTH = 64
+"""Below this nesting a schema's types count zero bytes (still a lower bound)."""
+
+_SNAPPY_RATIO = 32
+"""Snappy expands a block at most ~21 times (a 3-byte copy of 64 bytes); a snappy block
+declaring more than this many times its bytes, plus :data:`_SNAPPY_SLACK`, is forged."""
+_SNAPPY_SLACK = 64
+
+MAX_DECODED_BYTES = 2**30
+"""Most bytes one Avro file's blocks may decompress to (1 GiB): a manifest of Iceberg's 8 MiB
+target decodes to tens of MiB, while a deflate bomb of a few MiB would make the decoders
+allocate gigabytes and abort."""
+
+_DEFLATE_RATIO = 1032
+"""Deflate expands a stream at most ~1032 times (258-byte matches in a few bits each)."""
+
+_INFLATE_STEP = 16 << 20
+"""Bytes inflated at a time while counting a deflate block's decoded size."""
+
+
+def _smallest(avro_type: Any, named: dict[str, int], depth: int = 0) -> int:
+    """Fewest bytes any value of ``avro_type`` takes in Avro's binary encoding."""
+    if depth > _SCHEMA_DEPTH:
+        return 0
+    if isinstance(avro_type, str):
+        return _PRIMITIVE_BYTES.get(avro_type, named.get(avro_type, 0))
+    if isinstance(avro_type, list):  # a union: the branch index, then the branch's value
+        return 1 + min((_smallest(b, named, depth + 1) for b in avro_type), default=0)
+    if not isinstance(avro_type, dict):
+        return 0
+    kind = avro_type.get("type")
+    if kind == "record" or kind == "error":
+        name = str(avro_type.get("name", ""))
+        named.setdefault(name, 0)  # a record that holds itself counts it as zero inside
+        size = sum(
+            _smallest(f.get("type"), named, depth + 1)
+            for f in avro_type.get("fields", [])
+            if isinstance(f, dict)
+        )
+        named[name] = size
+        return size
+    if kind == "fixed":
+        fixed = avro_type.get("size")
+        return fixed if isinstance(fixed, int) and fixed > 0 else 0
+    if kind in ("enum", "array", "map"):  # an index, or a block count (0 ends it)
+        return 1
+    return _smallest(kind, named, depth + 1)
+
+
+def _object_floor(
+    metadata: Mapping[str, str], schema: Mapping[str, Any], path: str
+) -> tuple[str, int]:
+    """The file's codec, and the fewest bytes one of its objects takes (one at least).
+
+    Schemas whose objects may take no bytes (a record of nulls) do not hold Iceberg's
+    manifests, manifest lists or data files; one byte is the floor for every file read.
+
+    Raises:
+        InvalidMetadata: an array's items or a map's values may take no bytes; the count of
+            such a collection is bounded by nothing (4e9 nulls decode from five bytes).
+    """
+    named: dict[str, int] = {}
+    floor = max(1, _smallest(dict(schema), named))
+    if _empty_items(dict(schema), named):
+        raise _bad(path, "an array or map in its schema holds values that take no bytes")
+    return metadata.get("avro.codec", "null"), floor
+
+
+def _empty_items(avro_type: Any, named: dict[str, int], depth: int = 0) -> bool:
+    """Whether some array or map of ``avro_type`` has items that may take no bytes."""
+    if depth > _SCHEMA_DEPTH or isinstance(avro_type, str):
+        return False
+    if isinstance(avro_type, list):
+        return any(_empty_items(b, named, depth + 1) for b in avro_type)
+    if not isinstance(avro_type, dict):
+        return False
+    kind = avro_type.get("type")
+    if kind in ("array", "map"):
+        items = avro_type.get("items" if kind == "array" else "values")
+        return _smallest(items, dict(named)) == 0 or _empty_items(items, named, depth + 1)
+    if kind in ("record", "error"):
+        return any(
+            _empty_items(f.get("type"), named, depth + 1)
+            for f in avro_type.get("fields", [])
+            if isinstance(f, dict)
+        )
+    return _empty_items(kind, named, depth + 1)
+
+
+def _decoded_size(codec: str, block: memoryview, need: int) -> int | None:
+    """A block's decoded size, counted up to ``need`` bytes; None: this codec is not counted.
+
+    Only what answers the question is decompressed: a deflate block is inflated until
+    ``need`` bytes came out (for a real block a small part of it).
+    """
+    if codec == "null":
+        return len(block)
+    if codec == "deflate":
+        import zlib
+
+        inflate = zlib.decompressobj(-15)  # raw deflate, as Avro writes it
+        size, rest = 0, bytes(block)
+        try:
+            while size < need and not inflate.eof:
+                out = len(inflate.decompress(rest, min(need - size, _INFLATE_STEP)))
+                if not out and not inflate.unconsumed_tail:
+                    break  # all input in, nothing more comes out: the block ends here
+                size += out
+                rest = inflate.unconsumed_tail
+        except zlib.error:
+            return None  # damaged: the decoder says so
+        return size
+    if codec == "snappy":  # the uncompressed length leads the stream (then 4 bytes of CRC)
+        try:
+            length, _ = _varint(block, 0)
+        except (IndexError, ValueError):
+            return None
+        return length if length <= _SNAPPY_RATIO * len(block) + _SNAPPY_SLACK else -length
+    return None
+
+
+def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """An unsigned little-endian base-128 varint at ``pos`` (snappy's lengths)."""
+    shift = result = 0
+    for _ in range(10):
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+    raise ValueError("a varint longer than 10 bytes")
+
+
+def _check_blocks(data: bytes, path: str, framing: _Framing, codec: str, floor: int) -> bool:
+    """Whether every block's object count fits its bytes (False: cannot be told).
+
+    Raises:
+        InvalidMetadata: a block declares more objects than its decoded bytes can hold.
+    """
+    view = memoryview(data)
+    # Inflating everything costs about what decoding does: only a file whose blocks could
+    # hold more than the bound is counted to its end (a manifest of up to ~1 MiB is not).
+    whole = (
+        codec == "deflate"
+        and sum(end - start for _, start, end in framing.spans) * _DEFLATE_RATIO > MAX_DECODED_BYTES
+    )
+    total = 0
+    for number, (count, start, end) in enumerate(framing.spans, 1):
+        need = max(count * floor, MAX_DECODED_BYTES - total + 1) if whole else count * floor
+        size = _decoded_size(codec, view[start:end], need)
+        if size is None:
+            return False
+        if size < 0:
+            raise _bad(
+                path,
+                f"block {number} claims to decompress {end - start} bytes to {-size}, more "
+                "than snappy can",
+            )
+        total += size
+        if total > MAX_DECODED_BYTES:
+            raise _bad(
+                path,
+                f"its blocks decompress to more than {MAX_DECODED_BYTES // 2**20} MiB, the "
+                "most decoded of one file",
+            )
+        if size < count * floor:
+            raise _bad(
+                path,
+                f"block {number} declares {count} objects in {size} bytes, and each takes "
+                f"{floor} or more",
+            )
+    return True
+
+
+def _counts_checked(
+    data: bytes, path: str, metadata: Mapping[str, str], schema: Mapping[str, Any]
+) -> bool:
+    """:func:`_check_blocks` of a whole file (False: irregular framing or codec unknown).
+
+    The blocks of an irregular file are checked up to the break (and the broken one): the
+    reader that then reports the damage still inflates them first.
+    """
+    floor = _object_floor(metadata, schema, path)
+    framing = _framing(data)
+    if framing is None:
+        return False
+    return _check_blocks(data, path, framing, *floor) and framing.complete
 
 
 def datetime_to_micros(value: dt.datetime) -> int:

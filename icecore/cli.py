@@ -796,6 +796,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, IcecoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except MemoryError:
+        # Whatever ran out (a huge table, a file that should not have been read), one line
+        # says so; a traceback would say nothing more to the user.
+        print("error: the command ran out of memory and was stopped.", file=sys.stderr)
+        return 1
     try:
         json.dump(result, sys.stdout, indent=2, default=str, ensure_ascii=False)
         sys.stdout.write("\n")

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
 from icecore.errors import InvalidMetadata
-from icecore.io import FileIO
+from icecore.io import MAX_METADATA_BYTES, FileIO
 
 
 class ManifestContent(IntEnum):
@@ -305,7 +305,7 @@ def read_manifest_list_records(
     file_io: FileIO, path: str, format_version: int | None = None
 ) -> ManifestListRecords:
     """Decode a manifest list without building objects (see :func:`read_manifest_list`)."""
-    table = read_avro_polars_arrow(file_io.read(path), path)
+    table = read_avro_polars_arrow(file_io.read(path, limit=MAX_METADATA_BYTES), path)
     header = {
         k[len(HEADER_METADATA_PREFIX) :].decode(): v.decode()
         for k, v in (table.schema.metadata or {}).items()

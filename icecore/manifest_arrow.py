@@ -52,7 +52,7 @@ from icecore.avro import (
 )
 from icecore.compute import pc
 from icecore.errors import InvalidMetadata, Unsupported
-from icecore.io import FileIO
+from icecore.io import MAX_METADATA_BYTES, FileIO
 from icecore.manifest import (
     AvroFields,
     DataFile,
@@ -244,7 +244,7 @@ class RawManifest:
 def read_manifest_avro(io: FileIO, manifest_file: ManifestFile) -> RawManifest:
     """Read a manifest's bytes and decode its Avro ("Appendix A: Avro")."""
     path = manifest_file.manifest_path
-    data = io.read(path)
+    data = io.read(path, limit=MAX_METADATA_BYTES)
     return RawManifest(manifest_file, read_avro_polars_arrow(data, path), len(data))
 
 
@@ -262,7 +262,8 @@ def read_manifests_avro(
     at: list[int] = []
     for i, manifest_file in enumerate(manifest_files):
         try:
-            read.append((io.read(manifest_file.manifest_path), manifest_file.manifest_path))
+            path = manifest_file.manifest_path
+            read.append((io.read(path, limit=MAX_METADATA_BYTES), path))
         except Exception as e:  # noqa: BLE001 - the caller's to raise, for this manifest
             out[i] = e
             continue

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from icecore.errors import IcecoreError, NotFound
-from icecore.io import normalize_path
+from icecore.io import MAX_METADATA_BYTES, normalize_path
 from icecore.lru import LRU
 from icecore.metadata import Snapshot, TableMetadata, parse_metadata
 from icecore.partitioning import PartitionSpec
@@ -33,9 +33,9 @@ MAX_FILES_READ = 1_000
 TIME_BOUND_S = 30.0
 """One request stops reading earlier metadata files after this many seconds; the files it
 did not reach are reported as not read."""
-MAX_FILE_BYTES = 256 * 2**20
-"""An earlier metadata file larger than this is reported as not read (Spark's are kilobytes
-to a few tens of MiB; a log entry may name anything)."""
+MAX_FILE_BYTES = MAX_METADATA_BYTES
+"""An earlier metadata file larger than this is reported as not read (the cap of every
+metadata file read, :data:`icecore.io.MAX_METADATA_BYTES`; a log entry may name anything)."""
 STATE_FILES_READ = 16
 """Metadata files :func:`state_at` reads at most to find the one a snapshot was added in."""
 FACTS_CACHED = 4_096
@@ -99,12 +99,7 @@ def read_log_file(table: TableData, location: str, timestamp_ms: int) -> LogFile
             "it was not read.",
         )
     try:
-        raw = table.io.read(location, 0, MAX_FILE_BYTES + 1)
-        if len(raw) > MAX_FILE_BYTES:
-            raise IcecoreError(
-                f"Metadata file {location} is larger than {MAX_FILE_BYTES // 2**20} MiB; "
-                "it was not read."
-            )
+        raw = table.io.read(location, limit=MAX_FILE_BYTES)
         return LogFile(location, timestamp_ms, parse_metadata(raw, location=location))
     except NotFound:
         return LogFile(location, timestamp_ms, None, f"Metadata file {location} is missing.")

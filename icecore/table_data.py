@@ -18,7 +18,7 @@ from typing import Protocol
 from icecore.errors import NotFound, Unsupported, ValidationError
 from icecore.history import HistoryEntry, history, resolve_snapshot
 from icecore.identifier import TableIdentifier
-from icecore.io import FileIO
+from icecore.io import MAX_METADATA_BYTES, FileIO
 from icecore.lru import LRU
 from icecore.manifest import ManifestEntry, ManifestFile
 from icecore.manifest_arrow import entries_from_arrow, live_files
@@ -69,7 +69,7 @@ class TableSource(Protocol):
 
 def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
     """Read and parse one metadata.json through ``io``."""
-    return parse_metadata(io.read(location), location=location)
+    return parse_metadata(io.read(location, limit=MAX_METADATA_BYTES), location=location)
 
 
 MANIFEST_LISTS_CACHED = 256

@@ -25,7 +25,7 @@ from icecore.catalog.static import StaticCatalog
 from icecore.config import catalog_entry, is_catalog_name, is_rest_entry, load_config
 from icecore.config import read_only as config_read_only
 from icecore.errors import IcecoreError, NotFound, ValidationError
-from icecore.io import FileIO, normalize_path
+from icecore.io import FileIO, normalize_path, reason, shown
 from icecore.table import Table, load_table_at
 
 if TYPE_CHECKING:
@@ -68,8 +68,9 @@ TABLE_SEPARATOR = "::"
 """Separates the catalog from the table name in ``CATALOG::ns.table``."""
 
 
-REMOTE_PROTOCOLS = ("s3", "memory", "gs", "abfs", "abfss")
-"""Object stores a filesystem warehouse may live on."""
+REMOTE_PROTOCOLS = ("s3",)
+"""Object stores a filesystem warehouse may live on (``s3a``/``s3n`` are read as ``s3``):
+those :data:`icecore.io.SCHEMES` allows besides local files."""
 
 
 def load_catalog(
@@ -143,11 +144,14 @@ def _open(text: str, io: FileIO | None, read_only: bool) -> Catalog:
     if "://" in text and protocol in REMOTE_PROTOCOLS:
         try:
             return FilesystemCatalog(text, io=io)
-        except IcecoreError:
+        except NotFound:
             raise
-        except Exception as e:  # the store's client raises its own kinds (credentials, DNS)
+        except IcecoreError as e:
+            # FileIO's one sentence wraps what the store's client raised (credentials, DNS)
+            cause = e.__cause__ if e.__cause__ is not None else e
             raise IcecoreError(
-                f"Cannot open the warehouse {text}: {e}; check its address and credentials."
+                f"Cannot open the warehouse {shown(text)}: {reason(cause)}; check its address "
+                "and credentials."
             ) from e
     raise NotFound(
         f"Unknown catalog {text!r}; give a warehouse folder, sqlite:///file.db, "

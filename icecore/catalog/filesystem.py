@@ -23,7 +23,7 @@ from icecore.errors import (
 )
 from icecore.failpoints import failpoint
 from icecore.identifier import MAX_NAMESPACE_LEVELS, check_name
-from icecore.io import FileInfo, FileIO, normalize_path
+from icecore.io import MAX_METADATA_BYTES, FileInfo, FileIO, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
 from icecore.values import whole_number
@@ -47,13 +47,20 @@ def _read_hint(io: FileIO, hint_path: str) -> int | None:
     """The version the hint names, or None.
 
     None when it is absent (Iceberg Java deletes it for a moment while replacing it) or
-    not a number.
+    not a number; a file longer than :data:`_HINT_BYTES` is not one either, and is not read
+    further.
     """
     try:
-        text = io.read(hint_path).decode("utf-8", errors="replace").strip()
+        raw = io.read(hint_path, 0, _HINT_BYTES + 1)
     except NotFound:
         return None
-    return whole_number(text, negative=False)
+    if len(raw) > _HINT_BYTES:
+        return None
+    return whole_number(raw.decode("utf-8", errors="replace").strip(), negative=False)
+
+
+_HINT_BYTES = 64
+"""Longest version hint read: a version number and a newline take at most ~20 bytes."""
 
 
 def _version_file(io: FileIO, metadata_dir: str, version: int) -> str | None:
@@ -145,7 +152,7 @@ def commit_version(
         pass  # readers (Icecore's and Iceberg Java's) move past a stale or missing hint
     try:
         failpoint("fs-verify")
-        written = io.read(target)
+        written = io.read(target, limit=MAX_METADATA_BYTES)
     except (IcecoreError, OSError) as e:
         raise CommitStateUnknown(
             f"Version {version} of {table_location} was written but could not be read back "
@@ -172,7 +179,7 @@ class FilesystemCatalog(CatalogBase):
     """Tables found under a warehouse folder in the Hadoop layout (no database).
 
     Args:
-        root: the warehouse folder (any path FileIO reads: local, ``s3://``, ``memory://``).
+        root: the warehouse folder (any path FileIO reads: local or ``s3://``).
         io: the FileIO to read it with.
     """
 

@@ -50,7 +50,7 @@ from icecore.identifier import (
     check_new_namespace,
     check_no_case_twin,
 )
-from icecore.io import normalize_path
+from icecore.io import MAX_METADATA_BYTES, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
 from icecore.table_data import read_table_metadata
@@ -274,7 +274,7 @@ class FilesystemCatalogAdmin:
         self._check_no_twin(identifier.namespace, identifier.name, "table")
         if self._restore(table_dir, metadata_location):
             return
-        payload = self.io.read(metadata_location)
+        payload = self.io.read(metadata_location, limit=MAX_METADATA_BYTES)
         self._write_first_version(identifier, table_dir, payload, payload[:2] == b"\x1f\x8b")
 
     def _restore(self, table_dir: str, metadata_location: str) -> bool:

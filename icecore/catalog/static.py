@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
 from icecore.errors import NotFound
-from icecore.io import FileIO
+from icecore.io import FileIO, shown
 
 
 class StaticCatalog(CatalogBase):
@@ -18,7 +18,7 @@ class StaticCatalog(CatalogBase):
     def __init__(self, metadata_location: str, io: FileIO | None = None) -> None:
         self.io = io or FileIO()
         if not self.io.exists(metadata_location):
-            raise NotFound(f"Metadata file {metadata_location} does not exist.")
+            raise NotFound(f"Metadata file {shown(metadata_location)} does not exist.")
         self._location = metadata_location
         parts = metadata_location.rstrip("/").split("/")
         # .../<table>/metadata/vN.metadata.json: name the table after its folder.

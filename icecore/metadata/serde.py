@@ -16,13 +16,13 @@ from the magic bytes.
 from __future__ import annotations
 
 import copy
-import gzip
 import json
 import zlib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from icecore.errors import InvalidMetadata, Unsupported
+from icecore.io import MAX_METADATA_BYTES
 from icecore.metadata.model import (
     MAIN_BRANCH,
     SUPPORTED_FORMAT_VERSIONS,
@@ -499,11 +499,35 @@ def _decode(data: str | bytes | bytearray | memoryview) -> Any:
         return json.loads(data)
     raw = bytes(data)
     if raw[:2] == _GZIP_MAGIC:
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise InvalidMetadata(f"the gzip stream is corrupt or truncated ({e})") from e
+        raw = _gunzip(raw)
     return json.loads(raw)
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """A gzip file's content, at most :data:`~icecore.io.MAX_METADATA_BYTES` of it.
+
+    The cap holds after decompression: a few hundred KiB of gzip can hold gigabytes of
+    zeros, which ``gzip.decompress`` would allocate before the JSON parser saw a byte.
+    """
+    out: list[bytes] = []
+    room = MAX_METADATA_BYTES + 1
+    rest = raw
+    try:
+        while rest and room > 0:  # a gzip file may hold several members, one after another
+            member = zlib.decompressobj(wbits=31)
+            out.append(member.decompress(rest, room))
+            room -= len(out[-1])
+            if room > 0 and not member.eof:
+                raise InvalidMetadata("the gzip stream is truncated")
+            rest = member.unused_data
+    except zlib.error as e:
+        raise InvalidMetadata(f"the gzip stream is corrupt or truncated ({e})") from e
+    if room <= 0:
+        raise InvalidMetadata(
+            f"it decompresses to more than {MAX_METADATA_BYTES // 2**20} MiB, the most read "
+            "of a metadata file"
+        )
+    return b"".join(out)
 
 
 def parse_metadata(

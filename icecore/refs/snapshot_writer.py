@@ -41,6 +41,7 @@ from typing import Any
 
 from icecore.avro import AvroFile, read_avro, write_avro
 from icecore.errors import IcecoreError, InvalidMetadata, Unsupported, ValidationError
+from icecore.io import MAX_METADATA_BYTES
 from icecore.manifest import (
     AvroFields,
     DataFileContent,
@@ -217,7 +218,8 @@ def _decode(
             f"Manifest {manifest.manifest_path} names partition spec "
             f"{manifest.partition_spec_id}, which the table does not have."
         )
-    raw = read_avro(table.io.read(manifest.manifest_path), manifest.manifest_path)
+    path = manifest.manifest_path
+    raw = read_avro(table.io.read(path, limit=MAX_METADATA_BYTES), path)
     version = raw.metadata.get("format-version", "1")
     if for_copy and version != str(metadata.format_version):
         raise Unsupported(
@@ -613,7 +615,8 @@ def write_snapshot(
     removed_files: list[PickedFile] = []
     to_remove = set(removed_paths)
     if parent is not None and parent.manifest_list is not None:
-        raw = read_avro(table.io.read(parent.manifest_list), parent.manifest_list)
+        path = parent.manifest_list
+        raw = read_avro(table.io.read(path, limit=MAX_METADATA_BYTES), path)
         fields = AvroFields(raw.schema, parent.manifest_list, "The manifest list schema")
         sfields = None
         if _ML["partitions"] in fields.types:

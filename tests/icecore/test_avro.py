@@ -243,3 +243,160 @@ def test_arrow_truncated_raises(tmp_path: Path, file_io: FileIO) -> None:
     path = _put(tmp_path, data[:-30])
     with pytest.raises(InvalidMetadata, match="truncated"):
         read_avro_arrow(file_io.read(path), path)
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 29: a block's declared object count is checked against its bytes before decoding
+
+
+def zigzag(n: int) -> bytes:
+    """An Avro ``long`` ("Binary Encoding": zig-zag, then base-128 little-endian)."""
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _read_long(reader: io.BytesIO) -> int:
+    """The Avro ``long`` at the reader's position (the inverse of :func:`zigzag`)."""
+    shift = n = 0
+    while True:
+        byte = reader.read(1)[0]
+        n |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return (n >> 1) ^ -(n & 1)
+
+
+def split_first_block(data: bytes) -> tuple[bytes, int, bytes, bytes]:
+    """(header with sync, object count, the block's objects, the rest) of a container file.
+
+    Parsed here from the bytes, not with the code under test: magic, the metadata map's
+    blocks of key/value byte strings, a zero, the 16-byte sync marker; then the block's
+    count, its byte size and its bytes.
+    """
+    reader = io.BytesIO(data)
+    assert reader.read(4) == b"Obj\x01"
+    while (pairs := _read_long(reader)) != 0:
+        if pairs < 0:
+            _read_long(reader)  # the block's byte size
+        for _ in range(2 * abs(pairs)):
+            reader.read(_read_long(reader))
+    reader.read(16)
+    header = data[: reader.tell()]
+    count = _read_long(reader)
+    size = _read_long(reader)
+    block = reader.read(size)
+    return header, count, block, data[reader.tell() :]
+
+
+def forge_first_count(data: bytes, count: int) -> bytes:
+    """``data`` with its first block's object count set to ``count`` (its bytes unchanged)."""
+    header, _, block, rest = split_first_block(data)
+    return header + zigzag(count) + zigzag(len(block)) + block + rest
+
+
+def _container(records: list[dict[str, Any]], codec: str = "null") -> bytes:
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(SCHEMA), records, codec=codec)
+    return buf.getvalue()
+
+
+_ROWS = [{"id": i, "name": "x", "day": None, "counts": None} for i in range(3)]
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate"])
+@pytest.mark.parametrize("count", [100_000_000, 4_000_000_000])
+def test_a_forged_block_count_is_one_sentence(codec: str, count: int) -> None:
+    from icecore.avro import read_avro, read_avro_polars_arrow, read_avro_polars_arrow_many
+
+    forged = forge_first_count(_container(_ROWS, codec), count)
+    good = _container(_ROWS, codec)
+    for decode in (read_avro, read_avro_arrow, read_avro_polars_arrow):
+        with pytest.raises(InvalidMetadata, match=f"block 1 declares {count} objects"):
+            decode(forged, "forged.avro")
+    # decoded together with files of the same header: the forged one alone is refused
+    out = read_avro_polars_arrow_many([(good, "a.avro"), (forged, "forged.avro"), (good, "b")])
+    assert [t.num_rows if isinstance(t, pa.Table) else "refused" for t in out] == [
+        3,
+        "refused",
+        3,
+    ]
+    assert isinstance(out[1], InvalidMetadata) and "forged.avro" in str(out[1])
+
+
+def test_blocks_of_one_byte_objects_still_read() -> None:
+    """The floor is the schema's smallest object: 10,000 booleans fill 10,000 bytes exactly."""
+    from icecore.avro import read_avro_polars_arrow
+
+    schema = {"type": "record", "name": "b", "fields": [{"name": "flag", "type": "boolean"}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), [{"flag": True}] * 10_000, codec="null")
+    assert split_first_block(buf.getvalue())[1] == 10_000
+    assert read_avro_polars_arrow(buf.getvalue(), "flags.avro").num_rows == 10_000
+
+
+def test_a_forged_snappy_length_is_one_sentence() -> None:
+    """Snappy's leading length is what its decoder allocates: it must fit the block's bytes."""
+    from icecore.avro import read_avro_polars_arrow
+
+    header, count, block, rest = split_first_block(_container(_ROWS))
+    header = header.replace(b"\x14avro.codec\x08null", b"\x14avro.codec\x0csnappy")
+    assert b"snappy" in header
+    literal = bytes([(len(block) - 1) << 2]) + block  # one literal element (< 60 bytes)
+    stream = _uvarint(4_000_000_000) + literal + b"\x00\x00\x00\x00"  # CRC never reached
+    forged = header + zigzag(count) + zigzag(len(stream)) + stream + rest
+    with pytest.raises(InvalidMetadata, match="more than snappy can"):
+        read_avro_polars_arrow(forged, "snappy.avro")
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def test_an_array_of_values_taking_no_bytes_is_refused() -> None:
+    """4e9 nulls decode from five bytes: such a schema is refused before any decoding."""
+    from icecore.avro import read_avro_polars_arrow
+
+    schema = {
+        "type": "record",
+        "name": "r",
+        "fields": [{"name": "a", "type": {"type": "array", "items": "null"}}],
+    }
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), [{"a": [None]}], codec="null")
+    header, count, block, rest = split_first_block(buf.getvalue())
+    assert block == zigzag(1) + zigzag(0)  # one array block of one null, then the end
+    block = zigzag(4_000_000_000) + zigzag(0)
+    forged = header + zigzag(count) + zigzag(len(block)) + block + rest
+    with pytest.raises(InvalidMetadata, match="take no bytes"):
+        read_avro_polars_arrow(forged, "nulls.avro")
+
+
+def test_blocks_inflating_past_the_bound_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deflate bomb: the decoded size is counted (to the bound) before any decoder runs."""
+    import icecore.avro
+    from icecore.avro import read_avro_polars_arrow
+
+    schema = {"type": "record", "name": "s", "fields": [{"name": "s", "type": "string"}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), [{"s": "\0" * (4 << 20)}], codec="deflate")
+    assert len(buf.getvalue()) < 8 << 10  # 4 MiB of zeros in a few KiB
+    monkeypatch.setattr(icecore.avro, "MAX_DECODED_BYTES", 4 << 20)
+    with pytest.raises(InvalidMetadata, match="decompress to more than 4 MiB"):
+        read_avro_polars_arrow(buf.getvalue(), "bomb.avro")
+    # also when the framing breaks right after (the reader of damaged files inflates first)
+    header, count, block, _ = split_first_block(buf.getvalue())
+    forged = header + zigzag(count) + zigzag(len(block)) + block + b"not the sync marker"
+    with pytest.raises(InvalidMetadata, match="decompress to more than 4 MiB"):
+        read_avro_polars_arrow(forged, "bomb.avro")
+    monkeypatch.setattr(icecore.avro, "MAX_DECODED_BYTES", 5 << 20)
+    assert read_avro_polars_arrow(buf.getvalue(), "bomb.avro").num_rows == 1

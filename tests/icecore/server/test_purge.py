@@ -20,7 +20,7 @@ from icecore.server.purge import PurgeRefused, purge_files
 
 
 def test_purge_on_an_object_store_skips_files_outside_the_location() -> None:
-    io = FileIO()
+    io = FileIO(allow_memory=True)
     root = f"memory://purge-{uuid.uuid4().hex[:8]}"
     inside = [f"{root}/wh/db/t/data/a.parquet", f"{root}/wh/db/t/metadata/v1.metadata.json"]
     outside = [f"{root}/wh/db/other/data/b.parquet", f"{root}/wh/db/t2/data/c.parquet"]
