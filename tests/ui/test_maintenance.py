@@ -53,7 +53,7 @@ def test_recommend_estimate_confirm_run_and_compare(
     no_problems(at)
     shown = " ".join(m.value for m in at.markdown)
     for job, rec in expected.items():
-        assert f"`{job}`" in shown and rec.title in shown
+        assert f"`{job}`" in shown and escape_markdown(rec.title) in shown
     at.selectbox(key="mt_job").set_value(Job.REWRITE_DATA_FILES).run()
     no_problems(at)
     assert at.button(key="mt_run").disabled, "no run without the confirmation"

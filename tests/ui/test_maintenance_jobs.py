@@ -105,6 +105,9 @@ def test_a_second_session_sees_refuses_and_cancels_the_job_and_names_its_leftove
     assert jobs.status(job.job_id).state is jobs.State.CANCELLED
     rerun_until(first, lambda at: f"job `{job.job_id}` · cancelled" in texts(at), "first sees it")
     assert "Nothing was committed" in texts(second)
+    second.selectbox(key="mt_job").set_value(Job.REWRITE_DATA_FILES).run()
+    if any(c.key == "mt_force" for c in second.checkbox):  # as the first session chose
+        second.checkbox(key="mt_force").check().run()
     second.checkbox(key="mt_confirm").check().run()
     assert not second.button(key="mt_run").disabled, "the table is free again"
 
