@@ -535,9 +535,12 @@ class CatalogService:
         return Response(status_code=204)
 
     def report_metrics(self, call: Call) -> Any:
-        """``POST .../metrics``: scan and commit reports are accepted and not kept."""
-        self._table(call)
-        return Response(status_code=204)
+        """``POST .../metrics``: scan and commit reports are accepted and not kept.
+
+        A report for a table the catalog does not hold is the spec's 404 (``reportMetrics``
+        documents ``NoSuchTableException``), found as ``HEAD`` finds it, without a read.
+        """
+        return self.table_exists(call)
 
     def drop_table(self, call: Call) -> Any:
         """``DELETE .../tables/{t}``: remove the table from the catalog.

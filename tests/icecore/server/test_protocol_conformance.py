@@ -107,6 +107,13 @@ def test_404_types_name_what_is_missing(rest_server: RestServer, tmp_path: Path)
         timeout=10,
     )
     _error(r, 404, "NoSuchNamespaceException")
+    # A metrics report names its table: an absent one is the spec's NoSuchTable too.
+    report = {"report-type": "scan-report", "table-name": "typed.absent", "snapshot-id": 1}
+    url = f"{rest_server.url}/v1/namespaces/typed/tables"
+    _error(
+        requests.post(f"{url}/absent/metrics", json=report, timeout=10), 404, "NoSuchTableException"
+    )
+    assert requests.post(f"{url}/present/metrics", json=report, timeout=10).status_code == 204
 
 
 def test_commit_identifier_must_name_the_table_of_the_path(rest_server: RestServer) -> None:
