@@ -251,13 +251,7 @@ def test_arrow_truncated_raises(tmp_path: Path, file_io: FileIO) -> None:
 
 def zigzag(n: int) -> bytes:
     """An Avro ``long`` ("Binary Encoding": zig-zag, then base-128 little-endian)."""
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+    return _uvarint((n << 1) ^ (n >> 63))
 
 
 def _read_long(reader: io.BytesIO) -> int:
@@ -354,6 +348,7 @@ def test_a_forged_snappy_length_is_one_sentence() -> None:
 
 
 def _uvarint(n: int) -> bytes:
+    """An unsigned base-128 little-endian varint (Avro's long after zig-zag; snappy's length)."""
     out = bytearray()
     while True:
         low, n = n & 0x7F, n >> 7
