@@ -41,7 +41,7 @@ from icecore.catalog.base import Catalog
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin
 from icecore.errors import IcecoreError
-from icecore.io import normalize_path
+from icecore.io import SCHEMES, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.server.errors import RestError, bad_request
 
@@ -59,8 +59,10 @@ HADOOP_HINT = "metadata/version-hint.text"
 NAMESPACE_LOCATION = "location"
 """The namespace property naming where its tables go by default (JdbcCatalog's)."""
 
-ALLOWED_SCHEMES = frozenset({"file", "s3", "gs", "gcs", "abfs", "abfss"})
-"""Schemes an ``--allow-location`` prefix may use (a local folder or an object store)."""
+ALLOWED_SCHEMES = frozenset(normalize_path(f"{scheme}://x")[0] for scheme in SCHEMES)
+"""Schemes an ``--allow-location`` prefix may use, as :func:`normalize_path` names them: the
+ones FileIO reads (:data:`icecore.io.SCHEMES`), so no served table can live where no read
+reaches."""
 
 _SLASHES = re.compile(r"/{2,}")
 _SHOWN = 300

@@ -577,7 +577,9 @@ def test_allow_location_names_an_extra_root(tmp_path: Path) -> None:
         stop_server(server)
 
 
-@pytest.mark.parametrize("prefix", ["http://127.0.0.1:1/x", "relative/folder", "memory://x"])
+@pytest.mark.parametrize(
+    "prefix", ["http://127.0.0.1:1/x", "relative/folder", "memory://x", "gs://lake/wh"]
+)
 def test_an_unusable_allow_location_stops_the_server_with_one_sentence(
     tmp_path: Path, prefix: str
 ) -> None:
