@@ -24,6 +24,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,11 +106,11 @@ def test_data_files_are_read_on_the_reading_thread_only(
     real_read = FileIO.read
 
     def recording_read(
-        self: FileIO, path: str, start: int | None = None, end: int | None = None
+        self: FileIO, path: str, start: int | None = None, end: int | None = None, **kw: Any
     ) -> bytes:
         if start is not None and path.endswith(".parquet"):
             threads.add(threading.get_ident())
-        return real_read(self, path, start, end)
+        return real_read(self, path, start, end, **kw)
 
     monkeypatch.setattr(FileIO, "read", recording_read)
     catalog = icecore.load_catalog(str(demo_warehouse))
