@@ -825,12 +825,13 @@ def recommendations(
     when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
     metadata = table.metadata
     t = health.totals(metadata.current_snapshot(), manifest_list, files)
+    too_fine = health.over_partitioning(metadata, files)
     found = [
         rewrite_data_files(
             metadata,
             files,
-            health.small_files(metadata, files),
-            health.over_partitioning(metadata, files),
+            health.small_files(metadata, files, too_fine=too_fine.status is Status.WARN),
+            too_fine,
         ),
         rewrite_position_delete_files(metadata, files, health.deletes(t)),
         rewrite_manifests(metadata, manifest_list, health.manifests(metadata, manifest_list)),
