@@ -26,6 +26,7 @@ REST call instead (``purgeRequested=true``; PyIceberg's ``purge_table``).
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import uuid
 
 from icecore.catalog.base import TableIdentifier
@@ -54,6 +55,11 @@ from icecore.io import MAX_METADATA_BYTES, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
 from icecore.table_data import read_table_metadata
+
+_NEW_NAMES = threading.Lock()
+"""Held from a new name's case-twin check to its folder's creation: without it, two requests
+of one server creating ``TRIPS`` and ``trips`` at once both find no twin and both create.
+One process only; another process writing the same warehouse is not held back."""
 
 DROPPED_PREFIX = "dropped-"
 """A dropped table's metadata files go to ``metadata/dropped-<UTC time>-<id>/``."""
@@ -158,9 +164,10 @@ class FilesystemCatalogAdmin:
                     f"Cannot create namespace {_dot(namespace)}: {_dot(namespace[:i])} is a "
                     "table, and a namespace cannot live inside a table."
                 )
-        for i in range(len(namespace)):
-            self._check_no_twin(namespace[:i], namespace[i], "namespace level")
-        self.io.makedirs(path)
+        with _NEW_NAMES:
+            for i in range(len(namespace)):
+                self._check_no_twin(namespace[:i], namespace[i], "namespace level")
+            self.io.makedirs(path)
 
     def _folders(self, namespace: tuple[str, ...]) -> list[str]:
         """The folder names directly in ``namespace`` (the warehouse for ``()``), if it exists."""
@@ -250,8 +257,9 @@ class FilesystemCatalogAdmin:
             raise NotFound(f"Namespace {_dot(identifier.namespace)} does not exist.")
         table_dir = self._check_location(identifier, metadata.location, "create table")
         self._check_absent(identifier, table_dir)
-        self._check_no_twin(identifier.namespace, identifier.name, "table")
-        return self._write_first_version(identifier, table_dir, payload, is_gzip(metadata))
+        with _NEW_NAMES:
+            self._check_no_twin(identifier.namespace, identifier.name, "table")
+            return self._write_first_version(identifier, table_dir, payload, is_gzip(metadata))
 
     def register_table(self, identifier: TableIdentifier, metadata_location: str) -> None:
         """Copy an existing metadata file in as the table's ``v1`` (HadoopCatalog's register).
@@ -271,11 +279,12 @@ class FilesystemCatalogAdmin:
         metadata = read_table_metadata(self.io, metadata_location)
         table_dir = self._check_location(identifier, metadata.location, "register table")
         self._check_absent(identifier, table_dir)
-        self._check_no_twin(identifier.namespace, identifier.name, "table")
-        if self._restore(table_dir, metadata_location):
-            return
         payload = self.io.read(metadata_location, limit=MAX_METADATA_BYTES)
-        self._write_first_version(identifier, table_dir, payload, payload[:2] == b"\x1f\x8b")
+        with _NEW_NAMES:
+            self._check_no_twin(identifier.namespace, identifier.name, "table")
+            if self._restore(table_dir, metadata_location):
+                return
+            self._write_first_version(identifier, table_dir, payload, payload[:2] == b"\x1f\x8b")
 
     def _restore(self, table_dir: str, metadata_location: str) -> bool:
         """Undo a drop: move the versions up to the one registered back into ``metadata/``.
