@@ -52,9 +52,8 @@ from icecore.identifier import (
     check_no_case_twin,
 )
 from icecore.io import MAX_METADATA_BYTES, normalize_path
-from icecore.metadata import TableMetadata
+from icecore.metadata import TableMetadata, parse_metadata
 from icecore.metadata.builder import is_gzip
-from icecore.table_data import read_table_metadata
 
 _NEW_NAMES = threading.Lock()
 """Held from a new name's case-twin check to its folder's creation: without it, two requests
@@ -276,10 +275,11 @@ class FilesystemCatalogAdmin:
         check_new_identifier(identifier)
         if not self.namespace_exists(identifier.namespace):
             raise NotFound(f"Namespace {_dot(identifier.namespace)} does not exist.")
-        metadata = read_table_metadata(self.io, metadata_location)
+        # One read: the bytes parsed are the bytes copied in as v1.
+        payload = self.io.read(metadata_location, limit=MAX_METADATA_BYTES)
+        metadata = parse_metadata(payload, location=metadata_location)
         table_dir = self._check_location(identifier, metadata.location, "register table")
         self._check_absent(identifier, table_dir)
-        payload = self.io.read(metadata_location, limit=MAX_METADATA_BYTES)
         with _NEW_NAMES:
             self._check_no_twin(identifier.namespace, identifier.name, "table")
             if self._restore(table_dir, metadata_location):
