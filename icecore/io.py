@@ -311,11 +311,13 @@ class FileIO:
             raise IcecoreError(f"Cannot read {shown(path)}: negative offsets are not read.")
         if end is not None and end - first > limit:
             raise _too_large(path, limit)
-        fs, local = self._resolve(path)
-        protocol = normalize_path(path)[0]
-        with _failures("read", path):
-            if protocol == "file":
+        protocol, local = check_path(path, allow_memory=self.allow_memory)
+        if protocol == "file":  # a local read needs no fsspec filesystem
+            with _failures("read", path):
                 return _read_local(path, local, first, end, limit)
+        with _failures("open the filesystem of", path):
+            fs = self._fs(protocol)
+        with _failures("read", path):
             # One ranged request, never more than limit + 1 bytes: an object store answers
             # what there is up to the range's end (no HEAD request first).
             stop = end if end is not None else first + limit + 1
