@@ -192,10 +192,11 @@ class Backend:
         loaded = self.catalog.load_table(identifier)
         before = loaded.metadata_location
         others = self._other_locations(exclude=identifier)
+        reached = table_files(loaded)
         try:
             plan_purge(
                 loaded.metadata.location,
-                table_files(loaded)[0],
+                reached[0],
                 others,
                 self.locations,
                 self.locations.foreign_hadoop,
@@ -210,7 +211,7 @@ class Backend:
         now_at = admin.drop_table(identifier)
         # The metadata current when the entry went (a commit may have come in between).
         table = load_table_at(identifier, now_at, self.io)
-        old, new = before.rsplit("/", 1)[0], now_at.rsplit("/", 1)[0]
+        (old, name_before), (new, name_now) = before.rsplit("/", 1), now_at.rsplit("/", 1)
         try:
             report = purge_table(
                 table,
@@ -218,6 +219,9 @@ class Backend:
                 others,
                 self.locations,
                 self.locations.foreign_hadoop,
+                # The same metadata file (moved aside, or where it was) reaches the same files:
+                # its manifests are not walked twice. A commit in between is walked anew.
+                reached if name_now == name_before else None,
             )
         except PurgeRefused as e:
             log.warning("Purge of %s refused after its drop; no file deleted: %s", identifier, e)

@@ -342,10 +342,16 @@ def _moved(io: FileIO, path: str, old: str, new: str) -> str:
 
 
 def table_files(
-    table: Table, relocated: tuple[str, str] | None = None
+    table: Table,
+    relocated: tuple[str, str] | None = None,
+    reached: tuple[list[str], list[str]] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """:func:`reachable_files`, with the files a drop moved aside found where they are now."""
-    files, errors = reachable_files(table)
+    """:func:`reachable_files`, with the files a drop moved aside found where they are now.
+
+    ``reached``: :func:`reachable_files` of the same metadata, already walked (the check
+    before a drop), so its manifests are not read again.
+    """
+    files, errors = reached if reached is not None else reachable_files(table)
     if relocated is not None:
         old, new = (_plain(p) for p in relocated)
         files = [_moved(table.io, f, old, new) for f in files]
@@ -358,6 +364,7 @@ def purge_table(
     others: Iterable[str] = (),
     locations: ServedLocations | None = None,
     foreign_hadoop: bool = False,
+    reached: tuple[list[str], list[str]] | None = None,
 ) -> PurgeReport:
     """Delete a dropped table's files (see the module docstring).
 
@@ -369,11 +376,12 @@ def purge_table(
         others: the locations of the catalog's remaining tables, whose files stay.
         locations: the served locations the table's location must lie below.
         foreign_hadoop: see :func:`plan_purge`.
+        reached: see :func:`table_files`.
 
     Raises:
         PurgeRefused: the purge would leave its bounds; nothing was deleted.
     """
-    files, errors = table_files(table, relocated)
+    files, errors = table_files(table, relocated, reached)
     return purge_files(
         table.io, table.metadata.location, files, errors, others, locations, foreign_hadoop
     )
