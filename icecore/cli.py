@@ -29,6 +29,7 @@ from icecore.evolution.change_text import (
     apply_spec_change,
 )
 from icecore.export import check_output, protected_paths, write_parquet, write_table
+from icecore.inspect import METADATA_TABLES
 from icecore.metadata_events import metadata_events
 from icecore.refs.manage import ManageSnapshots
 from icecore.row_counts import rows_between, snapshot_rows
@@ -617,7 +618,12 @@ def build_parser() -> argparse.ArgumentParser:
     hist.set_defaults(run=cmd_history)
     insp = sub.add_parser("inspect", help="a metadata table (files, manifests, partitions, ...)")
     insp.add_argument("table", help=table_help)
-    insp.add_argument("kind", help="snapshots, history, refs, manifests, entries, files, ...")
+    insp.add_argument(
+        "kind",
+        choices=tuple(METADATA_TABLES),
+        metavar="KIND",
+        help="the metadata table: " + ", ".join(METADATA_TABLES),
+    )
     _add_selectors(insp)
     insp.set_defaults(run=cmd_inspect)
     pln = sub.add_parser("plan", help="the files a filtered scan reads, and why not the rest")
