@@ -12,7 +12,8 @@ allows (timestamps are ``timestamp('us', 'UTC')``), same rows. The kinds:
   ``all_entries``, ``all_files``, ``all_data_files``, ``all_delete_files``.
 
 A table without snapshots gives empty tables with the right columns. Each call reads the
-manifest lists and manifests it needs once, and caches nothing across calls.
+manifest lists and manifests it needs once, and caches nothing across calls. Each kind is one
+record of :data:`~icecore.inspect.kinds.METADATA_TABLES`, which every consumer reads.
 """
 
 from __future__ import annotations
@@ -32,11 +33,6 @@ KINDS: tuple[str, ...] = tuple(METADATA_TABLES)
 SNAPSHOT_KINDS = frozenset(k for k, r in METADATA_TABLES.items() if r.scope is Scope.SNAPSHOT)
 """The kinds that describe one snapshot and so honour a snapshot selector."""
 
-EVERY_SNAPSHOT_KINDS = frozenset(
-    k for k, r in METADATA_TABLES.items() if r.scope is Scope.ALL_SNAPSHOTS
-)
-"""The kinds that read the manifest list of every valid snapshot."""
-
 
 def metadata_table(kind: str) -> MetadataTable:
     """The registry's record of ``kind``.
@@ -48,28 +44,6 @@ def metadata_table(kind: str) -> MetadataTable:
     if record is None:
         raise NotFound(f"There is no metadata table {kind!r}; choose one of {', '.join(KINDS)}.")
     return record
-
-
-def entry_count(
-    table: TableData,
-    kind: str,
-    *,
-    snapshot_id: int | None = None,
-    ref: str | None = None,
-    as_of: str | int | dt.datetime | None = None,
-) -> int:
-    """How many manifest entries building ``kind`` reads, from the manifest lists' counts.
-
-    The file-level tables are made entry by entry (a million-file snapshot costs minutes
-    and gigabytes), so a caller that must stay bounded (the app's SQL page) asks first; it
-    reads only manifest lists. ``all_manifests`` counts its rows (a manifest list entry per
-    snapshot and manifest: ~800,000 at 10,000 snapshots). 0 for the other kinds; a manifest
-    whose list omits its counts (optional in v1) counts as 0.
-    """
-    record = METADATA_TABLES.get(kind)
-    if record is None:
-        return 0
-    return record.entry_count(table, table.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of))
 
 
 def inspect_table(
@@ -103,13 +77,11 @@ def inspect_table(
 
 
 __all__ = [
-    "EVERY_SNAPSHOT_KINDS",
     "KINDS",
     "METADATA_TABLES",
     "SNAPSHOT_KINDS",
     "MetadataTable",
     "Scope",
-    "entry_count",
     "inspect_table",
     "metadata_table",
 ]
