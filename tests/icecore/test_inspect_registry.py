@@ -20,7 +20,7 @@ import pytest
 import icecore
 import icecore.sql
 from icecore import manifest_arrow
-from icecore.cli import build_parser
+from icecore.cli import build_parser, main
 from icecore.errors import ValidationError
 from icecore.inspect import METADATA_TABLES, Scope
 from icecore.inspect.accessor import MetadataTables
@@ -43,6 +43,16 @@ def test_the_cli_offers_every_kind() -> None:
     inspect_parser = _subparser(build_parser(), "inspect")
     (kind,) = [a for a in inspect_parser._actions if a.dest == "kind"]
     assert tuple(kind.choices or ()) == tuple(METADATA_TABLES)
+
+
+def test_the_cli_refuses_an_unknown_kind_in_one_sentence_naming_every_kind(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["inspect", str(SMALL_TABLE), "filez"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and "filez" in err
+    assert all(repr(kind) in err for kind in METADATA_TABLES)
 
 
 def test_user_sql_offers_every_kind(monkeypatch: pytest.MonkeyPatch) -> None:
