@@ -616,13 +616,20 @@ def build_parser() -> argparse.ArgumentParser:
         "location, format version) from the metadata log, as events among the snapshots",
     )
     hist.set_defaults(run=cmd_history)
-    insp = sub.add_parser("inspect", help="a metadata table (files, manifests, partitions, ...)")
+    insp = sub.add_parser(
+        "inspect",
+        help="a metadata table (files, manifests, partitions, ...)",
+        description="A metadata table as Spark shows it, one JSON object per row.",
+        epilog="KIND, and what one row is:\n"
+        + "\n".join(f"  {k:<22}{r.summary}" for k, r in METADATA_TABLES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     insp.add_argument("table", help=table_help)
     insp.add_argument(
         "kind",
         choices=tuple(METADATA_TABLES),
         metavar="KIND",
-        help="the metadata table: " + ", ".join(METADATA_TABLES),
+        help="the metadata table (below)",
     )
     _add_selectors(insp)
     insp.set_defaults(run=cmd_inspect)

@@ -177,7 +177,7 @@ _RECORDS = (
         _TABLE,
         None,
         lambda v, s: metadata_log_table(v.table),
-        "a previous metadata file",
+        "a metadata file of the log, the current one too",
     ),
     MetadataTable("manifests", _SNAPSHOT, None, manifests_table, "a manifest of the snapshot"),
     MetadataTable(

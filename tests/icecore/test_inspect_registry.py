@@ -43,6 +43,8 @@ def test_the_cli_offers_every_kind() -> None:
     inspect_parser = _subparser(build_parser(), "inspect")
     (kind,) = [a for a in inspect_parser._actions if a.dest == "kind"]
     assert tuple(kind.choices or ()) == tuple(METADATA_TABLES)
+    listed = inspect_parser.format_help().split("KIND, and what one row is:", 1)[1]
+    assert [line.split()[0] for line in listed.strip().splitlines()] == list(METADATA_TABLES)
 
 
 def test_the_cli_refuses_an_unknown_kind_in_one_sentence_naming_every_kind(
