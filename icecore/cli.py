@@ -29,6 +29,7 @@ from icecore.evolution.change_text import (
     apply_spec_change,
 )
 from icecore.export import check_output, protected_paths, write_parquet, write_table
+from icecore.inspect import METADATA_TABLES
 from icecore.metadata_events import metadata_events
 from icecore.refs.manage import ManageSnapshots
 from icecore.row_counts import rows_between, snapshot_rows
@@ -615,9 +616,21 @@ def build_parser() -> argparse.ArgumentParser:
         "location, format version) from the metadata log, as events among the snapshots",
     )
     hist.set_defaults(run=cmd_history)
-    insp = sub.add_parser("inspect", help="a metadata table (files, manifests, partitions, ...)")
+    insp = sub.add_parser(
+        "inspect",
+        help="a metadata table (files, manifests, partitions, ...)",
+        description="A metadata table as Spark shows it, one JSON object per row.",
+        epilog="KIND, and what one row is:\n"
+        + "\n".join(f"  {k:<22}{r.summary}" for k, r in METADATA_TABLES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     insp.add_argument("table", help=table_help)
-    insp.add_argument("kind", help="snapshots, history, refs, manifests, entries, files, ...")
+    insp.add_argument(
+        "kind",
+        choices=tuple(METADATA_TABLES),
+        metavar="KIND",
+        help="the metadata table (below)",
+    )
     _add_selectors(insp)
     insp.set_defaults(run=cmd_inspect)
     pln = sub.add_parser("plan", help="the files a filtered scan reads, and why not the rest")

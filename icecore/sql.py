@@ -46,7 +46,7 @@ from icecore.arrow_types import arrow_type
 from icecore.compute import pc
 from icecore.errors import IcecoreError, ValidationError
 from icecore.health import format_bytes
-from icecore.inspect import EVERY_SNAPSHOT_KINDS, KINDS, entry_count, inspect_table
+from icecore.inspect import METADATA_TABLES, MetadataTable, Scope, inspect_table
 from icecore.read.projection import arrow_schema_for
 from icecore.scan.planner import Plan, TableScan
 from icecore.schema import Schema
@@ -343,18 +343,21 @@ def run_sql(
         f"query {ROWS_TABLE} (with a filter), snapshots or manifests instead, or run it on Spark."
     )
 
-    def inspect_of(kind: str) -> Callable[[], pa.Table]:
+    def inspect_of(record: MetadataTable) -> Callable[[], pa.Table]:
+        # The size guard reads what the registry says of the kind: a new kind is bounded too.
+        kind = record.name
+
         def build() -> pa.Table:
             snapshots = len(table.metadata.snapshots)
-            if kind in EVERY_SNAPSHOT_KINDS and snapshots > bounds.max_snapshots:
+            if record.scope is Scope.ALL_SNAPSHOTS and snapshots > bounds.max_snapshots:
                 raise ValidationError(
                     f"The {kind} table would read the manifest lists of {snapshots:,} "
                     f"snapshots, more than the {bounds.max_snapshots:,} a query here may "
                     f"read; {instead}"
                 )
-            count = entry_count(table, kind, **selectors)
+            count = record.entry_count(table, table.snapshot(**selectors))
             if count > bound:
-                what = "manifest list entries" if kind == "all_manifests" else "manifest entries"
+                what = "manifest entries" if record.per_entry else "manifest list entries"
                 raise ValidationError(
                     f"The {kind} table would be built from {count:,} {what}, more than the "
                     f"{bound:,} a query here may read; {instead}"
@@ -373,7 +376,7 @@ def run_sql(
             schema, planned.to_batches(columns, row_limit, extra)
         )
 
-    sources: dict[str, Source] = {k: inspect_of(k) for k in KINDS}
+    sources: dict[str, Source] = {k: inspect_of(r) for k, r in METADATA_TABLES.items()}
     sources[ROWS_TABLE] = rows
     return query_arrow(sql, sources, limits)
 

@@ -27,7 +27,7 @@ from icecore.evolution import (
 )
 from icecore.expressions.model import Expression
 from icecore.identifier import TableIdentifier
-from icecore.inspect import inspect_table
+from icecore.inspect.accessor import MetadataTables
 from icecore.io import FileIO
 from icecore.refs.manage import ManageSnapshots
 from icecore.scan.planner import TableScan
@@ -54,16 +54,14 @@ class Table(TableData):
         """The table as its catalog has it now (itself when it has no catalog)."""
         return cast(Table, TableData.refresh(self))
 
-    def inspect(
-        self,
-        kind: str,
-        *,
-        snapshot_id: int | None = None,
-        ref: str | None = None,
-        as_of: str | int | dt.datetime | None = None,
-    ) -> pa.Table:
-        """A metadata table as Arrow, with Spark's column names (see :mod:`icecore.inspect`)."""
-        return inspect_table(self, kind, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    @property
+    def inspect(self) -> MetadataTables:
+        """The metadata tables as Arrow, with Spark's columns (see :mod:`icecore.inspect`).
+
+        Call it with a kind, ``t.inspect("files", ref="audit")``, or use the kind's method,
+        ``t.inspect.files(ref="audit")`` (PyIceberg's names); both give the same table.
+        """
+        return MetadataTables(self)
 
     def diff(self, from_point: str | int | None, to_point: str | int | None = None) -> SnapshotDiff:
         """What changed between two points (snapshot ids, refs or ISO times; None = current).

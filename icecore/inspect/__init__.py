@@ -12,144 +12,38 @@ allows (timestamps are ``timestamp('us', 'UTC')``), same rows. The kinds:
   ``all_entries``, ``all_files``, ``all_data_files``, ``all_delete_files``.
 
 A table without snapshots gives empty tables with the right columns. Each call reads the
-manifest lists and manifests it needs once, and caches nothing across calls.
+manifest lists and manifests it needs once, and caches nothing across calls. Each kind is one
+record of :data:`~icecore.inspect.kinds.METADATA_TABLES`, which every consumer reads.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 
 import pyarrow as pa
 
 from icecore.errors import NotFound
-from icecore.inspect._common import (
-    Decoded,
-    Pick,
-    TableView,
-    decoded,
-    is_data,
-    reachable_manifests,
-    snapshot_files,
-    snapshot_manifests,
-    table_view,
-)
-from icecore.inspect.files import entries_table, files_table, is_delete
-from icecore.inspect.manifests import all_manifests_table, manifests_table
-from icecore.inspect.partitions import partitions_table
-from icecore.inspect.snapshots import (
-    history_table,
-    metadata_log_table,
-    refs_table,
-    snapshots_table,
-)
-from icecore.manifest import ManifestContent, ManifestFile
-from icecore.metadata import Snapshot
+from icecore.inspect._common import table_view
+from icecore.inspect.kinds import METADATA_TABLES, MetadataTable, Scope
 from icecore.table_data import TableData
 
-_Builder = Callable[[TableView, Snapshot | None], pa.Table]
-
-
-def _all(manifests: list[ManifestFile]) -> list[ManifestFile]:
-    return manifests
-
-
-def _data(manifests: list[ManifestFile]) -> list[ManifestFile]:
-    return [m for m in manifests if m.content == ManifestContent.DATA]
-
-
-def _deletes(manifests: list[ManifestFile]) -> list[ManifestFile]:
-    return [m for m in manifests if m.content == ManifestContent.DELETES]
-
-
-def _reachable(v: TableView, pick: Pick, live: bool = True) -> Decoded:
-    return decoded(v, pick(reachable_manifests(v.table)), live=live)
-
-
-_KINDS: dict[str, _Builder] = {
-    "snapshots": lambda v, s: snapshots_table(v.table),
-    "history": lambda v, s: history_table(v.table),
-    "refs": lambda v, s: refs_table(v.table),
-    "metadata_log_entries": lambda v, s: metadata_log_table(v.table),
-    "manifests": manifests_table,
-    "all_manifests": lambda v, s: all_manifests_table(v),
-    "entries": lambda v, s: entries_table(
-        v, decoded(v, snapshot_manifests(v.table, s), live=False)
-    ),
-    "files": lambda v, s: files_table(v, snapshot_files(v, s, _all)),
-    "data_files": lambda v, s: files_table(v, snapshot_files(v, s, _data), is_data),
-    "delete_files": lambda v, s: files_table(v, snapshot_files(v, s, _deletes), is_delete),
-    "partitions": lambda v, s: partitions_table(v, snapshot_files(v, s, _all)),
-    "all_entries": lambda v, s: entries_table(v, _reachable(v, _all, live=False)),
-    "all_files": lambda v, s: files_table(v, _reachable(v, _all)),
-    "all_data_files": lambda v, s: files_table(v, _reachable(v, _data), is_data),
-    "all_delete_files": lambda v, s: files_table(v, _reachable(v, _deletes), is_delete),
-}
-
-KINDS: tuple[str, ...] = tuple(_KINDS)
+KINDS: tuple[str, ...] = tuple(METADATA_TABLES)
 """Every metadata table :func:`inspect_table` builds, by Spark's name."""
 
-SNAPSHOT_KINDS = frozenset(
-    {"manifests", "entries", "files", "data_files", "delete_files", "partitions"}
-)
+SNAPSHOT_KINDS = frozenset(k for k, r in METADATA_TABLES.items() if r.scope is Scope.SNAPSHOT)
 """The kinds that describe one snapshot and so honour a snapshot selector."""
 
-EVERY_SNAPSHOT_KINDS = frozenset(
-    {"all_manifests", "all_entries", "all_files", "all_data_files", "all_delete_files"}
-)
-"""The kinds that read the manifest list of every valid snapshot."""
 
+def metadata_table(kind: str) -> MetadataTable:
+    """The registry's record of ``kind``.
 
-_PER_ENTRY: dict[str, tuple[bool, Pick, bool]] = {
-    # kind: (every reachable snapshot?, which manifests, live entries only?)
-    "entries": (False, _all, False),
-    "files": (False, _all, True),
-    "data_files": (False, _data, True),
-    "delete_files": (False, _deletes, True),
-    "partitions": (False, _all, True),
-    "all_entries": (True, _all, False),
-    "all_files": (True, _all, True),
-    "all_data_files": (True, _data, True),
-    "all_delete_files": (True, _deletes, True),
-}
-"""The kinds built from manifest entries, one Python object per entry (see :func:`entry_count`)."""
-
-
-def entry_count(
-    table: TableData,
-    kind: str,
-    *,
-    snapshot_id: int | None = None,
-    ref: str | None = None,
-    as_of: str | int | dt.datetime | None = None,
-) -> int:
-    """How many manifest entries building ``kind`` reads, from the manifest lists' counts.
-
-    The file-level tables are made entry by entry (a million-file snapshot costs minutes
-    and gigabytes), so a caller that must stay bounded (the app's SQL page) asks first; it
-    reads only manifest lists. ``all_manifests`` counts its rows (a manifest list entry per
-    snapshot and manifest: ~800,000 at 10,000 snapshots). 0 for the other kinds; a manifest
-    whose list omits its counts (optional in v1) counts as 0.
+    Raises:
+        NotFound: no metadata table has that name (the sentence lists the valid ones).
     """
-    if kind == "all_manifests":
-        return sum(len(table.manifest_list(s)) for s in table.metadata.snapshots)
-    shape = _PER_ENTRY.get(kind)
-    if shape is None:
-        return 0
-    whole, pick, live = shape
-    if whole:
-        manifests = reachable_manifests(table)
-    else:
-        manifests = snapshot_manifests(
-            table, table.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-        )
-    counts = (
-        (m.added_files_count or 0)
-        + (m.existing_files_count or 0)
-        + (0 if live else (m.deleted_files_count or 0))
-        for m in pick(manifests)
-    )
-    return sum(counts)
+    record = METADATA_TABLES.get(kind)
+    if record is None:
+        raise NotFound(f"There is no metadata table {kind!r}; choose one of {', '.join(KINDS)}.")
+    return record
 
 
 def inspect_table(
@@ -177,11 +71,17 @@ def inspect_table(
         InvalidMetadata: a corrupt or truncated manifest list or manifest.
         ValidationError: more than one selector, or an unreadable time.
     """
-    builder = _KINDS.get(kind)
-    if builder is None:
-        raise NotFound(f"There is no metadata table {kind!r}; choose one of {', '.join(KINDS)}.")
+    record = metadata_table(kind)
     snapshot = table.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-    return builder(table_view(table), snapshot)
+    return record.build(table_view(table), snapshot)
 
 
-__all__ = ["EVERY_SNAPSHOT_KINDS", "KINDS", "SNAPSHOT_KINDS", "entry_count", "inspect_table"]
+__all__ = [
+    "KINDS",
+    "METADATA_TABLES",
+    "SNAPSHOT_KINDS",
+    "MetadataTable",
+    "Scope",
+    "inspect_table",
+    "metadata_table",
+]

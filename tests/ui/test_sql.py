@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from icecore.catalog import load_table
+from icecore.inspect import METADATA_TABLES
 from icecore.sql import SqlLimits
 from pipeline.query_check import checked_query
 from pipeline.spark import PipelineError
@@ -25,6 +26,8 @@ def test_sql_over_metadata_tables_and_rows(spark: Any, open_page: OpenPage) -> N
     at = open_page(PAGE, table="demo.trips")
     no_problems(at)
     assert len(at.dataframe[0].value) == 100  # the default query's LIMIT
+    offered = " ".join(str(c.value) for c in at.caption)
+    assert [k for k in METADATA_TABLES if f"`{k}`" not in offered] == []  # the registry's kinds
     sql = (
         "SELECT (SELECT count(*) FROM files) AS files, (SELECT count(*) FROM rows) AS live, "
         "(SELECT count(*) FROM snapshots) AS snapshots"
