@@ -39,8 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icecore.catalog.postgres import PostgresTarget
-from icecore.catalog.postgres_uri import is_postgres_uri
+from icecore.catalog.postgres_uri import PostgresTarget, is_postgres_uri
 from icecore.catalog.rest import CREDENTIAL_ENV, TOKEN_ENV
 from icecore.config import is_catalog_name, is_rest_entry, load_config
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from icecore.catalog.postgres import hide_password, redact
+from icecore.catalog.postgres_uri import hide_password, redact
 from icecore.config import CatalogEntry, load_config
 from icecore.errors import IcecoreError, NotFound
 

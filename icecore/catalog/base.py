@@ -23,7 +23,45 @@ class Catalog(TableSource, Protocol):
     """A catalog: names to current metadata files, and the swap that commits a new one.
 
     ``list_tables``, ``metadata_location`` and ``commit_metadata`` are :class:`TableSource`'s.
+    What the server, the app and the pipeline need to know about a catalog is asked here,
+    never found by ``isinstance``: a new catalog type answers these and is served, shown
+    and maintained like the others (:mod:`icecore.catalog.registry`).
     """
+
+    @property
+    def io(self) -> FileIO:
+        """The FileIO its tables' files are read with."""
+        ...
+
+    @property
+    def kind(self) -> str:
+        """Its type in :data:`icecore.catalog.registry.CATALOG_TYPES` (``sql``, ``rest``, ...)."""
+        ...
+
+    @property
+    def can_commit(self) -> bool:
+        """Whether it has a pointer a commit can swap (a bare metadata file has none)."""
+        ...
+
+    @property
+    def hadoop_layout(self) -> bool:
+        """Whether its tables are folders committed by renaming (spec, "File System Tables")."""
+        ...
+
+    @property
+    def warehouse_root(self) -> str | None:
+        """The folder its tables live in by default (absolute when local), if it has one."""
+        ...
+
+    def iceberg_catalog(self) -> tuple[str | None, dict[str, str]]:
+        """How Iceberg Java opens this catalog: (the name it must have, catalog properties).
+
+        The properties are Iceberg's catalog properties (``type``, ``uri``, ``warehouse``,
+        ``jdbc.*``, ``credential``, ...), secrets included: hand them to an engine, never
+        print them. The name is None when any name will do (a JdbcCatalog's name is the
+        ``catalog_name`` its rows carry). Empty properties: Iceberg Java cannot open it.
+        """
+        ...
 
     @property
     def uri(self) -> str:
@@ -46,6 +84,20 @@ class CatalogBase:
     """
 
     io: FileIO
+    kind: str = ""
+    can_commit: bool = True
+    hadoop_layout: bool = False
+    config_name: str | None = None
+    """The configured name it was opened by, when :attr:`uri` gives that name back."""
+
+    @property
+    def warehouse_root(self) -> str | None:
+        """No folder of its own unless a subclass says so."""
+        return None
+
+    def iceberg_catalog(self) -> tuple[str | None, dict[str, str]]:
+        """Not openable by Iceberg Java unless a subclass says how."""
+        return None, {}
 
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """Location of the table's current metadata.json."""
