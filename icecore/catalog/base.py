@@ -22,7 +22,8 @@ __all__ = ["Catalog", "CatalogBase", "TableIdentifier"]
 class Catalog(TableSource, Protocol):
     """A catalog: names to current metadata files, and the swap that commits a new one.
 
-    ``list_tables``, ``metadata_location`` and ``commit_metadata`` are :class:`TableSource`'s.
+    ``list_tables``, ``metadata_location``, ``commit_metadata``, ``can_commit`` and
+    ``hadoop_layout`` are :class:`TableSource`'s.
     What the server, the app and the pipeline need to know about a catalog is asked here,
     never found by ``isinstance``: a new catalog type answers these and is served, shown
     and maintained like the others (:mod:`icecore.catalog.registry`).
@@ -39,13 +40,13 @@ class Catalog(TableSource, Protocol):
         ...
 
     @property
-    def can_commit(self) -> bool:
-        """Whether it has a pointer a commit can swap (a bare metadata file has none)."""
-        ...
+    def loads_whole_tables(self) -> bool:
+        """Whether a table's metadata location costs loading the whole table.
 
-    @property
-    def hadoop_layout(self) -> bool:
-        """Whether its tables are folders committed by renaming (spec, "File System Tables")."""
+        True for a REST catalog: ``loadTable`` returns the metadata with its location and
+        credentials vended for that table's FileIO, so callers keep the loaded table rather
+        than ask for the location and read the file again.
+        """
         ...
 
     @property
@@ -87,6 +88,7 @@ class CatalogBase:
     kind: str = ""
     can_commit: bool = True
     hadoop_layout: bool = False
+    loads_whole_tables: bool = False
     config_name: str | None = None
     """The configured name it was opened by, when :attr:`uri` gives that name back."""
 

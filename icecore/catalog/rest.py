@@ -197,6 +197,7 @@ class RestCatalog(CatalogBase):
     """
 
     kind = "rest"
+    loads_whole_tables = True
 
     def __init__(
         self,
