@@ -236,7 +236,11 @@ def catalog_spec(entry: PyIcebergCatalog, *, read_only: bool) -> tuple[CatalogTy
     uri = _sqlalchemy_to_icecore(given, entry.name, what) if kind_name == "sql" else given
     kind = find(kind_name, uri, what=what)
     return kind, CatalogSpec(
-        uri, MappingProxyType(properties), name=entry.name, read_only=read_only, source=SOURCE
+        uri,
+        MappingProxyType(properties),
+        name=entry.name,
+        read_only=read_only,
+        source=f"catalog {entry.name} of {SOURCE}",
     )
 
 
