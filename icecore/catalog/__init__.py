@@ -6,12 +6,13 @@ SQL catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite
 :mod:`icecore.catalog.postgres`), the path of a metadata.json, or the name of a
 ``[catalogs.NAME]`` entry of ``icecore.toml`` (see :mod:`icecore.config`), else of PyIceberg's
 configuration (``.pyiceberg.yaml``, ``PYICEBERG_CATALOG__NAME__KEY``; see
-:mod:`icecore.catalog.pyiceberg_config`). A configured name wins over a folder of the same
-name: the config is the deployment's word. ``http(s)://`` opens an Iceberg REST catalog
-(:mod:`icecore.catalog.rest`; secrets from ``ICECORE_REST_CREDENTIAL``/``ICECORE_REST_TOKEN``),
-as does an entry with ``type = "rest"`` or an http(s) ``uri`` (secrets from the variables its
-``credential-env``/``token-env`` name). Which class opens which scheme or ``type`` is
-:data:`icecore.catalog.registry.CATALOG_TYPES`.
+:mod:`icecore.catalog.pyiceberg_config`); an empty string (``::ns.table``) is PyIceberg's
+default catalog (``default-catalog``, else ``default``) when its configuration has it. A
+configured name wins over a folder of the same name: the config is the deployment's word.
+``http(s)://`` opens an Iceberg REST catalog (:mod:`icecore.catalog.rest`; secrets from
+``ICECORE_REST_CREDENTIAL``/``ICECORE_REST_TOKEN``), as does an entry with ``type = "rest"``
+or an http(s) ``uri`` (secrets from the variables its ``credential-env``/``token-env`` name).
+Which class opens which scheme or ``type`` is :data:`icecore.catalog.registry.CATALOG_TYPES`.
 """
 
 from __future__ import annotations
@@ -95,7 +96,10 @@ def load_catalog(
         read_only = config_read_only()
     text = str(uri).strip()
     if not text:
-        raise NotFound("No catalog given; pass a warehouse folder, sqlite:///file.db or a URI.")
+        # PyIceberg's load_catalog() with no name: its default-catalog, else "default".
+        text = pyiceberg_config.default_catalog_name()
+        if pyiceberg_config.find_catalog(text) is None:
+            raise NotFound("No catalog given; pass a warehouse folder, sqlite:///file.db or a URI.")
     if is_catalog_name(text):
         config = load_config()
         if text in config.catalogs:

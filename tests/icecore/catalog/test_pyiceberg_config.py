@@ -371,3 +371,22 @@ def test_header_properties_are_sent_to_the_rest_catalog(
     assert opened.uri == "prod" and opened.kind == "rest"
     assert _Recorder.seen and _Recorder.seen[0].get("X-Api-Key") == SECRET
     assert SECRET not in repr(opened) and SECRET not in json.dumps(opened.io.properties)
+
+
+def test_no_catalog_name_is_pyiceberg_s_default_catalog(
+    lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(NotFound, match="No catalog given"):
+        load_table("::db.zones")
+    # Without default-catalog, PyIceberg's default is the catalog named "default"...
+    monkeypatch.setenv("PYICEBERG_CATALOG__DEFAULT__TYPE", "hadoop")
+    monkeypatch.setenv("PYICEBERG_CATALOG__DEFAULT__WAREHOUSE", str(lake.parent))
+    assert {str(t) for t in load_catalog("").list_tables()} == {"db.zones", "ops.jobs"}
+    assert str(load_table("::db.zones").identifier) == "db.zones"
+    # ... and default-catalog names another one.
+    monkeypatch.setenv("PYICEBERG_DEFAULT_CATALOG", "other")
+    monkeypatch.setenv("PYICEBERG_CATALOG__OTHER__URI", f"sqlite:///{lake}")
+    assert load_catalog("").uri == "other"
+    assert {str(t) for t in load_catalog("").list_tables()} == {"ops.jobs"}
+    with pytest.raises(NotFound):
+        load_table("::db.zones")
