@@ -8,6 +8,11 @@ whatever a visitor names would otherwise be opened by the server: its folders li
 metadata files read, hosts and ports on its network probed. ``ICECORE_OPEN_CATALOGS=1``
 (what ``make run`` sets on a workstation) lifts the boundary.
 
+Catalogs configured the PyIceberg way (``.pyiceberg.yaml``, ``PYICEBERG_CATALOG__*``) are a
+user's, not the deployment's: they are not served unless ``ICECORE_CATALOG`` names one (or
+``ICECORE_OPEN_CATALOGS`` lifts the boundary). A user's home folder holding a
+``.pyiceberg.yaml`` must not widen what a deployment shows to every visitor.
+
 A served catalog may be named by its name or by its non-secret string (a PostgreSQL URI
 without its password, a folder in any spelling that normalizes to the same path); the app
 then opens the served string itself, never the text of the link.
