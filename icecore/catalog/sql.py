@@ -135,10 +135,10 @@ def sqlite_path(uri: str) -> tuple[Path, str | None]:
 
 
 def load_sqlite(spec: CatalogSpec) -> SqlCatalog:
-    """The registry's loader: a ``sqlite:`` catalog string.
+    """The registry's loader: a ``sqlite:`` catalog string (``?catalog=NAME`` picks the rows).
 
-    A catalog opened by its configured name (PyIceberg's ``type: sql``) uses that name as its
-    ``catalog_name``, as PyIceberg's SqlCatalog does.
+    A PyIceberg ``type: sql`` catalog arrives as ``sqlite:///<abs>?catalog=<its name>``: its
+    name is its ``catalog_name``, as in PyIceberg's SqlCatalog, and its :attr:`uri` that name.
     """
     path, catalog_name = sqlite_path(spec.uri)
     return SqlCatalog(
