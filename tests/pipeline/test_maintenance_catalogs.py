@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from pipeline.maintenance import spark_table
 from tests.icecore.catalog.test_pyiceberg_config import sql_catalog
+from tests.pyiceberg_env import isolate
 from tests.ui.helpers import tiny_warehouse
 
 
 @pytest.fixture
 def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``lake/catalog.db`` whose catalog ``lake`` holds db.zones; no other configuration."""
-    for name in list(os.environ):
-        if name.lower().startswith("pyiceberg_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("ICECORE_CONFIG", str(tmp_path / "absent.toml"))
+    isolate(monkeypatch, tmp_path)
     tiny_warehouse(tmp_path / "lake", "db.zones")
     metadata = tmp_path / "lake/db/zones/metadata/v1.metadata.json"
     return sql_catalog(tmp_path / "lake" / "catalog.db", "lake", {"db.zones": str(metadata)})

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from icecore.catalog import load_catalog
+from tests.pyiceberg_env import isolate
 from tests.ui.helpers import tiny_warehouse
 from ui.served import NotServed, admit, served_keys
 
@@ -17,11 +17,7 @@ SECRET = "pw-in-a-pyiceberg-uri"
 @pytest.fixture
 def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A served warehouse, and a PyIceberg catalog ``lake`` in the environment."""
-    for name in list(os.environ):
-        if name.lower().startswith("pyiceberg_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("ICECORE_CONFIG", str(tmp_path / "absent.toml"))
+    isolate(monkeypatch, tmp_path)
     monkeypatch.delenv("ICECORE_OPEN_CATALOGS", raising=False)
     monkeypatch.setenv("ICECORE_CATALOG", str(tiny_warehouse(tmp_path / "served")))
     monkeypatch.setenv("PYICEBERG_CATALOG__LAKE__TYPE", "hadoop")

@@ -25,6 +25,7 @@ from icecore.catalog import pyiceberg_config as pic
 from icecore.catalog.sql import create_sqlite_catalog
 from icecore.errors import IcecoreError, NotFound, Unsupported, ValidationError
 from tests.conftest import REPO
+from tests.pyiceberg_env import isolate, pyiceberg_tables
 from tests.ui.helpers import tiny_warehouse
 
 SECRET = "s3cr3t-Value-never-shown"
@@ -33,19 +34,9 @@ SECRET = "s3cr3t-Value-never-shown"
 @pytest.fixture(autouse=True)
 def clean_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No PyIceberg configuration but the test's own: a fresh home, folder and environment."""
-    import os
-
-    import pyiceberg.catalog
-
-    # PyIceberg reads its configuration once, at import; the peer reads it again per test.
-    monkeypatch.setattr(pyiceberg.catalog, "_ENV_CONFIG", pyiceberg.catalog._ENV_CONFIG)
-    for name in list(os.environ):
-        if name.lower().startswith("pyiceberg_"):
-            monkeypatch.delenv(name)
     home = tmp_path / "home"
     home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("ICECORE_CONFIG", str(tmp_path / "absent.toml"))
+    isolate(monkeypatch, home)
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -76,16 +67,6 @@ def lake(tmp_path: Path) -> Path:
     sql_catalog(db, "lake", {"db.zones": str(tmp_path / "lake/db/zones" / meta)})
     sql_catalog(db, "other", {"ops.jobs": str(tmp_path / "lake/ops/jobs" / meta)})
     return db
-
-
-def pyiceberg_tables(name: str) -> set[str]:
-    """The tables PyIceberg lists for its catalog ``name``, read from the same configuration."""
-    import pyiceberg.catalog
-    from pyiceberg.utils import config as pyiceberg_utils_config
-
-    pyiceberg.catalog._ENV_CONFIG = pyiceberg_utils_config.Config()  # read the test's config
-    catalog = pyiceberg.catalog.load_catalog(name)
-    return {".".join(t) for ns in catalog.list_namespaces() for t in catalog.list_tables(ns)}
 
 
 def icecore_tables(name: str) -> set[str]:
@@ -275,27 +256,19 @@ def test_yaml_is_imported_only_when_a_file_exists(tmp_path: Path) -> None:
         "print('yaml' in sys.modules)"
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ICECORE_CONFIG": "absent.toml"}
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=tmp_path,
-        env={**env, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert done.stdout.strip() == "False"
-    (tmp_path / ".pyiceberg.yaml").write_text("catalog: {}\n")
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=tmp_path,
-        env={**env, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert done.stdout.strip() == "True"
+    for yaml_file, loaded in ((None, "False"), ("catalog: {}\n", "True")):
+        if yaml_file is not None:
+            (tmp_path / ".pyiceberg.yaml").write_text(yaml_file)
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=tmp_path,
+            env={**env, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert done.stdout.strip() == loaded
 
 
 # --- secrets -----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import pytest
 from icecore.catalog import load_catalog, load_table
 from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
+from tests.pyiceberg_env import isolate, pyiceberg_tables
 
 pytestmark = pytest.mark.spark
 
@@ -63,27 +64,10 @@ def served(catalog_copy: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 @pytest.fixture
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No configuration but the test's: fresh home, no icecore.toml, no PYICEBERG_* variable."""
-    import pyiceberg.catalog
-
-    monkeypatch.setattr(pyiceberg.catalog, "_ENV_CONFIG", pyiceberg.catalog._ENV_CONFIG)
-    for name in list(os.environ):
-        if name.lower().startswith("pyiceberg_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("ICECORE_CONFIG", str(tmp_path / "absent.toml"))
+    """No configuration but the test's, the home folder ``tmp_path``, run there."""
+    isolate(monkeypatch, tmp_path)
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def pyiceberg_tables(name: str) -> set[str]:
-    """PyIceberg's listing of its catalog ``name``, from the configuration as it is now."""
-    import pyiceberg.catalog
-    from pyiceberg.utils.config import Config
-
-    pyiceberg.catalog._ENV_CONFIG = Config()
-    catalog = pyiceberg.catalog.load_catalog(name)
-    return {".".join(t) for ns in catalog.list_namespaces() for t in catalog.list_tables(ns)}
 
 
 def configure(how: str, name: str, properties: dict[str, str], home: Path, mp: Any) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from icecore.catalog import load_catalog, registry
 from icecore.catalog.registry import CatalogType
 from icecore.errors import Unsupported
 from icecore.server.backend import Backend
+from tests.pyiceberg_env import isolate
 from tests.ui.helpers import tiny_warehouse
 
 TOY = CatalogType("toy", "tests.icecore.catalog.toy_catalog:load_toy")
@@ -19,11 +19,7 @@ TOY = CatalogType("toy", "tests.icecore.catalog.toy_catalog:load_toy")
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No configuration but the test's."""
-    for name in list(os.environ):
-        if name.lower().startswith("pyiceberg_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("ICECORE_CONFIG", str(tmp_path / "absent.toml"))
+    isolate(monkeypatch, tmp_path)
     monkeypatch.chdir(tmp_path)
 
 
