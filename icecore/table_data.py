@@ -35,6 +35,16 @@ class TableSource(Protocol):
     so that a table can name its catalog without importing the catalogs above it.
     """
 
+    @property
+    def can_commit(self) -> bool:
+        """Whether it has a pointer a commit can swap (a bare metadata file has none)."""
+        ...
+
+    @property
+    def hadoop_layout(self) -> bool:
+        """Whether its tables are folders committed by renaming (spec, "File System Tables")."""
+        ...
+
     def list_tables(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
         """Tables in ``namespace``, or in every namespace when it is ``None``; sorted."""
         ...

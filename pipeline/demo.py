@@ -51,8 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icecore.catalog import load_catalog
-from icecore.catalog.postgres import PostgresTarget
-from icecore.catalog.postgres_uri import is_postgres_uri
+from icecore.catalog.postgres_uri import PostgresTarget, is_postgres_uri
 from icecore.errors import IcecoreError
 from pipeline.spark import (
     HADOOP_CATALOG,

@@ -36,17 +36,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icecore import layout, maintenance
-from icecore.catalog import (
-    TABLE_SEPARATOR,
-    FilesystemCatalog,
-    PostgresCatalog,
-    SqlCatalog,
-    load_catalog,
-    load_table,
-)
-from icecore.catalog.rest import RestCatalog
+from icecore.catalog import TABLE_SEPARATOR, load_catalog, load_table
 from icecore.cli import jsonable, plain
-from icecore.errors import IcecoreError
+from icecore.errors import IcecoreError, Unsupported
 from icecore.expressions.bind import bind
 from icecore.expressions.parser import parse_filter
 from icecore.history import parse_timestamp_ms
@@ -58,9 +50,8 @@ from pipeline.spark import (
     build_session,
     check_prerequisites,
     default_master,
-    jdbc_catalog_conf,
     public_conf,
-    resolve_rest_catalog,
+    spark_catalog_conf,
 )
 
 Progress = Callable[[str], None]
@@ -96,24 +87,36 @@ class SparkTable:
 
 
 def _hadoop(root: str, name: str) -> SparkTable:
-    catalog = f"icecore_fs_{hashlib.sha1(root.encode()).hexdigest()[:10]}"
-    return SparkTable(
-        catalog,
-        {
-            f"spark.sql.catalog.{catalog}": "org.apache.iceberg.spark.SparkCatalog",
-            f"spark.sql.catalog.{catalog}.type": "hadoop",
-            f"spark.sql.catalog.{catalog}.warehouse": root,
-            f"spark.sql.catalog.{catalog}.cache-enabled": "false",
-        },
-        name,
-    )
+    """Spark's ``hadoop`` catalog on a warehouse folder (a table folder's grandparent)."""
+    return _registered({"type": "hadoop", "warehouse": root}, None, name)
+
+
+def _registered(properties: dict[str, str], java_name: str | None, name: str) -> SparkTable:
+    """Spark's catalog for Iceberg catalog ``properties``, named ``java_name`` if it must be.
+
+    Otherwise the name is ``icecore_<type>_<digest>`` of where the catalog is (never of a
+    secret), so two runs on one catalog reuse one Spark catalog name.
+    """
+    kind = properties.get("type", "catalog")
+    if java_name is None:
+        where = f"{properties.get('uri', '')}\0{properties.get('warehouse', '')}"
+        digest = hashlib.sha1(where.encode()).hexdigest()[:10]
+        java_name = f"icecore_{'fs' if kind == 'hadoop' else kind}_{digest}"
+    conf = spark_catalog_conf(java_name, properties)
+    conf[f"spark.sql.catalog.{java_name}.cache-enabled"] = "false"
+    return SparkTable(java_name, conf, name)
 
 
 def spark_table(text: str) -> tuple[SparkTable, Table]:
     """Resolve TABLE as icecore's CLI does, and say how Spark names the same table.
 
+    The catalog says how Iceberg Java opens it (``Catalog.iceberg_catalog``): a JdbcCatalog
+    named as its rows are, a HadoopCatalog, a REST catalog with the same secrets; a
+    JdbcCatalog without a warehouse (PostgreSQL) gets the table's grandparent.
+
     Raises:
-        PipelineError: a metadata.json path (Spark maintains tables through a catalog).
+        PipelineError: a metadata.json path (Spark maintains tables through a catalog), or a
+            catalog Iceberg Java cannot open.
         IcecoreError: the catalog or table does not exist.
     """
     if text.strip().endswith(".metadata.json"):
@@ -128,35 +131,17 @@ def spark_table(text: str) -> tuple[SparkTable, Table]:
         return _hadoop("/".join(parts[:-2]), ".".join(parts[-2:])), table
     catalog_uri, name = text.rsplit(TABLE_SEPARATOR, 1)
     catalog = load_catalog(catalog_uri)
-    if isinstance(catalog, FilesystemCatalog):
-        return _hadoop(catalog.root, name), table
-    if isinstance(catalog, SqlCatalog):
-        spark_name = catalog.catalog_name
-        if isinstance(catalog, PostgresCatalog):
-            target, warehouse = catalog_uri, table.metadata.location.rstrip("/").rsplit("/", 2)[0]
-        else:
-            target, warehouse = str(catalog.path), str(catalog.path.resolve().parent)
-        conf = jdbc_catalog_conf(spark_name, target, warehouse)
-        conf[f"spark.sql.catalog.{spark_name}.cache-enabled"] = "false"
-        return SparkTable(spark_name, conf, name), table
-    if isinstance(catalog, RestCatalog):
-        return _rest(catalog_uri, name), table
-    raise PipelineError(
-        f"Maintenance runs on SQL, REST and filesystem catalogs; {catalog_uri} is none of them."
-    )
-
-
-def _rest(catalog_uri: str, name: str) -> SparkTable:
-    """Spark's ``type=rest`` catalog for a REST entry of icecore.toml or a bare REST URI.
-
-    The secrets are found as Icecore's client finds them (:func:`resolve_rest_catalog`).
-    """
-    ref = resolve_rest_catalog(catalog_uri)
-    digest = hashlib.sha1(f"{ref.uri}\0{ref.properties.get('warehouse', '')}".encode()).hexdigest()
-    spark_name = f"icecore_rest_{digest[:10]}"
-    conf = ref.conf(spark_name)
-    conf[f"spark.sql.catalog.{spark_name}.cache-enabled"] = "false"
-    return SparkTable(spark_name, conf, name)
+    try:
+        java_name, properties = catalog.iceberg_catalog()
+    except Unsupported as e:
+        raise PipelineError(str(e)) from e
+    if not properties:
+        raise PipelineError(
+            f"Maintenance runs on SQL, REST and filesystem catalogs; {catalog_uri} is none of them."
+        )
+    if properties.get("type") == "jdbc" and "warehouse" not in properties:
+        properties["warehouse"] = table.metadata.location.rstrip("/").rsplit("/", 2)[0]
+    return _registered(properties, java_name, name), table
 
 
 def check_master(master: str, timeout: float = 5.0) -> None:

@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from icecore.catalog.postgres import PostgresTarget
-from icecore.catalog.postgres_uri import is_postgres_uri
-from icecore.catalog.rest import CREDENTIAL_ENV, TOKEN_ENV
+from icecore.catalog.postgres_uri import PostgresTarget, is_postgres_uri
+from icecore.catalog.rest import CREDENTIAL_ENV, TOKEN_ENV, iceberg_rest_properties
+from icecore.catalog.sql import sqlite_jdbc_properties
 from icecore.config import is_catalog_name, is_rest_entry, load_config
+from icecore.errors import Unsupported
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -66,10 +67,6 @@ SECRET_SUFFIXES = (".credential", ".token", ".jdbc.password")
 """Catalog settings that hold a secret: set on the running session, never on a command line."""
 REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|credential"
 """Spark's default ``spark.redaction.regex`` plus ``credential`` (a REST catalog's secret)."""
-REST_CLIENT_ONLY = frozenset(
-    {"type", "uri", "credential", "token", "credential-env", "token-env", "name"}
-)
-"""``[catalogs.NAME]`` keys that are not Iceberg catalog properties (or are set explicitly)."""
 
 
 class PipelineError(Exception):
@@ -165,6 +162,21 @@ def find_postgres_jar(required: bool = False) -> str | None:
     return None
 
 
+def spark_catalog_conf(name: str, properties: Mapping[str, str]) -> dict[str, str]:
+    """Spark settings registering Iceberg's catalog ``name`` with Iceberg catalog ``properties``.
+
+    The properties are what :meth:`icecore.catalog.base.Catalog.iceberg_catalog` gives (or the
+    functions below build for a catalog not opened yet): ``type``, ``uri``, ``warehouse``,
+    ``jdbc.*``, ``credential``, ... The secret keys are :data:`SECRET_SUFFIXES`: keep them out
+    of :func:`build_session` (see :func:`public_conf`).
+    """
+    prefix = f"spark.sql.catalog.{name}"
+    return {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        **{f"{prefix}.{key}": value for key, value in properties.items()},
+    }
+
+
 def jdbc_catalog_conf(name: str, catalog: str, warehouse: str | os.PathLike[str]) -> dict[str, str]:
     """Spark settings registering Iceberg's JdbcCatalog ``name`` on a catalog URI.
 
@@ -173,31 +185,13 @@ def jdbc_catalog_conf(name: str, catalog: str, warehouse: str | os.PathLike[str]
     ``spark.redaction.regex`` hides from its UI and logs) or a SQLite database file. The
     catalog's ``catalog_name`` in ``iceberg_tables`` is ``name``.
     """
-    prefix = f"spark.sql.catalog.{name}"
-    conf = {
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
-        f"{prefix}.type": "jdbc",
-        f"{prefix}.warehouse": str(Path(warehouse).resolve()),
-    }
-    if is_postgres_uri(catalog):
-        target = PostgresTarget.parse(catalog)
-        if target.host.startswith("/"):
-            raise PipelineError(
-                f"Spark's PostgreSQL JDBC driver cannot use the unix socket {target.host}; give "
-                "the catalog as postgresql://user@host:port/database."
-            )
-        conf[f"{prefix}.uri"] = target.jdbc_url
-        conf[f"{prefix}.jdbc.user"] = target.user
-        password = target.resolve_password()
-        if password is not None:
-            conf[f"{prefix}.jdbc.password"] = password
-        return conf
-    conf[f"{prefix}.uri"] = f"jdbc:sqlite:{Path(catalog).resolve()}"
-    # SQLite allows one writer at a time: wait for the lock instead of failing at once
-    # (Iceberg's maintenance actions open a second catalog connection while committing).
-    conf[f"{prefix}.jdbc.busy_timeout"] = "10000"
-    conf[f"{prefix}.jdbc.journal_mode"] = "WAL"
-    return conf
+    if not is_postgres_uri(catalog):
+        return spark_catalog_conf(name, sqlite_jdbc_properties(catalog, warehouse))
+    try:
+        properties = PostgresTarget.parse(catalog).jdbc_properties()
+    except Unsupported as e:
+        raise PipelineError(str(e)) from e
+    return spark_catalog_conf(name, {**properties, "warehouse": str(Path(warehouse).resolve())})
 
 
 def rest_catalog_conf(
@@ -210,28 +204,11 @@ def rest_catalog_conf(
 ) -> dict[str, str]:
     """Spark settings registering Iceberg's REST catalog ``name`` on the server at ``uri``.
 
-    ``properties`` are the entry's other catalog properties (``warehouse``, ``scope``,
-    ``oauth2-server-uri``, ``s3.*``, ...), passed through as Iceberg's RESTCatalog takes them.
-    With a ``credential`` (``client_id:client_secret``) the token endpoint is named
-    explicitly, defaulting to the catalog's own ``/v1/oauth/tokens`` as Icecore's client does
-    (Iceberg Java warns when it has to guess). The secret keys are :data:`SECRET_SUFFIXES`:
-    keep them out of :func:`build_session` (see :func:`public_conf`).
+    The properties are :func:`icecore.catalog.rest.iceberg_rest_properties`'.
     """
-    prefix = f"spark.sql.catalog.{name}"
-    conf = {
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
-        f"{prefix}.type": "rest",
-        f"{prefix}.uri": uri.rstrip("/"),
-    }
-    for key, value in properties.items():
-        if key not in REST_CLIENT_ONLY and value != "":
-            conf[f"{prefix}.{key}"] = value
-    if credential is not None:
-        conf[f"{prefix}.credential"] = credential
-        conf.setdefault(f"{prefix}.oauth2-server-uri", f"{uri.rstrip('/')}/v1/oauth/tokens")
-    if token is not None:
-        conf[f"{prefix}.token"] = token
-    return conf
+    return spark_catalog_conf(
+        name, iceberg_rest_properties(uri, properties, credential=credential, token=token)
+    )
 
 
 def public_conf(conf: Mapping[str, str]) -> dict[str, str]:

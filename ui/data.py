@@ -28,8 +28,6 @@ import streamlit as st
 
 from icecore import describe, health, maintenance, row_counts
 from icecore.catalog import Catalog, TableIdentifier, load_catalog
-from icecore.catalog.base import CatalogBase
-from icecore.catalog.rest import RestCatalog
 from icecore.diff import SnapshotDiff
 from icecore.layout import MetadataTree, metadata_tree, partition_label, snapshot_files
 from icecore.manifest import ManifestFile
@@ -83,7 +81,7 @@ def table_rows(catalog: str) -> list[dict[str, str | None]]:
     rows leave the location out (None) and :func:`metadata_location` loads it on demand.
     """
     opened = open_catalog(catalog)
-    lazy = is_rest(catalog)
+    lazy = opened.loads_whole_tables
     return [
         {
             "catalog": catalog,
@@ -92,11 +90,6 @@ def table_rows(catalog: str) -> list[dict[str, str | None]]:
         }
         for ident in opened.list_tables()
     ]
-
-
-def is_rest(catalog: str) -> bool:
-    """Whether ``catalog`` is a REST catalog (where each table's location costs a load)."""
-    return isinstance(open_catalog(catalog), RestCatalog)
 
 
 @st.cache_data(ttl=10, max_entries=32, show_spinner=False)
@@ -125,14 +118,12 @@ def table_at(
     identifier = TableIdentifier.parse(name)
     if _loaded is not None and _loaded.metadata_location == metadata_location:
         return _loaded
-    if isinstance(opened, RestCatalog):
+    if opened.loads_whole_tables:
         current = opened.load_table(identifier)
         if current.metadata_location == metadata_location:
             return current
         return load_table_at(identifier, metadata_location, current.io, opened)
-    if isinstance(opened, CatalogBase):
-        return load_table_at(identifier, metadata_location, opened.io, opened)
-    return opened.load_table(identifier)  # pragma: no cover - every catalog is a CatalogBase
+    return load_table_at(identifier, metadata_location, opened.io, opened)
 
 
 def open_table(catalog: str, name: str) -> Table:
@@ -142,7 +133,7 @@ def open_table(catalog: str, name: str) -> Table:
     """
     opened = open_catalog(catalog)
     identifier = TableIdentifier.parse(name)
-    if isinstance(opened, RestCatalog):
+    if opened.loads_whole_tables:
         loaded = opened.load_table(identifier)
         return table_at(catalog, name, loaded.metadata_location, _loaded=loaded)
     location = opened.metadata_location(identifier)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from icecore import describe
-from icecore.catalog import StaticCatalog
 from icecore.diff import FieldChange, schema_changes
 from icecore.errors import ValidationError
 from icecore.evolution import Transaction
@@ -229,7 +228,7 @@ def commit(table: Table, changes: Sequence[Change]) -> Committed:
 
 def commit_refusal(table: Table) -> str | None:
     """Why the table cannot take commits at all, or None when its catalog can swap."""
-    if table.catalog is None or isinstance(table.catalog, StaticCatalog):
+    if table.catalog is None or not table.catalog.can_commit:
         return (
             f"{table.identifier} was opened from a bare metadata file, which has no catalog "
             "pointer to swap: the dry run is all this page can do. Open the table through "

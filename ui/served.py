@@ -8,6 +8,11 @@ whatever a visitor names would otherwise be opened by the server: its folders li
 metadata files read, hosts and ports on its network probed. ``ICECORE_OPEN_CATALOGS=1``
 (what ``make run`` sets on a workstation) lifts the boundary.
 
+Catalogs configured the PyIceberg way (``.pyiceberg.yaml``, ``PYICEBERG_CATALOG__*``) are a
+user's, not the deployment's: they are not served unless ``ICECORE_CATALOG`` names one (or
+``ICECORE_OPEN_CATALOGS`` lifts the boundary). A user's home folder holding a
+``.pyiceberg.yaml`` must not widen what a deployment shows to every visitor.
+
 A served catalog may be named by its name or by its non-secret string (a PostgreSQL URI
 without its password, a folder in any spelling that normalizes to the same path); the app
 then opens the served string itself, never the text of the link.
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from icecore.catalog.postgres import hide_password, redact
+from icecore.catalog.postgres_uri import hide_password, redact
 from icecore.config import CatalogEntry, load_config
 from icecore.errors import IcecoreError, NotFound
 

@@ -30,7 +30,7 @@ from typing import Any, NoReturn, TypeVar
 import pyarrow as pa
 import streamlit as st
 
-from icecore.catalog import FilesystemCatalog, TableIdentifier
+from icecore.catalog import TableIdentifier
 from icecore.config import read_only as config_read_only
 from icecore.errors import IcecoreError, NotFound
 from icecore.export import csv_bytes, parquet_bytes
@@ -193,7 +193,7 @@ def filesystem_warning(table: Table) -> str | None:
     atomic only on file systems that support atomic rename (HDFS, most local file
     systems); object stores do not, so two writers can both believe they committed.
     """
-    if not isinstance(table.catalog, FilesystemCatalog):
+    if table.catalog is None or not table.catalog.hadoop_layout:
         return None
     return (
         f"{table.identifier} is a file-system table: a commit renames the next "

@@ -4,28 +4,33 @@
 SQL catalog when it holds ``catalog.db``, else a filesystem warehouse), ``sqlite:///x.db``
 (``?catalog=NAME`` picks one of several catalogs in the file), ``postgresql://...`` (see
 :mod:`icecore.catalog.postgres`), the path of a metadata.json, or the name of a
-``[catalogs.NAME]`` entry of ``icecore.toml`` (see :mod:`icecore.config`). A configured name
-wins over a folder of the same name: the config is the deployment's word. ``http(s)://``
-opens an Iceberg REST catalog (:mod:`icecore.catalog.rest`; secrets from
+``[catalogs.NAME]`` entry of ``icecore.toml`` (see :mod:`icecore.config`), else of PyIceberg's
+configuration (``.pyiceberg.yaml``, ``PYICEBERG_CATALOG__NAME__KEY``; see
+:mod:`icecore.catalog.pyiceberg_config`); an empty string (``::ns.table``) is PyIceberg's
+default catalog (``default-catalog``, else ``default``) when its configuration has it. A
+configured name wins over a folder of the same name: the config is the deployment's word.
+``http(s)://`` opens an Iceberg REST catalog (:mod:`icecore.catalog.rest`; secrets from
 ``ICECORE_REST_CREDENTIAL``/``ICECORE_REST_TOKEN``), as does an entry with ``type = "rest"``
 or an http(s) ``uri`` (secrets from the variables its ``credential-env``/``token-env`` name).
+Which class opens which scheme or ``type`` is :data:`icecore.catalog.registry.CATALOG_TYPES`.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
 
+from icecore.catalog import pyiceberg_config, registry
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog, current_metadata_file
-from icecore.catalog.postgres_uri import is_postgres_uri
+from icecore.catalog.registry import CatalogSpec
 from icecore.catalog.sql import SqlCatalog
 from icecore.catalog.static import StaticCatalog
 from icecore.config import catalog_entry, is_catalog_name, is_rest_entry, load_config
 from icecore.config import read_only as config_read_only
-from icecore.errors import IcecoreError, NotFound, ValidationError
-from icecore.io import FileIO, normalize_path, reason, shown
+from icecore.errors import NotFound, ValidationError
+from icecore.io import FileIO, normalize_path
 from icecore.table import Table, load_table_at
 
 if TYPE_CHECKING:
@@ -68,11 +73,6 @@ TABLE_SEPARATOR = "::"
 """Separates the catalog from the table name in ``CATALOG::ns.table``."""
 
 
-REMOTE_PROTOCOLS = ("s3",)
-"""Object stores a filesystem warehouse may live on (``s3a``/``s3n`` are read as ``s3``):
-those :data:`icecore.io.SCHEMES` allows besides local files."""
-
-
 def load_catalog(
     uri: str | Path, io: FileIO | None = None, *, read_only: bool | None = None
 ) -> Catalog:
@@ -87,45 +87,43 @@ def load_catalog(
 
     Raises:
         NotFound: nothing is there, or ``uri`` is not a catalog string.
-        ValidationError: ``uri`` is a name and icecore.toml is malformed.
+        ValidationError: ``uri`` is a name and icecore.toml or PyIceberg's configuration is
+            malformed.
+        Unsupported: ``uri`` names a PyIceberg catalog of a type Icecore does not open.
         IcecoreError: the catalog's storage or server could not be reached.
     """
     if read_only is None:
         read_only = config_read_only()
     text = str(uri).strip()
     if not text:
-        raise NotFound("No catalog given; pass a warehouse folder, sqlite:///file.db or a URI.")
+        # PyIceberg's load_catalog() with no name: its default-catalog, else "default".
+        text = pyiceberg_config.default_catalog_name()
+        if pyiceberg_config.find_catalog(text) is None:
+            raise NotFound("No catalog given; pass a warehouse folder, sqlite:///file.db or a URI.")
     if is_catalog_name(text):
         config = load_config()
         if text in config.catalogs:
             entry = catalog_entry(text, config)
             if is_rest_entry(entry.properties):
-                from icecore.catalog.rest import open_rest_catalog
-
-                return open_rest_catalog(
-                    entry.uri, entry.properties, name=text, read_only=read_only
-                )
+                spec = CatalogSpec(entry.uri, entry.properties, name=text, read_only=read_only)
+                return registry.find("rest", entry.uri, what=text).load(spec)
             return _open(entry.uri, io, read_only)
+        found = pyiceberg_config.open_spec(text, read_only=read_only)
+        if found is not None:
+            kind, spec = found
+            return kind.load(spec if io is None else replace(spec, io=io))
     return _open(text, io, read_only)
 
 
 def _open(text: str, io: FileIO | None, read_only: bool) -> Catalog:
-    """Open a catalog string (never a name: an entry's ``uri`` cannot name another entry)."""
-    if text.startswith("sqlite:"):
-        parts = urlsplit(text)
-        path = parts.path
-        if parts.netloc:
-            path = f"{parts.netloc}{path}"
-        name = parse_qs(parts.query).get("catalog", [None])[0]
-        return SqlCatalog(path, catalog_name=name, io=io, read_only=read_only)
-    if text.startswith(("http://", "https://")):
-        from icecore.catalog.rest import open_rest_catalog
+    """Open a catalog string (never a name: an entry's ``uri`` cannot name another entry).
 
-        return open_rest_catalog(text, read_only=read_only)
-    if is_postgres_uri(text):
-        from icecore.catalog.postgres import PostgresCatalog
-
-        return PostgresCatalog(text, io=io)
+    A URI's scheme picks its type in :data:`registry.CATALOG_TYPES`; a local path is a
+    metadata.json, a folder holding ``catalog.db`` (sql) or a warehouse folder (hadoop).
+    """
+    kind = registry.for_uri(text)
+    if kind is not None and (kind.name != "hadoop" or "://" in text):
+        return kind.load(CatalogSpec(text, io=io, read_only=read_only))
     protocol, local = normalize_path(text)
     if text.endswith(".metadata.json"):
         return StaticCatalog(text, io=io)
@@ -141,18 +139,6 @@ def _open(text: str, io: FileIO | None, read_only: bool) -> Catalog:
         if not folder.is_dir():
             raise NotFound(f"Catalog {text} does not exist (no such folder).")
         return FilesystemCatalog(text, io=io)
-    if "://" in text and protocol in REMOTE_PROTOCOLS:
-        try:
-            return FilesystemCatalog(text, io=io)
-        except NotFound:
-            raise
-        except IcecoreError as e:
-            # FileIO's one sentence wraps what the store's client raised (credentials, DNS)
-            cause = e.__cause__ if e.__cause__ is not None else e
-            raise IcecoreError(
-                f"Cannot open the warehouse {shown(text)}: {reason(cause)}; check its address "
-                "and credentials."
-            ) from e
     raise NotFound(
         f"Unknown catalog {text!r}; give a warehouse folder, sqlite:///file.db, "
         "postgresql://..., http(s):// (a REST catalog) or a metadata.json path."

@@ -22,8 +22,47 @@ __all__ = ["Catalog", "CatalogBase", "TableIdentifier"]
 class Catalog(TableSource, Protocol):
     """A catalog: names to current metadata files, and the swap that commits a new one.
 
-    ``list_tables``, ``metadata_location`` and ``commit_metadata`` are :class:`TableSource`'s.
+    ``list_tables``, ``metadata_location``, ``commit_metadata``, ``can_commit`` and
+    ``hadoop_layout`` are :class:`TableSource`'s.
+    What the server, the app and the pipeline need to know about a catalog is asked here,
+    never found by ``isinstance``: a new catalog type answers these and is served, shown
+    and maintained like the others (:mod:`icecore.catalog.registry`).
     """
+
+    @property
+    def io(self) -> FileIO:
+        """The FileIO its tables' files are read with."""
+        ...
+
+    @property
+    def kind(self) -> str:
+        """Its type in :data:`icecore.catalog.registry.CATALOG_TYPES` (``sql``, ``rest``, ...)."""
+        ...
+
+    @property
+    def loads_whole_tables(self) -> bool:
+        """Whether a table's metadata location costs loading the whole table.
+
+        True for a REST catalog: ``loadTable`` returns the metadata with its location and
+        credentials vended for that table's FileIO, so callers keep the loaded table rather
+        than ask for the location and read the file again.
+        """
+        ...
+
+    @property
+    def warehouse_root(self) -> str | None:
+        """The folder its tables live in by default (absolute when local), if it has one."""
+        ...
+
+    def iceberg_catalog(self) -> tuple[str | None, dict[str, str]]:
+        """How Iceberg Java opens this catalog: (the name it must have, catalog properties).
+
+        The properties are Iceberg's catalog properties (``type``, ``uri``, ``warehouse``,
+        ``jdbc.*``, ``credential``, ...), secrets included: hand them to an engine, never
+        print them. The name is None when any name will do (a JdbcCatalog's name is the
+        ``catalog_name`` its rows carry). Empty properties: Iceberg Java cannot open it.
+        """
+        ...
 
     @property
     def uri(self) -> str:
@@ -46,6 +85,21 @@ class CatalogBase:
     """
 
     io: FileIO
+    kind: str = ""
+    can_commit: bool = True
+    hadoop_layout: bool = False
+    loads_whole_tables: bool = False
+    config_name: str | None = None
+    """The configured name it was opened by, when :attr:`uri` gives that name back."""
+
+    @property
+    def warehouse_root(self) -> str | None:
+        """No folder of its own unless a subclass says so."""
+        return None
+
+    def iceberg_catalog(self) -> tuple[str | None, dict[str, str]]:
+        """Not openable by Iceberg Java unless a subclass says how."""
+        return None, {}
 
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """Location of the table's current metadata.json."""

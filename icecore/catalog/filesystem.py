@@ -10,9 +10,11 @@ hint. A hint naming a file that does not exist is an error, not a silent fallbac
 
 from __future__ import annotations
 
+import os
 import re
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
+from icecore.catalog.registry import CatalogSpec
 from icecore.errors import (
     CommitConflict,
     CommitStateUnknown,
@@ -23,7 +25,7 @@ from icecore.errors import (
 )
 from icecore.failpoints import failpoint
 from icecore.identifier import MAX_NAMESPACE_LEVELS, check_name
-from icecore.io import MAX_METADATA_BYTES, FileInfo, FileIO, normalize_path
+from icecore.io import MAX_METADATA_BYTES, FileInfo, FileIO, normalize_path, reason, shown
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
 from icecore.values import whole_number
@@ -183,16 +185,32 @@ class FilesystemCatalog(CatalogBase):
         io: the FileIO to read it with.
     """
 
-    def __init__(self, root: str, io: FileIO | None = None) -> None:
+    kind = "hadoop"
+    hadoop_layout = True
+
+    def __init__(self, root: str, io: FileIO | None = None, *, name: str | None = None) -> None:
         self.root = root.rstrip("/") or "/"
         self.io = io or FileIO()
+        self.config_name = name
         if not self.io.exists(self.root):
             raise NotFound(f"Warehouse folder {root} does not exist.")
 
     @property
     def uri(self) -> str:
-        """The warehouse folder."""
+        """The warehouse folder (the configured name, when opened by one)."""
+        return self.config_name if self.config_name is not None else self.root
+
+    @property
+    def warehouse_root(self) -> str:
+        """The warehouse folder, absolute when local (a table's location is absolute)."""
+        protocol, local = normalize_path(self.root)
+        if protocol == "file" and not local.startswith("/"):
+            return os.path.abspath(local)
         return self.root
+
+    def iceberg_catalog(self) -> tuple[str | None, dict[str, str]]:
+        """Iceberg Java's HadoopCatalog on the same warehouse (any name)."""
+        return None, {"type": "hadoop", "warehouse": self.warehouse_root}
 
     def _walk(self) -> list[TableIdentifier]:
         tables: list[TableIdentifier] = []
@@ -280,3 +298,23 @@ class FilesystemCatalog(CatalogBase):
         return commit_version(
             self.io, self.table_location(identifier), base_location, metadata, payload
         )
+
+
+def load_filesystem(spec: CatalogSpec) -> FilesystemCatalog:
+    """The registry's loader: a warehouse folder, local or on an object store.
+
+    Raises:
+        NotFound: the folder does not exist.
+        IcecoreError: the object store could not be reached (one sentence naming why).
+    """
+    try:
+        return FilesystemCatalog(spec.uri, io=spec.file_io(), name=spec.name)
+    except NotFound:
+        raise
+    except IcecoreError as e:
+        # FileIO's one sentence wraps what the store's client raised (credentials, DNS)
+        cause = e.__cause__ if e.__cause__ is not None else e
+        raise IcecoreError(
+            f"Cannot open the warehouse {shown(spec.uri)}: {reason(cause)}; check its address "
+            "and credentials."
+        ) from e

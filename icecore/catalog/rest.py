@@ -35,6 +35,7 @@ from urllib.parse import quote, urlsplit
 import requests
 
 from icecore.catalog.base import CatalogBase
+from icecore.catalog.registry import CatalogSpec
 from icecore.catalog.rest_messages import requirements_to_json, updates_to_json
 from icecore.errors import (
     CatalogUnavailable,
@@ -97,6 +98,12 @@ _CLIENT_ONLY = frozenset(
     {"uri", "type", "credential", "token", "credential-env", "token-env", "scope"}
 )
 """Entry keys that configure the client itself and never reach a FileIO or the server."""
+NOT_ICEBERG = frozenset(
+    {"type", "uri", "credential", "token", "credential-env", "token-env", "name"}
+)
+"""Entry keys that are not Iceberg Java's REST catalog properties (or are set explicitly)."""
+HEADER_PREFIX = "header."
+"""Properties ``header.NAME`` add an HTTP header to every request (PyIceberg's and Iceberg's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +157,32 @@ def scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
+def iceberg_rest_properties(
+    uri: str,
+    properties: Mapping[str, str],
+    *,
+    credential: str | None = None,
+    token: str | None = None,
+) -> dict[str, str]:
+    """Iceberg Java's REST catalog properties for the server at ``uri``, secrets included.
+
+    ``properties`` are an entry's other properties (``warehouse``, ``scope``,
+    ``oauth2-server-uri``, ``s3.*``, ``header.*``, ...), passed through as Iceberg's
+    RESTCatalog takes them. With a ``credential`` (``client_id:client_secret``) the token
+    endpoint is named explicitly, defaulting to the catalog's own ``/v1/oauth/tokens`` as
+    Icecore's client does (Iceberg Java warns when it has to guess).
+    """
+    base = uri.rstrip("/")
+    out = {"type": "rest", "uri": base}
+    out |= {k: v for k, v in properties.items() if k not in NOT_ICEBERG and v != ""}
+    if credential is not None:
+        out["credential"] = credential
+        out.setdefault("oauth2-server-uri", f"{base}/{TOKEN_PATH}")
+    if token is not None:
+        out["token"] = token
+    return out
+
+
 class RestCatalog(CatalogBase):
     """A catalog behind the Iceberg REST protocol.
 
@@ -162,6 +195,9 @@ class RestCatalog(CatalogBase):
         name: the ``[catalogs.NAME]`` entry it was opened by, if any (then :attr:`uri`).
         read_only: refuse commits (``ICECORE_READ_ONLY``), whatever the server would allow.
     """
+
+    kind = "rest"
+    loads_whole_tables = True
 
     def __init__(
         self,
@@ -180,12 +216,22 @@ class RestCatalog(CatalogBase):
         self._secrets = [s.value for s in (credential, token) if s is not None]
         self._secrets += [p for s in self._secrets for p in s.split(":", 1)[1:] if p]
         self._token = token.value if token is not None else None
+        self._initial_token = self._token
         self._token_expires: float | None = None
         self._lock = threading.Lock()
         self._session = _session()
         self._session.headers["X-Iceberg-Access-Delegation"] = ACCESS_DELEGATION
         self._session.headers["User-Agent"] = "icecore"
-        client = {k: v for k, v in (properties or {}).items() if k not in _CLIENT_ONLY}
+        for key, value in (properties or {}).items():
+            if key.startswith(HEADER_PREFIX) and key != HEADER_PREFIX and value:
+                self._session.headers[key[len(HEADER_PREFIX) :]] = value
+                self._secrets.append(value)  # an API key header is a secret too
+        self._entry = {k: v for k, v in (properties or {}).items() if k not in NOT_ICEBERG}
+        client = {
+            k: v
+            for k, v in (properties or {}).items()
+            if k not in _CLIENT_ONLY and not k.startswith(HEADER_PREFIX)
+        }
         self._scope = (properties or {}).get("scope") or DEFAULT_SCOPE
         self._token_uri = (properties or {}).get("oauth2-server-uri") or (
             f"{self._base}/{TOKEN_PATH}"
@@ -220,6 +266,15 @@ class RestCatalog(CatalogBase):
 
     def __repr__(self) -> str:
         return f"RestCatalog({self.uri!r})"
+
+    def iceberg_catalog(self) -> tuple[str | None, dict[str, str]]:
+        """Iceberg Java's REST catalog on the same server with the same secrets (any name)."""
+        return None, iceberg_rest_properties(
+            self._base,
+            self._entry,
+            credential=self._credential.value if self._credential is not None else None,
+            token=self._initial_token,
+        )
 
     # HTTP -------------------------------------------------------------------------------
 
@@ -715,19 +770,23 @@ def open_rest_catalog(
     name: str | None = None,
     *,
     read_only: bool = False,
+    source: str = "icecore.toml",
 ) -> RestCatalog:
     """Open a REST catalog from a bare URI (secrets from the environment) or an entry.
 
     A bare URI takes ``ICECORE_REST_CREDENTIAL`` (``id:secret``) or ``ICECORE_REST_TOKEN``. An
-    ``icecore.toml`` entry takes ``credential-env``/``token-env`` (the names of environment
-    variables), or ``credential``/``token`` written in the file itself.
+    entry takes ``credential-env``/``token-env`` (the names of environment variables), or
+    ``credential``/``token`` written in its ``source`` (icecore.toml, PyIceberg's
+    configuration) itself.
 
     Raises:
         ValidationError: the URI holds a secret, or an entry names an unset variable.
     """
     properties = dict(entry or {})
-    credential = _secret(properties, "credential", None if entry is not None else CREDENTIAL_ENV)
-    token = _secret(properties, "token", None if entry is not None else TOKEN_ENV)
+    credential = _secret(
+        properties, "credential", None if entry is not None else CREDENTIAL_ENV, source
+    )
+    token = _secret(properties, "token", None if entry is not None else TOKEN_ENV, source)
     if credential is not None and ":" not in credential.value:
         raise ValidationError(
             f"The REST credential from {credential.source} must be client_id:client_secret."
@@ -742,7 +801,20 @@ def open_rest_catalog(
     )
 
 
-def _secret(properties: Mapping[str, str], key: str, default_env: str | None) -> Secret | None:
+def load_rest(spec: CatalogSpec) -> RestCatalog:
+    """The registry's loader: an ``http(s)://`` URI, bare or with an entry's properties."""
+    return open_rest_catalog(
+        spec.uri,
+        spec.properties or None,
+        name=spec.name,
+        read_only=spec.read_only,
+        source=spec.source,
+    )
+
+
+def _secret(
+    properties: Mapping[str, str], key: str, default_env: str | None, source: str
+) -> Secret | None:
     env = properties.get(f"{key}-env") or default_env
     if env is not None:
         value = os.environ.get(env, "").strip()
@@ -755,8 +827,17 @@ def _secret(properties: Mapping[str, str], key: str, default_env: str | None) ->
             )
     inline = properties.get(key, "").strip()
     if inline:
-        return Secret(inline, "icecore.toml")
+        return Secret(inline, source)
     return None
 
 
-__all__ = ["CREDENTIAL_ENV", "TOKEN_ENV", "RestCatalog", "Secret", "check_uri", "open_rest_catalog"]
+__all__ = [
+    "CREDENTIAL_ENV",
+    "TOKEN_ENV",
+    "RestCatalog",
+    "Secret",
+    "check_uri",
+    "iceberg_rest_properties",
+    "load_rest",
+    "open_rest_catalog",
+]

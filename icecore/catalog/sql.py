@@ -26,9 +26,10 @@ from collections.abc import Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
+from icecore.catalog.registry import CatalogSpec
 from icecore.errors import (
     AlreadyExists,
     CommitConflict,
@@ -104,6 +105,51 @@ def first_line(error: BaseException) -> str:
     return lines[0].strip().rstrip(".") if lines else type(error).__name__
 
 
+def sqlite_jdbc_properties(path: str | Path, warehouse: str | Path) -> dict[str, str]:
+    """Iceberg Java's JdbcCatalog properties for a SQLite catalog file, tables under ``warehouse``.
+
+    SQLite allows one writer at a time: JdbcCatalog waits for the lock instead of failing at
+    once (Iceberg's maintenance actions open a second connection while committing).
+    """
+    return {
+        "type": "jdbc",
+        "uri": f"jdbc:sqlite:{Path(path).resolve()}",
+        "warehouse": str(Path(warehouse).resolve()),
+        "jdbc.busy_timeout": "10000",
+        "jdbc.journal_mode": "WAL",
+    }
+
+
+def sqlite_path(uri: str) -> tuple[Path, str | None]:
+    """The database file and ``?catalog=NAME`` of a ``sqlite:`` catalog string.
+
+    Icecore reads ``sqlite:///x.db`` as the absolute ``/x.db`` (docs/ARCHITECTURE.md);
+    PyIceberg's SQLAlchemy spelling is mapped to this one before it gets here
+    (:mod:`icecore.catalog.pyiceberg_config`).
+    """
+    parts = urlsplit(uri)
+    path = parts.path
+    if parts.netloc:
+        path = f"{parts.netloc}{path}"
+    return Path(path), parse_qs(parts.query).get("catalog", [None])[0]
+
+
+def load_sqlite(spec: CatalogSpec) -> SqlCatalog:
+    """The registry's loader: a ``sqlite:`` catalog string (``?catalog=NAME`` picks the rows).
+
+    A PyIceberg ``type: sql`` catalog arrives as ``sqlite:///<abs>?catalog=<its name>``: its
+    name is its ``catalog_name``, as in PyIceberg's SqlCatalog, and its :attr:`uri` that name.
+    """
+    path, catalog_name = sqlite_path(spec.uri)
+    return SqlCatalog(
+        path,
+        catalog_name=catalog_name,
+        io=spec.file_io(),
+        read_only=spec.read_only,
+        name=spec.name,
+    )
+
+
 class SqlCatalog(CatalogBase):
     """A JdbcCatalog/SqlCatalog-compatible catalog in a SQLite file.
 
@@ -130,6 +176,8 @@ class SqlCatalog(CatalogBase):
     read_only: bool = False
     """Whether commits are refused (and SQLite is opened ``mode=ro``)."""
 
+    kind = "sql"
+
     def __init__(
         self,
         path: str | Path,
@@ -138,9 +186,11 @@ class SqlCatalog(CatalogBase):
         lock_timeout: float = 10.0,
         *,
         read_only: bool = False,
+        name: str | None = None,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self.config_name = name
         if not self.path.is_file():
             raise NotFound(f"SQL catalog database {self.path} does not exist.")
         self._open(catalog_name, io, lock_timeout)
@@ -156,8 +206,19 @@ class SqlCatalog(CatalogBase):
 
     @property
     def uri(self) -> str:
-        """The ``sqlite:///`` URI of this catalog."""
+        """The ``sqlite:///`` URI of this catalog (the configured name, when opened by one)."""
+        if self.config_name is not None:
+            return self.config_name
         return f"sqlite:///{self.path.resolve()}"
+
+    @property
+    def warehouse_root(self) -> str | None:
+        """The folder holding the database: where new tables go by default."""
+        return str(self.path.resolve().parent)
+
+    def iceberg_catalog(self) -> tuple[str | None, dict[str, str]]:
+        """Iceberg Java's JdbcCatalog on the same file, named as its rows are."""
+        return self.catalog_name, sqlite_jdbc_properties(self.path, self.path.resolve().parent)
 
     @property
     def where(self) -> str:
@@ -520,9 +581,9 @@ class SqlCatalogAdmin:
     @property
     def warehouse(self) -> str:
         """Where new tables go by default: the folder holding the catalog database."""
-        path = getattr(self.catalog, "path", None)
-        if isinstance(path, Path):
-            return str(path.resolve().parent)
+        root = self.catalog.warehouse_root
+        if root is not None:
+            return root
         raise ValidationError(
             f"The SQL catalog {self.catalog.where} has no warehouse folder; give the table a "
             "location or set the namespace's location property."

@@ -15,6 +15,9 @@ class StaticCatalog(CatalogBase):
         io: the FileIO to read it with.
     """
 
+    kind = "static"
+    can_commit = False
+
     def __init__(self, metadata_location: str, io: FileIO | None = None) -> None:
         self.io = io or FileIO()
         if not self.io.exists(metadata_location):

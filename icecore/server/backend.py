@@ -2,8 +2,9 @@
 
 Reading tables and committing them is the :class:`icecore.catalog.base.Catalog` protocol.
 Namespaces and creating, dropping, renaming and registering tables are catalog-specific:
-:class:`CatalogAdmin` is that interface, which the SQL catalogs (SQLite, PostgreSQL) have in
-:class:`icecore.catalog.sql.SqlCatalogAdmin` and a filesystem warehouse in
+:class:`CatalogAdmin` is that interface, which a catalog type names in its registry line
+(:data:`icecore.catalog.registry.CATALOG_TYPES`): the SQL catalogs (SQLite, PostgreSQL) have
+:class:`icecore.catalog.sql.SqlCatalogAdmin` and a filesystem warehouse
 :class:`icecore.catalog.filesystem_admin.FilesystemCatalogAdmin`. Other catalogs are served
 read-and-commit only, and these calls answer ``Unsupported`` (400) there.
 
@@ -14,12 +15,10 @@ Dropping with purge (any admin) deletes the table's files after its catalog entr
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Protocol, cast
 
+from icecore.catalog import registry
 from icecore.catalog.base import Catalog, TableIdentifier
-from icecore.catalog.filesystem import FilesystemCatalog
-from icecore.catalog.filesystem_admin import FilesystemCatalogAdmin
-from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin
 from icecore.errors import IcecoreError, NotFound, Unsupported
 from icecore.io import FileIO
 from icecore.metadata import TableMetadata
@@ -84,12 +83,8 @@ class CatalogAdmin(Protocol):
 
 
 def admin_for(catalog: Catalog) -> CatalogAdmin | None:
-    """The management side of ``catalog``, if it has one."""
-    if isinstance(catalog, SqlCatalog):
-        return SqlCatalogAdmin(catalog)
-    if isinstance(catalog, FilesystemCatalog):
-        return FilesystemCatalogAdmin(catalog)
-    return None
+    """The management side of ``catalog``, if its type registers one (``CatalogType.admin``)."""
+    return cast("CatalogAdmin | None", registry.admin_for(catalog))
 
 
 class Backend:
@@ -108,8 +103,7 @@ class Backend:
     @property
     def io(self) -> FileIO:
         """The FileIO the catalog reads its tables with."""
-        io = getattr(self.catalog, "io", None)
-        return io if isinstance(io, FileIO) else FileIO()
+        return self.catalog.io
 
     def _need_admin(self, what: str) -> CatalogAdmin:
         if self.admin is None:

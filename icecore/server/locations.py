@@ -37,10 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from icecore.catalog import registry
 from icecore.catalog.base import Catalog
-from icecore.catalog.filesystem import FilesystemCatalog
-from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin
-from icecore.errors import IcecoreError
+from icecore.catalog.registry import CatalogSpec
 from icecore.io import SCHEMES, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.server.errors import RestError, bad_request
@@ -126,14 +125,8 @@ def served_roots(catalog: Catalog) -> list[str]:
     Catalogs with no folder of their own (PostgreSQL, REST) serve none: their tables need
     ``--allow-location``.
     """
-    if isinstance(catalog, FilesystemCatalog):
-        return [catalog.root]
-    if isinstance(catalog, SqlCatalog):
-        try:
-            return [SqlCatalogAdmin(catalog).warehouse]
-        except IcecoreError:
-            return []
-    return []
+    root = catalog.warehouse_root
+    return [root] if root is not None else []
 
 
 def served_catalog(catalog: Catalog) -> Catalog:
@@ -142,10 +135,10 @@ def served_catalog(catalog: Catalog) -> Catalog:
     A table's location is absolute (every reader resolves it alone); a relative warehouse
     folder would give new tables relative locations, which the checks here refuse.
     """
-    if isinstance(catalog, FilesystemCatalog):
-        protocol, local = normalize_path(catalog.root)
-        if protocol == "file" and not local.startswith("/"):
-            return FilesystemCatalog(os.path.abspath(local), io=catalog.io)
+    root = catalog.warehouse_root
+    kind = registry.kind_of(catalog)
+    if catalog.hadoop_layout and kind is not None and root is not None and root != catalog.uri:
+        return kind.load(CatalogSpec(root, io=catalog.io))
     return catalog
 
 
@@ -191,7 +184,7 @@ class ServedLocations:
         """The backing catalog's warehouse and the ``--allow-location`` prefixes."""
         return cls(
             (*served_roots(catalog), *(check_allowed_prefix(p) for p in extra)),
-            foreign_hadoop=not isinstance(catalog, FilesystemCatalog),
+            foreign_hadoop=not catalog.hadoop_layout,
         )
 
     def hadoop_table_of(self, path: str, roots: Sequence[str] | None = None) -> str | None:

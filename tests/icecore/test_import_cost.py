@@ -74,3 +74,16 @@ def test_history_of_a_table_reads_metadata_only() -> None:
 def test_first_use_loads_the_dependency(code: str, needed: str) -> None:
     # The other side: laziness must not lose the dependency where it is needed.
     assert needed in loaded_after(f"import icecore\n{code}")
+
+
+def test_postgres_uri_helpers_load_no_driver() -> None:
+    # The app hides a typed URI's password and the pipeline builds Spark's JDBC settings from
+    # it: both parse PostgreSQL URIs without opening a connection, so without psycopg.
+    code = (
+        "from ui.served import public_catalog\n"
+        "public_catalog('postgresql://ann:pw@db.example/lake')\n"
+        "import pipeline.maintenance\n"
+        "from pipeline.spark import jdbc_catalog_conf\n"
+        "jdbc_catalog_conf('pg', 'postgresql://ann:pw@db.example/lake', '/tmp')"
+    )
+    assert "psycopg" not in loaded_after(code)
