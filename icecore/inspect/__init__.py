@@ -17,7 +17,6 @@ manifest lists and manifests it needs once, and caches nothing across calls.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -45,6 +44,7 @@ from icecore.inspect.snapshots import (
 )
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import Snapshot
+from icecore.point_in_time import Point
 from icecore.table_data import TableData
 
 _Builder = Callable[[TableView, Snapshot | None], pa.Table]
@@ -119,9 +119,7 @@ def entry_count(
     table: TableData,
     kind: str,
     *,
-    snapshot_id: int | None = None,
-    ref: str | None = None,
-    as_of: str | int | dt.datetime | None = None,
+    at: Point | None = None,
 ) -> int:
     """How many manifest entries building ``kind`` reads, from the manifest lists' counts.
 
@@ -140,9 +138,7 @@ def entry_count(
     if whole:
         manifests = reachable_manifests(table)
     else:
-        manifests = snapshot_manifests(
-            table, table.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-        )
+        manifests = snapshot_manifests(table, table.resolve(at).snapshot)
     counts = (
         (m.added_files_count or 0)
         + (m.existing_files_count or 0)
@@ -156,32 +152,28 @@ def inspect_table(
     table: TableData,
     kind: str,
     *,
-    snapshot_id: int | None = None,
-    ref: str | None = None,
-    as_of: str | int | dt.datetime | None = None,
+    at: Point | None = None,
 ) -> pa.Table:
     """One metadata table of ``table`` as Arrow, as Spark's ``<table>.<kind>`` shows it.
 
     Args:
         table: the table.
         kind: one of :data:`KINDS` (``files``, ``partitions``, ...).
-        snapshot_id: for the kinds in :data:`SNAPSHOT_KINDS`, read this snapshot.
-        ref: ... or the snapshot this branch or tag points at.
-        as_of: ... or the snapshot current on ``main`` at this time (ISO-8601 or ms).
+        at: for the kinds in :data:`SNAPSHOT_KINDS`, read the snapshot of this point (a
+            snapshot id, a branch or tag, or the snapshot current on ``main`` at a time;
+            :class:`icecore.point_in_time.At`); default: the current snapshot.
 
-    A selector given with a whole-table kind is still checked (an unknown ref fails) but
+    A point given with a whole-table kind is still checked (an unknown ref fails) but
     does not change the result: those tables describe every snapshot.
 
     Raises:
         NotFound: an unknown kind, snapshot, ref or time, or a missing manifest file.
         InvalidMetadata: a corrupt or truncated manifest list or manifest.
-        ValidationError: more than one selector, or an unreadable time.
     """
     builder = _KINDS.get(kind)
     if builder is None:
         raise NotFound(f"There is no metadata table {kind!r}; choose one of {', '.join(KINDS)}.")
-    snapshot = table.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-    return builder(table_view(table), snapshot)
+    return builder(table_view(table), table.resolve(at).snapshot)
 
 
 __all__ = ["EVERY_SNAPSHOT_KINDS", "KINDS", "SNAPSHOT_KINDS", "entry_count", "inspect_table"]
