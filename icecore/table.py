@@ -71,8 +71,10 @@ class Table(TableData):
         at = point_of(at, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
         return inspect_table(self, kind, at=at)
 
-    def diff(self, from_point: str | int | None, to_point: str | int | None = None) -> SnapshotDiff:
-        """What changed between two points (snapshot ids, refs or ISO times; None = current).
+    def diff(
+        self, from_point: str | int | Point | None, to_point: str | int | Point | None = None
+    ) -> SnapshotDiff:
+        """What changed between two points (ids, refs, ISO times or ``At``; None = current).
 
         ``from_point`` None compares against an empty table.
         """
@@ -84,8 +86,8 @@ class Table(TableData):
 
     def changelog(
         self,
-        from_point: str | int | None,
-        to_point: str | int | None = None,
+        from_point: str | int | Point | None,
+        to_point: str | int | Point | None = None,
         *,
         identifier_columns: list[str] | None = None,
         compute_updates: bool | None = None,

@@ -183,8 +183,17 @@ class TableData:
             for entry in entries_from_arrow(files, manifest.partition_spec_id)
         ]
 
-    def point(self, text: str | int) -> Snapshot:
-        """Resolve what a user typed as a point in time: a snapshot id, a ref, or a time."""
+    def point(self, text: str | int | Point) -> Snapshot:
+        """Resolve what a user typed as a point in time: a snapshot id, a ref, or a time.
+
+        A point already made (:class:`icecore.point_in_time.At`, or resolved) is taken as it
+        is, so ``t.diff(At(ref="month_end"), At(ref="main"))`` says what it means.
+        """
+        if isinstance(text, At | Resolved):
+            found = self.resolve(text).snapshot
+            if found is None:  # only the current point of a table without snapshots
+                raise NotFound(f"Table {self.identifier} has no snapshot yet.")
+            return found
         try:
             at = At.guess(text, self.metadata.refs)
         except ValidationError as e:

@@ -149,6 +149,17 @@ def test_the_keywords_and_the_value_give_the_same_answer_without_spark() -> None
         table.inspect("snapshots", snapshot_id=OLD, at=CURRENT)
 
 
+def test_points_typed_or_made_name_the_same_snapshot() -> None:
+    table = icecore.load_table(str(V3))
+    assert table.point("v1.0") == table.point(At(ref="v1.0")) == table.point(At(snapshot_id=OLD))
+    assert table.point(str(NEW)) == table.point(CURRENT) == table.point(table.resolve())
+    with pytest.raises(NotFound, match="neither a snapshot id"):
+        table.point("-5")
+    empty = icecore.load_table(str(EMPTY))
+    with pytest.raises(NotFound, match="has no snapshot yet"):
+        empty.point(CURRENT)
+
+
 def test_the_cli_says_a_bad_point_in_one_sentence() -> None:
     for args, sentence in [
         (["--snapshot", "-5"], "Snapshot id -5 is negative; snapshot ids are positive."),
@@ -245,6 +256,9 @@ def test_every_public_door_gives_one_answer_for_the_keywords_and_the_value(
         planned = json.loads(result.stdout)
         assert planned["snapshot_id"] == by_value.report.snapshot_id
         assert sorted(planned["data_files"]) == _paths(by_value)
+    # Two points of a diff, typed or made.
+    made = table.diff(At(ref="month_end"), At(ref="main")).to_dict()
+    assert made == table.diff("month_end", "main").to_dict()
     # SQL takes the value alone (it is a door below the keywords): the value or its resolution.
     query = "SELECT count(*) AS n FROM files"
     tag = At(snapshot_id=tagged)
