@@ -37,6 +37,7 @@ from icecore.errors import NotFound, Unsupported, ValidationError
 from icecore.manifest import DataFileContent, ManifestContent, ManifestEntryStatus
 from icecore.manifest_arrow import read_manifest
 from icecore.metadata import Snapshot
+from icecore.point_in_time import At, Point
 from icecore.read import read_tasks
 from icecore.scan.planner import TableScan
 from icecore.scan.task import FileScanTask
@@ -121,7 +122,7 @@ class _ChangelogReader:
         """Live data files of a snapshot with the deletes that apply there, by path."""
         found = self._plans.get(snapshot_id)
         if found is None:
-            plan = TableScan(self.table, snapshot_id=snapshot_id).plan()
+            plan = TableScan(self.table, at=At(snapshot_id=snapshot_id)).plan()
             found = {t.file_path: t for t in plan.tasks}
             self._plans[snapshot_id] = found
         return found
@@ -231,7 +232,7 @@ def _has_map(t: Any) -> bool:
     return False
 
 
-def _resolve(table: TableData, point: str | int | Snapshot | None) -> Snapshot | None:
+def _resolve(table: TableData, point: str | int | Point | Snapshot | None) -> Snapshot | None:
     if point is None or isinstance(point, Snapshot):
         return point
     return table.point(point)
@@ -239,8 +240,8 @@ def _resolve(table: TableData, point: str | int | Snapshot | None) -> Snapshot |
 
 def changelog(
     table: TableData,
-    from_point: str | int | Snapshot | None,
-    to_point: str | int | Snapshot | None = None,
+    from_point: str | int | Point | Snapshot | None,
+    to_point: str | int | Point | Snapshot | None = None,
     *,
     identifier_columns: Sequence[str] | None = None,
     compute_updates: bool | None = None,

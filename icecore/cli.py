@@ -31,6 +31,7 @@ from icecore.evolution.change_text import (
 from icecore.export import check_output, protected_paths, write_parquet, write_table
 from icecore.inspect import METADATA_TABLES
 from icecore.metadata_events import metadata_events
+from icecore.point_in_time import At
 from icecore.refs.manage import ManageSnapshots
 from icecore.row_counts import rows_between, snapshot_rows
 from icecore.scan.planner import Plan
@@ -196,7 +197,7 @@ def _with_metadata_events(table: TableData, rows: list[dict[str, Any]]) -> list[
 def cmd_inspect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One metadata table (files, manifests, partitions, ...) as a JSON list of objects."""
     table = load_table(args.table)
-    result = table.inspect(args.kind, snapshot_id=args.snapshot, ref=args.ref, as_of=args.as_of)
+    result = table.inspect(args.kind, at=_at(args))
     return [jsonable(row) for row in result.to_pylist()]
 
 
@@ -223,9 +224,7 @@ def cmd_diff(args: argparse.Namespace) -> dict[str, Any]:
 
 def _plan(args: argparse.Namespace) -> Plan:
     table = load_table(args.table)
-    return table.scan(
-        filter=args.filter, snapshot_id=args.snapshot, ref=args.ref, as_of=args.as_of
-    ).plan()
+    return table.scan(filter=args.filter, at=_at(args)).plan()
 
 
 def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
@@ -273,9 +272,7 @@ def cmd_scan(args: argparse.Namespace) -> dict[str, Any]:
     table = load_table(args.table)
     dirs, files = protected_paths(table)
     check_output(args.output, dirs, files, force=args.force)
-    plan = table.scan(
-        filter=args.filter, snapshot_id=args.snapshot, ref=args.ref, as_of=args.as_of
-    ).plan()
+    plan = table.scan(filter=args.filter, at=_at(args)).plan()
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     rows = write_parquet(
         plan.to_batches(columns=columns, limit=args.limit), plan, columns, args.output
@@ -292,14 +289,7 @@ def cmd_scan(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_sql(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One SELECT over the table's metadata tables and its rows (``rows``), locked down."""
     table = load_table(args.table)
-    result = run_sql(
-        table,
-        args.query,
-        filter=args.filter,
-        snapshot_id=args.snapshot,
-        ref=args.ref,
-        as_of=args.as_of,
-    )
+    result = run_sql(table, args.query, filter=args.filter, at=_at(args))
     if result_cut(result):
         print(
             f"note: first {result.num_rows:,} rows of the result; the query gave more "
@@ -535,7 +525,13 @@ def _http_limits(args: argparse.Namespace) -> HttpLimits:
     )
 
 
+def _at(args: argparse.Namespace) -> At:
+    """The point in time the selectors name, built once for the whole command."""
+    return At.of(snapshot_id=args.snapshot, ref=args.ref, as_of=args.as_of)
+
+
 def _add_selectors(parser: argparse.ArgumentParser) -> None:
+    """``--snapshot ID | --ref NAME | --as-of ISO8601``: one point in time (:func:`_at`)."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--snapshot", type=int, default=None, help="a snapshot id")
     group.add_argument("--ref", default=None, help="a branch or tag")

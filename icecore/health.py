@@ -41,6 +41,7 @@ from icecore.compute import pc
 from icecore.layout import DELETION_VECTOR, content_masks, total
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata import MAIN_BRANCH, Snapshot, TableMetadata
+from icecore.point_in_time import Point
 from icecore.scan.planner import TableScan
 
 if TYPE_CHECKING:
@@ -189,16 +190,14 @@ def _median(values: np.ndarray) -> int | float:
 def count_live_rows(
     table: TableData,
     *,
-    snapshot_id: int | None = None,
-    ref: str | None = None,
-    as_of: str | int | dt.datetime | None = None,
+    at: Point | None = None,
 ) -> int:
     """Rows a reader sees at a point: every planned file read, deletes applied.
 
     Reads only row positions (and the key columns equality deletes need), so it costs one
     pass over the data files, no column decoding beyond that.
     """
-    plan = TableScan(table, snapshot_id=snapshot_id, ref=ref, as_of=as_of).plan()
+    plan = TableScan(table, at=at).plan()
     return sum(batch.num_rows for batch in plan.to_batches(columns=[], metadata_columns=["_pos"]))
 
 

@@ -82,13 +82,22 @@ def _iso(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
+def snapshot_id_as_of(metadata: TableMetadata, at_ms: int) -> int | None:
+    """Java's ``SnapshotUtil.nullableSnapshotIdAsOfTime``: the last log entry at or before.
+
+    The id may name a snapshot since expired; None when the log has no entry that early.
+    """
+    found = None
+    for entry in metadata.snapshot_log:
+        if entry.timestamp_ms <= at_ms:
+            found = entry.snapshot_id
+    return found
+
+
 def snapshot_as_of(metadata: TableMetadata, when: str | int | dt.datetime) -> Snapshot:
     """The snapshot that was current on ``main`` at ``when`` (snapshot-log semantics)."""
     at_ms = parse_timestamp_ms(when)
-    chosen: int | None = None
-    for entry in metadata.snapshot_log:
-        if entry.timestamp_ms <= at_ms:
-            chosen = entry.snapshot_id
+    chosen = snapshot_id_as_of(metadata, at_ms)
     if chosen is None:
         first = metadata.snapshot_log[0].timestamp_ms if metadata.snapshot_log else None
         after = f"; its first snapshot is from {_iso(first)}" if first is not None else ""
@@ -99,42 +108,3 @@ def snapshot_as_of(metadata: TableMetadata, when: str | int | dt.datetime) -> Sn
             f"Snapshot {chosen}, current as of {_iso(at_ms)}, has been expired from the table."
         )
     return snapshot
-
-
-def resolve_snapshot(
-    metadata: TableMetadata,
-    *,
-    snapshot_id: int | None = None,
-    ref: str | None = None,
-    as_of: str | int | dt.datetime | None = None,
-) -> Snapshot | None:
-    """The snapshot a selector names: an id, a branch or tag, or a time; else the current one.
-
-    Returns None only for a table without any snapshot and no selector.
-
-    Raises:
-        ValidationError: more than one selector was given.
-        NotFound: the snapshot, ref or time does not exist in the table.
-    """
-    given = [s for s in (snapshot_id, ref, as_of) if s is not None]
-    if len(given) > 1:
-        raise ValidationError("Choose one of a snapshot id, a ref or a time, not several.")
-    if snapshot_id is not None:
-        snapshot = metadata.snapshot_by_id(snapshot_id)
-        if snapshot is None:
-            raise NotFound(
-                f"Snapshot {snapshot_id} does not exist in the table (never, or expired)."
-            )
-        return snapshot
-    if ref is not None:
-        found = metadata.ref(ref)
-        if found is None:
-            known = ", ".join(sorted(metadata.refs)) or "none"
-            raise NotFound(f"The table has no branch or tag named {ref!r} (it has: {known}).")
-        snapshot = metadata.snapshot_by_id(found.snapshot_id)
-        if snapshot is None:
-            raise NotFound(f"Ref {ref!r} points at snapshot {found.snapshot_id}, which is gone.")
-        return snapshot
-    if as_of is not None:
-        return snapshot_as_of(metadata, as_of)
-    return metadata.current_snapshot()

@@ -28,6 +28,7 @@ from icecore.manifest import ManifestContent, ManifestFile
 from icecore.manifest_arrow import manifest_entries
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.partitioning import PartitionSpec
+from icecore.point_in_time import At
 from icecore.scan.planner import TableScan
 from icecore.types import IcebergType
 
@@ -230,7 +231,7 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
     if snapshot is None:
         return FILES_SCHEMA.empty_table()
     manifests = table.manifests(snapshot)
-    loaded = TableScan(table, snapshot_id=snapshot.snapshot_id).load_manifests(manifests)
+    loaded = TableScan(table, at=At(snapshot_id=snapshot.snapshot_id)).load_manifests(manifests)
     if not loaded:
         return FILES_SCHEMA.empty_table()
     columns: dict[str, list[pa.Array]] = {name: [] for name in (*_COLUMNS, *_COUNTS)}

@@ -22,6 +22,7 @@ from icecore.io import MAX_METADATA_BYTES, normalize_path
 from icecore.lru import LRU
 from icecore.metadata import Snapshot, TableMetadata, parse_metadata
 from icecore.partitioning import PartitionSpec
+from icecore.point_in_time import Point
 from icecore.progress import report
 from icecore.schema import Schema
 from icecore.sorting import SortOrder
@@ -235,16 +236,10 @@ def _today(table: TableData, schema: Schema, why: str) -> SnapshotState:
     )
 
 
-def state_at(
-    table: TableData,
-    snapshot: Snapshot | None,
-    *,
-    ref: str | None = None,
-    time_travel: bool = True,
-) -> SnapshotState:
-    """The schema, spec and sort order in force at ``snapshot`` (reached by ``ref`` or time).
+def state_at(table: TableData, point: Point | None = None) -> SnapshotState:
+    """The schema, spec and sort order in force at a point (default: the current snapshot).
 
-    The schema is the one a read of that point uses (:meth:`TableData.read_schema`, as
+    The schema is the one a read of that point uses (:meth:`TableData.resolve`, as
     Iceberg Java's ``SnapshotUtil.schemaFor``): a tag, a snapshot id or a time reads with
     the snapshot's ``schema-id``; a branch and the current table read with today's schema,
     and so do they get today's spec and sort order (their next write uses them).
@@ -263,11 +258,11 @@ def state_at(
     returned with ``exact`` False and a note that says so.
     """
     metadata = table.metadata
+    resolved = table.resolve(point)
+    snapshot, schema = resolved.snapshot, resolved.schema
     if snapshot is None:
         return _today(table, metadata.current_schema(), "the table has no snapshot.")
-    schema = table.read_schema(snapshot, ref=ref, time_travel=time_travel)
-    named = metadata.refs.get(ref) if ref is not None else None
-    if not time_travel and (named is None or named.is_branch):
+    if resolved.reads_branch:
         return SnapshotState(
             schema,
             metadata.default_spec(),

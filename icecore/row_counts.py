@@ -32,6 +32,7 @@ from icecore.health import count_live_rows, format_bytes
 from icecore.lru import LRU
 from icecore.manifest import ListField, ManifestContent
 from icecore.metadata import Snapshot
+from icecore.point_in_time import At
 from icecore.progress import report
 from icecore.timeline import summary_count
 
@@ -136,7 +137,7 @@ def read_live_rows(table: TableData, snapshot: Snapshot) -> int:
     kept = _LIVE.get(key)
     if kept is not None and kept[0] is not None:
         return kept[0]
-    found = count_live_rows(table, snapshot_id=snapshot.snapshot_id)
+    found = count_live_rows(table, at=At(snapshot_id=snapshot.snapshot_id))
     _LIVE.put(key, (found, ""))
     return found
 

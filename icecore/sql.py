@@ -26,6 +26,7 @@ outlives the time limit by more than a grace period.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -47,6 +48,7 @@ from icecore.compute import pc
 from icecore.errors import IcecoreError, ValidationError
 from icecore.health import format_bytes
 from icecore.inspect import METADATA_TABLES, MetadataTable, Scope, inspect_table
+from icecore.point_in_time import Point, Resolved
 from icecore.read.projection import arrow_schema_for
 from icecore.scan.planner import Plan, TableScan
 from icecore.schema import Schema
@@ -315,9 +317,7 @@ def run_sql(
     sql: str,
     *,
     filter: str | None = None,
-    snapshot_id: int | None = None,
-    ref: str | None = None,
-    as_of: Any = None,
+    at: Point | None = None,
     row_limit: int | None = None,
     limits: SqlLimits | None = None,
     plan: Callable[[], Plan] | None = None,
@@ -327,15 +327,19 @@ def run_sql(
     ``rows`` is every live row of the scan (``row_limit``: the first rows only, for callers
     that ask for a sample; None, the default, is every row), read column by column as the
     query names them and streamed to the query process. ``plan``, when given, returns the
-    plan of that very scan (``filter`` at the selectors): a caller that keeps plans (the
-    app) passes its kept one, so ``rows`` reads no manifest again. It is called only when
-    the SQL names ``rows``.
+    plan of that very scan (``filter`` at ``at``, by default the current snapshot): a caller
+    that keeps plans (the app) passes its kept one, so ``rows`` reads no manifest again. It
+    is called only when the SQL names ``rows``. Every table of the query reads one point,
+    resolved once.
 
     Raises:
         ValidationError: as :func:`query_arrow`, and when the ``rows`` columns the query
             reads are estimated past ``limits.max_input_bytes``.
     """
-    selectors: dict[str, Any] = {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
+
+    @functools.cache
+    def point() -> Resolved:  # once, when a table is read: all of them read this point
+        return table.resolve(at)
 
     bounds = limits or SqlLimits()
     bound = bounds.max_entries
@@ -355,19 +359,19 @@ def run_sql(
                     f"snapshots, more than the {bounds.max_snapshots:,} a query here may "
                     f"read; {instead}"
                 )
-            count = record.entry_count(table, table.snapshot(**selectors))
+            count = record.entry_count(table, point().snapshot)
             if count > bound:
                 what = "manifest entries" if record.per_entry else "manifest list entries"
                 raise ValidationError(
                     f"The {kind} table would be built from {count:,} {what}, more than the "
                     f"{bound:,} a query here may read; {instead}"
                 )
-            return inspect_table(table, kind, **selectors)
+            return inspect_table(table, kind, at=point())
 
         return build
 
     def rows() -> pa.RecordBatchReader:
-        planned = plan() if plan is not None else TableScan(table, filter, **selectors).plan()
+        planned = plan() if plan is not None else TableScan(table, filter, at=point()).plan()
         columns = rows_columns(planned.schema, sql)
         extra = [] if columns is None or columns else ["_pos"]  # DuckDB wants a column
         _check_rows_size(planned, columns, bounds.max_input_bytes, row_limit)

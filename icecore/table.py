@@ -29,6 +29,7 @@ from icecore.expressions.model import Expression
 from icecore.identifier import TableIdentifier
 from icecore.inspect.accessor import MetadataTables
 from icecore.io import FileIO
+from icecore.point_in_time import Point, point_of
 from icecore.refs.manage import ManageSnapshots
 from icecore.scan.planner import TableScan
 from icecore.table_data import TableData, TableSource, read_table_metadata
@@ -63,8 +64,10 @@ class Table(TableData):
         """
         return MetadataTables(self)
 
-    def diff(self, from_point: str | int | None, to_point: str | int | None = None) -> SnapshotDiff:
-        """What changed between two points (snapshot ids, refs or ISO times; None = current).
+    def diff(
+        self, from_point: str | int | Point | None, to_point: str | int | Point | None = None
+    ) -> SnapshotDiff:
+        """What changed between two points (ids, refs, ISO times or ``At``; None = current).
 
         ``from_point`` None compares against an empty table.
         """
@@ -76,8 +79,8 @@ class Table(TableData):
 
     def changelog(
         self,
-        from_point: str | int | None,
-        to_point: str | int | None = None,
+        from_point: str | int | Point | None,
+        to_point: str | int | Point | None = None,
         *,
         identifier_columns: list[str] | None = None,
         compute_updates: bool | None = None,
@@ -106,22 +109,18 @@ class Table(TableData):
         snapshot_id: int | None = None,
         ref: str | None = None,
         as_of: str | int | dt.datetime | None = None,
+        at: Point | None = None,
         case_sensitive: bool = False,
         context: PlanContext | None = None,
     ) -> TableScan:
         """A filtered read of one snapshot; ``.plan()`` plans it (spec "Scan Planning").
 
-        ``context`` holds the caches plans share (default: the process's own).
+        The point is ``at`` (:class:`icecore.point_in_time.At`, or a point :meth:`resolve` gave) or
+        one of the others, not both. ``context`` holds the caches plans share (default: the
+        process's own).
         """
-        return TableScan(
-            self,
-            filter,
-            snapshot_id=snapshot_id,
-            ref=ref,
-            as_of=as_of,
-            case_sensitive=case_sensitive,
-            context=context,
-        )
+        at = point_of(at, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+        return TableScan(self, filter, at=at, case_sensitive=case_sensitive, context=context)
 
     # Evolution (spec "Schema Evolution", "Partition Evolution"; icecore.evolution) ---------
 

@@ -2,10 +2,12 @@
 
 ``TableData`` is one metadata file (metadata locations never change), so it is immutable and
 anything derived from it can be cached by ``metadata_location``. It holds the one resolver
-every feature asks "which snapshot, which schema": :meth:`TableData.snapshot`,
-:meth:`TableData.point` and :meth:`TableData.read_schema`. The features (scan, diff,
-changelog, inspect, evolution, ...) take a ``TableData`` and sit above this module; the
-:class:`icecore.table.Table` users hold adds their entry points on top (docs/ARCHITECTURE.md).
+every feature asks "which snapshot, which schema": :meth:`TableData.resolve`, which turns
+a point in time (:class:`icecore.point_in_time.At`) into the snapshot and schema read, once;
+:meth:`TableData.snapshot` and :meth:`TableData.point` are its doors for the keywords and
+for typed text. The features (scan, diff, changelog, inspect, evolution, ...) take a
+``TableData`` and sit above this module; the :class:`icecore.table.Table` users hold adds
+their entry points on top (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from icecore.errors import NotFound, Unsupported, ValidationError
-from icecore.history import HistoryEntry, history, resolve_snapshot
+from icecore.history import HistoryEntry, history
 from icecore.identifier import TableIdentifier
 from icecore.io import MAX_METADATA_BYTES, FileIO
 from icecore.lru import LRU
@@ -24,8 +26,8 @@ from icecore.manifest import ManifestEntry, ManifestFile
 from icecore.manifest_arrow import entries_from_arrow, live_files
 from icecore.manifest_list_columns import ManifestListColumns, read_manifest_list_columns
 from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
+from icecore.point_in_time import CURRENT, At, Point, Resolved, point_of, snapshot_schema
 from icecore.schema import Schema
-from icecore.values import whole_number
 
 
 class TableSource(Protocol):
@@ -130,15 +132,27 @@ class TableData:
         """Branches and tags by name (``main`` implied for tables written without refs)."""
         return self.metadata.refs
 
+    def resolve(self, at: Point | None = None) -> Resolved:
+        """The snapshot ``at`` reads in this version, and the schema it reads with.
+
+        The one resolver of a point in time (:mod:`icecore.point_in_time`); features take
+        its answer rather than resolve again.
+        """
+        return (at if at is not None else CURRENT).resolve(self)
+
     def snapshot(
         self,
         *,
         snapshot_id: int | None = None,
         ref: str | None = None,
         as_of: str | int | dt.datetime | None = None,
+        at: Point | None = None,
     ) -> Snapshot | None:
-        """The snapshot a selector names, or the current one (None for an empty table)."""
-        return resolve_snapshot(self.metadata, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+        """The snapshot a selector names, or the current one (None for an empty table).
+
+        Give ``at`` or one of the others (see :func:`icecore.point_in_time.point_of`).
+        """
+        return self.resolve(point_of(at, snapshot_id=snapshot_id, ref=ref, as_of=as_of)).snapshot
 
     def manifests(self, snapshot: Snapshot) -> list[ManifestFile]:
         """The manifest list of ``snapshot`` (v1 inline ``manifests`` are not supported yet)."""
@@ -179,57 +193,36 @@ class TableData:
             for entry in entries_from_arrow(files, manifest.partition_spec_id)
         ]
 
-    def point(self, text: str | int) -> Snapshot:
-        """Resolve what a user typed as a point in time: a snapshot id, a ref, or a time."""
-        number = text if isinstance(text, int) else whole_number(text)
-        if number is not None:
-            snapshot = self.snapshot(snapshot_id=number)
-        elif isinstance(text, str) and text in self.metadata.refs:
-            snapshot = self.snapshot(ref=text)
-        else:
-            try:
-                snapshot = self.snapshot(as_of=text)
-            except ValidationError as e:
-                raise NotFound(
-                    f"{text!r} is neither a snapshot id, a branch or tag of {self.identifier}, "
-                    "nor an ISO-8601 time."
-                ) from e
+    def point(self, text: str | int | Point) -> Snapshot:
+        """Resolve what a user typed as a point in time: a snapshot id, a ref, or a time.
+
+        A point already made (:class:`icecore.point_in_time.At`, or resolved) is taken as it
+        is, so ``t.diff(At(ref="month_end"), At(ref="main"))`` says what it means.
+        """
+        if isinstance(text, At | Resolved):
+            found = self.resolve(text).snapshot
+            if found is None:  # only the current point of a table without snapshots
+                raise NotFound(f"Table {self.identifier} has no snapshot yet.")
+            return found
+        try:
+            at = At.guess(text, self.metadata.refs)
+        except ValidationError as e:
+            raise NotFound(
+                f"{text!r} is neither a snapshot id, a branch or tag of {self.identifier}, "
+                "nor an ISO-8601 time."
+            ) from e
+        snapshot = self.resolve(at).snapshot
         if snapshot is None:
             raise NotFound(f"Table {self.identifier} has no snapshot at {text!r}.")
         return snapshot
 
-    def schema_for(
-        self,
-        *,
-        snapshot_id: int | None = None,
-        ref: str | None = None,
-        as_of: str | int | dt.datetime | None = None,
-    ) -> Schema:
-        """The schema a read of that point uses (see :meth:`read_schema`)."""
-        snapshot = self.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-        return self.read_schema(
-            snapshot, ref=ref, time_travel=snapshot_id is not None or as_of is not None
-        )
+    def read_schema(self, snapshot: Snapshot | None) -> Schema:
+        """The schema a read of ``snapshot`` by its id uses (``point_in_time.snapshot_schema``).
 
-    def read_schema(
-        self, snapshot: Snapshot | None, *, ref: str | None = None, time_travel: bool = True
-    ) -> Schema:
-        """The schema to read ``snapshot`` with, as Iceberg Java's ``SnapshotUtil.schemaFor``.
-
-        A branch (and the current table) reads with the table's current schema, since its
-        next write will; a tag, a snapshot id or a time reads with that snapshot's schema.
-
-        Args:
-            snapshot: the resolved snapshot (None for an empty table).
-            ref: the branch or tag it was reached by, if any.
-            time_travel: it was chosen by snapshot id or time rather than by a ref.
+        A branch or the current table reads with the current schema instead: resolve those
+        with :meth:`resolve`.
         """
-        metadata = self.metadata
-        named = metadata.refs.get(ref) if ref is not None else None
-        reads_branch = not time_travel and (named is None or named.is_branch)
-        if reads_branch or snapshot is None or snapshot.schema_id is None:
-            return metadata.current_schema()
-        return metadata.schema_by_id(snapshot.schema_id) or metadata.current_schema()
+        return snapshot_schema(self.metadata, snapshot)
 
     def refresh(self) -> TableData:
         """The table as its catalog has it now (itself when it has no catalog)."""

@@ -9,11 +9,11 @@ from icecore.errors import IcecoreError
 from ui import data, views
 from ui.shell import (
     TIME_CURRENT,
-    TIME_REF,
     bootstrap,
     count_metric,
     escape_markdown,
     guarded,
+    require_point,
     require_table,
     show_error,
 )
@@ -35,14 +35,8 @@ st.caption(
     f"metadata file {escape_markdown(table.metadata_location)}"
 )
 selection = context.selection
-state = guarded(
-    lambda: data.state_of(
-        table,
-        snapshot,
-        selection.ref,
-        selection.time_kind not in (TIME_CURRENT, TIME_REF),
-    )
-)
+point = require_point(context)
+state = guarded(lambda: data.state_of(table, point))
 if selection.time_kind != TIME_CURRENT:
     shown = views.snapshot_text(snapshot)
     current = metadata.current_snapshot_id

@@ -17,13 +17,12 @@ import streamlit as st
 
 from icecore.errors import IcecoreError
 from icecore.health import format_bytes
-from icecore.history import resolve_snapshot
-from icecore.metadata import TableMetadata
 from icecore.metadata_events import MetadataEvent
 from icecore.metadata_log import MAX_FILES_READ, TIME_BOUND_S
+from icecore.point_in_time import At
 from icecore.row_counts import SnapshotRows
+from icecore.table import Table
 from icecore.timeline import TimelinePoint, bin_width_ms, in_window
-from icecore.values import whole_number
 from ui import data, figures, refs, views
 from ui.shell import (
     TABLE_COLUMNS,
@@ -86,19 +85,14 @@ def _on_chart() -> None:
     snapshot_from_chart("history_chart")
 
 
-def _on_jump(metadata: TableMetadata, newest_first: list[int], ops: dict[int, str]) -> None:
+def _on_jump(table: Table, newest_first: list[int], ops: dict[int, str]) -> None:
     """Go to the page of the snapshot an id, a ref or a time names, and pick it."""
     st.session_state.pop("history_jump_error", None)
     text = str(st.session_state.get("history_jump") or "").strip()[:MAX_JUMP]
     if not text:
         return
     try:
-        if (number := whole_number(text)) is not None:
-            found = resolve_snapshot(metadata, snapshot_id=number)
-        elif text in metadata.refs:
-            found = resolve_snapshot(metadata, ref=text)
-        else:
-            found = resolve_snapshot(metadata, as_of=text)
+        found = At.guess(text, table.refs()).resolve(table).snapshot
     except IcecoreError as error:
         st.session_state["history_jump_error"] = str(error)
         return
@@ -242,7 +236,7 @@ middle.text_input(
     max_chars=MAX_JUMP,
     placeholder="6842398851052843, main, 2024-08-09T10:00:00Z",
     on_change=_on_jump,
-    args=(metadata, newest_first, operation_of),
+    args=(table, newest_first, operation_of),
 )
 rows = [p for p in reversed(tl.points) if not chosen_ops or p.operation in chosen_ops]
 pages = max(1, math.ceil(len(rows) / PAGE_SIZE))

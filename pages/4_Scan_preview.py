@@ -15,6 +15,7 @@ from ui.shell import (
     drive,
     escape_markdown,
     filter_from,
+    require_point,
     require_table,
     set_filter,
     show_error,
@@ -29,7 +30,7 @@ context = bootstrap("Scan preview")
 table, snapshot = require_table(context)
 selection = context.selection
 location = table.metadata_location
-key = data.selectors_key(context.selectors())
+point = require_point(context)
 
 st.title(f"Scan preview of {escape_markdown(table.identifier)}")
 st.caption(f"At {escape_markdown(selection.describe_time())}.")
@@ -44,7 +45,7 @@ st.text_input(
 )
 view = None
 try:
-    view = data.plan(location, key, selection.filter, table)
+    view = data.plan(location, point, selection.filter, table)
 except FilterError as error:
     show_error(error)  # inline, right under the filter box
 except IcecoreError as error:
@@ -97,11 +98,11 @@ count_metric(
     cols[3], "Delete files applied", counts["delete_files_applied"], counts["delete_files"]
 )
 
-counted = st.session_state.get("scan_counted") == (location, key, selection.filter)
+counted = st.session_state.get("scan_counted") == (location, point.key, selection.filter)
 if st.button("Count rows returned (reads the planned files)", key="scan_count") or counted:
-    st.session_state["scan_counted"] = (location, key, selection.filter)
+    st.session_state["scan_counted"] = (location, point.key, selection.filter)
     try:
-        matching = data.matching_rows(location, key, selection.filter, table)
+        matching = data.matching_rows(location, point, selection.filter, table)
     except IcecoreError as error:
         show_error(error)
         matching = None
@@ -150,7 +151,7 @@ with deletes_tab:
 with rows_tab:
     try:
         rows = data.preview(
-            location, key, selection.filter, tuple(columns) or None, int(limit), table
+            location, point, selection.filter, tuple(columns) or None, int(limit), table
         )
     except IcecoreError as error:
         show_error(error)

@@ -21,6 +21,7 @@ from ui.shell import (
     drive,
     escape_markdown,
     guarded,
+    require_point,
     require_table,
     share_link,
     stop,
@@ -114,10 +115,8 @@ if os.environ.get(SPARK_QUERIES_ENV) == "1":
 
             follow_query()
 
-selectors = data.selectors_key(context.selectors())
-result = guarded(
-    lambda: data.sql(table.metadata_location, selectors, selection.filter, text, table)
-)
+point = require_point(context)
+result = guarded(lambda: data.sql(table.metadata_location, point, selection.filter, text, table))
 
 if result_cut(result):
     st.warning(

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pyarrow as pa
 import streamlit as st
@@ -34,6 +34,7 @@ from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
 from icecore.metadata_events import MetadataEvent, metadata_events
 from icecore.metadata_log import SnapshotState, adds_no_snapshot, state_at
+from icecore.point_in_time import At, PointKey, Resolved
 from icecore.progress import reporting
 from icecore.scan.planner import Plan
 from icecore.sql import ROWS_TABLE, run_sql
@@ -50,17 +51,14 @@ LIVE_FILES_ENTRIES = 3
 """Snapshots whose live files are kept (a million files take ~180 MiB)."""
 
 
-Selectors = tuple[int | None, str | None, str | None]
-"""``(snapshot_id, ref, as_of)``: a time selector as a hashable cache key."""
+def _point_key(point: Any) -> PointKey:
+    return cast(Resolved, point).key
 
 
-def selectors_key(selectors: dict[str, Any]) -> Selectors:
-    """The hashable form of ``Selection.selectors()``."""
-    return (selectors.get("snapshot_id"), selectors.get("ref"), selectors.get("as_of"))
-
-
-def _selectors(key: Selectors) -> dict[str, Any]:
-    return {"snapshot_id": key[0], "ref": key[1], "as_of": key[2]}
+BY_POINT: dict[str | type[Any], Callable[[Any], Any]] = {Resolved: _point_key}
+"""``hash_funcs`` of the cached calls that take the resolved point: they are keyed by what the
+read depends on (:attr:`Resolved.key`), so two names of one read (the ref ``main`` and the
+current table) share one entry."""
 
 
 # --- catalogs and tables -------------------------------------------------------------
@@ -269,8 +267,8 @@ def progress_bar(text: str) -> Iterator[None]:
         slot.empty()
 
 
-PlanKey = tuple[str, Selectors, str | None]
-"""``(metadata location, selectors, filter)``: what a plan depends on (all immutable)."""
+PlanKey = tuple[str, PointKey, str | None]
+"""``(metadata location, point, filter)``: what a plan depends on (all immutable)."""
 
 PLAN_ENTRIES = 8
 """Plans kept at once. A plan holds the decoded manifests' columns it was made from (about
@@ -280,19 +278,19 @@ _PLANS: SharedCache[PlanKey, Plan] = SharedCache(PLAN_ENTRIES)
 _PLAN_VIEWS: SharedCache[PlanKey, PlanView] = SharedCache(32)
 
 
-def planned(location: str, selectors: Selectors, filter: str | None, table: Table) -> Plan:
+def planned(location: str, point: Resolved, filter: str | None, table: Table) -> Plan:
     """The plan of a filtered scan, made once per (table version, point, filter).
 
     The report, the preview rows, the row count and SQL's ``rows`` all read this one plan.
     A plan is immutable and holds arrays, not a task per file, so it is shared like a table.
     While a cold plan reads its manifests, a progress bar says how far it is.
     """
-    return _plan_of(location, selectors, filter, table, show_progress=True)
+    return _plan_of(location, point, filter, table, show_progress=True)
 
 
 def _plan_of(
     location: str,
-    selectors: Selectors,
+    point: Resolved,
     filter: str | None,
     table: Table,
     *,
@@ -301,26 +299,26 @@ def _plan_of(
     """The kept plan; ``show_progress`` draws a bar when it is made (never inside a cache)."""
 
     def make() -> Plan:
-        scan = table.scan(filter=filter, **_selectors(selectors))
+        scan = table.scan(filter=filter, at=point)
         if not show_progress:
             return scan.plan()
         with progress_bar("Planning the scan…"):
             return scan.plan()
 
-    return _PLANS.get_or_make((location, selectors, filter), make)
+    return _PLANS.get_or_make((location, point.key, filter), make)
 
 
-def plan(location: str, selectors: Selectors, filter: str | None, table: Table) -> PlanView:
+def plan(location: str, point: Resolved, filter: str | None, table: Table) -> PlanView:
     """Plan a filtered scan and keep what the page shows (counts, first items).
 
     The view is made once per (table version, point, filter) and is the same object for
     every session that asks again: a visit reads no manifest and pickles nothing.
     """
-    key: PlanKey = (location, selectors, filter)
+    key: PlanKey = (location, point.key, filter)
     metadata = table.metadata
 
     def make() -> PlanView:
-        found = planned(location, selectors, filter, table)
+        found = planned(location, point, filter, table)
         return plan_view(found, lambda spec, values: partition_label(metadata, spec, values))
 
     return _PLAN_VIEWS.get_or_make(key, make)
@@ -334,24 +332,24 @@ def forget_plans() -> None:
     _CHANGELOGS.clear()
 
 
-@st.cache_data(max_entries=32, show_spinner="Reading the first rows…")
+@st.cache_data(max_entries=32, show_spinner="Reading the first rows…", hash_funcs=BY_POINT)
 def preview(
     location: str,
-    selectors: Selectors,
+    point: Resolved,
     filter: str | None,
     columns: tuple[str, ...] | None,
     limit: int,
     _table: Table,
 ) -> pa.Table:
     """The first ``limit`` rows of the scan (deletes and filter applied)."""
-    found = _plan_of(location, selectors, filter, _table)
+    found = _plan_of(location, point, filter, _table)
     return found.to_arrow(columns=list(columns) if columns is not None else None, limit=limit)
 
 
-@st.cache_data(max_entries=32, show_spinner="Reading the planned files…")
-def matching_rows(location: str, selectors: Selectors, filter: str | None, _table: Table) -> int:
+@st.cache_data(max_entries=32, show_spinner="Reading the planned files…", hash_funcs=BY_POINT)
+def matching_rows(location: str, point: Resolved, filter: str | None, _table: Table) -> int:
     """How many rows the scan returns: every planned file read, deletes and filter applied."""
-    found = _plan_of(location, selectors, filter, _table)
+    found = _plan_of(location, point, filter, _table)
     return sum(b.num_rows for b in found.to_batches(columns=[], metadata_columns=["_pos"]))
 
 
@@ -470,9 +468,7 @@ def changelog(location: str, before: str | None, after: str | None, table: Table
     return _CHANGELOGS.get_or_make((location, before, after), make)
 
 
-def sql(
-    location: str, selectors: Selectors, filter: str | None, text: str, table: Table
-) -> pa.Table:
+def sql(location: str, point: Resolved, filter: str | None, text: str, table: Table) -> pa.Table:
     """User SQL over the metadata tables and the scan's rows (locked down DuckDB).
 
     ``rows`` reads the kept plan of the same scan (the one Scan preview shows): made with a
@@ -480,18 +476,16 @@ def sql(
     function would be replayed on every hit), and only when the SQL may name ``rows``.
     """
     if re.search(rf"\b{ROWS_TABLE}\b", text, re.IGNORECASE):
-        planned(location, selectors, filter, table)
-    return _sql(location, selectors, filter, text, table)
+        planned(location, point, filter, table)
+    return _sql(location, point, filter, text, table)
 
 
-@st.cache_data(max_entries=16, show_spinner="Running the query…")
-def _sql(
-    location: str, selectors: Selectors, filter: str | None, text: str, _table: Table
-) -> pa.Table:
+@st.cache_data(max_entries=16, show_spinner="Running the query…", hash_funcs=BY_POINT)
+def _sql(location: str, point: Resolved, filter: str | None, text: str, _table: Table) -> pa.Table:
     def plan() -> Plan:
-        return _plan_of(location, selectors, filter, _table)
+        return _plan_of(location, point, filter, _table)
 
-    return run_sql(_table, text, filter=filter, plan=plan, **_selectors(selectors))
+    return run_sql(_table, text, filter=filter, plan=plan, at=point)
 
 
 # --- evolution -------------------------------------------------------------------------
@@ -591,7 +585,7 @@ def comparison(
         }
         if sample_filter is not None and snapshot is not None:
             started = time.perf_counter()
-            plan = table.scan(filter=sample_filter, snapshot_id=snapshot.snapshot_id).plan()
+            plan = table.scan(filter=sample_filter, at=At(snapshot_id=snapshot.snapshot_id)).plan()
             measures[f"planning `{sample_filter}` (ms)"] = round(
                 (time.perf_counter() - started) * 1000, 1
             )
@@ -618,8 +612,8 @@ def timeline_of(location: str, _table: Table) -> Timeline:
 _EVENTS: SharedCache[str, tuple[MetadataEvent, ...]] = SharedCache(16)
 """Every session's metadata events of a table version, by its metadata location."""
 
-StateKey = tuple[str, int | None, str | None, bool]
-"""``(metadata location, snapshot id, ref, time travel)``: what a snapshot's state depends on."""
+StateKey = tuple[str, PointKey]
+"""``(metadata location, point)``: what the state at a point depends on."""
 
 _STATES: SharedCache[StateKey, SnapshotState] = SharedCache(64)
 
@@ -665,23 +659,15 @@ def events_of(table: Table) -> tuple[MetadataEvent, ...]:
     )
 
 
-def state_of(
-    table: Table, snapshot: Snapshot | None, ref: str | None, time_travel: bool
-) -> SnapshotState:
+def state_of(table: Table, point: Resolved) -> SnapshotState:
     """The schema, spec and sort order at the selected point (:func:`state_at`), shared."""
-    named = table.metadata.refs.get(ref) if ref is not None else None
-    if not time_travel and (named is None or named.is_branch):
-        return state_at(table, snapshot, ref=ref, time_travel=time_travel)  # reads no file
-    key = (
-        table.metadata_location,
-        snapshot.snapshot_id if snapshot is not None else None,
-        ref,
-        time_travel,
-    )
+    if point.reads_branch:
+        return state_at(table, point)  # reads no file
+    key = (table.metadata_location, point.key)
     return shared_with_progress(
         _STATES,
         key,
-        lambda: state_at(table, snapshot, ref=ref, time_travel=time_travel),
+        lambda: state_at(table, point),
         "Finding the metadata file of that snapshot…",
     )
 

@@ -35,6 +35,7 @@ from icecore.config import read_only as config_read_only
 from icecore.errors import IcecoreError, NotFound
 from icecore.export import csv_bytes, parquet_bytes
 from icecore.metadata import Snapshot
+from icecore.point_in_time import At, Resolved
 from icecore.table import Table
 from icecore.values import whole_number
 from ui import data, views
@@ -124,11 +125,12 @@ class Selection:
         """This selection at another point in time (the selectors not given are cleared)."""
         return replace(self, snapshot=snapshot, ref=ref, as_of=as_of)
 
-    def selectors(self) -> dict[str, Any]:
-        """Keyword arguments for ``Table.snapshot``/``scan``/``inspect``.
+    def point(self) -> At:
+        """The point in time the link names, built once (:class:`icecore.point_in_time.At`).
 
         Raises:
             NotFound: the snapshot id in the link is not a number.
+            ValidationError: a negative snapshot id, or a time that is not ISO-8601.
         """
         snapshot_id = None
         if self.snapshot is not None:
@@ -138,7 +140,7 @@ class Selection:
                 raise NotFound(
                     f"Snapshot {self.snapshot!r} is not a snapshot id; ids are whole numbers."
                 ) from e
-        return {"snapshot_id": snapshot_id, "ref": self.ref, "as_of": self.as_of}
+        return At.of(snapshot_id=snapshot_id, ref=self.ref, as_of=self.as_of)
 
     def describe_time(self) -> str:
         """The point in time in words, for captions."""
@@ -162,6 +164,8 @@ class PageContext:
         table: the selected table, or None (none chosen, or it failed to load).
         snapshot: the selected snapshot (None for an empty table, or on an error).
         failed: whether an error was already shown on the page.
+        point: the selected point resolved in ``table`` (the snapshot and the schema it is
+            read with): what a page passes down, so nothing resolves it again.
     """
 
     catalog: str
@@ -170,10 +174,7 @@ class PageContext:
     table: Table | None = None
     snapshot: Snapshot | None = None
     failed: bool = False
-
-    def selectors(self) -> dict[str, Any]:
-        """The time selector as keyword arguments (already validated by :func:`bootstrap`)."""
-        return self.selection.selectors()
+    point: Resolved | None = None
 
     @property
     def snapshot_id(self) -> int | None:
@@ -677,13 +678,13 @@ def _bootstrap(title: str) -> tuple[PageContext, bool]:
         return replace(context, failed=True), True
     _sidebar_time(selection, table)
     try:
-        snapshot = table.snapshot(**selection.selectors())
+        point = table.resolve(selection.point())
     except IcecoreError as error:
         show_error(error)
         return replace(context, table=table, failed=True), True
     if context.read_only:
         st.sidebar.caption("Read-only mode: commit controls are hidden.")
-    return replace(context, table=table, snapshot=snapshot), True
+    return replace(context, table=table, snapshot=point.snapshot, point=point), True
 
 
 def link_to_view() -> str:
@@ -736,6 +737,13 @@ def require_table(context: PageContext) -> tuple[Table, Snapshot | None]:
         stop()
     assert context.table is not None
     return context.table, context.snapshot
+
+
+def require_point(context: PageContext) -> Resolved:
+    """The page's point resolved in its table, or stop the page as :func:`require_table` does."""
+    require_table(context)
+    assert context.point is not None  # bootstrap resolves it with the table
+    return context.point
 
 
 def stop() -> NoReturn:

@@ -18,13 +18,12 @@ record of :data:`~icecore.inspect.kinds.METADATA_TABLES`, which every consumer r
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pyarrow as pa
 
 from icecore.errors import NotFound
 from icecore.inspect._common import table_view
 from icecore.inspect.kinds import METADATA_TABLES, MetadataTable, Scope
+from icecore.point_in_time import Point
 from icecore.table_data import TableData
 
 KINDS: tuple[str, ...] = tuple(METADATA_TABLES)
@@ -50,29 +49,26 @@ def inspect_table(
     table: TableData,
     kind: str,
     *,
-    snapshot_id: int | None = None,
-    ref: str | None = None,
-    as_of: str | int | dt.datetime | None = None,
+    at: Point | None = None,
 ) -> pa.Table:
     """One metadata table of ``table`` as Arrow, as Spark's ``<table>.<kind>`` shows it.
 
     Args:
         table: the table.
         kind: one of :data:`KINDS` (``files``, ``partitions``, ...).
-        snapshot_id: for the kinds in :data:`SNAPSHOT_KINDS`, read this snapshot.
-        ref: ... or the snapshot this branch or tag points at.
-        as_of: ... or the snapshot current on ``main`` at this time (ISO-8601 or ms).
+        at: for the kinds in :data:`SNAPSHOT_KINDS`, read the snapshot of this point (a
+            snapshot id, a branch or tag, or the snapshot current on ``main`` at a time;
+            :class:`icecore.point_in_time.At`); default: the current snapshot.
 
-    A selector given with a whole-table kind is still checked (an unknown ref fails) but
+    A point given with a whole-table kind is still checked (an unknown ref fails) but
     does not change the result: those tables describe every snapshot.
 
     Raises:
         NotFound: an unknown kind, snapshot, ref or time, or a missing manifest file.
         InvalidMetadata: a corrupt or truncated manifest list or manifest.
-        ValidationError: more than one selector, or an unreadable time.
     """
     record = metadata_table(kind)
-    snapshot = table.snapshot(snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    snapshot = table.resolve(at).snapshot
     return record.build(table_view(table), snapshot)
 
 

@@ -14,6 +14,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from icecore.inspect import inspect_table
+from icecore.point_in_time import Point, point_of
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -24,13 +25,15 @@ if TYPE_CHECKING:
 class SnapshotSelectors(TypedDict, total=False):
     """Which snapshot a metadata table describes (at most one; none: the current one).
 
-    Only the snapshot-scoped kinds (``files``, ``manifests``, ``partitions``, ...) change
-    with it; the others still check it (an unknown ref fails).
+    ``at`` (:class:`icecore.point_in_time.At`) names the point as one value, instead of
+    the others. Only the snapshot-scoped kinds (``files``, ``manifests``, ``partitions``,
+    ...) change with it; the others still check it (an unknown ref fails).
     """
 
     snapshot_id: int | None
     ref: str | None
     as_of: str | int | dt.datetime | None
+    at: Point | None
 
 
 class MetadataTables:
@@ -57,7 +60,7 @@ class MetadataTables:
             InvalidMetadata: a corrupt or truncated manifest list or manifest.
             ValidationError: more than one selector, or an unreadable time.
         """
-        return inspect_table(self._table, kind, **selectors)
+        return inspect_table(self._table, kind, at=point_of(**selectors))
 
     def snapshots(self, **selectors: Unpack[SnapshotSelectors]) -> pa.Table:
         """Every valid snapshot, one row each."""

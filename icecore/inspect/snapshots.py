@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from icecore.history import history
+from icecore.history import history, snapshot_id_as_of
 from icecore.inspect._common import TIMESTAMP, from_rows, ms_to_us
-from icecore.metadata import TableMetadata
 from icecore.table_data import TableData
 
 SNAPSHOTS_SCHEMA = pa.schema(
@@ -108,15 +107,6 @@ def refs_table(table: TableData) -> pa.Table:
     return from_rows(rows, REFS_SCHEMA)
 
 
-def _main_snapshot_as_of(metadata: TableMetadata, at_ms: int) -> int | None:
-    """Java's ``SnapshotUtil.nullableSnapshotIdAsOfTime``: the last log entry at or before."""
-    found = None
-    for entry in metadata.snapshot_log:
-        if entry.timestamp_ms <= at_ms:
-            found = entry.snapshot_id
-    return found
-
-
 def metadata_log_table(table: TableData) -> pa.Table:
     """Previous metadata files and, as the last row, the current one.
 
@@ -130,7 +120,7 @@ def metadata_log_table(table: TableData) -> pa.Table:
     entries.append((metadata.last_updated_ms, table.metadata_location))
     rows = []
     for timestamp_ms, path in entries:
-        snapshot_id = _main_snapshot_as_of(metadata, timestamp_ms)
+        snapshot_id = snapshot_id_as_of(metadata, timestamp_ms)
         snapshot = metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
         rows.append(
             {

@@ -60,6 +60,7 @@ from icecore.manifest_arrow import RawManifest, read_manifests_avro
 from icecore.manifest_list_columns import ManifestListColumns, SpecManifests
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
+from icecore.point_in_time import Point
 from icecore.progress import listening, report
 from icecore.read import NAME_MAPPING_PROPERTY, arrow_schema_for, read_tasks, unified_partition_type
 from icecore.scan.context import (
@@ -260,7 +261,8 @@ class TableScan:
     Args:
         table: the table.
         filter: a SQL boolean expression (or an already built expression).
-        snapshot_id, ref, as_of: which snapshot (default: the current one).
+        at: which snapshot, and the schema to read it with (default: the current ones); a
+            point already resolved in ``table`` is used as it is.
         case_sensitive: whether column names in the filter must match case.
         context: the caches plans share (default: the process's :func:`default_context`).
     """
@@ -270,19 +272,14 @@ class TableScan:
         table: TableData,
         filter: str | Expression | None = None,
         *,
-        snapshot_id: int | None = None,
-        ref: str | None = None,
-        as_of: Any = None,
+        at: Point | None = None,
         case_sensitive: bool = False,
         context: PlanContext | None = None,
     ) -> None:
         self.table = table
-        self.snapshot: Snapshot | None = table.snapshot(
-            snapshot_id=snapshot_id, ref=ref, as_of=as_of
-        )
-        self.schema = table.read_schema(
-            self.snapshot, ref=ref, time_travel=snapshot_id is not None or as_of is not None
-        )
+        self.point = table.resolve(at)
+        self.snapshot: Snapshot | None = self.point.snapshot
+        self.schema = self.point.schema
         self.case_sensitive = case_sensitive
         if isinstance(filter, Expression):
             # Balanced before it is hashed as a key: hashing a chain of 10,000 hand-built

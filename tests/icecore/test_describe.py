@@ -118,7 +118,7 @@ def test_filter_examples_plan_and_match_spark_counts(
     spark: Any, demo_warehouse: Path, spec: str
 ) -> None:
     table = icecore.load_table(spec.format(w=demo_warehouse))
-    examples = filter_examples(table, table.snapshot(), table.schema_for())
+    examples = filter_examples(table, table.snapshot(), table.resolve().schema)
     assert len(examples) >= 3
     name = spec.split("::")[1]
     catalog = "hadoop" if "/hadoop::" in spec else "icecore"

@@ -20,6 +20,7 @@ import pytest
 
 import icecore
 from icecore.inspect import KINDS, SNAPSHOT_KINDS, inspect_table
+from icecore.point_in_time import At
 
 # (Spark name, Icecore table string relative to the warehouse)
 TABLES = [
@@ -212,11 +213,11 @@ def test_unknown_kind_lists_the_valid_ones(demo_warehouse: Path) -> None:
 def test_unknown_snapshot_or_ref(demo_warehouse: Path) -> None:
     table = _load(demo_warehouse, "{w}::demo.trips")
     with pytest.raises(icecore.NotFound, match="12345"):
-        inspect_table(table, "files", snapshot_id=12345)
+        inspect_table(table, "files", at=At(snapshot_id=12345))
     with pytest.raises(icecore.NotFound, match="nope"):
-        inspect_table(table, "partitions", ref="nope")
+        inspect_table(table, "partitions", at=At(ref="nope"))
     with pytest.raises(icecore.NotFound):
-        inspect_table(table, "snapshots", ref="nope")
+        inspect_table(table, "snapshots", at=At(ref="nope"))
 
 
 @pytest.mark.spark

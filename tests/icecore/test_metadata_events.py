@@ -24,6 +24,7 @@ import pytest
 from icecore import metadata_events as events_module
 from icecore.metadata_events import MetadataEvent, metadata_events
 from icecore.metadata_log import read_log_file, read_newest_first, state_at
+from icecore.point_in_time import At
 from icecore.progress import reporting
 from tests.icecore.evolution.conftest import EvoCatalogs, register_catalogs
 from tests.icecore.test_cli import icecore_cli
@@ -185,8 +186,7 @@ def test_the_state_at_each_snapshot_is_what_spark_reads_and_wrote_with(
 
     table = evo.load("sql", name)
     for snapshot_id in snapshots:
-        snapshot = table.snapshot(snapshot_id=snapshot_id)
-        state = state_at(table, snapshot)
+        state = state_at(table, At(snapshot_id=snapshot_id))
         assert state.exact, state.note
         columns = spark.sql(f"SELECT * FROM {full} VERSION AS OF {snapshot_id}").columns
         assert [f.name for f in state.schema.fields] == columns
@@ -197,11 +197,11 @@ def test_the_state_at_each_snapshot_is_what_spark_reads_and_wrote_with(
         assert [r[0] for r in written] == [state.spec.spec_id]
     # Today's state differs from the first snapshot's: the test would pass on no old code.
     today = table.metadata
-    first = state_at(table, table.snapshot(snapshot_id=snapshots[0]))
+    first = state_at(table, At(snapshot_id=snapshots[0]))
     assert first.schema.schema_id != today.current_schema_id
     assert first.spec.spec_id != today.default_spec_id
     assert first.sort_order.order_id != today.default_sort_order_id
-    last = state_at(table, table.snapshot(snapshot_id=snapshots[-1]))
+    last = state_at(table, At(snapshot_id=snapshots[-1]))
     id_field = today.current_schema().find_field_by_name("id")
     assert id_field is not None
     assert [(f.direction.value, f.source_id) for f in last.sort_order.fields] == [
@@ -211,8 +211,8 @@ def test_the_state_at_each_snapshot_is_what_spark_reads_and_wrote_with(
     spark.sql(f"ALTER TABLE {full} CREATE TAG t0 AS OF VERSION {snapshots[0]}")
     spark.sql(f"ALTER TABLE {full} CREATE BRANCH b0 AS OF VERSION {snapshots[0]}")
     table = evo.load("sql", name)
-    tagged = state_at(table, table.snapshot(ref="t0"), ref="t0", time_travel=False)
-    branched = state_at(table, table.snapshot(ref="b0"), ref="b0", time_travel=False)
+    tagged = state_at(table, At(ref="t0"))
+    branched = state_at(table, At(ref="b0"))
     assert [f.name for f in tagged.schema.fields] == spark.table(f"{full}.tag_t0").columns
     assert [f.name for f in branched.schema.fields] == spark.table(f"{full}.branch_b0").columns
     assert tagged.spec.spec_id == first.spec.spec_id
@@ -241,8 +241,7 @@ def test_a_missing_old_metadata_file_is_an_event_not_a_crash(evo: EvoCatalogs) -
         ("added", "a"),
         ("added", "b"),
     ]
-    snapshot = evo.load("sql", name).snapshot()
-    assert state_at(evo.load("sql", name), snapshot).exact  # its own file is there
+    assert state_at(evo.load("sql", name)).exact  # its own file is there
 
 
 def test_reading_is_bounded_told_to_the_listener_and_cached(

@@ -25,6 +25,7 @@ from icecore.expressions.model import (
 from icecore.io import FileIO
 from icecore.manifest import DataFile, DataFileContent
 from icecore.partitioning import UNPARTITIONED_SPEC
+from icecore.point_in_time import At
 from icecore.read import (
     arrow_schema_for,
     filter_mask,
@@ -98,7 +99,7 @@ def test_counting_without_columns_matches_spark(
 ) -> None:
     """No columns asked for (a count): every live row still comes back, deletes applied."""
     table = load(demo_warehouse, name)
-    first = table.schema_for(ref=ref).fields[0].name  # each table's id column
+    first = table.resolve(At(ref=ref)).schema.fields[0].name  # each table's id column
     where = f"{first} < 10 OR {first} > 40" if filtered else None
     plan = table.scan(filter=where, ref=ref).plan()
     counted = plan.to_arrow(columns=[])

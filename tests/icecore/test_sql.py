@@ -19,6 +19,7 @@ import pytest
 
 import icecore
 from icecore.errors import IcecoreError, ValidationError
+from icecore.point_in_time import At
 from icecore.sql import SqlLimits, query_arrow, run_sql
 from tests.conftest import REPO
 
@@ -34,7 +35,7 @@ def test_sql_answers_equal_spark(spark: Any, demo_warehouse: Path) -> None:
     ).collect()
     assert {(r["payment_type"], r["n"]) for r in ours} == {(r.payment_type, r.n) for r in theirs}
 
-    ours = run_sql(t, "SELECT content, count(*) AS n FROM files GROUP BY 1", ref="month_end")
+    ours = run_sql(t, "SELECT content, count(*) AS n FROM files GROUP BY 1", at=At(ref="month_end"))
     month_end = spark.sql(
         "SELECT snapshot_id FROM icecore.demo.trips.refs WHERE name = 'month_end'"
     ).collect()[0][0]
@@ -175,6 +176,7 @@ MEMORY_PROBE = """
 import json, resource, sys
 from icecore.errors import IcecoreError
 from icecore.sql import query_arrow
+from icecore.point_in_time import At
 try:
     query_arrow("SELECT repeat('x', 1500000000) AS s", {})
     outcome = "answered"

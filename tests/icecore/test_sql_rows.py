@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 from icecore.errors import IcecoreError, ValidationError
+from icecore.point_in_time import At
 from icecore.schema import Schema
 from icecore.sql import SqlLimits, query_arrow, result_cut, rows_columns, run_sql
 from icecore.types import IntegerType, NestedField, StringType
@@ -50,7 +51,7 @@ def test_count_and_group_by_over_every_row_equal_spark(big: tuple[EvoCatalogs, s
 
     # The same numbers at an older snapshot (before the delete).
     first = min(table.snapshots(), key=lambda s: s.sequence_number).snapshot_id
-    then = run_sql(table, "SELECT count(*) AS n FROM rows", snapshot_id=first).to_pylist()
+    then = run_sql(table, "SELECT count(*) AS n FROM rows", at=At(snapshot_id=first)).to_pylist()
     spark_then = catalogs.spark.sql(f"SELECT count(*) FROM {full} VERSION AS OF {first}")
     assert then == [{"n": spark_then.collect()[0][0]}]
 

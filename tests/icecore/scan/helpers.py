@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from icecore.manifest import DataFileContent, ManifestEntry
+from icecore.point_in_time import At
 from icecore.scan.delete_index import DeleteIndex
 from icecore.scan.task import FileScanTask
 from icecore.schema import Schema
@@ -11,7 +12,7 @@ from icecore.table import Table
 
 def snapshot_schema(table: Table, ref: str | None = None) -> Schema:
     """The schema Spark reads a ref with: a tag's snapshot schema, else the table's."""
-    return table.schema_for(ref=ref)
+    return table.resolve(At(ref=ref)).schema
 
 
 def live_entries(

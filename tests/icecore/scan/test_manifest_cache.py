@@ -53,7 +53,7 @@ def _key(table: Table, manifest: ManifestFile, **changes: object) -> ManifestKey
         length=manifest.manifest_length,
         spec_id=spec.spec_id,
         format_version=table.metadata.format_version,
-        partition_type=str(spec.partition_type(table.schema_for())),
+        partition_type=str(spec.partition_type(table.resolve().schema)),
         added_snapshot_id=manifest.added_snapshot_id,
         sequence_number=manifest.sequence_number,
         first_row_id=manifest.first_row_id,
@@ -65,7 +65,7 @@ def _decode(table: Table, manifest: ManifestFile) -> PlanningManifest:
     spec = table.metadata.spec_by_id(manifest.partition_spec_id)
     assert spec is not None
     decoded = read_manifest_arrow(
-        table.io, manifest, table.schema_for(), spec, table.metadata.format_version
+        table.io, manifest, table.resolve().schema, spec, table.metadata.format_version
     )
     return build_planning_manifest(decoded, manifest.manifest_path, spec.spec_id)
 
@@ -166,7 +166,7 @@ def test_a_manifest_without_live_entries_reads_back_empty(tmp_path: Path, trips:
     spec = trips.metadata.spec_by_id(manifest.partition_spec_id)
     assert spec is not None
     decoded = read_manifest_arrow(
-        trips.io, manifest, trips.schema_for(), spec, trips.metadata.format_version
+        trips.io, manifest, trips.resolve().schema, spec, trips.metadata.format_version
     ).slice(0, 0)
     first = ManifestCache(tmp_path)
     first.get_or_load(
@@ -327,7 +327,7 @@ def _built_together(
     spec = table.metadata.spec_by_id(manifest.partition_spec_id)
     assert spec is not None
     decoded = read_manifest_arrow(
-        table.io, manifest, table.schema_for(), spec, table.metadata.format_version
+        table.io, manifest, table.resolve().schema, spec, table.metadata.format_version
     )
     at = decoded.schema.get_field_index("lower_bounds")
     no_bounds = decoded.set_column(
