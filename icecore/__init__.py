@@ -32,6 +32,7 @@ from icecore.errors import (
 from icecore.inspect.accessor import MetadataTables
 from icecore.io import FileIO
 from icecore.metadata import Snapshot
+from icecore.point_in_time import At, Resolved
 from icecore.scan.planner import Plan, TableScan
 from icecore.schema import Schema
 from icecore.table import Table
@@ -44,6 +45,8 @@ __all__ = [
     "Table",
     "TableIdentifier",
     "MetadataTables",
+    "At",
+    "Resolved",
     "TableScan",
     "Plan",
     "Snapshot",

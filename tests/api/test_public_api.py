@@ -68,7 +68,8 @@ def test_what_a_notebook_needs_is_exported() -> None:
     assert isinstance(t.inspect, icecore.MetadataTables)
     snapshot = t.snapshot()
     assert isinstance(snapshot, icecore.Snapshot)
-    assert isinstance(t.schema_for(), icecore.Schema)
+    assert isinstance(t.resolve().schema, icecore.Schema)
+    assert t.resolve(icecore.At(ref="main")).snapshot == snapshot
 
 
 def test_version_is_the_distributions_and_costs_no_import_time() -> None:
