@@ -67,11 +67,16 @@ def _mixed_ids(ids: list[int], count: int, seed: int) -> list[int]:
     return mixed
 
 
-def test_or_of_2000_and_in_of_5000_match_spark_sql(
+def test_or_of_500_and_in_of_5000_match_spark_sql(
     spark: Any, demo_warehouse: Path, trips: Any
 ) -> None:
+    """Spark's own answer for a long OR (past the 329 that failed) and a long IN list.
+
+    500 terms, not 2,000 (41 s in a full run, the largest Spark query of this module): the
+    2,000- and 10,000-term chains are checked below against the filter's meaning.
+    """
     ids = _ids(trips)
-    chosen = _mixed_ids(ids, 2000, seed=1)
+    chosen = _mixed_ids(ids, 500, seed=1)
     flt = " OR ".join(f"trip_id = {i}" for i in chosen)
     _, expected = spark_rows(spark, f"SELECT * FROM {TABLE} WHERE {flt}")
     assert sum(expected.values()) > 0
