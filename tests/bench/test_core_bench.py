@@ -17,6 +17,9 @@ from bench.core_bench import main, run_tree
 from bench.tables import build_table
 
 REPO = Path(__file__).resolve().parents[2]
+# Bench harness runs (each builds a table, then times tools): the full gate's.
+pytestmark = pytest.mark.slow
+
 FILES = 64
 
 

@@ -16,6 +16,9 @@ import pytest
 from bench.rest_bench import TOOLS, Served, main, measure, register, serve, stop
 from bench.tables import build_table
 
+# Bench harness runs (each builds a table, then times tools): the full gate's.
+pytestmark = pytest.mark.slow
+
 FILES = 64
 NAME = "tiny"
 LOAD = f"GET /v1/namespaces/bench/tables/{NAME}"

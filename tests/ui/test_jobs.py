@@ -138,6 +138,7 @@ except jobs.JobRunning:
 """One process's attempt to start a job on ``c::race`` once the go file exists."""
 
 
+@pytest.mark.slow
 def test_starts_racing_from_several_processes_leave_exactly_one_job(tmp_path: Path) -> None:
     go = tmp_path / "go"
     env = {**os.environ, jobs.JOBS_ENV: str(tmp_path)}
@@ -176,6 +177,7 @@ def test_a_lock_whose_process_is_gone_is_taken_over(tmp_path: Path) -> None:
     assert _finished(taken).state is jobs.State.SUCCEEDED
 
 
+@pytest.mark.slow
 def test_every_process_lists_a_tables_jobs_running_first_and_cancels_them() -> None:
     done = jobs.launch(["0"], module="tests.ui.quick_job", table="c::t", job="rewrite_manifests")
     _finished(done)
@@ -219,6 +221,7 @@ def test_every_process_lists_a_tables_jobs_running_first_and_cancels_them() -> N
     ]
 
 
+@pytest.mark.slow
 def test_a_cancelled_job_runs_until_its_last_process_ends() -> None:
     # A process of the job's group that outlives its sh (as Spark's JVM shutting down does)
     # keeps the job running, and its table locked, until it ends.

@@ -58,6 +58,7 @@ def test_table_location_never_leaves_the_warehouse(
         catalog.load_table(identifier)
 
 
+@pytest.mark.slow
 def test_parallel_creates_of_one_table_one_wins(tmp_path: Path) -> None:
     admin = _admin(tmp_path / "wh")
     admin.create_namespace(("db",), {})

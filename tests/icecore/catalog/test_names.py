@@ -214,6 +214,7 @@ def test_names_already_in_a_sql_catalog_stay_listed_and_loadable(tmp_path: Path)
         SqlCatalogAdmin(reopened).register_table(TableIdentifier(("db",), "Trips"), location)
 
 
+@pytest.mark.slow
 def test_concurrent_creators_of_case_twins_one_wins(
     case: Case, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,9 +1,14 @@
-"""Filters of thousands of conditions, deep nesting and IN lists of a million values.
+"""Filters of thousands of conditions, deep nesting and IN lists of 100,000 values.
 
 Icecore issue 15, item 7: a filter of 329 ORs, 2,000 ANDs or deep nesting ended in a
 RecursionError somewhere between the parser and the reader. Every stage is driven here with
 such filters, and each answer is checked against what the filter means, computed in plain
 Python (set membership over the listed values).
+
+Sizes: 2,000 terms already nest past Python's recursion limit unless every stage balances
+or loops (the RecursionError came at 329), and each stage's depth is asserted; the
+10,000-term chains and the million-value IN list run end to end, parser to rows, in
+tests/icecore/scan/test_large_filters.py. Here they would only repeat that at 60 s a test.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ def or_of_equalities(values: list[int]) -> str:
     return " OR ".join(f"id = {v}" for v in values)
 
 
-@pytest.mark.parametrize("count", [329, 2000, 10000])
+@pytest.mark.parametrize("count", [329, 2000])
 def test_or_chain_passes_every_stage(count: int) -> None:
     listed = [2 * i for i in range(count)]  # even ids only
     bound = bind(SCHEMA, parse_filter(or_of_equalities(listed)))
@@ -110,7 +115,7 @@ def test_or_chain_passes_every_stage(count: int) -> None:
     assert mask.to_pylist() == [True, False, False, True, False, False]
 
 
-@pytest.mark.parametrize("count", [2000, 10000])
+@pytest.mark.parametrize("count", [2000])
 def test_and_chain_and_its_negation_pass_every_stage(count: int) -> None:
     excluded = list(range(0, 2 * count, 2))
     text = " AND ".join(f"id != {v}" for v in excluded)
@@ -258,8 +263,10 @@ def test_long_list_errors_are_those_of_the_text_as_written() -> None:
 
 
 @pytest.mark.parametrize("negate", [False, True])
-def test_million_value_in_list_is_a_set(negate: bool) -> None:
-    listed = list(range(0, 3_000_000, 3))
+def test_long_in_list_is_a_set(negate: bool) -> None:
+    """100,000 values (the million runs end to end in the scan test): membership is a set's."""
+    top = 300_000
+    listed = list(range(0, top, 3))
     op = "NOT IN" if negate else "IN"
     bound = bind(
         SCHEMA, parse_filter(f"id {op} ({', '.join(map(str, listed))}, 2147483648000000000000)")
@@ -272,12 +279,12 @@ def test_million_value_in_list_is_a_set(negate: bool) -> None:
     evaluate = row_evaluator(expr)
     residual = residual_evaluator(SPEC, SCHEMA, expr)
     members = set(listed)
-    for v in (0, 3, 2_999_997, 1, 3_000_000, -3):
+    for v in (0, 3, top - 3, 1, top, -3):
         assert evaluate({1: v}) is ((v in members) != negate)
         assert residual(partition(v)) == (
             AlwaysTrue() if (v in members) != negate else AlwaysFalse()
         )
-    column = pa.array([0, 1, None, 2_999_997, 3_000_000], pa.int64())
+    column = pa.array([0, 1, None, top - 3, top], pa.int64())
     expected = [None if v is None else (v in members) != negate for v in column.to_pylist()]
     assert filter_mask(expr, {1: column}, 5).to_pylist() == [e is True for e in expected]
     might = metrics_evaluator(SCHEMA, expr)

@@ -213,6 +213,34 @@ def test_reason_names_the_partition_field() -> None:
     )
 
 
+def test_a_long_or_decodes_each_summary_once_per_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every leaf on a field reads the same summary bounds: they are decoded once, not per leaf.
+
+    A 2,000-term OR on one field decoded the manifest's bounds 4,000 times (seconds per
+    delete manifest); the verdict stays the one the leaves give.
+    """
+    import icecore.expressions.arrow_summaries as arrow_summaries
+
+    decoded: list[object] = []
+    real = arrow_summaries.bound_keys
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        decoded.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(arrow_summaries, "bound_keys", counting)
+    days = [dt.date(2020, 1, 1) + dt.timedelta(days=i) for i in range(500)]
+    expr: Expression = ppred(1000, Op.EQ, days[0])
+    for day in days[1:]:
+        expr = Or(expr, ppred(1000, Op.EQ, day))
+    evaluator = manifest_evaluator(SPEC, SCHEMA, expr)
+    assert not evaluator(AUG)  # 2020-2021 days: all before the manifest's August 2024
+    assert len(decoded) <= 2  # lower and upper bounds of the one field
+    decoded.clear()
+    assert evaluator(manifest(summary(1000, dt.date(2021, 1, 1), dt.date(2021, 1, 2))))
+    assert len(decoded) <= 2
+
+
 def test_not_must_be_rewritten() -> None:
     with pytest.raises(TypeError, match="rewrite_not"):
         manifest_evaluator(SPEC, SCHEMA, Not(ppred(1001, Op.EQ, 1)))

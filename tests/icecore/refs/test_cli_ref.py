@@ -71,6 +71,7 @@ def test_dry_run_shows_the_move_and_writes_nothing(folder: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_each_verb_commits(folder: Path) -> None:
     out = ok(ref(str(folder), "rollback", "--as-of", "1970-01-01T00:00:02.5Z"))
     assert out["committed"] is True and out["current_snapshot_id"] == S2

@@ -67,11 +67,16 @@ def _mixed_ids(ids: list[int], count: int, seed: int) -> list[int]:
     return mixed
 
 
-def test_or_of_2000_and_in_of_5000_match_spark_sql(
+def test_or_of_500_and_in_of_5000_match_spark_sql(
     spark: Any, demo_warehouse: Path, trips: Any
 ) -> None:
+    """Spark's own answer for a long OR (past the 329 that failed) and a long IN list.
+
+    500 terms, not 2,000 (41 s in a full run, the largest Spark query of this module): the
+    2,000- and 10,000-term chains are checked below against the filter's meaning.
+    """
     ids = _ids(trips)
-    chosen = _mixed_ids(ids, 2000, seed=1)
+    chosen = _mixed_ids(ids, 500, seed=1)
     flt = " OR ".join(f"trip_id = {i}" for i in chosen)
     _, expected = spark_rows(spark, f"SELECT * FROM {TABLE} WHERE {flt}")
     assert sum(expected.values()) > 0
@@ -177,9 +182,14 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_cli_plans_and_scans_long_chains_and_refuses_deep_nesting(
     demo_warehouse: Path, trips: Any, tmp_path: Path
 ) -> None:
+    """The CLI's own path (argv, JSON out, one-sentence errors) with a long chain.
+
+    1,000 terms: an unbalanced tree of them is past Python's recursion limit in any walk
+    the CLI adds (the RecursionError came at 329); the 10,000-term chains are the API
+    tests' above, which share the parser and planner (5,000 here cost ~100 s a run).
+    """
     target = f"{demo_warehouse}::demo.trips"
-    # 5,000 terms: Linux caps one argument at 128 KiB, so 10,000 cannot be passed on argv.
-    chosen = _mixed_ids(_ids(trips), 5000, seed=5)
+    chosen = _mixed_ids(_ids(trips), 1000, seed=5)
     flt = " OR ".join(f"trip_id={i}" for i in chosen)
     planned = _cli("plan", target, "--filter", flt)
     assert planned.returncode == 0, planned.stderr

@@ -33,6 +33,9 @@ from icecore.failpoints import CRASH_EXIT_CODE, ENV
 from icecore.table import Table
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 
+# Fault tests (kills, 503s, resets): the full gate runs them, `make test-quick` does not.
+pytestmark = pytest.mark.slow
+
 TABLE = "f.t"
 
 
@@ -74,7 +77,6 @@ def warehouse(tmp_path: Path) -> Path:
     return tmp_path / "wh"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("point", "applied"),
     [
@@ -129,7 +131,6 @@ def _swap_in_flight(db: Path) -> bool:
         return False
 
 
-@pytest.mark.slow
 def test_server_sigkilled_inside_the_swap_transaction_rolls_back(warehouse: Path) -> None:
     """SIGKILL while the pointer's UPDATE is done but not committed: the table stays as it was."""
     server = _serve(warehouse, "sql-before-commit=stall")
@@ -170,7 +171,6 @@ def test_server_sigkilled_inside_the_swap_transaction_rolls_back(warehouse: Path
         stop_server(again)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("point", "applied"), [("sql-after-write", False), ("sql-after-commit", True)]
 )

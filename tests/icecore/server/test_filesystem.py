@@ -155,6 +155,7 @@ def test_a_custom_location_is_refused_as_hadoop_catalog_does(fs_server: RestServ
     assert _post(fs_server, "namespaces/loc/tables", _create_table_body("t", location=own)).ok
 
 
+@pytest.mark.slow
 def test_concurrent_creates_of_one_table_exactly_one_wins(fs_server: RestServer) -> None:
     _post(fs_server, "namespaces", {"namespace": ["race"]})
     answers: list[int] = []

@@ -174,12 +174,14 @@ FEW_FDS = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 @FEW_FDS
 def test_half_open_connections_do_not_lock_out_a_client(limited: Limited) -> None:
     # Nothing at all, or half a request line and headers, never finished.
     _flood(limited, (b"", b"GET /v1/config HTTP/1.1\r\nHost: x\r\n"), HEADER_TIMEOUT_S + 20)
 
 
+@pytest.mark.slow
 @FEW_FDS
 def test_requests_whose_body_never_comes_do_not_lock_out_a_client(tmp_path: Path) -> None:
     """Complete heads, bodies that never arrive: only the connection bound can help in time."""
@@ -193,6 +195,7 @@ def test_requests_whose_body_never_comes_do_not_lock_out_a_client(tmp_path: Path
         _flood(server, (body_never_comes,), 15)
 
 
+@pytest.mark.slow
 def test_a_connection_that_sends_nothing_is_closed(limited: Limited) -> None:
     for partial in (b"", b"GET /v1/config HTTP/1.1\r\nHost: x\r\n"):
         with socket.create_connection(("127.0.0.1", limited.port), timeout=30) as s:
@@ -203,6 +206,7 @@ def test_a_connection_that_sends_nothing_is_closed(limited: Limited) -> None:
             assert time.monotonic() - started < HEADER_TIMEOUT_S + 10
 
 
+@pytest.mark.slow
 def test_a_keep_alive_connection_cannot_stall_a_second_request(limited: Limited) -> None:
     with socket.create_connection(("127.0.0.1", limited.port), timeout=30) as s:
         s.sendall(b"GET /v1/config HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -215,6 +219,7 @@ def test_a_keep_alive_connection_cannot_stall_a_second_request(limited: Limited)
         assert time.monotonic() - started < HEADER_TIMEOUT_S + 10
 
 
+@pytest.mark.slow
 def test_a_request_past_the_time_limit_is_503_and_the_server_answers_others(
     limited: Limited,
 ) -> None:
