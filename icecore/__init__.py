@@ -17,8 +17,10 @@ from icecore.errors import (
     ValidationError,
 )
 from icecore.table import Table
+from icecore.version import __version__
 
 __all__ = [
+    "__version__",
     "Catalog",
     "Table",
     "TableIdentifier",
