@@ -30,7 +30,7 @@ from icecore.evolution.change_text import (
     apply_spec_change,
 )
 from icecore.export import check_output, protected_paths, write_parquet, write_table
-from icecore.launch import DEFAULT_ADDRESS, DEFAULT_PORT, app_command, serve_app
+from icecore.launch import DEFAULT_ADDRESS, DEFAULT_PORT, app_command, require_extra, serve_app
 from icecore.metadata_events import metadata_events
 from icecore.refs.manage import ManageSnapshots
 from icecore.row_counts import rows_between, snapshot_rows
@@ -495,6 +495,7 @@ def cmd_ref(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
     """Serve a catalog over the Iceberg REST protocol until interrupted (Ctrl-C)."""
+    require_extra("server", "The REST server", "starlette", "uvicorn")
     from icecore.server import serve
 
     credential = args.credential or os.environ.get("ICECORE_SERVE_CREDENTIAL") or None

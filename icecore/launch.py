@@ -34,7 +34,23 @@ DEFAULT_ADDRESS = "127.0.0.1"
 
 
 class AppUnavailable(IcecoreError):
-    """The explorer cannot start here: its extra is missing or no catalog was named."""
+    """The explorer cannot start here: no catalog was named, or its scripts are missing."""
+
+
+class MissingExtra(IcecoreError):
+    """A command needs packages of an extra (``pip install "icecore[EXTRA]"``) not installed."""
+
+
+def require_extra(extra: str, what: str, *modules: str) -> None:
+    """Say in one sentence which extra to install when any of ``modules`` is not importable.
+
+    ``find_spec`` looks without importing, so the check costs nothing when all are there.
+    """
+    if any(importlib.util.find_spec(module) is None for module in modules):
+        raise MissingExtra(
+            f"{what} needs the {extra} extra, which is not installed: "
+            f'pip install "icecore[{extra}]".'
+        )
 
 
 @dataclass(frozen=True)
@@ -76,10 +92,7 @@ def app_command(
     env = dict(os.environ if environ is None else environ)
     if not 0 < port < 65536:
         raise AppUnavailable(f"--port {port} is not a TCP port (1 to 65535).")
-    if importlib.util.find_spec("streamlit") is None:
-        raise AppUnavailable(
-            'The explorer needs the app extra, which is not installed: pip install "icecore[app]".'
-        )
+    require_extra("app", "The explorer", "streamlit", "plotly")
     if catalog:
         env[CATALOG_ENV] = catalog
     elif not env.get(CATALOG_ENV):
