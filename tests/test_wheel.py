@@ -124,6 +124,7 @@ class Venv:
             "install",
             "-q",
             "--disable-pip-version-check",
+            "--no-compile",  # no .pyc for every installed file: 255 s for this file, not 314
             requirement,
             "-c",
             REPO / "requirements.txt",
