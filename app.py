@@ -1,1 +1,1 @@
-Tables.py
+ui/app/Tables.py

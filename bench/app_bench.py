@@ -53,6 +53,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from bench._harness import peak_mib, publish
+from ui import app
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -65,17 +66,8 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 LANDING = "landing"
-PAGES = (
-    "Overview",
-    "History",
-    "Metadata tree",
-    "Scan preview",
-    "Time travel",
-    "Evolution",
-    "SQL",
-    "Maintenance",
-)
-"""The sidebar's pages, in its order (``app.py``'s ``PAGES``)."""
+PAGES = tuple(page.title for page in app.PAGES)
+"""The sidebar's pages, in its order (the one list, ``ui.app.PAGES``)."""
 
 SAMPLE_SECONDS = 0.2
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")

@@ -1,11 +1,12 @@
-"""``python -m icecore``: JSON on stdout; on error one sentence on stderr and exit 1.
+"""``icecore``: JSON on stdout; on error one sentence on stderr and exit 1.
 
 Commands (docs/ARCHITECTURE.md "Contracts"): ``tables CATALOG``, ``history TABLE``, ``inspect TABLE
 KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``changelog TABLE FROM
 [TO]``, ``sql TABLE QUERY``, ``evolve TABLE --schema-change ... | --spec-change ...
 [--dry-run]``, ``ref TABLE rollback|set-current|cherry-pick|fast-forward|create-branch|create-tag|
 rename|drop|publish ... [--dry-run]``. TABLE is ``CATALOG::ns.table``, a table directory, or a
-metadata.json path.
+metadata.json path. ``python -m icecore`` is the same command; ``icecore app`` serves the
+explorer (:mod:`icecore.launch`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from icecore.catalog import load_catalog, load_table
 from icecore.config import read_only
@@ -30,6 +31,7 @@ from icecore.evolution.change_text import (
 )
 from icecore.export import check_output, protected_paths, write_parquet, write_table
 from icecore.inspect import METADATA_TABLES
+from icecore.launch import DEFAULT_ADDRESS, DEFAULT_PORT, app_command, require_extra, serve_app
 from icecore.metadata_events import metadata_events
 from icecore.point_in_time import At
 from icecore.refs.manage import ManageSnapshots
@@ -37,6 +39,7 @@ from icecore.row_counts import rows_between, snapshot_rows
 from icecore.scan.planner import Plan
 from icecore.sql import result_cut, run_sql
 from icecore.table_data import TableData
+from icecore.version import __version__
 
 if TYPE_CHECKING:
     from icecore.server.limits import HttpLimits
@@ -66,7 +69,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one sentence instead of usage text and exit 2."""
 
     def error(self, message: str) -> Any:
-        raise UsageError(f"{message} (see python -m icecore --help)")
+        raise UsageError(f"{message} (see icecore --help)")
 
 
 _ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)\s*(?:<[^`>]*>)?`")
@@ -483,6 +486,7 @@ def cmd_ref(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
     """Serve a catalog over the Iceberg REST protocol until interrupted (Ctrl-C)."""
+    require_extra("server", "The REST server", "starlette", "uvicorn")
     from icecore.server import serve
 
     credential = args.credential or os.environ.get("ICECORE_SERVE_CREDENTIAL") or None
@@ -507,6 +511,11 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
     except ValueError as e:  # a malformed option or secret; its text never holds the secret
         raise UsageError(str(e)) from None
     return {"served": args.catalog, "stopped": True}
+
+
+def cmd_app(args: argparse.Namespace) -> NoReturn:
+    """Serve the explorer (Streamlit) on a catalog until interrupted; builds no warehouse."""
+    serve_app(app_command(args.catalog, port=args.port, address=args.address))
 
 
 def _http_limits(args: argparse.Namespace) -> HttpLimits:
@@ -597,7 +606,8 @@ def _add_ref_parser(sub: Any, table_help: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one sub-command per verb."""
-    parser = _Parser(prog="python -m icecore", description=plain(__doc__.split("\n")[0]))
+    parser = _Parser(prog="icecore", description=plain(__doc__.split("\n")[0]))
+    parser.add_argument("--version", action="version", version=f"icecore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     tables = sub.add_parser("tables", help="list a catalog's tables")
     tables.add_argument("catalog", help="warehouse folder, sqlite:///file.db or metadata.json")
@@ -779,6 +789,18 @@ def build_parser() -> argparse.ArgumentParser:
         "by default only the served warehouse",
     )
     srv.set_defaults(run=cmd_serve_rest)
+    app = sub.add_parser("app", help="serve the explorer app (needs the app extra)")
+    app.add_argument(
+        "--catalog",
+        default=None,
+        help="the catalog it opens first, as load_catalog takes it (default: ICECORE_CATALOG, "
+        "else ./warehouse)",
+    )
+    app.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port ({DEFAULT_PORT})")
+    app.add_argument(
+        "--address", default=DEFAULT_ADDRESS, help=f"address to listen on ({DEFAULT_ADDRESS})"
+    )
+    app.set_defaults(run=cmd_app)
     for name in SUMMARIZED:
         sub.choices[name].add_argument(
             "--summary",

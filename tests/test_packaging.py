@@ -1,15 +1,23 @@
-"""The Docker image and `make run` must install the same things and start the same way.
+"""Docker and `make run` install and start alike; the package declares what it imports.
 
-Docker can't run on the CI machines, so this reads the Dockerfile and the Makefile instead.
+The package's dependency ranges must admit the versions requirements.txt locks. Docker can't
+run on the CI machines, so this reads the Dockerfile and the Makefile instead;
+tests/test_wheel.py builds and installs the package itself.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -54,7 +62,8 @@ def test_image_has_the_system_prerequisites() -> None:
 
 
 def test_streamlit_config() -> None:
-    config = tomllib.loads((REPO / ".streamlit/config.toml").read_text())
+    # Shipped beside the app's main script (read by Streamlit there); the root's is a link.
+    config = tomllib.loads((REPO / "ui/app/.streamlit/config.toml").read_text())
     assert config["server"]["headless"] is True
     assert config["server"]["enableXsrfProtection"] is True
     assert config["browser"]["gatherUsageStats"] is False
@@ -100,3 +109,71 @@ def test_prerequisite_check_passes_here() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def _project() -> dict[str, Any]:
+    project: dict[str, Any] = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return project
+
+
+def _requirements() -> list[Requirement]:
+    project = _project()
+    found = [Requirement(r) for r in project["dependencies"]]
+    for extra in project["optional-dependencies"].values():
+        found += [Requirement(r) for r in extra if not r.startswith("icecore[")]
+    return found
+
+
+def _locked() -> dict[str, str]:
+    locked = {}
+    for line in (REPO / "requirements.txt").read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==")
+            locked[_normal(name)] = version
+    return locked
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_the_package_is_buildable_and_open_to_new_pythons() -> None:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert pyproject["build-system"]["build-backend"] == "setuptools.build_meta"
+    assert pyproject["project"]["requires-python"] == ">=3.11"
+    assert pyproject["project"]["scripts"] == {"icecore": "icecore.cli:main"}
+    assert (REPO / "icecore/py.typed").is_file()
+
+
+def test_every_declared_range_admits_the_locked_version() -> None:
+    locked = _locked()
+    for requirement in _requirements():
+        name = _normal(requirement.name)
+        assert name in locked, f"{name} is declared but not locked in requirements.txt"
+        assert requirement.specifier.contains(locked[name]), f"{requirement} vs {locked[name]}"
+        assert requirement.specifier, f"{requirement} has no range"
+
+
+def _third_party_imports(folder: Path) -> set[str]:
+    found: set[str] = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - {"icecore", "ui", "pipeline", "__future__"}
+
+
+def test_every_import_of_the_package_is_declared() -> None:
+    distributions = importlib.metadata.packages_distributions()
+    core = {_normal(Requirement(r).name) for r in _project()["dependencies"]}
+    declared = {_normal(r.name) for r in _requirements()}
+    for folder in ("icecore", "ui", "pipeline"):
+        for module in _third_party_imports(REPO / folder):
+            names = {_normal(d) for d in distributions.get(module, [module])}
+            assert names & declared, f"{folder} imports {module}, which no requirement brings"
+    # What the core imports outside the server, PostgreSQL and S3 paths is a core dependency.
+    for module in ("pyarrow", "numpy", "sqlglot", "mmh3", "pyroaring", "requests", "yaml"):
+        names = {_normal(d) for d in distributions.get(module, [module])}
+        assert names & core, module

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CODE = ["icecore", "ui", "pages", "pipeline", "scripts"]
-FILES = ["app.py", "Tables.py", "Dockerfile", "Makefile"]
+CODE = ["icecore", "ui", "pipeline", "scripts"]  # ui/app holds Tables.py and the pages
+FILES = ["Dockerfile", "Makefile"]
 NAME = re.compile(r"\bICECORE_[A-Z0-9_]*[A-Z0-9]\b")
 
 

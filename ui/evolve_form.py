@@ -26,6 +26,7 @@ from icecore.errors import CommitConflict, IcecoreError
 from icecore.evolution.preview import what_changed
 from icecore.table import Table
 from ui import data, evolve
+from ui.app import HISTORY, OVERVIEW
 from ui.evolve import (
     ORDER,
     PROPERTIES,
@@ -732,8 +733,8 @@ def show_committed(context: PageContext, key: str, table: Table) -> None:
         st.caption(f"It replaced {escape_markdown(done.previous_location)}.")
         params = context.selection.to_params()
         links = st.columns(3)
-        links[0].page_link("pages/1_Overview.py", label="See it on Overview", query_params=params)
-        links[1].page_link("pages/2_History.py", label="See it in History", query_params=params)
+        links[0].page_link(OVERVIEW.file, label="See it on Overview", query_params=params)
+        links[1].page_link(HISTORY.file, label="See it in History", query_params=params)
 
 
 def stop_unless_writable(read_only: bool, table: Table, hidden: str) -> None:

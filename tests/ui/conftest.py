@@ -1,7 +1,7 @@
 """Drive the app's pages with Streamlit's AppTest against the Spark-written fixture warehouse.
 
-Pages run the way a deep link runs them: ``app.py`` first (as Streamlit's main script, so
-``st.page_link`` and page switches resolve), then the page, with the link's query
+Pages run the way a deep link runs them: ``ui/app/Tables.py`` first (as Streamlit's main
+script, so ``st.page_link`` and page switches resolve), then the page, with the link's query
 parameters. Expected numbers come from Spark or from icecore's API called directly; never
 from what the page printed.
 """

@@ -11,6 +11,8 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
+from ui.app import MAIN_SCRIPT
+
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 180
 
@@ -18,8 +20,12 @@ OpenPage = Callable[..., AppTest]
 
 
 def open_app(page: str | None = None, **params: str) -> AppTest:
-    """Run app.py, then ``page`` (``pages/...``), with ``params`` as the URL's query."""
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    """Run the main script, then ``page`` (a :class:`ui.app.Page` file), ``params`` as the query.
+
+    The main script is the one inside the package, as ``icecore app`` runs it (the repository's
+    ``app.py`` is a link to it).
+    """
+    at = AppTest.from_file(str(MAIN_SCRIPT), default_timeout=TIMEOUT)
     for key, value in params.items():
         at.query_params[key] = value
     at.run()

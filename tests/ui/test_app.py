@@ -24,18 +24,10 @@ from tests.ui.helpers import (
     open_app,
     spark_count,
 )
+from ui import app
 from ui.shell import Selection, filesystem_warning, read_only
 
-PAGES = [
-    "pages/1_Overview.py",
-    "pages/2_History.py",
-    "pages/3_Metadata_tree.py",
-    "pages/4_Scan_preview.py",
-    "pages/5_Time_travel.py",
-    "pages/6_Evolution.py",
-    "pages/7_SQL.py",
-    "pages/8_Maintenance.py",
-]
+PAGES = [page.file for page in app.PAGES]
 
 
 @pytest.mark.spark
@@ -100,7 +92,7 @@ def test_a_bad_link_is_one_sentence_on_every_page(
 def test_the_sidebar_drives_the_selection_and_the_link(
     spark: Any, demo_warehouse: Path, open_page: OpenPage
 ) -> None:
-    at = open_page("pages/1_Overview.py")
+    at = open_page(app.OVERVIEW.file)
     assert [i.value for i in at.info] == ["Choose a table in the sidebar."]
     at.sidebar.selectbox(key="sb_table").set_value("demo.accounts").run()
     no_problems(at)
@@ -130,7 +122,7 @@ def test_the_sidebar_drives_the_selection_and_the_link(
     assert "as_of" not in at.query_params
     # Another page of the same session keeps the selection (a nav click drops the URL query).
     at.query_params.clear()
-    at.switch_page("pages/2_History.py").run()
+    at.switch_page(app.HISTORY.file).run()
     no_problems(at)
     assert at.query_params["table"] in ("demo.trips", ["demo.trips"])
 
@@ -140,7 +132,7 @@ def test_the_filesystem_catalog_is_one_pick_away(
     demo_warehouse: Path, open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ICECORE_OPEN_CATALOGS", "1")  # the box to type another catalog
-    at = open_page("pages/1_Overview.py")
+    at = open_page(app.OVERVIEW.file)
     hadoop = str(demo_warehouse / "hadoop")
     at.sidebar.selectbox(key="sb_catalog").set_value(hadoop).run()
     at.sidebar.selectbox(key="sb_table").set_value("demo.customers_v1").run()
@@ -208,7 +200,7 @@ def test_the_read_only_mode_is_announced(
     demo_warehouse: Path, open_page: OpenPage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ICECORE_READ_ONLY", "1")
-    at = open_app("pages/1_Overview.py", catalog=str(demo_warehouse), table="demo.zones")
+    at = open_app(app.OVERVIEW.file, catalog=str(demo_warehouse), table="demo.zones")
     assert any("Read-only" in c.value for c in at.sidebar.caption)
 
 

@@ -16,8 +16,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.ui.helpers import as_shown, keys, no_problems, open_app, tiny_warehouse
+from ui import app
 
-OVERVIEW = "pages/1_Overview.py"
+OVERVIEW = app.OVERVIEW.file
 
 
 @pytest.fixture

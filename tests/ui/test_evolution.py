@@ -29,9 +29,10 @@ from tests.ui.helpers import (
     open_app,
     spark_count,
 )
+from ui import app
 from ui.shell import escape_markdown, filesystem_warning
 
-PAGE = "pages/6_Evolution.py"
+PAGE = app.EVOLUTION.file
 
 pytestmark = pytest.mark.spark
 
@@ -114,10 +115,10 @@ def test_a_confirmed_commit_lands_and_spark_reads_the_new_columns(
     assert tuple(counted) == (rows, 0, 0) and rows > 0
 
     # Other pages show the new version at once (nothing cached by name).
-    at.switch_page("pages/1_Overview.py").run()
+    at.switch_page(app.OVERVIEW.file).run()
     no_problems(at)
     assert metrics(at)["Schema id"] == str(raw["current-schema-id"])
-    at.switch_page("app.py").run()
+    at.switch_page(app.MAIN_SCRIPT.name).run()
     listed = at.dataframe[0].value
     assert list(listed[listed["table"] == copy.table]["metadata location"]) == [after]
 

@@ -27,8 +27,9 @@ from tests.ui.helpers import (
     no_problems,
     open_app,
 )
+from ui import app
 
-PAGE = "pages/6_Evolution.py"
+PAGE = app.EVOLUTION.file
 NEW_ID = LAST_COLUMN_ID + 1
 
 Open = Callable[..., AppTest]

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from tests.ui.helpers import OpenPage, as_shown, figures, metrics, no_problems, number, spark_count
+from ui import app
 from ui.figures import RECORDS_ADDED
 
-PAGE = "pages/2_History.py"
+PAGE = app.HISTORY.file
 
 pytestmark = pytest.mark.spark
 
@@ -92,7 +93,7 @@ def test_picking_a_snapshot_sets_the_time_selector(spark: Any, open_page: OpenPa
     assert at.query_params["snapshot"] in (str(tag), [str(tag)])
     assert at.sidebar.radio(key="sb_time_kind").value == "Snapshot"
     assert at.sidebar.selectbox(key="sb_snapshot").value == tag
-    at.switch_page("pages/1_Overview.py").run()
+    at.switch_page(app.OVERVIEW.file).run()
     no_problems(at)
     assert number(metrics(at)["Data files"]) == spark_count(
         spark, f"SELECT count(*) FROM icecore.demo.trips.data_files VERSION AS OF {tag}"

@@ -18,9 +18,10 @@ import icecore
 from tests.icecore.evolution.conftest import EvoCatalogs
 from tests.ui.copies import copy_sql_table
 from tests.ui.helpers import OpenPage, as_shown, metrics, no_problems, open_app
+from ui import app
 
-HISTORY = "pages/2_History.py"
-OVERVIEW = "pages/1_Overview.py"
+HISTORY = app.HISTORY.file
+OVERVIEW = app.OVERVIEW.file
 
 pytestmark = pytest.mark.spark
 

@@ -27,9 +27,10 @@ from tests.ui.long_history import (
     snaps,
     write_long_history,
 )
+from ui import app
 from ui.figures import RECORDS_ADDED
 
-PAGE = "pages/2_History.py"
+PAGE = app.HISTORY.file
 N = 1200
 TABLE = "db.long"
 

@@ -18,6 +18,7 @@ from icecore.layout import snapshot_files
 from icecore.maintenance import Job, recommendations
 from tests.ui.copies import Copy
 from tests.ui.helpers import no_problems, open_app, rerun_until
+from ui import app
 from ui.shell import escape_markdown
 
 pytestmark = pytest.mark.spark
@@ -28,7 +29,7 @@ JOB_TIMEOUT = 300
 def test_read_only_hides_maintenance(demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ICECORE_READ_ONLY", "1")
     monkeypatch.setenv("ICECORE_CATALOG", str(demo_warehouse))  # the served catalog
-    at = open_app("pages/8_Maintenance.py", catalog=str(demo_warehouse), table="demo.trips")
+    at = open_app(app.MAINTENANCE.file, catalog=str(demo_warehouse), table="demo.trips")
     no_problems(at)
     assert not at.button and not at.checkbox
     assert any("maintenance is hidden" in i.value for i in at.info)
@@ -49,7 +50,7 @@ def test_recommend_estimate_confirm_run_and_compare(
         )
     }
 
-    at = open_app("pages/8_Maintenance.py", catalog=copy.catalog, table=copy.table)
+    at = open_app(app.MAINTENANCE.file, catalog=copy.catalog, table=copy.table)
     no_problems(at)
     shown = " ".join(m.value for m in at.markdown)
     for job, rec in expected.items():

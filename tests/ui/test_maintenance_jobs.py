@@ -21,7 +21,7 @@ from icecore.health import format_bytes
 from icecore.maintenance import Job
 from tests.ui.copies import Copy
 from tests.ui.helpers import no_problems, open_app, rerun_until, texts
-from ui import jobs
+from ui import app, jobs
 
 pytestmark = pytest.mark.spark
 
@@ -65,8 +65,8 @@ def test_a_second_session_sees_refuses_and_cancels_the_job_and_names_its_leftove
     monkeypatch.setenv("ICECORE_SPARK_MASTER", "local[1]")
     copy = jobs_copy
     table_key = f"{copy.catalog}::{copy.table}"
-    first = open_app("pages/8_Maintenance.py", catalog=copy.catalog, table=copy.table)
-    second = open_app("pages/8_Maintenance.py", catalog=copy.catalog, table=copy.table)
+    first = open_app(app.MAINTENANCE.file, catalog=copy.catalog, table=copy.table)
+    second = open_app(app.MAINTENANCE.file, catalog=copy.catalog, table=copy.table)
     no_problems(second)
     assert "Jobs on this table" not in texts(second)
 

@@ -9,8 +9,9 @@ import pytest
 
 import icecore
 from tests.ui.helpers import OpenPage, figures, metrics, no_problems, number, spark_count
+from ui import app
 
-PAGE = "pages/3_Metadata_tree.py"
+PAGE = app.METADATA_TREE.file
 
 pytestmark = pytest.mark.spark
 

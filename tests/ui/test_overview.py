@@ -15,9 +15,9 @@ from icecore import describe, health
 from icecore.layout import snapshot_files
 from icecore.scan.context import default_context
 from tests.ui.helpers import OpenPage, metrics, no_problems, number, spark_count
-from ui import data, views
+from ui import app, data, views
 
-PAGE = "pages/1_Overview.py"
+PAGE = app.OVERVIEW.file
 TABLES = [
     ("icecore.demo.trips", "", "demo.trips"),
     ("icecore.demo.events_v3", "", "demo.events_v3"),
@@ -155,7 +155,7 @@ def test_a_second_session_shares_the_live_files_the_first_read(
     no_problems(first)
     second = open_page(PAGE, table="demo.trips")
     no_problems(second)
-    tree = open_page("pages/3_Metadata_tree.py", table="demo.trips")
+    tree = open_page(app.METADATA_TREE.file, table="demo.trips")
     no_problems(tree)
     assert len(made) == 1
     assert metrics(first) == metrics(second)

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from tests.icecore.evolution.hand_table import write_table
 from tests.pg_server import PgServer, with_catalog_tables
 from tests.ui.helpers import no_problems, open_app
+from ui import app
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def test_the_password_stays_out_of_links_and_pages(
 
     monkeypatch.delenv("ICECORE_CATALOG")
     monkeypatch.setenv("ICECORE_OPEN_CATALOGS", "1")  # a catalog the app does not serve
-    linked = open_app("pages/1_Overview.py", catalog=pg_catalog, table="db.hand")
+    linked = open_app(app.OVERVIEW.file, catalog=pg_catalog, table="db.hand")
     no_problems(linked)
     assert linked.query_params.get("catalog") in (None, bare, [bare])
     assert pg_server.password not in everything_shown(linked)

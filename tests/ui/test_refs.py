@@ -25,9 +25,10 @@ from tests.ui.helpers import (
     open_app,
     spark_count,
 )
+from ui import app
 
-HISTORY = "pages/2_History.py"
-TIME_TRAVEL = "pages/5_Time_travel.py"
+HISTORY = app.HISTORY.file
+TIME_TRAVEL = app.TIME_TRAVEL.file
 
 pytestmark = pytest.mark.spark
 

@@ -25,13 +25,14 @@ from streamlit.testing.v1 import AppTest
 
 from icecore.catalog.sql import SqlCatalog
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
-from tests.ui.helpers import REPO, as_shown, drive, keys, no_problems, open_app
+from tests.ui.helpers import as_shown, drive, keys, no_problems, open_app
+from ui import app
 
 CLIENT_ID = "app"
 SECRET = "s3cr3t-never-shown"
 CREDENTIAL_ENV = "SALES_REST_CREDENTIAL"
 TABLE = "shop.orders"
-PAGES = sorted(f"pages/{p.name}" for p in (REPO / "pages").glob("*.py"))
+PAGES = [page.file for page in app.PAGES]
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +133,7 @@ def test_every_page_opens_the_rest_table_by_its_name(sales: RestServer, page: st
 
 
 def test_the_sidebar_opens_the_rest_catalog_by_name(sales: RestServer) -> None:
-    at = open_app("pages/1_Overview.py")
+    at = open_app(app.OVERVIEW.file)
     assert "sales" in at.sidebar.selectbox(key="sb_catalog").options
     at.sidebar.selectbox(key="sb_catalog").set_value("sales").run()
     assert at.sidebar.selectbox(key="sb_table").options == ["orders"]  # shown by name
@@ -140,7 +141,7 @@ def test_the_sidebar_opens_the_rest_catalog_by_name(sales: RestServer) -> None:
     no_problems(at)
     assert as_shown(at.title[0].value) == TABLE
     # A link naming the entry's URI names the same served catalog, and then names it by name.
-    at = open_app("pages/1_Overview.py", catalog=sales.url, table=TABLE)
+    at = open_app(app.OVERVIEW.file, catalog=sales.url, table=TABLE)
     no_problems(at)
     assert at.query_params["catalog"] in ("sales", ["sales"])
 
@@ -149,7 +150,7 @@ def test_time_travel_through_rest_reads_the_older_snapshot(sales: RestServer) ->
     backing = SqlCatalog(sales.catalog_db).load_table(TABLE)
     first = min(backing.snapshots(), key=lambda s: s.sequence_number)
     at = open_app(
-        "pages/4_Scan_preview.py", catalog="sales", table=TABLE, snapshot=str(first.snapshot_id)
+        app.SCAN_PREVIEW.file, catalog="sales", table=TABLE, snapshot=str(first.snapshot_id)
     )
     no_problems(at)
     rows = next(df.value for df in at.dataframe if "id" in df.value.columns)
@@ -158,7 +159,7 @@ def test_time_travel_through_rest_reads_the_older_snapshot(sales: RestServer) ->
 
 def test_one_load_table_per_page_run(sales: RestServer, sent: Requests) -> None:
     # A deep link runs the page alone, on a fresh process's empty caches.
-    at = AppTest.from_file(str(REPO / "pages/3_Metadata_tree.py"), default_timeout=180)
+    at = AppTest.from_file(str(app.METADATA_TREE.path), default_timeout=180)
     at.query_params.update({"catalog": "sales", "table": TABLE})
     at.run()
     no_problems(at)
@@ -172,7 +173,7 @@ def test_one_load_table_per_page_run(sales: RestServer, sent: Requests) -> None:
 
 def test_an_evolution_commit_lands_through_rest(sales: RestServer, sent: Requests) -> None:
     before = SqlCatalog(sales.catalog_db).load_table(TABLE)
-    at = open_app("pages/6_Evolution.py", catalog="sales", table=TABLE)
+    at = open_app(app.EVOLUTION.file, catalog="sales", table=TABLE)
     no_problems(at)
     at = drive(
         at,
@@ -194,14 +195,14 @@ def test_an_evolution_commit_lands_through_rest(sales: RestServer, sent: Request
 def test_a_rest_uri_is_typed_only_with_open_catalogs(
     sales: RestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = open_app("pages/1_Overview.py")
+    at = open_app(app.OVERVIEW.file)
     assert "sb_catalog_other" not in keys(at.sidebar.text_input)
     # Not served, not open: a link to another REST server is refused without a request.
-    at = open_app("pages/1_Overview.py", catalog="http://127.0.0.1:9/other", table=TABLE)
+    at = open_app(app.OVERVIEW.file, catalog="http://127.0.0.1:9/other", table=TABLE)
     assert at.error and "not served" in at.error[0].value
     monkeypatch.setenv("ICECORE_OPEN_CATALOGS", "1")
     monkeypatch.setenv("ICECORE_REST_CREDENTIAL", f"{CLIENT_ID}:{SECRET}")
-    at = open_app("pages/1_Overview.py")
+    at = open_app(app.OVERVIEW.file)
     # A secret typed into the URI never reaches the selection, the link or the page.
     port = sales.url.rsplit(":", 1)[1]
     at.sidebar.text_input(key="sb_catalog_other").input(

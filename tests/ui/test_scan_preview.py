@@ -13,8 +13,9 @@ import pytest
 
 import icecore
 from tests.ui.helpers import OpenPage, as_shown, figures, metrics, no_problems, number, spark_count
+from ui import app
 
-PAGE = "pages/4_Scan_preview.py"
+PAGE = app.SCAN_PREVIEW.file
 FILTER = "fare > 30 AND pickup_ts >= '2024-08-05'"
 
 pytestmark = pytest.mark.spark
@@ -252,7 +253,7 @@ def test_sql_rows_read_the_plan_scan_preview_keeps(
     shared = "fare > 18.75"  # no other test plans it
     no_problems(open_page(PAGE, table="demo.trips", filter=shared))
     assert len(plans) == 1, plans
-    at = open_page("pages/7_SQL.py", table="demo.trips", filter=shared)
+    at = open_page(app.SQL.file, table="demo.trips", filter=shared)
     no_problems(at)
     assert len(at.dataframe[0].value) > 0
     assert len(plans) == 1, plans

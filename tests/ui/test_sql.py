@@ -15,9 +15,10 @@ from pipeline.spark import PipelineError
 from tests.big_rows import write_big_table
 from tests.icecore.evolution.conftest import register_catalogs
 from tests.ui.helpers import OpenPage, as_shown, no_problems, open_app, rerun_until, spark_count
+from ui import app
 from ui.jobs import jobs_dir
 
-PAGE = "pages/7_SQL.py"
+PAGE = app.SQL.file
 
 pytestmark = pytest.mark.spark
 
@@ -102,7 +103,7 @@ def test_run_on_spark_answers_over_the_whole_table(
     monkeypatch.setenv("ICECORE_SPARK_MASTER", "local[2]")
     monkeypatch.setenv("ICECORE_SPARK_DRIVER_MEMORY", "1g")
     sql = "SELECT vendor_id, count(*) AS n FROM rows GROUP BY vendor_id ORDER BY 1"
-    at = open_page("pages/7_SQL.py", table="demo.trips", sql=sql)
+    at = open_page(app.SQL.file, table="demo.trips", sql=sql)
     at.button(key="sql_spark").click().run()
     rerun_until(
         at,

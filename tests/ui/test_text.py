@@ -17,6 +17,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from tests.ui.helpers import as_shown, open_app, tiny_warehouse
+from ui import app
 from ui.shell import escape_markdown
 
 PHISHING = "[Session expired - sign in](https://evil.example)"
@@ -84,7 +85,7 @@ def test_a_link_value_in_an_error_shows_as_text(
     monkeypatch.setenv("ICECORE_CONFIG", str(tmp_path / "none.toml"))
     monkeypatch.delenv("ICECORE_OPEN_CATALOGS", raising=False)
     params = {"catalog": str(served), "table": "db.zones", param: value}
-    at = open_app("pages/1_Overview.py", **params)
+    at = open_app(app.OVERVIEW.file, **params)
     assert not at.exception
     assert len(at.error) == 1, [e.value for e in at.error]
     body = at.error[0].value

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from tests.ui.helpers import OpenPage, figures, metrics, no_problems, number, spark_count
+from ui import app
 
-PAGE = "pages/5_Time_travel.py"
+PAGE = app.TIME_TRAVEL.file
 
 pytestmark = pytest.mark.spark
 

@@ -16,8 +16,9 @@ import pytest
 
 import icecore
 from tests.ui.helpers import OpenPage, as_shown, drive, no_problems
+from ui import app
 
-PAGE = "pages/5_Time_travel.py"
+PAGE = app.TIME_TRAVEL.file
 CHANGE_COLUMNS = ["trip_id", "_change_type", "_change_ordinal", "_commit_snapshot_id"]
 
 pytestmark = pytest.mark.spark
@@ -74,7 +75,7 @@ def test_a_link_opens_on_its_points_and_changes_go_back_into_it(
 
 def test_every_page_shows_its_link(open_page: OpenPage) -> None:
     """The link of the view, with the selection's parameters, in the sidebar of each page."""
-    for page in ("pages/1_Overview.py", "pages/2_History.py", "pages/4_Scan_preview.py"):
+    for page in (app.OVERVIEW.file, app.HISTORY.file, app.SCAN_PREVIEW.file):
         at = open_page(page, table="demo.trips", ref="month_end")
         no_problems(at)
         link = _sidebar_link(at)

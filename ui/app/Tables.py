@@ -2,10 +2,11 @@
 
 Thin by design: every fact shown comes from ``icecore``; ``ui`` holds the Streamlit helpers.
 
-``app.py`` is a link to this file, so ``streamlit run app.py`` runs it as the main script
-while the sidebar's page list names it "Tables": Streamlit labels the main page by the file
-name its path resolves to, and DESIGN.md keeps the ``pages/`` directory (no
-``st.navigation``), which offers no other way to name it.
+The repository's ``app.py`` is a link to this file, so ``streamlit run app.py`` runs it as the
+main script while the sidebar's page list names it "Tables": Streamlit labels the main page by
+the file name its path resolves to, and DESIGN.md keeps the ``pages/`` directory (no
+``st.navigation``), which offers no other way to name it. ``icecore app`` runs this file where
+the package is installed (:mod:`ui.app` says why it lives here).
 """
 
 from __future__ import annotations
@@ -16,19 +17,9 @@ import streamlit as st
 
 from icecore.errors import IcecoreError
 from ui import data, views
+from ui.app import PAGES
 from ui.served import companions
 from ui.shell import bootstrap, show_error, stop
-
-PAGES = (
-    ("pages/1_Overview.py", "Overview", "format, schema tree, specs, totals and health findings"),
-    ("pages/2_History.py", "History", "snapshots on branch and tag lanes, the metadata log"),
-    ("pages/3_Metadata_tree.py", "Metadata tree", "snapshot → manifests → files, to scale"),
-    ("pages/4_Scan_preview.py", "Scan preview", "a filter, what it prunes and why, the rows"),
-    ("pages/5_Time_travel.py", "Time travel", "two points in time and what changed between"),
-    ("pages/6_Evolution.py", "Evolution", "schema, partition and sort changes: dry run, commit"),
-    ("pages/7_SQL.py", "SQL", "DuckDB over metadata tables and scan rows, downloads"),
-    ("pages/8_Maintenance.py", "Maintenance", "recommendations, estimates, jobs on Spark"),
-)
 
 context = bootstrap("Tables")
 st.title("Icecore")
@@ -90,5 +81,9 @@ else:
     st.info("No tables found in this catalog.")
 
 st.subheader("Pages")
-for path, label, what in PAGES:
-    st.page_link(path, label=f"**{label}** — {what}", query_params=context.selection.to_params())
+for page in PAGES:
+    st.page_link(
+        page.file,
+        label=f"**{page.title}** — {page.description}",
+        query_params=context.selection.to_params(),
+    )

@@ -16,6 +16,7 @@ from icecore import health
 from icecore.errors import IcecoreError
 from icecore.maintenance import ESTIMATE_LABELS, Job, evolve_command
 from ui import data, evolve_form, jobs, views
+from ui.app import EVOLUTION, HISTORY
 from ui.shell import bootstrap, escape_markdown, require_table, show_error, stop
 
 POLL_SECONDS = 2.0
@@ -200,7 +201,7 @@ def show_result(status: jobs.JobStatus) -> None:
     st.dataframe(rows, hide_index=True, width="stretch")
     if after.get("snapshot_id") != before.get("snapshot_id") and after.get("snapshot_id"):
         st.page_link(
-            "pages/2_History.py",
+            HISTORY.file,
             label=f"The new snapshot {after['snapshot_id']} in History",
             icon=":material/history:",
             query_params={
@@ -259,7 +260,7 @@ for rec in recommendations:
             )
             st.code(evolve_command(table_key, rec.spec_changes), language="bash")
             st.page_link(
-                "pages/6_Evolution.py",
+                EVOLUTION.file,
                 label="Change the partition spec on the Evolution page",
                 icon=":material/schema:",
                 query_params={"catalog": context.catalog, "table": str(table.identifier)},

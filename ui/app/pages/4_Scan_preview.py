@@ -7,6 +7,7 @@ import streamlit as st
 from icecore.describe import quote_name
 from icecore.errors import FilterError, IcecoreError
 from ui import data, figures
+from ui.app import SQL
 from ui.shell import (
     TABLE_COLUMNS,
     bootstrap,
@@ -164,7 +165,7 @@ with rows_tab:
         else "*"
     )
     st.page_link(
-        "pages/7_SQL.py",
+        SQL.file,
         label="Open in SQL",
         icon=":material/terminal:",
         query_params={
