@@ -60,6 +60,7 @@ run_one() {
     env+=("ICECORE_ICEBERG_JAR=$jar")
   fi
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/icecore-python$version-XXXXXX")
+  chmod 755 "$tmp" # the PostgreSQL tests' server runs as the postgres user, inside it
   started=$SECONDS
   # shellcheck disable=SC2086 # PYTEST_ARGS is a list of arguments, as in the Makefile
   env "${env[@]}" TMPDIR="$tmp" PATH="$PWD/$venv/bin:$PATH" \
