@@ -6,8 +6,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+PYTHONS ?= 3.12 3.13
 
-.PHONY: run test test-quick lint format demo prereqs clean
+.PHONY: run test test-quick test-pythons lint format demo prereqs clean
 
 $(VENV)/.runtime: requirements.txt
 	@scripts/prereqs.sh python
@@ -52,5 +53,11 @@ test: $(VENV)/.dev lint
 test-quick: $(VENV)/.dev lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not spark and not slow" $(PYTEST_ARGS)
 
+# test-quick's tests on Python 3.12 and 3.13 too (pyenv's, in .venv312/.venv313 made from the
+# pinned requirements), both at once; a Python the machine lacks is skipped with a note. .ci/run
+# runs it after `make test`; README "Development" says how long it takes. PYTHONS=3.13 picks one.
+test-pythons: $(VENV)/.dev
+	PYTEST_ARGS="$(PYTEST_ARGS)" scripts/test-pythons.sh $(PYTHONS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache test-artifacts
+	rm -rf $(VENV) .venv312 .venv313 .pytest_cache .ruff_cache .mypy_cache test-artifacts

@@ -34,6 +34,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,8 @@ SQLITE_JDBC_JAR = "/usr/share/java/sqlite-jdbc.jar"
 POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
 ICEBERG_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 ICEBERG_PACKAGE = "snowpark_connect_deps_iceberg"
+JAR_PACKAGE_PYTHON_LIMIT = (3, 13)
+"""The first Python that ``snowpark-connect-deps-iceberg`` 1.0.x refuses (its Requires-Python)."""
 INSTALL_HINT = "apt-get install openjdk-17-jre-headless libxerial-sqlite-jdbc-java"
 
 SECRET_SUFFIXES = (".credential", ".token", ".jdbc.password")
@@ -120,11 +123,7 @@ def find_iceberg_jar() -> str:
         return override
     spec = importlib.util.find_spec(ICEBERG_PACKAGE)
     if spec is None or spec.origin is None:
-        raise PipelineError(
-            "The Iceberg Spark runtime jar was not found: install the pinned requirements "
-            "(pip install -r requirements.txt, which has snowpark-connect-deps-iceberg==1.0.2) "
-            "or set ICECORE_ICEBERG_JAR to the jar's path."
-        )
+        raise PipelineError(missing_jar_sentence(sys.version_info[:2]))
     jar = Path(spec.origin).parent / "jars" / ICEBERG_JAR_NAME
     if not jar.is_file():
         raise PipelineError(
@@ -132,6 +131,27 @@ def find_iceberg_jar() -> str:
             f"snowpark-connect-deps-iceberg==1.0.2 or set ICECORE_ICEBERG_JAR to the jar's path."
         )
     return str(jar)
+
+
+def missing_jar_sentence(python: tuple[int, int]) -> str:
+    """Why the jar's package is absent on ``python`` (major, minor), and what to do instead.
+
+    ``snowpark-connect-deps-iceberg`` declares ``Requires-Python <3.13`` (a data-only package:
+    the jar itself runs on any Python), so requirements.txt installs it below 3.13 only and a
+    3.13 user must name a jar they have; telling them to install the requirements would not help.
+    """
+    if python >= JAR_PACKAGE_PYTHON_LIMIT:
+        return (
+            f"The Iceberg Spark runtime jar's package snowpark-connect-deps-iceberg installs on "
+            f"Python 3.12 and older only (this is Python {python[0]}.{python[1]}): set "
+            f"ICECORE_ICEBERG_JAR to the path of {ICEBERG_JAR_NAME}, found in that package "
+            f"installed by a Python 3.11 or 3.12."
+        )
+    return (
+        "The Iceberg Spark runtime jar was not found: install the pinned requirements "
+        "(pip install -r requirements.txt, which has snowpark-connect-deps-iceberg==1.0.2) "
+        "or set ICECORE_ICEBERG_JAR to the jar's path."
+    )
 
 
 def find_sqlite_jar() -> str:

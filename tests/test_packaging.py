@@ -124,12 +124,12 @@ def _requirements() -> list[Requirement]:
     return found
 
 
-def _locked() -> dict[str, str]:
+def _locked() -> dict[str, Requirement]:
     locked = {}
     for line in (REPO / "requirements.txt").read_text().splitlines():
         if "==" in line and not line.startswith("#"):
-            name, version = line.split("==")
-            locked[_normal(name)] = version
+            requirement = Requirement(line)
+            locked[_normal(requirement.name)] = requirement
     return locked
 
 
@@ -150,8 +150,11 @@ def test_every_declared_range_admits_the_locked_version() -> None:
     for requirement in _requirements():
         name = _normal(requirement.name)
         assert name in locked, f"{name} is declared but not locked in requirements.txt"
-        assert requirement.specifier.contains(locked[name]), f"{requirement} vs {locked[name]}"
+        (version,) = (spec.version for spec in locked[name].specifier)
+        assert requirement.specifier.contains(version), f"{requirement} vs {locked[name]}"
         assert requirement.specifier, f"{requirement} has no range"
+        # where the lock installs a package only on some Pythons, the package says the same
+        assert requirement.marker == locked[name].marker, f"{requirement} vs {locked[name]}"
 
 
 def _third_party_imports(folder: Path) -> set[str]:

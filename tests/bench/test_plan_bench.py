@@ -23,7 +23,7 @@ GROUP = 2
 
 
 @pytest.fixture(scope="module")
-def table(tmp_path_factory: pytest.TempPathFactory) -> str:
+def table(tmp_path_factory: pytest.TempPathFactory, iceberg_jar: str) -> str:
     """A 64-file, 4-manifest metadata-only table (its folder)."""
     warehouse = tmp_path_factory.mktemp("planbenchwh")
     built = build_table(warehouse, FILES, 16, days=4, name="tiny", progress=lambda _: None)

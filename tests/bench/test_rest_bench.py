@@ -25,7 +25,7 @@ LOAD = f"GET /v1/namespaces/bench/tables/{NAME}"
 
 
 @pytest.fixture(scope="module")
-def table(tmp_path_factory: pytest.TempPathFactory) -> str:
+def table(tmp_path_factory: pytest.TempPathFactory, iceberg_jar: str) -> str:
     """A 64-file, 4-manifest metadata-only table (its folder)."""
     warehouse = tmp_path_factory.mktemp("restbenchwh")
     built = build_table(warehouse, FILES, 16, days=4, name=NAME, progress=lambda _: None)

@@ -35,7 +35,9 @@ def scalar(spark: Any, sql: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def built(
+    tmp_path_factory: pytest.TempPathFactory, iceberg_jar: str
+) -> tuple[Path, dict[str, Any]]:
     warehouse = tmp_path_factory.mktemp("benchwh")
     done = subprocess.run(
         [
@@ -241,7 +243,9 @@ def build_shape(warehouse: Path, *args: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def shaped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+def shaped(
+    tmp_path_factory: pytest.TempPathFactory, iceberg_jar: str
+) -> tuple[Path, dict[str, Any], dict[str, Any]]:
     warehouse = tmp_path_factory.mktemp("shapewh")
     history = build_shape(
         warehouse,

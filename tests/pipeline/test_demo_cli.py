@@ -64,7 +64,7 @@ def test_without_the_iceberg_jar(tmp_path: Path) -> None:
     assert not (tmp_path / "wh").exists()
 
 
-def test_unwritable_warehouse(tmp_path: Path) -> None:
+def test_unwritable_warehouse(tmp_path: Path, iceberg_jar: str) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     result = run_demo(["--warehouse", str(blocker / "wh")])
@@ -74,13 +74,13 @@ def test_unwritable_warehouse(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc, which nobody may write")
-def test_warehouse_on_a_read_only_file_system() -> None:
+def test_warehouse_on_a_read_only_file_system(iceberg_jar: str) -> None:
     result = run_demo(["--warehouse", "/proc/icecore-warehouse"])
     assert result.returncode == 1
     assert "Cannot write the warehouse" in one_sentence(result.stderr)
 
 
-def test_refuses_a_folder_that_is_not_a_demo_warehouse(tmp_path: Path) -> None:
+def test_refuses_a_folder_that_is_not_a_demo_warehouse(tmp_path: Path, iceberg_jar: str) -> None:
     target = tmp_path / "mine"
     target.mkdir()
     (target / "precious.txt").write_text("keep me")

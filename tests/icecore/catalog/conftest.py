@@ -24,7 +24,7 @@ SPARK_CATALOG = "rref"
 
 
 @pytest.fixture(scope="session")
-def reference_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def reference_classes(tmp_path_factory: pytest.TempPathFactory, iceberg_jar: str) -> Path:
     """The compiled reference server."""
     return compile_reference(tmp_path_factory.mktemp("rest-reference-classes"))
 

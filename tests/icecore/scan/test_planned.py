@@ -188,7 +188,7 @@ FILES = 10_000
 
 
 @pytest.fixture(scope="module")
-def big_table(tmp_path_factory: pytest.TempPathFactory) -> str:
+def big_table(tmp_path_factory: pytest.TempPathFactory, iceberg_jar: str) -> str:
     """A 10,000-file metadata-only table in 10 manifests (Iceberg's Java API writes it)."""
     from bench.tables import build_table
 

@@ -30,7 +30,7 @@ FILES = 2_000
 
 
 @pytest.fixture(scope="module")
-def table(tmp_path_factory: pytest.TempPathFactory) -> Table:
+def table(tmp_path_factory: pytest.TempPathFactory, iceberg_jar: str) -> Table:
     """A 2,000-file metadata-only table in 4 manifests, partitioned by day and id bucket."""
     from bench.tables import build_table
 
