@@ -13,13 +13,17 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def icecore_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def icecore_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m icecore ARGS`` from the checkout (``env``: the whole environment)."""
     return subprocess.run(
         [sys.executable, "-m", "icecore", *args],
         cwd=REPO,
+        env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
 

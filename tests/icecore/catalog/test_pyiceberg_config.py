@@ -25,6 +25,7 @@ from icecore.catalog import pyiceberg_config as pic
 from icecore.catalog.sql import create_sqlite_catalog
 from icecore.errors import IcecoreError, NotFound, Unsupported, ValidationError
 from tests.conftest import REPO
+from tests.icecore.test_cli import icecore_cli
 from tests.pyiceberg_env import isolate, pyiceberg_tables
 from tests.ui.helpers import tiny_warehouse
 
@@ -162,14 +163,7 @@ def test_the_cli_opens_a_pyiceberg_catalog_by_name(lake: Path, tmp_path: Path) -
     }
 
     def cli(*args: str) -> Any:
-        done = subprocess.run(
-            [sys.executable, "-m", "icecore", *args],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = icecore_cli(*args, env=env)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -21,8 +19,8 @@ from typing import Any
 import pytest
 
 from icecore.catalog import load_catalog, load_table
-from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
+from tests.icecore.test_cli import icecore_cli
 from tests.pyiceberg_env import isolate, pyiceberg_tables
 
 pytestmark = pytest.mark.spark
@@ -127,26 +125,12 @@ def test_the_cli_gives_the_same_history_by_name_and_by_uri(
     }
 
     def history(table: str) -> Any:
-        done = subprocess.run(
-            [sys.executable, "-m", "icecore", "history", table],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        done = icecore_cli("history", table, env=env, timeout=180)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
     # PyIceberg's SQL catalog is named as its rows are: SQLCAT holds no table of `icecore`.
     direct = history(f"sqlite:///{catalog_copy}?catalog={SPARK_CATALOG}::demo.trips")
     assert history("restcat::demo.trips") == direct
-    done = subprocess.run(
-        [sys.executable, "-m", "icecore", "history", "sqlcat::demo.trips"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    done = icecore_cli("history", "sqlcat::demo.trips", env=env, timeout=180)
     assert done.returncode == 1 and "demo.trips" in done.stderr
