@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from icecore.catalog import load_catalog, load_table
 from icecore.config import read_only
-from icecore.errors import IcecoreError, ValidationError
+from icecore.errors import IcecoreError, NotFound, ValidationError
 from icecore.evolution.change_text import (
     apply_schema_change,
     apply_sort_change,
@@ -31,7 +31,14 @@ from icecore.evolution.change_text import (
 )
 from icecore.export import check_output, protected_paths, write_parquet, write_table
 from icecore.inspect import METADATA_TABLES
-from icecore.launch import DEFAULT_ADDRESS, DEFAULT_PORT, app_command, require_extra, serve_app
+from icecore.launch import (
+    CATALOG_ENV,
+    DEFAULT_ADDRESS,
+    DEFAULT_PORT,
+    app_command,
+    require_extra,
+    serve_app,
+)
 from icecore.metadata_events import metadata_events
 from icecore.point_in_time import At
 from icecore.refs.manage import ManageSnapshots
@@ -514,8 +521,20 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_app(args: argparse.Namespace) -> NoReturn:
-    """Serve the explorer (Streamlit) on a catalog until interrupted; builds no warehouse."""
-    serve_app(app_command(args.catalog, port=args.port, address=args.address))
+    """Serve the explorer (Streamlit) on a catalog until interrupted; builds no warehouse.
+
+    The catalog is opened once first, so a mistyped folder, URI or name is one sentence here
+    and exit 1, not a server whose every page says it; a catalog whose server is down for
+    now (a REST catalog, PostgreSQL) is served anyway: the pages say so, and recover with it.
+    """
+    command = app_command(args.catalog, port=args.port, address=args.address)
+    try:
+        load_catalog(command.env[CATALOG_ENV])
+    except (NotFound, ValidationError):
+        raise
+    except IcecoreError as e:
+        print(f"warning: {e}", file=sys.stderr)
+    serve_app(command)
 
 
 def _http_limits(args: argparse.Namespace) -> HttpLimits:

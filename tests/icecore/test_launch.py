@@ -118,3 +118,22 @@ def test_version_is_the_packages_version(capsys: pytest.CaptureFixture[str]) -> 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert "version" in project["dynamic"] and "version" not in project
     assert re.fullmatch(r"\d+\.\d+\.\d+(\.\w+)?", icecore.__version__)
+
+
+def test_a_catalog_that_is_not_there_is_refused_before_serving(tmp_path: Path) -> None:
+    # A mistyped folder is one sentence and exit 1; no server starts (the command would
+    # otherwise block serving it, and the test's timeout would fail it).
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(tmp_path)}
+    missing = tmp_path / "no-such-warehouse"
+    result = subprocess.run(
+        [sys.executable, "-m", "icecore", "app", "--catalog", str(missing), "--port", "1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: Catalog") and str(missing) in result.stderr
+    assert result.stderr.count("\n") == 1 and "Serving" not in result.stderr
