@@ -35,10 +35,9 @@ from urllib.parse import urlsplit, urlunsplit
 from icecore.catalog.postgres_uri import hide_password, redact
 from icecore.config import CatalogEntry, load_config
 from icecore.errors import IcecoreError, NotFound
+from icecore.launch import CATALOG_ENV, DEFAULT_WAREHOUSE
 
-CATALOG_ENV = "ICECORE_CATALOG"
 OPEN_CATALOGS_ENV = "ICECORE_OPEN_CATALOGS"
-DEFAULT_WAREHOUSE = "warehouse"
 DEMO_FILESYSTEM_SUBDIR = "hadoop"
 """The demo keeps its filesystem-catalog tables in this folder of the warehouse."""
 _TRUE = ("1", "true", "yes", "on")

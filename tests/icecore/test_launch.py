@@ -92,17 +92,22 @@ def test_a_port_outside_tcp_is_refused(port: int) -> None:
         app_command("sqlite:///c.db", port=port, environ={})
 
 
-def test_the_app_command_refuses_in_one_line(tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
-    result = subprocess.run(
-        [sys.executable, "-m", "icecore", "app"],
-        cwd=tmp_path,
+def _icecore_app(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``icecore app ARGS`` run from ``folder`` (no ./warehouse there), checkout on the path."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(folder)}
+    return subprocess.run(
+        [sys.executable, "-m", "icecore", "app", *args],
+        cwd=folder,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+
+
+def test_the_app_command_refuses_in_one_line(tmp_path: Path) -> None:
+    result = _icecore_app(tmp_path)
     assert result.returncode == 1
     assert result.stderr.startswith("error: No catalog to serve") and result.stderr.count("\n") == 1
 
@@ -123,17 +128,8 @@ def test_version_is_the_packages_version(capsys: pytest.CaptureFixture[str]) -> 
 def test_a_catalog_that_is_not_there_is_refused_before_serving(tmp_path: Path) -> None:
     # A mistyped folder is one sentence and exit 1; no server starts (the command would
     # otherwise block serving it, and the test's timeout would fail it).
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(tmp_path)}
     missing = tmp_path / "no-such-warehouse"
-    result = subprocess.run(
-        [sys.executable, "-m", "icecore", "app", "--catalog", str(missing), "--port", "1"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = _icecore_app(tmp_path, "--catalog", str(missing), "--port", "1")
     assert result.returncode == 1
     assert result.stderr.startswith("error: Catalog") and str(missing) in result.stderr
     assert result.stderr.count("\n") == 1 and "Serving" not in result.stderr

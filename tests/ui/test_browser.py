@@ -292,7 +292,11 @@ def test_a_data_owner_rolls_back_and_tags_a_copy_of_a_table(
         _settle(page)
         commit.click()
         _settle(page)
-        page.get_by_test_id("stAlertContentSuccess").wait_for()
+        rolled_back = page.get_by_test_id("stAlertContentSuccess")
+        rolled_back.wait_for()
+        # The success stays on the page while its commit is the table's current version, so
+        # the tag's commit is waited for by an alert naming another metadata file.
+        rollback_file = rolled_back.inner_text().rsplit("New metadata file:", 1)[1].strip()
         after_rollback = {
             r.name: r.snapshot_id
             for r in spark.sql(f"SELECT name, snapshot_id FROM {copy.spark_name}.refs").collect()
@@ -312,7 +316,7 @@ def test_a_data_owner_rolls_back_and_tags_a_copy_of_a_table(
         _settle(page)
         commit.click()
         _settle(page)
-        page.get_by_test_id("stAlertContentSuccess").wait_for()
+        page.get_by_test_id("stAlertContentSuccess").filter(has_not_text=rollback_file).wait_for()
         page.close()
     tags = spark.sql(
         f"SELECT snapshot_id FROM {copy.spark_name}.refs WHERE name = 'reviewed' AND type = 'TAG'"
