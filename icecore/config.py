@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from icecore.access import AuthConfig, Grant, Policy, parse_auth, parse_grants
 from icecore.errors import NotFound, ValidationError
 
 CONFIG_ENV = "ICECORE_CONFIG"
@@ -76,6 +77,19 @@ class Config:
     path: Path
     read_only: bool | None = None
     catalogs: Mapping[str, CatalogEntry] = field(default_factory=dict)
+    auth: AuthConfig | None = None
+    grants: tuple[Grant, ...] = ()
+
+    @property
+    def policy(self) -> Policy | None:
+        """The grants to enforce, or None when the file has neither ``[auth]`` nor grants.
+
+        Grants without ``[auth]`` still bind: the REST server's own clients are matched by
+        their client id, and an app without sign-in then shows nothing (it fails closed).
+        """
+        if self.auth is None and not self.grants:
+            return None
+        return Policy(self.grants)
 
 
 def config_path() -> Path:
@@ -110,6 +124,8 @@ def load_config(path: Path | None = None) -> Config:
         path=where,
         read_only=read_only if isinstance(read_only, bool) else None,
         catalogs=MappingProxyType(_catalogs(raw.get(CATALOGS, {}), where)),
+        auth=parse_auth(raw.get("auth"), str(where)),
+        grants=parse_grants(raw.get("grants"), str(where)),
     )
 
 

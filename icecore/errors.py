@@ -66,3 +66,11 @@ class CommitStateUnknown(IcecoreError):
 
 class CatalogUnavailable(IcecoreError):
     """A catalog server cannot be reached, or it refuses the connection (credentials, rights)."""
+
+
+class Forbidden(IcecoreError):
+    """The signed-in principal's role does not allow this action on this table or namespace.
+
+    The message is one sentence naming the action, the role it needs and the role held; it never
+    says whether a table the principal cannot see exists (DESIGN.md "Identity, roles and audit").
+    """

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from icecore.access import FULL_ACCESS, Access
 from icecore.errors import NotFound, Unsupported, ValidationError
 from icecore.history import HistoryEntry, history
 from icecore.identifier import TableIdentifier
@@ -59,6 +60,15 @@ class TableSource(Protocol):
         """The table's current version."""
         ...
 
+    def access(self, identifier: TableIdentifier) -> Access:
+        """What the principal this catalog was opened for may do with the table.
+
+        :data:`icecore.access.FULL_ACCESS` for a catalog opened without a principal (a
+        workstation, a library call); :class:`icecore.catalog.guarded.GuardedCatalog` answers
+        from the deployment's grants.
+        """
+        ...
+
     def commit_metadata(
         self,
         identifier: TableIdentifier,
@@ -77,6 +87,15 @@ class TableSource(Protocol):
             Unsupported: the catalog cannot commit.
         """
         ...
+
+
+def access_of(data: TableData) -> Access:
+    """What the principal ``data`` was loaded for may do with it.
+
+    Row reads, SQL, downloads and changelogs ask this before reading a row value
+    (:meth:`icecore.access.Access.require` with reader) and leave out its masked columns.
+    """
+    return FULL_ACCESS if data.catalog is None else data.catalog.access(data.identifier)
 
 
 def read_table_metadata(io: FileIO, location: str) -> TableMetadata:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from icecore.access import FULL_ACCESS, Access
 from icecore.errors import Unsupported
 from icecore.identifier import TableIdentifier
 from icecore.io import FileIO
@@ -104,6 +105,10 @@ class CatalogBase:
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """Location of the table's current metadata.json."""
         raise NotImplementedError
+
+    def access(self, identifier: TableIdentifier) -> Access:
+        """Everything: a catalog opened without a principal is the caller's own."""
+        return FULL_ACCESS
 
     def load_table(self, identifier: str | TableIdentifier) -> Table:
         """Read the table's current metadata through this catalog's FileIO."""
