@@ -20,6 +20,7 @@ from icecore.errors import (
     CommitConflict,
     CommitStateUnknown,
     FilterError,
+    Forbidden,
     IcecoreError,
     InvalidMetadata,
     NamespaceNotEmpty,
@@ -60,6 +61,7 @@ __all__ = [
     "AlreadyExists",
     "NamespaceNotEmpty",
     "CommitConflict",
+    "Forbidden",
     "CommitStateUnknown",
     "CatalogUnavailable",
 ]
