@@ -165,7 +165,7 @@ class OidcProvider:
             updated = db.execute(
                 "UPDATE oauth2_provider_application SET redirect_uris = ?,"
                 " post_logout_redirect_uris = ? WHERE client_id = ?",
-                (" ".join(uris), " ".join(_origins(uris)), client),
+                (" ".join(uris), " ".join([*uris, *_origins(uris)]), client),
             ).rowcount
         if updated != 1:
             raise KeyError(client)
@@ -178,7 +178,8 @@ class OidcProvider:
     def add_redirect_uri(self, uri: str, client: str = "icecore") -> None:
         """Register ``uri`` too for ``client`` (the app's port is chosen at run time).
 
-        Its origin (with a trailing ``/``) becomes a post-logout redirect URI as well.
+        It and its origin (with a trailing ``/``) are post-logout redirect URIs as well
+        (Streamlit's ``st.logout`` sends the redirect URI itself).
         """
         current = self.redirect_uris(client)
         if uri not in current:

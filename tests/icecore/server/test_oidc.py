@@ -338,3 +338,12 @@ def test_a_discovery_document_of_another_issuer_is_not_trusted(
     verifier = JwtVerifier(AuthConfig(issuer=elsewhere, client_id="icecore"))
     with pytest.raises(IssuerUnavailable, match="another issuer"):
         verifier.verify(oidc_provider.tokens("ana")["id_token"])
+
+
+def test_critical_header_extensions_are_refused(
+    oidc_provider: OidcProvider, verifier: JwtVerifier
+) -> None:
+    key = _provider_key(oidc_provider)
+    header = {"alg": "RS256", "kid": oidc_provider.kid, "crit": ["b64"], "b64": True}
+    token = jwt.encode(header, _claims(oidc_provider), key, algorithms=["RS256"])
+    _refused(verifier, token, "critical")
