@@ -11,9 +11,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import http.server
 import json
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -347,3 +349,115 @@ def test_critical_header_extensions_are_refused(
     header = {"alg": "RS256", "kid": oidc_provider.kid, "crit": ["b64"], "b64": True}
     token = jwt.encode(header, _claims(oidc_provider), key, algorithms=["RS256"])
     _refused(verifier, token, "critical")
+
+
+class _StaticIssuer:
+    """A hostile or broken issuer: a plain HTTP server on 127.0.0.1 answering fixed documents.
+
+    Not an OpenID Connect provider (the real one is above); it serves what a real provider
+    never would, to check the verifier's bounds on what it fetches.
+    """
+
+    def __init__(self) -> None:
+        self.documents: dict[str, tuple[int, dict[str, str], bytes]] = {}
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                status, headers, body = outer.documents.get(self.path, (404, {}, b"{}"))
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.issuer = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def serve(self, path: str, document: object, status: int = 200, **headers: str) -> None:
+        body = document if isinstance(document, bytes) else json.dumps(document).encode()
+        self.documents[path] = (status, headers, body)
+
+    def discovery(self, jwks_uri: str) -> None:
+        self.serve(
+            "/.well-known/openid-configuration", {"issuer": self.issuer, "jwks_uri": jwks_uri}
+        )
+
+    def verifier(self) -> JwtVerifier:
+        return JwtVerifier(AuthConfig(issuer=self.issuer, client_id="icecore"), timeout=5)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def static_issuer() -> Iterator[_StaticIssuer]:
+    issuer = _StaticIssuer()
+    try:
+        yield issuer
+    finally:
+        issuer.close()
+
+
+def _token_for(issuer: _StaticIssuer, key: RSAKey, kid: str) -> str:
+    now = int(time.time())
+    claims = {"iss": issuer.issuer, "aud": "icecore", "sub": "s", "exp": now + 600}
+    return _sign(claims, key, kid)
+
+
+def test_a_jwks_uri_that_is_not_http_is_never_fetched(static_issuer: _StaticIssuer) -> None:
+    key = RSAKey.generate_key(2048)
+    for uri in ("file:///etc/hostname", "ftp://127.0.0.1/jwks", "http://example.com/jwks"):
+        static_issuer.discovery(uri)
+        with pytest.raises(IssuerUnavailable, match="no usable jwks_uri"):
+            static_issuer.verifier().verify(_token_for(static_issuer, key, "k1"))
+
+
+def test_a_redirect_to_a_file_is_not_followed(static_issuer: _StaticIssuer) -> None:
+    key = RSAKey.generate_key(2048)
+    static_issuer.discovery(static_issuer.issuer + "/jwks")
+    static_issuer.serve("/jwks", b"", status=302, Location="file:///etc/hostname")
+    with pytest.raises(IssuerUnavailable, match="Cannot fetch the issuer's JWKS"):
+        static_issuer.verifier().verify(_token_for(static_issuer, key, "k1"))
+
+
+def test_an_oversized_jwks_is_refused(static_issuer: _StaticIssuer) -> None:
+    key = RSAKey.generate_key(2048)
+    public = key.as_dict(private=False) | {"kid": "k1"}
+    static_issuer.discovery(static_issuer.issuer + "/jwks")
+    static_issuer.serve("/jwks", {"keys": [public], "padding": "x" * 600_000})
+    with pytest.raises(IssuerUnavailable, match="larger than"):
+        static_issuer.verifier().verify(_token_for(static_issuer, key, "k1"))
+    # The same keys without the padding: the baseline verifies.
+    static_issuer.serve("/jwks", {"keys": [public]})
+    assert static_issuer.verifier().verify(_token_for(static_issuer, key, "k1")).subject == "s"
+
+
+def test_only_public_signing_keys_of_the_jwks_are_used(static_issuer: _StaticIssuer) -> None:
+    key = RSAKey.generate_key(2048)
+    public = key.as_dict(private=False)
+    secret = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"
+    static_issuer.discovery(static_issuer.issuer + "/jwks")
+    static_issuer.serve(
+        "/jwks",
+        {
+            "keys": [
+                public | {"kid": "enc", "use": "enc"},
+                {"kty": "oct", "kid": "oct", "k": secret},
+                public | {"kid": "sig", "use": "sig"},
+                "not a key",
+                {"kty": "RSA", "kid": "broken", "n": "AQAB"},
+            ]
+        },
+    )
+    verifier = static_issuer.verifier()
+    assert verifier.verify(_token_for(static_issuer, key, "sig")).subject == "s"
+    for kid in ("enc", "oct", "broken"):
+        _refused(verifier, _token_for(static_issuer, key, kid), "does not publish")
