@@ -15,13 +15,13 @@ import http.server
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import requests
 from joserfc import jwt
-from joserfc.jwk import ECKey, RSAKey
+from joserfc.jwk import ECKey, OKPKey, RSAKey
 
 from icecore.access import AuthConfig
 from icecore.server.oidc import InvalidToken, IssuerUnavailable, JwtVerifier
@@ -461,3 +461,44 @@ def test_only_public_signing_keys_of_the_jwks_are_used(static_issuer: _StaticIss
     assert verifier.verify(_token_for(static_issuer, key, "sig")).subject == "s"
     for kid in ("enc", "oct", "broken"):
         _refused(verifier, _token_for(static_issuer, key, kid), "does not publish")
+
+
+@pytest.mark.parametrize(
+    ("alg", "make_key"),
+    [
+        ("RS512", lambda: RSAKey.generate_key(2048)),
+        ("PS256", lambda: RSAKey.generate_key(2048)),
+        ("ES256", lambda: ECKey.generate_key("P-256")),
+        ("ES384", lambda: ECKey.generate_key("P-384")),
+        ("Ed25519", lambda: OKPKey.generate_key("Ed25519")),
+    ],
+)
+def test_each_family_of_allowed_algorithms_verifies(
+    static_issuer: _StaticIssuer, alg: str, make_key: Callable[[], Any]
+) -> None:
+    key = make_key()
+    static_issuer.discovery(static_issuer.issuer + "/jwks")
+    static_issuer.serve("/jwks", {"keys": [key.as_dict(private=False) | {"kid": "k"}]})
+    now = int(time.time())
+    claims = {"iss": static_issuer.issuer, "aud": "icecore", "sub": "s", "exp": now + 600}
+    verifier = static_issuer.verifier()
+    assert verifier.verify(_sign(claims, key, "k", alg=alg)).subject == "s"
+    # A key published for another algorithm is not used for this one.
+    static_issuer.serve("/jwks", {"keys": [key.as_dict(private=False) | {"kid": "k2", "alg": "X"}]})
+    _refused(static_issuer.verifier(), _sign(claims, key, "k2", alg=alg), "not the one its key")
+
+
+def test_a_rotated_key_is_accepted_after_one_refetch(static_issuer: _StaticIssuer) -> None:
+    clock = Clock()
+    old, new = RSAKey.generate_key(2048), RSAKey.generate_key(2048)
+    old_jwk = old.as_dict(private=False) | {"kid": "old"}
+    static_issuer.discovery(static_issuer.issuer + "/jwks")
+    static_issuer.serve("/jwks", {"keys": [old_jwk]})
+    auth = AuthConfig(issuer=static_issuer.issuer, client_id="icecore")
+    verifier = JwtVerifier(auth, clock=clock)
+    assert verifier.verify(_token_for(static_issuer, old, "old")).subject == "s"
+    static_issuer.serve("/jwks", {"keys": [old_jwk, new.as_dict(private=False) | {"kid": "new"}]})
+    clock.offset = 31
+    assert verifier.verify(_token_for(static_issuer, new, "new")).subject == "s"
+    assert verifier.verify(_token_for(static_issuer, old, "old")).subject == "s"
+    assert verifier.fetches == 2
