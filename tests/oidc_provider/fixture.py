@@ -17,6 +17,7 @@ This module runs in the pytest process: standard library and ``cryptography`` on
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import secrets
@@ -173,7 +174,20 @@ class OidcProvider:
             raise KeyError(client)
 
     def requests_to(self, path: str) -> int:
-        """How many requests the provider has logged for ``path`` (e.g. the JWKS) so far."""
+        """How many GET requests for ``path`` (e.g. the JWKS) the provider has answered so far.
+
+        The provider logs a request just after answering it, so a count read at once could
+        miss the last one: a sentinel request is sent after them and its line waited for.
+        """
+        sentinel = f"/sentinel-{secrets.token_hex(8)}/"
+        with contextlib.suppress(urllib.error.HTTPError):  # a 404, as meant
+            urllib.request.urlopen(self.issuer + sentinel, timeout=30).close()
+        deadline = time.monotonic() + 30
+        while self._logged(sentinel) == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling for a condition: the sentinel's log line
+        return self._logged(path)
+
+    def _logged(self, path: str) -> int:
         needle = f'"GET {path} '
         return sum(needle in line for line in self.log.read_text().splitlines())
 
