@@ -10,6 +10,7 @@ works through Django's login form for a redirect URI registered at run time.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import re
 import secrets
@@ -74,10 +75,8 @@ def test_the_other_client_gives_another_audience(oidc_provider: OidcProvider) ->
 
 
 def test_a_wrong_client_secret_gets_no_token(oidc_provider: OidcProvider) -> None:
-    real = dict(oidc_provider.client_secrets)
-    forged = OidcProvider(
-        **{**oidc_provider.__dict__, "client_secrets": {**real, "icecore": "not-the-secret"}}
-    )
+    secrets_ = {**oidc_provider.client_secrets, "icecore": "not-the-secret"}
+    forged = dataclasses.replace(oidc_provider, client_secrets=secrets_)
     with pytest.raises(urllib.error.HTTPError) as refused:
         forged.tokens("ana")
     assert refused.value.code == 401
