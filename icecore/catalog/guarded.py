@@ -16,16 +16,26 @@ REST server's administration, which checks :meth:`GuardedCatalog.require` itself
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from icecore.access import FULL_ACCESS, Access, Policy, Principal, Role
-from icecore.audit import AuditEvent, AuditSink, Result, new_event_id, now_iso
+from icecore.audit import MAX_SUMMARY_CHARS, AuditEvent, AuditSink, Result, new_event_id, now_iso
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.errors import CommitConflict, CommitStateUnknown, Forbidden, IcecoreError
+from icecore.evolution.commit import UpdateCommitter
 from icecore.io import FileIO
 from icecore.metadata import TableMetadata
+from icecore.metadata.builder import MetadataBuilder
+from icecore.metadata.requirements import Requirement
+from icecore.metadata.updates import MetadataUpdate
 from icecore.table import Table, load_table_at
-from icecore.table_data import read_table_metadata
+from icecore.table_data import TableData, read_table_metadata
+
+log = logging.getLogger(__name__)
+
+MAX_TABLE_CHARS = 1_000
+"""Longest table name an audit event records (a refused name may come from a URL)."""
 
 
 class GuardedCatalog:
@@ -141,7 +151,10 @@ class GuardedCatalog:
         namespaces = self.inner.list_namespaces()
         if self.policy is None:
             return namespaces
-        holding = {t.namespace for t in self.list_tables()}
+        # a visible table's namespace and the namespaces above it (its name already shows them)
+        holding = {
+            t.namespace[:n] for t in self.list_tables() for n in range(1, len(t.namespace) + 1)
+        }
         return [ns for ns in namespaces if ns in holding or self.namespace_role(ns) > Role.NONE]
 
     def metadata_location(self, identifier: TableIdentifier) -> str:
@@ -158,9 +171,17 @@ class GuardedCatalog:
         )
         self.require(ident, Role.VIEWER, "see its metadata")
         if self.inner.loads_whole_tables:
-            loaded = self.inner.load_table(ident)
-            return load_table_at(ident, loaded.metadata_location, loaded.io, catalog=self)
+            # kept as loaded (its FileIO holds what the server vended), bound to this guard
+            return self.bind(self.inner.load_table(ident))
         return load_table_at(ident, self.inner.metadata_location(ident), self.io, catalog=self)
+
+    def bind(self, table: TableData) -> Table:
+        """``table`` bound to this guard: its refreshes and commits ask this catalog again.
+
+        Whatever the wrapped catalog hands back (a REST ``loadTable``, a commit's result) is
+        bound to it; a table bound to :attr:`inner` would commit without a check or a record.
+        """
+        return Table(table.identifier, table.metadata, table.metadata_location, table.io, self)
 
     # -- changes ----------------------------------------------------------------------------
 
@@ -188,7 +209,7 @@ class GuardedCatalog:
         except CommitConflict as e:
             self._outcome(event_id, "commit", table, "conflict", base_location, None, str(e))
             raise
-        except BaseException as e:
+        except Exception as e:  # an interrupt (not an Exception) leaves the intent: unknown
             self._outcome(event_id, "commit", table, "failed", base_location, None, _why(e))
             raise
         self._outcome(event_id, "commit", table, "committed", base_location, location, "")
@@ -243,11 +264,11 @@ class GuardedCatalog:
             source=self.source,
             action=action,
             catalog=self.name,
-            table=table,
+            table=table[:MAX_TABLE_CHARS],
             result=result,
             metadata_before=before,
             metadata_after=after,
-            summary=summary,
+            summary=summary[:MAX_SUMMARY_CHARS],
         )
 
     def _intent(self, action: str, table: str, before: str | None, summary: str) -> str:
@@ -268,13 +289,82 @@ class GuardedCatalog:
         after: str | None,
         summary: str,
     ) -> None:
-        if self.audit is not None:
+        """Write an outcome; a log that cannot be written then is reported, never raised.
+
+        The intent was written before the change, so a lost outcome reads as ``unknown``;
+        raising here would turn a change that committed (or a refusal, a conflict) into
+        another error, and a caller retrying a committed change would make it twice.
+        """
+        if self.audit is None:
+            return
+        try:
             self.audit.append(
                 self._event(event_id, "outcome", action, table, result, before, after, summary)
+            )
+        except Exception as e:
+            log.warning(
+                "The audit log of %s could not record the %s outcome of %s on %s (%s); its "
+                "intent %s reads as unknown.",
+                self.name,
+                result,
+                action,
+                table[:MAX_TABLE_CHARS],
+                _why(e),
+                event_id,
             )
 
     def _refused(self, action: str, table: str, why: str) -> None:
         self._outcome(new_event_id(), action, table, "refused", None, None, why)
+
+
+class GuardedUpdateCatalog(GuardedCatalog):
+    """A guarded catalog that commits updates, not files (a REST catalog): same rules.
+
+    The evolution and ref operations hand such a catalog their requirements and updates
+    (:class:`~icecore.evolution.commit.UpdateCommitter`); without this door they would reach
+    :meth:`GuardedCatalog.commit_metadata`, which a REST catalog refuses.
+    """
+
+    def commit_table(
+        self,
+        fresh: TableData,
+        requirements: Sequence[Requirement],
+        updates: Sequence[MetadataUpdate],
+    ) -> TableData:
+        """Send the commit if the principal owns the table; audited; the result bound here.
+
+        Raises:
+            Forbidden: the principal is not an owner of the table (recorded as refused).
+            CommitConflict, CommitStateUnknown, IcecoreError: as the wrapped catalog's.
+        """
+        inner = self.inner
+        assert isinstance(inner, UpdateCommitter)
+        ident = fresh.identifier
+        self.require(ident, Role.OWNER, "commit a change")
+        table = _dotted(ident)
+        before = fresh.metadata_location
+        try:
+            expected: TableMetadata | None = (
+                MetadataBuilder(fresh.metadata).apply_all(updates).build(previous_location=before)
+            )
+        except IcecoreError:
+            expected = None  # the commit path validated them; the server decides
+        summary = change_summary(fresh.metadata, expected) if expected is not None else ""
+        event_id = self._intent("commit", table, before, summary)
+        try:
+            committed = inner.commit_table(fresh, requirements, updates)
+        except CommitStateUnknown:
+            raise
+        except CommitConflict as e:
+            self._outcome(event_id, "commit", table, "conflict", before, None, str(e))
+            raise
+        except Exception as e:
+            self._outcome(event_id, "commit", table, "failed", before, None, _why(e))
+            raise
+        self._outcome(
+            event_id, "commit", table, "committed", before, committed.metadata_location, ""
+        )
+        return self.bind(committed)
 
 
 def _dotted(identifier: TableIdentifier) -> str:
@@ -318,11 +408,13 @@ def change_summary(before: TableMetadata | None, after: TableMetadata) -> str:
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
         if old is None and new is not None:
-            lines.append(f"{new.type} {name} created at {new.snapshot_id}")
+            lines.append(f"{new.type.value} {name} created at {new.snapshot_id}")
         elif new is None and old is not None:
-            lines.append(f"{old.type} {name} dropped")
+            lines.append(f"{old.type.value} {name} dropped")
+        elif old is not None and new is not None and old.snapshot_id != new.snapshot_id:
+            lines.append(f"{new.type.value} {name}: {old.snapshot_id} -> {new.snapshot_id}")
         elif old is not None and new is not None and old != new:
-            lines.append(f"{new.type} {name}: {old.snapshot_id} -> {new.snapshot_id}")
+            lines.append(f"{new.type.value} {name}: retention changed")
     props_old, props_new = dict(before.properties), dict(after.properties)
     changed = sorted(
         k for k in set(props_old) | set(props_new) if props_old.get(k) != props_new.get(k)
@@ -341,8 +433,14 @@ def guard(
     audit: AuditSink | None = None,
     source: str = "app",
 ) -> GuardedCatalog:
-    """``catalog`` as ``principal`` sees it (see the module)."""
-    return GuardedCatalog(catalog, principal, policy, name=name, audit=audit, source=source)
+    """``catalog`` as ``principal`` sees it (see the module).
+
+    A catalog that commits updates rather than files (the REST catalog,
+    :class:`~icecore.evolution.commit.UpdateCommitter`) is guarded by
+    :class:`GuardedUpdateCatalog`, which checks and records those commits too.
+    """
+    kind = GuardedUpdateCatalog if isinstance(catalog, UpdateCommitter) else GuardedCatalog
+    return kind(catalog, principal, policy, name=name, audit=audit, source=source)
 
 
 def commit_all(
@@ -380,7 +478,7 @@ def commit_all(
                 event_id, "commit", _dotted(ident), "conflict", base, None, str(e)
             )
         raise
-    except BaseException as e:
+    except Exception as e:
         for event_id, (ident, base, _, _) in zip(ids, commits, strict=True):
             catalog.record_outcome(
                 event_id, "commit", _dotted(ident), "failed", base, None, _why(e)
@@ -391,4 +489,4 @@ def commit_all(
     return locations
 
 
-__all__ = ["GuardedCatalog", "change_summary", "commit_all", "guard"]
+__all__ = ["GuardedCatalog", "GuardedUpdateCatalog", "change_summary", "commit_all", "guard"]
