@@ -3,8 +3,8 @@
 The catalog is a real JdbcCatalog-schema SQLite file holding hand-written tables (their
 metadata files are real files; expected names, refs and ids are read from the hand-written
 JSON of tests/icecore/refs/graph_table.py and tests/icecore/evolution/hand_table.py). The
-audit sink is a list in memory: it implements Icecore's own AuditSink interface, so no
-Iceberg part is stood in for.
+audit sink is a list in memory (memory_sink.py beside this file): it implements Icecore's
+own AuditSink interface, so no Iceberg part is stood in for.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from icecore.identifier import TableIdentifier
 from icecore.metadata import parse_metadata_dict
 from icecore.metadata.builder import encode_metadata
 from icecore.table_data import access_of
+from tests.icecore.catalog.memory_sink import BrokenSink, MemorySink
 from tests.icecore.evolution.hand_table import table_json
 from tests.icecore.refs.graph_table import S3, graph_json
 
@@ -46,32 +47,6 @@ POLICY = Policy(
         Grant("elsewhere", Role.ADMIN, ("dev::*",)),
     )
 )
-
-
-class MemorySink:
-    """An AuditSink keeping its events in a list (Icecore's interface, in memory)."""
-
-    def __init__(self) -> None:
-        self.events: list[AuditEvent] = []
-
-    def append(self, event: AuditEvent) -> None:
-        self.events.append(event)
-
-    def read(self) -> list[AuditEvent]:
-        return list(self.events)
-
-
-class BrokenSink(MemorySink):
-    """A sink that cannot write the phases it is told to fail on."""
-
-    def __init__(self, failing: str) -> None:
-        super().__init__()
-        self.failing = failing
-
-    def append(self, event: AuditEvent) -> None:
-        if event.phase == self.failing:
-            raise IcecoreError("The audit log's disk is full.")
-        super().append(event)
 
 
 def who(*groups: str) -> Principal:
