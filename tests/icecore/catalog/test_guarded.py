@@ -22,7 +22,8 @@ from icecore.access import Grant, Policy, Principal, Role
 from icecore.audit import AuditEvent
 from icecore.catalog.guarded import GuardedCatalog, change_summary, commit_all, guard
 from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin, create_sqlite_catalog
-from icecore.errors import CommitConflict, Forbidden, IcecoreError, NotFound
+from icecore.errors import CommitConflict, Forbidden, IcecoreError, NotFound, ValidationError
+from icecore.export import check_output, protected_paths
 from icecore.identifier import TableIdentifier
 from icecore.metadata import parse_metadata_dict
 from icecore.metadata.builder import encode_metadata
@@ -382,3 +383,16 @@ def test_a_sqlite_row_is_what_the_guard_commits(sql: SqlCatalog) -> None:
             "SELECT metadata_location FROM iceberg_tables WHERE table_name = 'orders'"
         ).fetchone()
     assert location == committed.metadata_location
+
+
+def test_an_export_through_the_guard_still_protects_every_table_and_the_database(
+    sql: SqlCatalog,
+) -> None:
+    table = as_(sql, "analysts").load_table(ORDERS)
+    dirs, files = protected_paths(table)
+    assert str(sql.path) in files
+    people = Path(sql.metadata_location(PEOPLE)).parent.parent  # a table the reader cannot see
+    assert str(people) in dirs
+    for target in (sql.path, people / "data" / "x.parquet"):
+        with pytest.raises(ValidationError):
+            check_output(target, dirs, files, force=True)
