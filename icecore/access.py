@@ -149,7 +149,8 @@ class Access:
     def masks(self, column: str) -> bool:
         """Whether ``column`` (a full dotted name) is masked, itself or through a parent."""
         name = column.lower()
-        return any(name == m or name.startswith(m + ".") for m in self.mask)
+        # the mask is lower-cased where grants are parsed; an Access built by hand may not be
+        return any(name == m or name.startswith(m + ".") for m in map(str.lower, self.mask))
 
 
 FULL_ACCESS = Access(Role.ADMIN)

@@ -328,6 +328,7 @@ def test_masks_reach_nested_fields_and_ignore_case() -> None:
     access = Access(Role.READER, frozenset({"address", "email"}))
     assert access.masks("Email") and access.masks("address.zip") and access.masks("ADDRESS.ZIP")
     assert not access.masks("email_verified") and not access.masks("addresses")
+    assert Access(Role.READER, frozenset({"Email"})).masks("email")  # built by hand
 
 
 def test_group_names_match_exactly() -> None:
