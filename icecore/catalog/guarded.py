@@ -367,6 +367,25 @@ class GuardedUpdateCatalog(GuardedCatalog):
         return self.bind(committed)
 
 
+class GuardedAtomicCatalog(GuardedCatalog):
+    """A guarded catalog that can swap several tables at once (a SQL catalog): same rules.
+
+    It answers ``commit_metadata_all`` as the wrapped catalog does (the REST server's
+    ``CommitTransactionRequest`` asks for it by name), through :func:`commit_all`.
+    """
+
+    def commit_metadata_all(
+        self, commits: Sequence[tuple[TableIdentifier, str, TableMetadata, bytes]]
+    ) -> list[str]:
+        """Every swap or none, if the principal owns every table; each one audited.
+
+        Raises:
+            Forbidden: the principal does not own one of the tables (nothing is written).
+            CommitConflict, CommitStateUnknown: as the wrapped catalog's.
+        """
+        return commit_all(self, commits)
+
+
 def _dotted(identifier: TableIdentifier) -> str:
     return ".".join((*identifier.namespace, identifier.name))
 
@@ -437,9 +456,14 @@ def guard(
 
     A catalog that commits updates rather than files (the REST catalog,
     :class:`~icecore.evolution.commit.UpdateCommitter`) is guarded by
-    :class:`GuardedUpdateCatalog`, which checks and records those commits too.
+    :class:`GuardedUpdateCatalog`, which checks and records those commits too; one that
+    commits several tables at once (the SQL catalogs) by :class:`GuardedAtomicCatalog`.
     """
-    kind = GuardedUpdateCatalog if isinstance(catalog, UpdateCommitter) else GuardedCatalog
+    kind: type[GuardedCatalog] = GuardedCatalog
+    if isinstance(catalog, UpdateCommitter):
+        kind = GuardedUpdateCatalog
+    elif callable(getattr(catalog, "commit_metadata_all", None)):
+        kind = GuardedAtomicCatalog
     return kind(catalog, principal, policy, name=name, audit=audit, source=source)
 
 
@@ -489,4 +513,11 @@ def commit_all(
     return locations
 
 
-__all__ = ["GuardedCatalog", "GuardedUpdateCatalog", "change_summary", "commit_all", "guard"]
+__all__ = [
+    "GuardedAtomicCatalog",
+    "GuardedCatalog",
+    "GuardedUpdateCatalog",
+    "change_summary",
+    "commit_all",
+    "guard",
+]

@@ -20,6 +20,7 @@ import pytest
 
 from icecore.access import Grant, Policy, Principal, Role
 from icecore.audit import AuditEvent
+from icecore.catalog import load_catalog
 from icecore.catalog.guarded import GuardedCatalog, change_summary, commit_all, guard
 from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin, create_sqlite_catalog
 from icecore.errors import CommitConflict, Forbidden, IcecoreError, NotFound, ValidationError
@@ -27,9 +28,10 @@ from icecore.export import check_output, protected_paths
 from icecore.identifier import TableIdentifier
 from icecore.metadata import parse_metadata_dict
 from icecore.metadata.builder import encode_metadata
+from icecore.server.commit import supports_transactions
 from icecore.table_data import access_of
 from tests.icecore.catalog.memory_sink import BrokenSink, MemorySink
-from tests.icecore.evolution.hand_table import table_json
+from tests.icecore.evolution.hand_table import table_json, write_table
 from tests.icecore.refs.graph_table import S3, graph_json
 
 CATALOG = "prod"
@@ -396,3 +398,26 @@ def test_an_export_through_the_guard_still_protects_every_table_and_the_database
     for target in (sql.path, people / "data" / "x.parquet"):
         with pytest.raises(ValidationError):
             check_output(target, dirs, files, force=True)
+
+
+def test_the_guard_offers_several_table_commits_only_where_the_catalog_does(
+    sql: SqlCatalog, tmp_path: Path
+) -> None:
+    sink = MemorySink()
+    owners = as_(sql, "sales-owners", sink=sink)
+    assert supports_transactions(sql) and supports_transactions(owners)
+    folder = tmp_path / "folder-warehouse"
+    write_table(folder, 2)
+    assert not supports_transactions(guard(load_catalog(folder), who(), POLICY, name=CATALOG))
+    orders, customers = owners.load_table(ORDERS), owners.load_table(CUSTOMERS)
+    people = sql.load_table(PEOPLE)
+    with pytest.raises(Forbidden):
+        owners.commit_metadata_all([_same(orders), _same(people)])  # type: ignore[attr-defined]
+    assert current(sql, ORDERS) == orders.metadata_location
+    locations = owners.commit_metadata_all([_same(orders), _same(customers)])  # type: ignore[attr-defined]
+    assert [current(sql, ORDERS), current(sql, CUSTOMERS)] == locations
+    assert sorted(e.result for e in sink.events if e.phase == "outcome") == [
+        "committed",
+        "committed",
+        "refused",
+    ]
