@@ -21,7 +21,9 @@ launches, row reads and SQL ask :meth:`Access.require` where the action happens.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import getpass
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -210,9 +212,22 @@ class Grant:
         return any(
             fnmatch.fnmatchcase(catalog, cat)
             and tab.endswith("*")
-            and any(fnmatch.fnmatchcase(prefix[:n], tab[:-1]) for n in range(len(prefix) + 1))
+            and _beginning_matcher(tab[:-1]).match(prefix) is not None
             for cat, tab in self._globs()
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def _beginning_matcher(glob: str) -> re.Pattern[str]:
+    """A regex whose ``match`` finds whether some beginning of a string matches ``glob``.
+
+    ``fnmatch.translate`` anchors its regex at the end; without that anchor,
+    ``re.match`` (anchored at the start only) accepts a match of any beginning.
+    """
+    translated = fnmatch.translate(glob)
+    for anchor in ("\\Z", "\\z"):
+        translated = translated.removesuffix(anchor)
+    return re.compile(translated)
 
 
 def _split_glob(pattern: str) -> tuple[str, str]:

@@ -6,6 +6,7 @@ icecore.toml files are real files read by :func:`icecore.config.load_config`.
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 import pytest
@@ -509,3 +510,21 @@ def test_os_principal_is_the_os_user(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_role_labels_and_order() -> None:
     assert [r.label for r in sorted(Role)] == ["none", "viewer", "reader", "owner", "admin"]
     assert Role.parse(" ADMIN ") is Role.ADMIN
+
+
+def test_namespace_reach_agrees_with_trying_every_beginning() -> None:
+    """The regex shortcut against its definition, tried one beginning at a time.
+
+    ``G*`` reaches namespace ns when G matches a beginning of ``ns.``.
+    """
+    globs = ["*", "s*", "sales.*", "s*s.*", "*a*e*.*", "sa?es.*", "[st]ales.*", "sales.e*", "x*"]
+    globs += ["s*.*.*", "*.eu.*", "sales.[!x]*", "a*b*c*", "sales*"]
+    namespaces = ["sales", "sales.eu", "stales", "abc", "aXbYc", "s", "", "sales.eu.north", "x"]
+    for glob in globs:
+        grant_ = Grant("g", Role.VIEWER, (glob,))
+        for ns in namespaces:
+            prefix = f"{ns}."
+            expected = glob.endswith("*") and any(
+                fnmatch.fnmatchcase(prefix[:n], glob[:-1]) for n in range(len(prefix) + 1)
+            )
+            assert grant_.reaches_namespace("prod", ns) is expected, (glob, ns)
