@@ -176,11 +176,18 @@ class GuardedCatalog:
         return load_table_at(ident, self.inner.metadata_location(ident), self.io, catalog=self)
 
     def bind(self, table: TableData) -> Table:
-        """``table`` bound to this guard: its refreshes and commits ask this catalog again.
+        """``table`` (a version of a table the principal may see) bound to this guard.
 
-        Whatever the wrapped catalog hands back (a REST ``loadTable``, a commit's result) is
-        bound to it; a table bound to :attr:`inner` would commit without a check or a record.
+        Its refreshes, commits and row reads then ask this catalog again. Whatever the wrapped
+        catalog hands back (a REST ``loadTable``, a commit's result) is bound here: a table
+        bound to :attr:`inner` would commit without a check or a record. A table cached for
+        every session (loaded through :attr:`inner`) is bound per session the same way, never
+        shared bound to another session's guard.
+
+        Raises:
+            Forbidden: the principal may not see the table.
         """
+        self.require(table.identifier, Role.VIEWER, "see its metadata")
         return Table(table.identifier, table.metadata, table.metadata_location, table.io, self)
 
     # -- changes ----------------------------------------------------------------------------

@@ -421,3 +421,17 @@ def test_the_guard_offers_several_table_commits_only_where_the_catalog_does(
         "committed",
         "refused",
     ]
+
+
+def test_bind_puts_a_shared_table_under_one_sessions_guard(sql: SqlCatalog) -> None:
+    """A table loaded once for every session is bound to each session's guard, checked."""
+    shared = sql.load_table(ORDERS)
+    analysts, auditors = as_(sql, "analysts"), as_(sql, "auditors")
+    mine, theirs = analysts.bind(shared), auditors.bind(shared)
+    assert (access_of(mine).role, access_of(theirs).role) == (Role.READER, Role.VIEWER)
+    assert access_of(shared).role is Role.ADMIN  # the unguarded catalog's own answer
+    assert mine.metadata_location == shared.metadata_location and mine.catalog is analysts
+    with pytest.raises(Forbidden):
+        analysts.bind(sql.load_table(PEOPLE))
+    with pytest.raises(Forbidden, match="owner"):
+        theirs.set_properties(a="b")
