@@ -332,7 +332,8 @@ def parse_grants(section: object, where: str) -> tuple[Grant, ...]:
         mask = _strings(entry.get("mask", []), f"grant {i}'s mask", where)
         grants.append(
             Grant(
-                group=group.strip(),
+                # as groups_of reads a token: a Keycloak path's one leading "/" is not kept
+                group=group.strip().removeprefix("/"),
                 role=_role(role, i, where),
                 tables=tuple(tables),
                 mask=frozenset(m.lower() for m in mask),

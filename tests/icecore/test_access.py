@@ -173,6 +173,13 @@ def test_grants_read_from_icecore_toml(tmp_path: Path) -> None:
     assert loaded.auth is None and loaded.policy == Policy(loaded.grants)
 
 
+def test_a_grant_may_name_a_keycloak_group_path_as_the_token_has_it() -> None:
+    (only,) = parse_grants([{"group": "/org/analysts", "role": "viewer"}], WHERE)
+    claims = {"sub": "s", "groups": ["/org/analysts"]}
+    principal = principal_from_claims(claims, "groups")
+    assert Policy((only,)).access(principal, "prod", "a.t").role is Role.VIEWER
+
+
 def test_a_grant_without_tables_names_every_table() -> None:
     (only,) = parse_grants([{"group": "g", "role": "viewer"}], WHERE)
     assert only.tables == ("*",) and only.mask == frozenset()
