@@ -117,8 +117,23 @@ class GuardedCatalog:
             return FULL_ACCESS
         return self.policy.access(self.principal, self.name, _dotted(identifier))
 
-    def require(self, identifier: TableIdentifier, role: Role, action: str) -> Access:
+    def require(
+        self,
+        identifier: TableIdentifier,
+        role: Role,
+        action: str,
+        *,
+        audit_action: str | None = None,
+    ) -> Access:
         """The principal's access to ``identifier``, if it includes ``role``.
+
+        Args:
+            identifier: the table.
+            role: the role the action needs.
+            action: the action as the refusal says it (``commit a change``).
+            audit_action: the action as the audit log names it (``commit``, ``drop``, ...),
+                so that a refused attempt files under the same action as a done one;
+                default ``action``.
 
         Raises:
             Forbidden: it does not (recorded in the audit log as refused when ``role`` is
@@ -129,7 +144,7 @@ class GuardedCatalog:
             access.require(role, action, str(identifier))
         except Forbidden as e:
             if role >= Role.OWNER:
-                self._refused(action, _dotted(identifier), str(e))
+                self._refused(audit_action or action, _dotted(identifier), str(e))
             raise
         return access
 
@@ -205,7 +220,7 @@ class GuardedCatalog:
             Forbidden: the principal is not an owner of the table (recorded as refused).
             CommitConflict, CommitStateUnknown, Unsupported: as the wrapped catalog's.
         """
-        self.require(identifier, Role.OWNER, "commit a change")
+        self.require(identifier, Role.OWNER, "commit a change", audit_action="commit")
         table = _dotted(identifier)
         before = self._metadata_before(base_location)
         event_id = self._intent("commit", table, base_location, change_summary(before, metadata))
@@ -347,7 +362,7 @@ class GuardedUpdateCatalog(GuardedCatalog):
         inner = self.inner
         assert isinstance(inner, UpdateCommitter)
         ident = fresh.identifier
-        self.require(ident, Role.OWNER, "commit a change")
+        self.require(ident, Role.OWNER, "commit a change", audit_action="commit")
         table = _dotted(ident)
         before = fresh.metadata_location
         try:
@@ -486,7 +501,7 @@ def commit_all(
     from icecore.errors import Unsupported
 
     for identifier, *_ in commits:
-        catalog.require(identifier, Role.OWNER, "commit a change")
+        catalog.require(identifier, Role.OWNER, "commit a change", audit_action="commit")
     inner_all = getattr(catalog.inner, "commit_metadata_all", None)
     if not callable(inner_all):
         raise Unsupported(f"The catalog {catalog.name} cannot commit several tables at once.")

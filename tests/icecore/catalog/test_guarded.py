@@ -175,7 +175,7 @@ def test_a_reader_cannot_commit_and_the_refusal_is_recorded(sql: SqlCatalog) -> 
     assert current(sql, ORDERS) == before
     assert sorted(Path(before).parent.iterdir()) == files, "no metadata file was written"
     assert [(e.phase, e.result, e.action, e.table, e.subject) for e in sink.events] == [
-        ("outcome", "refused", "commit a change", "sales.orders", "sub-1"),
+        ("outcome", "refused", "commit", "sales.orders", "sub-1"),  # as a done commit files
     ] * 2
     assert sink.events[0].principal == "Pat (sub-1)" and sink.events[0].catalog == CATALOG
     assert sink.events[0].id != sink.events[1].id
@@ -189,7 +189,9 @@ def test_a_commit_to_an_invisible_table_is_refused_and_recorded(sql: SqlCatalog)
     with pytest.raises(Forbidden, match="you have no grant"):
         guarded.commit_metadata(PEOPLE, before, raw.metadata, encode_metadata(raw.metadata))
     assert current(sql, PEOPLE) == before
-    assert [(e.result, e.table) for e in sink.events] == [("refused", "hr.people")]
+    assert [(e.result, e.action, e.table) for e in sink.events] == [
+        ("refused", "commit", "hr.people")
+    ]
 
 
 def test_an_owner_commits_and_both_phases_are_recorded(sql: SqlCatalog) -> None:
