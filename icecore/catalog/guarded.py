@@ -162,15 +162,18 @@ class GuardedCatalog:
         return [t for t in tables if self.access(t).role > Role.NONE]
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
-        """Namespaces holding a table the principal may see, or reached by a grant's glob."""
+        """Namespaces holding a table the principal may see, or reached by a grant's glob.
+
+        And the namespaces above those (a visible name already shows them), so that a tree of
+        namespaces can be walked down to what the principal may see.
+        """
         namespaces = self.inner.list_namespaces()
         if self.policy is None:
             return namespaces
-        # a visible table's namespace and the namespaces above it (its name already shows them)
-        holding = {
-            t.namespace[:n] for t in self.list_tables() for n in range(1, len(t.namespace) + 1)
-        }
-        return [ns for ns in namespaces if ns in holding or self.namespace_role(ns) > Role.NONE]
+        seen = {t.namespace for t in self.list_tables()}
+        seen |= {ns for ns in namespaces if self.namespace_role(ns) > Role.NONE}
+        shown = {ns[:n] for ns in seen for n in range(1, len(ns) + 1)}
+        return [ns for ns in namespaces if ns in shown]
 
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """The current metadata.json of a table the principal may see."""

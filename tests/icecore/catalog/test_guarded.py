@@ -47,6 +47,7 @@ POLICY = Policy(
         Grant("sales-owners", Role.OWNER, ("sales.*",)),
         Grant("eu-desk", Role.VIEWER, ("sales.eu.customers",)),
         Grant("finance-admins", Role.ADMIN, ("finance.*",)),
+        Grant("q1-admins", Role.ADMIN, ("finance.q1.*",)),
         Grant("elsewhere", Role.ADMIN, ("dev::*",)),
     )
 )
@@ -67,10 +68,10 @@ def _write(root: Path, ident: TableIdentifier, raw: dict[str, Any]) -> str:
 
 @pytest.fixture
 def sql(tmp_path: Path) -> SqlCatalog:
-    """sales.orders (snapshots, refs), sales.eu.customers, hr.people; empty finance."""
+    """sales.orders (snapshots, refs), sales.eu.customers, hr.people; empty finance(.q1)."""
     catalog = SqlCatalog(create_sqlite_catalog(tmp_path / "catalog.db"))
     admin = SqlCatalogAdmin(catalog)
-    for ns in (("sales",), ("sales", "eu"), ("hr",), ("finance",)):
+    for ns in (("sales",), ("sales", "eu"), ("hr",), ("finance",), ("finance", "q1")):
         admin.create_namespace(ns, {})
     admin.register_table(ORDERS, _write(tmp_path, ORDERS, graph_json("")))
     admin.register_table(CUSTOMERS, _write(tmp_path, CUSTOMERS, table_json(2, "")))
@@ -106,7 +107,11 @@ def test_listings_show_only_what_a_grant_reaches(sql: SqlCatalog) -> None:
 
     # a namespace-wide grant shows its (empty) namespace
     finance = as_(sql, "finance-admins")
-    assert finance.list_tables() == [] and finance.list_namespaces() == [("finance",)]
+    assert finance.list_tables() == []
+    assert finance.list_namespaces() == [("finance",), ("finance", "q1")]
+    # and a nested one shows the namespace above it, for the tree to reach it
+    assert as_(sql, "q1-admins").list_namespaces() == [("finance",), ("finance", "q1")]
+    assert as_(sql, "q1-admins").namespace_role(("finance",)) is Role.NONE
 
     for nobody in (as_(sql), as_(sql, "elsewhere"), as_(sql, "Analysts")):
         assert nobody.list_tables() == [] and nobody.list_namespaces() == []
