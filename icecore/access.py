@@ -23,6 +23,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import getpass
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -546,11 +547,21 @@ def _shown(text: str) -> str:
 
 
 def os_principal() -> Principal:
-    """The OS user running this process: the CLI's principal, and a workstation app's."""
+    """The OS user running this process: the CLI's principal, and a workstation app's.
+
+    Read from the process's user id (``pwd``), not from ``$USER``/``$LOGNAME``, which anyone
+    can set to another name before a command whose changes the audit log then files under
+    it; the environment is asked only where the id has no name (a container's random uid).
+    """
     try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (a container's random uid) and no $USER
-        user = "unknown"
+        import pwd  # POSIX only
+
+        user = pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, OSError):
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):  # no passwd entry and no $USER either
+            user = "unknown"
     return Principal(subject=user, name=user, source="os")
 
 

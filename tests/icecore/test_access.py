@@ -7,6 +7,8 @@ icecore.toml files are real files read by :func:`icecore.config.load_config`.
 from __future__ import annotations
 
 import fnmatch
+import os
+import pwd
 from pathlib import Path
 
 import pytest
@@ -507,11 +509,15 @@ def test_principal_from_hostile_claims() -> None:
         one_sentence(str(e.value))
 
 
-def test_os_principal_is_the_os_user(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LOGNAME", "builder")
-    monkeypatch.setenv("USER", "builder")
+def test_os_principal_is_the_os_user_whatever_the_environment_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for variable in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        monkeypatch.setenv(variable, "someone-else")
     p = os_principal()
-    assert (p.subject, p.name, p.source, p.groups) == ("builder", "builder", "os", ())
+    real = pwd.getpwuid(os.getuid()).pw_name
+    assert real != "someone-else"
+    assert (p.subject, p.name, p.source, p.groups) == (real, real, "os", ())
 
 
 def test_role_labels_and_order() -> None:
