@@ -66,7 +66,9 @@ def protected_paths(table: TableData) -> tuple[list[str], list[str]]:
         if meta.properties.get(key)
     )
     files: list[str] = []
-    catalog = table.catalog
+    # A guarded catalog (icecore.catalog.guarded) has no database path and lists only what its
+    # principal may see; the paths to protect are every table's, seen or not (none is shown).
+    catalog = getattr(table.catalog, "inner", table.catalog)
     if catalog is not None:
         database = getattr(catalog, "path", None)
         if isinstance(database, Path):

@@ -16,16 +16,26 @@ REST server's administration, which checks :meth:`GuardedCatalog.require` itself
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from icecore.access import FULL_ACCESS, Access, Policy, Principal, Role
-from icecore.audit import AuditEvent, AuditSink, Result, new_event_id, now_iso
+from icecore.audit import MAX_SUMMARY_CHARS, AuditEvent, AuditSink, Result, new_event_id, now_iso
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.errors import CommitConflict, CommitStateUnknown, Forbidden, IcecoreError
+from icecore.evolution.commit import UpdateCommitter
 from icecore.io import FileIO
 from icecore.metadata import TableMetadata
+from icecore.metadata.builder import MetadataBuilder
+from icecore.metadata.requirements import Requirement
+from icecore.metadata.updates import MetadataUpdate
 from icecore.table import Table, load_table_at
-from icecore.table_data import read_table_metadata
+from icecore.table_data import TableData, read_table_metadata
+
+log = logging.getLogger(__name__)
+
+MAX_TABLE_CHARS = 1_000
+"""Longest table name an audit event records (a refused name may come from a URL)."""
 
 
 class GuardedCatalog:
@@ -107,8 +117,23 @@ class GuardedCatalog:
             return FULL_ACCESS
         return self.policy.access(self.principal, self.name, _dotted(identifier))
 
-    def require(self, identifier: TableIdentifier, role: Role, action: str) -> Access:
+    def require(
+        self,
+        identifier: TableIdentifier,
+        role: Role,
+        action: str,
+        *,
+        audit_action: str | None = None,
+    ) -> Access:
         """The principal's access to ``identifier``, if it includes ``role``.
+
+        Args:
+            identifier: the table.
+            role: the role the action needs.
+            action: the action as the refusal says it (``commit a change``).
+            audit_action: the action as the audit log names it (``commit``, ``drop``, ...),
+                so that a refused attempt files under the same action as a done one;
+                default ``action``.
 
         Raises:
             Forbidden: it does not (recorded in the audit log as refused when ``role`` is
@@ -119,7 +144,7 @@ class GuardedCatalog:
             access.require(role, action, str(identifier))
         except Forbidden as e:
             if role >= Role.OWNER:
-                self._refused(action, _dotted(identifier), str(e))
+                self._refused(audit_action or action, _dotted(identifier), str(e))
             raise
         return access
 
@@ -137,12 +162,18 @@ class GuardedCatalog:
         return [t for t in tables if self.access(t).role > Role.NONE]
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
-        """Namespaces holding a table the principal may see, or reached by a grant's glob."""
+        """Namespaces holding a table the principal may see, or reached by a grant's glob.
+
+        And the namespaces above those (a visible name already shows them), so that a tree of
+        namespaces can be walked down to what the principal may see.
+        """
         namespaces = self.inner.list_namespaces()
         if self.policy is None:
             return namespaces
-        holding = {t.namespace for t in self.list_tables()}
-        return [ns for ns in namespaces if ns in holding or self.namespace_role(ns) > Role.NONE]
+        seen = {t.namespace for t in self.list_tables()}
+        seen |= {ns for ns in namespaces if self.namespace_role(ns) > Role.NONE}
+        shown = {ns[:n] for ns in seen for n in range(1, len(ns) + 1)}
+        return [ns for ns in namespaces if ns in shown]
 
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """The current metadata.json of a table the principal may see."""
@@ -158,9 +189,24 @@ class GuardedCatalog:
         )
         self.require(ident, Role.VIEWER, "see its metadata")
         if self.inner.loads_whole_tables:
-            loaded = self.inner.load_table(ident)
-            return load_table_at(ident, loaded.metadata_location, loaded.io, catalog=self)
+            # kept as loaded (its FileIO holds what the server vended), bound to this guard
+            return self.bind(self.inner.load_table(ident))
         return load_table_at(ident, self.inner.metadata_location(ident), self.io, catalog=self)
+
+    def bind(self, table: TableData) -> Table:
+        """``table`` (a version of a table the principal may see) bound to this guard.
+
+        Its refreshes, commits and row reads then ask this catalog again. Whatever the wrapped
+        catalog hands back (a REST ``loadTable``, a commit's result) is bound here: a table
+        bound to :attr:`inner` would commit without a check or a record. A table cached for
+        every session (loaded through :attr:`inner`) is bound per session the same way, never
+        shared bound to another session's guard.
+
+        Raises:
+            Forbidden: the principal may not see the table.
+        """
+        self.require(table.identifier, Role.VIEWER, "see its metadata")
+        return Table(table.identifier, table.metadata, table.metadata_location, table.io, self)
 
     # -- changes ----------------------------------------------------------------------------
 
@@ -177,7 +223,7 @@ class GuardedCatalog:
             Forbidden: the principal is not an owner of the table (recorded as refused).
             CommitConflict, CommitStateUnknown, Unsupported: as the wrapped catalog's.
         """
-        self.require(identifier, Role.OWNER, "commit a change")
+        self.require(identifier, Role.OWNER, "commit a change", audit_action="commit")
         table = _dotted(identifier)
         before = self._metadata_before(base_location)
         event_id = self._intent("commit", table, base_location, change_summary(before, metadata))
@@ -188,7 +234,7 @@ class GuardedCatalog:
         except CommitConflict as e:
             self._outcome(event_id, "commit", table, "conflict", base_location, None, str(e))
             raise
-        except BaseException as e:
+        except Exception as e:  # an interrupt (not an Exception) leaves the intent: unknown
             self._outcome(event_id, "commit", table, "failed", base_location, None, _why(e))
             raise
         self._outcome(event_id, "commit", table, "committed", base_location, location, "")
@@ -243,11 +289,11 @@ class GuardedCatalog:
             source=self.source,
             action=action,
             catalog=self.name,
-            table=table,
+            table=table[:MAX_TABLE_CHARS],
             result=result,
             metadata_before=before,
             metadata_after=after,
-            summary=summary,
+            summary=summary[:MAX_SUMMARY_CHARS],
         )
 
     def _intent(self, action: str, table: str, before: str | None, summary: str) -> str:
@@ -268,13 +314,101 @@ class GuardedCatalog:
         after: str | None,
         summary: str,
     ) -> None:
-        if self.audit is not None:
+        """Write an outcome; a log that cannot be written then is reported, never raised.
+
+        The intent was written before the change, so a lost outcome reads as ``unknown``;
+        raising here would turn a change that committed (or a refusal, a conflict) into
+        another error, and a caller retrying a committed change would make it twice.
+        """
+        if self.audit is None:
+            return
+        try:
             self.audit.append(
                 self._event(event_id, "outcome", action, table, result, before, after, summary)
+            )
+        except Exception as e:
+            log.warning(
+                "The audit log of %s could not record the %s outcome of %s on %s (%s); its "
+                "intent %s reads as unknown.",
+                self.name,
+                result,
+                action,
+                table[:MAX_TABLE_CHARS],
+                _why(e),
+                event_id,
             )
 
     def _refused(self, action: str, table: str, why: str) -> None:
         self._outcome(new_event_id(), action, table, "refused", None, None, why)
+
+
+class GuardedUpdateCatalog(GuardedCatalog):
+    """A guarded catalog that commits updates, not files (a REST catalog): same rules.
+
+    The evolution and ref operations hand such a catalog their requirements and updates
+    (:class:`~icecore.evolution.commit.UpdateCommitter`); without this door they would reach
+    :meth:`GuardedCatalog.commit_metadata`, which a REST catalog refuses.
+    """
+
+    def commit_table(
+        self,
+        fresh: TableData,
+        requirements: Sequence[Requirement],
+        updates: Sequence[MetadataUpdate],
+    ) -> TableData:
+        """Send the commit if the principal owns the table; audited; the result bound here.
+
+        Raises:
+            Forbidden: the principal is not an owner of the table (recorded as refused).
+            CommitConflict, CommitStateUnknown, IcecoreError: as the wrapped catalog's.
+        """
+        inner = self.inner
+        assert isinstance(inner, UpdateCommitter)
+        ident = fresh.identifier
+        self.require(ident, Role.OWNER, "commit a change", audit_action="commit")
+        table = _dotted(ident)
+        before = fresh.metadata_location
+        try:
+            expected: TableMetadata | None = (
+                MetadataBuilder(fresh.metadata).apply_all(updates).build(previous_location=before)
+            )
+        except IcecoreError:
+            expected = None  # the commit path validated them; the server decides
+        summary = change_summary(fresh.metadata, expected) if expected is not None else ""
+        event_id = self._intent("commit", table, before, summary)
+        try:
+            committed = inner.commit_table(fresh, requirements, updates)
+        except CommitStateUnknown:
+            raise
+        except CommitConflict as e:
+            self._outcome(event_id, "commit", table, "conflict", before, None, str(e))
+            raise
+        except Exception as e:
+            self._outcome(event_id, "commit", table, "failed", before, None, _why(e))
+            raise
+        self._outcome(
+            event_id, "commit", table, "committed", before, committed.metadata_location, ""
+        )
+        return self.bind(committed)
+
+
+class GuardedAtomicCatalog(GuardedCatalog):
+    """A guarded catalog that can swap several tables at once (a SQL catalog): same rules.
+
+    It answers ``commit_metadata_all`` as the wrapped catalog does (the REST server's
+    ``CommitTransactionRequest`` asks for it by name), through :func:`commit_all`.
+    """
+
+    def commit_metadata_all(
+        self, commits: Sequence[tuple[TableIdentifier, str, TableMetadata, bytes]]
+    ) -> list[str]:
+        """Every swap or none, if the principal owns every table; each one audited.
+
+        Raises:
+            Forbidden: the principal does not own one of the tables (nothing is written).
+            CommitConflict, CommitStateUnknown: as the wrapped catalog's.
+        """
+        return commit_all(self, commits)
 
 
 def _dotted(identifier: TableIdentifier) -> str:
@@ -318,11 +452,13 @@ def change_summary(before: TableMetadata | None, after: TableMetadata) -> str:
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
         if old is None and new is not None:
-            lines.append(f"{new.type} {name} created at {new.snapshot_id}")
+            lines.append(f"{new.type.value} {name} created at {new.snapshot_id}")
         elif new is None and old is not None:
-            lines.append(f"{old.type} {name} dropped")
+            lines.append(f"{old.type.value} {name} dropped")
+        elif old is not None and new is not None and old.snapshot_id != new.snapshot_id:
+            lines.append(f"{new.type.value} {name}: {old.snapshot_id} -> {new.snapshot_id}")
         elif old is not None and new is not None and old != new:
-            lines.append(f"{new.type} {name}: {old.snapshot_id} -> {new.snapshot_id}")
+            lines.append(f"{new.type.value} {name}: retention changed")
     props_old, props_new = dict(before.properties), dict(after.properties)
     changed = sorted(
         k for k in set(props_old) | set(props_new) if props_old.get(k) != props_new.get(k)
@@ -341,8 +477,19 @@ def guard(
     audit: AuditSink | None = None,
     source: str = "app",
 ) -> GuardedCatalog:
-    """``catalog`` as ``principal`` sees it (see the module)."""
-    return GuardedCatalog(catalog, principal, policy, name=name, audit=audit, source=source)
+    """``catalog`` as ``principal`` sees it (see the module).
+
+    A catalog that commits updates rather than files (the REST catalog,
+    :class:`~icecore.evolution.commit.UpdateCommitter`) is guarded by
+    :class:`GuardedUpdateCatalog`, which checks and records those commits too; one that
+    commits several tables at once (the SQL catalogs) by :class:`GuardedAtomicCatalog`.
+    """
+    kind: type[GuardedCatalog] = GuardedCatalog
+    if isinstance(catalog, UpdateCommitter):
+        kind = GuardedUpdateCatalog
+    elif callable(getattr(catalog, "commit_metadata_all", None)):
+        kind = GuardedAtomicCatalog
+    return kind(catalog, principal, policy, name=name, audit=audit, source=source)
 
 
 def commit_all(
@@ -357,7 +504,7 @@ def commit_all(
     from icecore.errors import Unsupported
 
     for identifier, *_ in commits:
-        catalog.require(identifier, Role.OWNER, "commit a change")
+        catalog.require(identifier, Role.OWNER, "commit a change", audit_action="commit")
     inner_all = getattr(catalog.inner, "commit_metadata_all", None)
     if not callable(inner_all):
         raise Unsupported(f"The catalog {catalog.name} cannot commit several tables at once.")
@@ -380,7 +527,7 @@ def commit_all(
                 event_id, "commit", _dotted(ident), "conflict", base, None, str(e)
             )
         raise
-    except BaseException as e:
+    except Exception as e:
         for event_id, (ident, base, _, _) in zip(ids, commits, strict=True):
             catalog.record_outcome(
                 event_id, "commit", _dotted(ident), "failed", base, None, _why(e)
@@ -391,4 +538,11 @@ def commit_all(
     return locations
 
 
-__all__ = ["GuardedCatalog", "change_summary", "commit_all", "guard"]
+__all__ = [
+    "GuardedAtomicCatalog",
+    "GuardedCatalog",
+    "GuardedUpdateCatalog",
+    "change_summary",
+    "commit_all",
+    "guard",
+]
