@@ -47,7 +47,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OKPKey, RSAKey
 
 from icecore.access import AuthConfig, Principal, principal_from_claims
-from icecore.errors import IcecoreError
+from icecore.errors import IcecoreError, ValidationError
 
 ALGORITHMS: Mapping[str, str] = {
     "RS256": "RSA",
@@ -170,7 +170,12 @@ class JwtVerifier:
         if claims is None:
             raise InvalidToken("The bearer token's claims are not a JSON object.")
         self._check_claims(claims, keys.issuer)
-        return principal_from_claims(claims, self.auth.groups_claim, source="oidc")
+        try:
+            return principal_from_claims(claims, self.auth.groups_claim, source="oidc")
+        except ValidationError:  # a signed token whose sub no principal can carry
+            raise InvalidToken(
+                "The bearer token's subject (sub) is empty, too long or not printable."
+            ) from None
 
     def _check_claims(self, claims: Mapping[str, Any], issuer: str) -> None:
         """``iss``, ``aud``, ``exp``, ``nbf`` and ``sub`` (RFC 7519 section 4.1)."""

@@ -193,6 +193,10 @@ def test_missing_exp_or_sub_is_refused(oidc_provider: OidcProvider, verifier: Jw
     _refused(verifier, _sign(_claims(oidc_provider, exp=None), key, oidc_provider.kid), "expiry")
     _refused(verifier, _sign(_claims(oidc_provider, exp="soon"), key, oidc_provider.kid), "exp")
     _refused(verifier, _sign(_claims(oidc_provider, sub=None), key, oidc_provider.kid), "subject")
+    # Signed by the issuer, but a subject no principal can carry: 401 too, never a 500.
+    for sub in ("x" * 5000, "ana\x00admin", "line\nbreak"):
+        token = _sign(_claims(oidc_provider, sub=sub), key, oidc_provider.kid)
+        _refused(verifier, token, "subject")
 
 
 def test_alg_none_is_refused(oidc_provider: OidcProvider, verifier: JwtVerifier) -> None:
