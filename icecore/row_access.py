@@ -151,7 +151,8 @@ def check_columns(schema: Schema, access: Access, columns: Sequence[str] | None,
     for name in columns:
         fid = schema.find_id_by_name(name, case_sensitive=False)
         if (fid is not None and fid in hidden) or access.masks(name):
-            raise _masked_error(name, what)
+            shown = schema.find_column_name(fid) if fid is not None else None
+            raise _masked_error(shown or name, what)
 
 
 def check_filter(schema: Schema, access: Access, filter: Expression, what: str) -> None:
