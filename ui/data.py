@@ -426,7 +426,7 @@ def live_rows(location: str, snapshot_id: int, _table: Table) -> int:
 DiffKey = tuple[str, str | None, str | None]
 """``(metadata location, from point, to point)``: what a diff depends on."""
 
-_DIFFS: SharedCache[DiffKey, DiffView] = SharedCache(32)
+_DIFFS: SharedCache[tuple[DiffKey, AccessKey], DiffView] = SharedCache(32)
 
 
 def diff(location: str, before: str | None, after: str | None, table: Table) -> DiffView:
@@ -442,7 +442,8 @@ def diff(location: str, before: str | None, after: str | None, table: Table) -> 
             result: SnapshotDiff = table.diff(before, after)
         return diff_view(result)
 
-    return _DIFFS.get_or_make((location, before, after), make)
+    # Per access too: partition values of a masked source column are labelled masked.
+    return _DIFFS.get_or_make(((location, before, after), access_key(table)), make)
 
 
 # --- rows as a reader sees them (icecore.row_counts) --------------------------------------

@@ -225,6 +225,10 @@ def test_partition_values_of_a_masked_source_column_are_nulled(demo_warehouse: P
     with pytest.raises(Forbidden, match="_partition .* masked for you"):
         masked.scan().plan().to_arrow(columns=["account_id"], metadata_columns=["_partition"])
     assert masked.scan().plan().to_arrow().column_names == ["account_id", "email", "balance"]
+    # A diff's touched partitions say the value is masked instead of showing it.
+    touched = masked.diff(None).partitions_touched
+    assert "spec 1: country=masked" in touched
+    assert not any(v in label for v in plain_values if v for label in touched)
 
 
 def test_a_masked_export_holds_the_other_columns(demo_warehouse: Path, tmp_path: Path) -> None:
