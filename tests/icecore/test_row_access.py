@@ -25,8 +25,10 @@ from icecore.catalog import load_catalog
 from icecore.catalog.guarded import guard
 from icecore.errors import Forbidden
 from icecore.export import write_parquet
+from icecore.point_in_time import At
 from icecore.sql import run_sql
 from icecore.table import Table
+from icecore.table_data import access_of
 
 pytestmark = pytest.mark.spark
 
@@ -36,6 +38,7 @@ GRANTS = (
     Grant("no-email", Role.READER, ("demo.*",), frozenset({"email", "pickup_loc.lat"})),
     Grant("no-country", Role.READER, ("demo.accounts",), frozenset({"country"})),
     Grant("masked-viewers", Role.VIEWER, ("demo.*",), frozenset({"email"})),
+    Grant("no-tip", Role.READER, ("demo.trips",), frozenset({"tip_amount"})),
 )
 POLICY = Policy(GRANTS)
 
@@ -90,10 +93,7 @@ def test_a_viewer_gets_plans_and_counts_but_no_row_value(demo_warehouse: Path) -
         ),
         "changelog": lambda: viewer.changelog(None),
         "shared plan": lambda: (
-            plain.scan()
-            .plan()
-            .with_access(viewer.catalog.access(viewer.identifier), "demo.accounts")  # type: ignore[union-attr]
-            .to_arrow(limit=1)
+            plain.scan().plan().with_access(access_of(viewer), "demo.accounts").to_arrow(limit=1)
         ),
     }
     for what, refused in refusals.items():
@@ -158,10 +158,8 @@ def test_a_masked_reader_never_gets_the_masked_column(demo_warehouse: Path) -> N
         "scan filter": lambda: masked.scan("email = 'user206@example.org'"),
         "sql filter": lambda: run_sql(masked, "SELECT count(*) FROM rows", filter="email > 'u'"),
         "a plan shared by another principal": lambda: (
-            plain.scan("email > 'u'")
-            .plan()
-            .with_access(masked.catalog.access(masked.identifier), "demo.accounts")
-        ),  # type: ignore[union-attr]
+            plain.scan("email > 'u'").plan().with_access(access_of(masked), "demo.accounts")
+        ),
     }
     for what, refused in filter_refusals.items():
         with pytest.raises(Forbidden, match="cannot filter on column email .* masked for you"):
@@ -193,6 +191,30 @@ def test_a_masked_nested_field_hides_only_that_field(demo_warehouse: Path) -> No
         ),
     )
     assert _rows(masked) == _rows(expected)
+
+
+def test_a_masked_column_stays_masked_under_its_old_name(demo_warehouse: Path) -> None:
+    """The story renames tip to tip_amount: the mask names the current name, hides both."""
+    masked = _table(demo_warehouse, "no-tip", "demo.trips")
+    metadata = masked.metadata
+    tip_id = metadata.current_schema().find_id_by_name("tip_amount")
+    before = [
+        s
+        for s in masked.snapshots()
+        if s.schema_id is not None
+        and (schema := metadata.schema_by_id(s.schema_id)) is not None
+        and schema.id_to_name().get(tip_id or -1) == "tip"
+    ]
+    assert before  # snapshots written before the rename
+    at = At(snapshot_id=before[-1].snapshot_id)
+    plain = _table(demo_warehouse, None, "demo.trips").scan(at=at).plan().to_arrow(limit=5)
+    assert "tip" in plain.column_names
+    rows = masked.scan(at=at).plan().to_arrow(limit=5)
+    assert rows.column_names == [c for c in plain.column_names if c != "tip"]
+    with pytest.raises(Forbidden, match="cannot filter on column tip "):
+        masked.scan("tip > 1", at=at)
+    with pytest.raises(Forbidden, match="Column tip is masked for you"):
+        run_sql(masked, "SELECT tip FROM rows", at=at)
 
 
 def test_metadata_tables_leave_out_values_of_masked_columns(demo_warehouse: Path) -> None:
