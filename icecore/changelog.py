@@ -39,9 +39,11 @@ from icecore.manifest_arrow import read_manifest
 from icecore.metadata import Snapshot
 from icecore.point_in_time import At, Point
 from icecore.read import read_tasks
+from icecore.row_access import check_columns, readable_schema, require_rows
 from icecore.scan.planner import TableScan
 from icecore.scan.task import FileScanTask
 from icecore.schema import Schema
+from icecore.table_data import access_of
 from icecore.types import ListType, MapType, StructType
 
 if TYPE_CHECKING:
@@ -278,7 +280,15 @@ def changelog(
         Unsupported: map columns without identifier columns (Spark cannot sort them), or a
             deleting snapshot whose parent has expired.
     """
-    schema = table.metadata.current_schema()
+    # Changed rows are row values: the reader role, and the masked columns left out before
+    # anything is read, so carry-overs and updates are found on what the principal sees
+    # (icecore.row_access; DESIGN.md "Identity, roles and audit").
+    access, what = access_of(table), str(table.identifier)
+    require_rows(access, what)
+    full = table.metadata.current_schema()
+    check_columns(full, access, columns, what)
+    check_columns(full, access, identifier_columns, what)
+    schema = readable_schema(full, access)
     start = _resolve(table, from_point)
     end = _resolve(table, to_point) if to_point is not None else table.snapshot()
     if end is None:

@@ -29,7 +29,9 @@ from icecore.manifest_arrow import entries_from_arrow, live_files
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.progress import report
+from icecore.row_access import masked_partition_fields
 from icecore.schema import Schema
+from icecore.table_data import access_of
 from icecore.types import NestedField
 
 if TYPE_CHECKING:
@@ -170,14 +172,25 @@ def _nullability(f: NestedField) -> str:
     return "required" if f.required else "optional"
 
 
-def _partition_label(spec: PartitionSpec | None, data_file: DataFile, schema: Schema) -> str:
+MASKED = "masked"
+"""How a partition value of a masked source column is labelled (icecore.row_access)."""
+
+
+def _partition_label(
+    spec: PartitionSpec | None,
+    data_file: DataFile,
+    schema: Schema,
+    hidden: frozenset[int] = frozenset(),
+) -> str:
     if spec is None or spec.is_unpartitioned:
         return f"spec {data_file.spec_id}: (unpartitioned)"
     parts = []
     for pf in spec.fields:
         value = data_file.partition.get(pf.field_id)
         source = schema.find_field(pf.source_id)
-        if value is None:
+        if pf.field_id in hidden:
+            text = MASKED  # its values are a masked column's values
+        elif value is None:
             text = "null"
         elif source is not None:
             text = pf.transform.to_human_string(source.field_type, value)
@@ -248,13 +261,14 @@ def diff_snapshots(table: TableData, before: Snapshot | None, after: Snapshot) -
     old_del, new_del = _by_path(old_entries, False), _by_path(new_entries, False)
     metadata = table.metadata
     schema = metadata.current_schema()
+    hidden = masked_partition_fields(metadata.partition_specs, schema, access_of(table))
     added = tuple(f for p, f in new_data.items() if p not in old_data)
     removed = tuple(f for p, f in old_data.items() if p not in new_data)
     del_added = tuple(f for p, f in new_del.items() if p not in old_del)
     del_removed = tuple(f for p, f in old_del.items() if p not in new_del)
     touched = sorted(
         {
-            _partition_label(metadata.spec_by_id(f.spec_id), f, schema)
+            _partition_label(metadata.spec_by_id(f.spec_id), f, schema, hidden)
             for f in (*added, *removed, *del_added, *del_removed)
         }
     )

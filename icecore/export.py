@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from icecore.errors import IcecoreError, ValidationError
-from icecore.read import arrow_schema_for
 from icecore.scan.planner import Plan
 
 if TYPE_CHECKING:
@@ -146,9 +145,11 @@ def write_parquet(
     """Stream ``batches`` into a Parquet file at ``output``; returns the rows written.
 
     The file is written next to its final name and renamed at the end, so a failed scan
-    leaves no half-written file behind.
+    leaves no half-written file behind. Its schema is the plan's for these columns as its
+    principal reads them (:meth:`icecore.scan.planner.Plan.arrow_schema`: the reader role,
+    masked columns left out), checked before the file is created.
     """
-    schema = arrow_schema_for(plan.schema, columns, (), plan.partition_type)
+    schema = plan.arrow_schema(columns)
     return _write(batches, schema, output)
 
 

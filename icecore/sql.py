@@ -49,9 +49,10 @@ from icecore.errors import IcecoreError, ValidationError
 from icecore.health import format_bytes
 from icecore.inspect import METADATA_TABLES, MetadataTable, Scope, inspect_table
 from icecore.point_in_time import Point, Resolved
-from icecore.read.projection import arrow_schema_for
+from icecore.row_access import check_names_in_query, readable_schema
 from icecore.scan.planner import Plan, TableScan
 from icecore.schema import Schema
+from icecore.table_data import access_of
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -371,11 +372,20 @@ def run_sql(
         return build
 
     def rows() -> pa.RecordBatchReader:
-        planned = plan() if plan is not None else TableScan(table, filter, at=point()).plan()
-        columns = rows_columns(planned.schema, sql)
+        # Rows as this principal may read them (icecore.row_access): a plan the caller
+        # kept is read with this table's access, a masked column named anywhere in the
+        # query is refused in one sentence, ``*`` is every other column, and a count with
+        # no column and no filter stays viewer-level (positions, not values).
+        access, what = access_of(table), str(table.identifier)
+        found = plan() if plan is not None else TableScan(table, filter, at=point()).plan()
+        planned = found.with_access(access, what)
+        if access.mask:
+            check_names_in_query(planned.schema, access, _identifiers(sql), what)
+        visible = readable_schema(planned.schema, access)
+        columns = rows_columns(visible, sql)
         extra = [] if columns is None or columns else ["_pos"]  # DuckDB wants a column
-        _check_rows_size(planned, columns, bounds.max_input_bytes, row_limit)
-        schema = arrow_schema_for(planned.schema, columns, extra, planned.partition_type)
+        schema = planned.arrow_schema(columns, extra)
+        _check_rows_size(planned, visible, columns, bounds.max_input_bytes, row_limit)
         return pa.RecordBatchReader.from_batches(
             schema, planned.to_batches(columns, row_limit, extra)
         )
@@ -412,8 +422,14 @@ def _value_bytes(field_type: Any) -> int:
         return VARIABLE_WIDTH_BYTES
 
 
+def _identifiers(sql: str) -> frozenset[str]:
+    from icecore.expressions.parser import identifiers_in_query
+
+    return identifiers_in_query(sql) or frozenset()
+
+
 def _check_rows_size(
-    plan: Plan, columns: list[str] | None, bound: int, row_limit: int | None
+    plan: Plan, schema: Schema, columns: list[str] | None, bound: int, row_limit: int | None
 ) -> None:
     """Refuse, before reading, ``rows`` columns whose estimated Arrow size passes ``bound``.
 
@@ -424,7 +440,7 @@ def _check_rows_size(
     records = int(pc.sum(plan.files().column("record_count")).as_py() or 0)
     if row_limit is not None:
         records = min(records, row_limit)
-    fields = [f for f in plan.schema.fields if columns is None or f.name in columns]
+    fields = [f for f in schema.fields if columns is None or f.name in columns]
     width = sum(_value_bytes(f.field_type) for f in fields) or 8  # _pos
     estimate = records * width
     if estimate > bound:

@@ -95,7 +95,27 @@ def access_of(data: TableData) -> Access:
     Row reads, SQL, downloads and changelogs ask this before reading a row value
     (:meth:`icecore.access.Access.require` with reader) and leave out its masked columns.
     """
-    return FULL_ACCESS if data.catalog is None else data.catalog.access(data.identifier)
+    if data.catalog is None:
+        return FULL_ACCESS
+    access = data.catalog.access(data.identifier)
+    return _masks_in_every_schema(access, data.metadata) if access.mask else access
+
+
+def _masks_in_every_schema(access: Access, metadata: TableMetadata) -> Access:
+    """``access`` with its masks also under each masked field's names in older schemas.
+
+    A grant names columns as the current schema does; a column keeps its id through a
+    rename, so reading an older snapshot (whose schema has the old name) must hide it too:
+    the masked fields are found by name in the current schema, then named as every schema
+    of the table names their ids.
+    """
+    current = metadata.current_schema()
+    ids = {fid for fid, name in current.id_to_name().items() if access.masks(name)}
+    names = set(access.mask)
+    for schema in metadata.schemas:
+        by_id = schema.id_to_name()
+        names.update(by_id[fid].lower() for fid in ids if fid in by_id)
+    return Access(access.role, frozenset(names))
 
 
 def read_table_metadata(io: FileIO, location: str) -> TableMetadata:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from icecore.access import Access, Role
 from icecore.cli import jsonable
 from pipeline.maintenance import (
     OneSentenceParser,
@@ -25,7 +26,7 @@ from pipeline.maintenance import (
     on_spark,
     spark_table,
 )
-from pipeline.query_check import ROWS_VIEW, checked_query
+from pipeline.query_check import ROWS_VIEW, checked_query, rows_projection, snapshot_schema_of
 from pipeline.spark import PipelineError, check_prerequisites, default_master
 
 DEFAULT_LIMIT = 10_000
@@ -39,18 +40,33 @@ def _one_line(error: Exception) -> str:
 
 
 def run_query(
-    spark: Any, table_text: str, sql: str, snapshot_id: int | None, limit: int
+    spark: Any,
+    table_text: str,
+    sql: str,
+    snapshot_id: int | None,
+    limit: int,
+    mask: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Run the checked query over ``rows`` on an existing session; the JSON result."""
+    """Run the checked query over ``rows`` on an existing session; the JSON result.
+
+    ``mask``: the columns the principal who asked may not see (the app passes its grant's
+    mask): ``rows`` then selects only the other columns (:func:`rows_projection`), never
+    ``*``, and a query naming a masked column is refused before Spark reads anything.
+    """
     target, table = spark_table(table_text)
-    query = checked_query(sql, table, snapshot_id)
+    access = Access(Role.READER, frozenset(m.strip().lower() for m in mask if m.strip()))
+    query = checked_query(sql, table, snapshot_id, access)
+    projection = rows_projection(snapshot_schema_of(table, snapshot_id), access)
     for key, value in target.conf.items():
         spark.conf.set(key, value)
     reader = spark.read
     if snapshot_id is not None:
         reader = reader.option("snapshot-id", str(snapshot_id))
     try:
-        reader.table(target.qualified).createOrReplaceTempView(ROWS_VIEW)
+        frame = reader.table(target.qualified)
+        if projection is not None:
+            frame = frame.selectExpr(*projection)
+        frame.createOrReplaceTempView(ROWS_VIEW)
     except Exception as e:  # py4j and pyspark errors share no base class worth naming
         raise PipelineError(
             f"Spark could not read {table_text} ({_one_line(e)}); check that Spark's catalog "
@@ -87,13 +103,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--snapshot", type=int, help="the snapshot id (default: current)")
     p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="rows returned at most")
     p.add_argument("--master", help="Spark master URL (default ICECORE_SPARK_MASTER or local[*])")
+    p.add_argument(
+        "--mask",
+        action="append",
+        default=[],
+        help="a column the asking principal may not see (repeatable): rows leaves it out",
+    )
     args: argparse.Namespace = p.parse_args(argv)
     return answer(lambda: _query(args))
 
 
 def _query(args: argparse.Namespace) -> dict[str, Any]:
     target, table = spark_table(args.table)
-    checked_query(args.sql, table, args.snapshot)
+    access = Access(Role.READER, frozenset(m.strip().lower() for m in args.mask if m.strip()))
+    checked_query(args.sql, table, args.snapshot, access)
     master = args.master or default_master()
     check_prerequisites()
     check_master(master)
@@ -102,7 +125,7 @@ def _query(args: argparse.Namespace) -> dict[str, Any]:
         target,
         master,
         "icecore-query",
-        lambda s: run_query(s, args.table, args.sql, args.snapshot, args.limit),
+        lambda s: run_query(s, args.table, args.sql, args.snapshot, args.limit, args.mask),
     )
     print(f"[query] done in {result['seconds']}s", file=sys.stderr, flush=True)
     return result

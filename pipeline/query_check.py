@@ -28,9 +28,12 @@ from sqlglot.errors import OptimizeError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from icecore import types as t
+from icecore.access import Access
 from icecore.errors import NotFound
+from icecore.row_access import check_names_in_query, readable_schema, require_rows
 from icecore.schema import Schema
 from icecore.table import Table
+from icecore.table_data import access_of
 from pipeline.spark import PipelineError
 
 # sqlglot logs a warning when it falls back to an opaque Command; the refusal says it better.
@@ -313,13 +316,45 @@ def check_query(sql: str, columns: Mapping[str, exp.DataType]) -> str:
     return text
 
 
-def checked_query(sql: str, table: Table, snapshot_id: int | None) -> str:
+def checked_query(
+    sql: str, table: Table, snapshot_id: int | None, access: Access | None = None
+) -> str:
     """The query as it will run, checked against the columns Spark reads at the snapshot.
 
     Spark reads a table at a snapshot with that snapshot's schema, so names resolve there.
+    ``access`` (default: what the table's catalog says, :func:`icecore.table_data.access_of`)
+    is the principal's: a query over rows needs the reader role, and a masked column is
+    neither in ``rows`` (:func:`rows_projection`) nor nameable (DESIGN.md "Identity, roles
+    and audit").
 
     Raises:
         PipelineError: the query is not allowed (one sentence naming the construct).
+        Forbidden: the principal may not read rows, or the query names a masked column.
+        NotFound: the snapshot is not in the table.
+    """
+    schema = snapshot_schema_of(table, snapshot_id)
+    access = access if access is not None else access_of(table)
+    what = str(table.identifier)
+    require_rows(access, what)
+    if access.mask:
+        try:
+            trees = sqlglot.parse(sql, read="spark") if len(sql) <= MAX_SQL_CHARS else []
+        except (SqlglotError, RecursionError):
+            trees = []  # check_query says why in one sentence
+        names = {
+            str(node.this).lower()
+            for tree in trees
+            if tree is not None
+            for node in tree.find_all(exp.Identifier)
+        }
+        check_names_in_query(schema, access, names, what)
+    return check_query(sql, spark_columns(readable_schema(schema, access)))
+
+
+def snapshot_schema_of(table: Table, snapshot_id: int | None) -> Schema:
+    """The schema Spark reads the table with at ``snapshot_id`` (None: the current one).
+
+    Raises:
         NotFound: the snapshot is not in the table.
     """
     metadata = table.metadata
@@ -330,7 +365,41 @@ def checked_query(sql: str, table: Table, snapshot_id: int | None) -> str:
             raise NotFound(f"Snapshot {snapshot_id} is not in {table.identifier}; pick another.")
         if snapshot.schema_id is not None:
             schema = metadata.schema_by_id(snapshot.schema_id) or schema
-    return check_query(sql, spark_columns(schema))
+    return schema
+
+
+def rows_projection(schema: Schema, access: Access) -> list[str] | None:
+    """Spark SQL expressions selecting what ``access`` may read of ``schema``; None: all.
+
+    The view ``rows`` a masked principal's query runs over selects these, never ``*``: every
+    unmasked column by name, and a struct with masked fields rebuilt from its other fields
+    (null where the struct is null), so the masked values are never in the view.
+    """
+    if not access.mask:
+        return None
+    return [
+        f"{_projected(f, _quoted(f.name))} AS {_quoted(f.name)}"
+        for f in readable_schema(schema, access).fields
+    ]
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _literal(text: str) -> str:
+    """A Spark SQL string literal (backslash escapes, as Spark's parser reads them)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _projected(field: t.NestedField, path: str) -> str:
+    kind = field.field_type
+    if not isinstance(kind, t.StructType):
+        return path
+    parts = ", ".join(
+        f"{_literal(f.name)}, {_projected(f, path + '.' + _quoted(f.name))}" for f in kind.fields
+    )
+    return f"IF({path} IS NULL, NULL, named_struct({parts}))"
 
 
 def spark_columns(schema: Schema) -> dict[str, exp.DataType]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -26,7 +26,8 @@ from typing import Any, TypeVar, cast
 import pyarrow as pa
 import streamlit as st
 
-from icecore import describe, health, maintenance, row_counts
+from icecore import describe, health, maintenance, row_access, row_counts
+from icecore.access import Role
 from icecore.catalog import Catalog, TableIdentifier, load_catalog
 from icecore.diff import SnapshotDiff
 from icecore.layout import MetadataTree, metadata_tree, partition_label, snapshot_files
@@ -34,11 +35,14 @@ from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
 from icecore.metadata_events import MetadataEvent, metadata_events
 from icecore.metadata_log import SnapshotState, adds_no_snapshot, state_at
+from icecore.partitioning import PartitionSpec
 from icecore.point_in_time import At, PointKey, Resolved
 from icecore.progress import reporting
+from icecore.row_access import masked_partition_fields, require_rows
 from icecore.scan.planner import Plan
 from icecore.sql import ROWS_TABLE, run_sql
 from icecore.table import Table, load_table_at
+from icecore.table_data import access_of
 from icecore.timeline import Timeline, timeline
 from ui.evolve import Change, DryRun, dry_run
 from ui.shared_cache import SharedCache
@@ -225,11 +229,22 @@ def tree(location: str, snapshot_id: int, budget: int, size_by: str, _table: Tab
 # --- scans -----------------------------------------------------------------------------
 
 
+def filter_examples(location: str, snapshot_id: int | None, table: Table) -> list[str]:
+    """Filters that fit the table, with values from one of its data files.
+
+    Only columns this session may read are used: a masked column's bounds are its values
+    (and a filter on it would be refused).
+    """
+    return _filter_examples(location, snapshot_id, access_key(table), table)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
-def filter_examples(location: str, snapshot_id: int | None, _table: Table) -> list[str]:
-    """Filters that fit the table, with values from one of its data files."""
+def _filter_examples(
+    location: str, snapshot_id: int | None, rights: AccessKey, _table: Table
+) -> list[str]:
     snapshot = _table.metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
-    return describe.filter_examples(_table, snapshot, _table.read_schema(snapshot))
+    schema = row_access.readable_schema(_table.read_schema(snapshot), access_of(_table))
+    return describe.filter_examples(_table, snapshot, schema)
 
 
 PROGRESS_EVERY_S = 0.1
@@ -267,6 +282,9 @@ def progress_bar(text: str) -> Iterator[None]:
         slot.empty()
 
 
+AccessKey = tuple[int, tuple[str, ...]]
+"""``(role, sorted mask)``: what a cached row result depends on besides the table."""
+
 PlanKey = tuple[str, PointKey, str | None]
 """``(metadata location, point, filter)``: what a plan depends on (all immutable)."""
 
@@ -275,7 +293,7 @@ PLAN_ENTRIES = 8
 200 MiB at a million files, shared by every plan of the same snapshot), so few are kept."""
 
 _PLANS: SharedCache[PlanKey, Plan] = SharedCache(PLAN_ENTRIES)
-_PLAN_VIEWS: SharedCache[PlanKey, PlanView] = SharedCache(32)
+_PLAN_VIEWS: SharedCache[tuple[PlanKey, AccessKey], PlanView] = SharedCache(32)
 
 
 def planned(location: str, point: Resolved, filter: str | None, table: Table) -> Plan:
@@ -296,7 +314,12 @@ def _plan_of(
     *,
     show_progress: bool = False,
 ) -> Plan:
-    """The kept plan; ``show_progress`` draws a bar when it is made (never inside a cache)."""
+    """The kept plan; ``show_progress`` draws a bar when it is made (never inside a cache).
+
+    A plan is shared by every session, so it is handed out read as this session's
+    principal may read it (:meth:`icecore.scan.planner.Plan.with_access`: the reader role
+    for rows, masks, a filter on a masked column refused), whoever made it.
+    """
 
     def make() -> Plan:
         scan = table.scan(filter=filter, at=point)
@@ -305,7 +328,8 @@ def _plan_of(
         with progress_bar("Planning the scan…"):
             return scan.plan()
 
-    return _PLANS.get_or_make((location, point.key, filter), make)
+    found = _PLANS.get_or_make((location, point.key, filter), make)
+    return found.with_access(access_of(table), str(table.identifier))
 
 
 def plan(location: str, point: Resolved, filter: str | None, table: Table) -> PlanView:
@@ -316,12 +340,17 @@ def plan(location: str, point: Resolved, filter: str | None, table: Table) -> Pl
     """
     key: PlanKey = (location, point.key, filter)
     metadata = table.metadata
+    found = planned(location, point, filter, table)  # refuses a filter on a masked column
+    hidden = masked_partition_fields(metadata.partition_specs, point.schema, found.access)
+
+    def label(spec: PartitionSpec, values: Mapping[int, Any]) -> str:
+        shown = {k: (None if k in hidden else v) for k, v in values.items()}
+        return partition_label(metadata, spec, shown)
 
     def make() -> PlanView:
-        found = planned(location, point, filter, table)
-        return plan_view(found, lambda spec, values: partition_label(metadata, spec, values))
+        return plan_view(found, label)
 
-    return _PLAN_VIEWS.get_or_make(key, make)
+    return _PLAN_VIEWS.get_or_make((key, access_key(table)), make)
 
 
 def forget_plans() -> None:
@@ -332,23 +361,49 @@ def forget_plans() -> None:
     _CHANGELOGS.clear()
 
 
-@st.cache_data(max_entries=32, show_spinner="Reading the first rows…", hash_funcs=BY_POINT)
 def preview(
     location: str,
     point: Resolved,
     filter: str | None,
     columns: tuple[str, ...] | None,
     limit: int,
+    table: Table,
+) -> pa.Table:
+    """The first ``limit`` rows of the scan (deletes and filter applied).
+
+    Kept per principal's access as well (:func:`access_key`): a reader's rows are never
+    handed to a viewer or a masked reader from the cache.
+    """
+    return _preview(location, point, filter, columns, limit, access_key(table), table)
+
+
+@st.cache_data(max_entries=32, show_spinner="Reading the first rows…", hash_funcs=BY_POINT)
+def _preview(
+    location: str,
+    point: Resolved,
+    filter: str | None,
+    columns: tuple[str, ...] | None,
+    limit: int,
+    rights: AccessKey,
     _table: Table,
 ) -> pa.Table:
-    """The first ``limit`` rows of the scan (deletes and filter applied)."""
     found = _plan_of(location, point, filter, _table)
     return found.to_arrow(columns=list(columns) if columns is not None else None, limit=limit)
 
 
+def matching_rows(location: str, point: Resolved, filter: str | None, table: Table) -> int:
+    """How many rows the scan returns: every planned file read, deletes and filter applied.
+
+    Without a filter a viewer may have it (positions, not values); with one it needs the
+    reader role (:mod:`icecore.row_access`).
+    """
+    return _matching_rows(location, point, filter, access_key(table), table)
+
+
 @st.cache_data(max_entries=32, show_spinner="Reading the planned files…", hash_funcs=BY_POINT)
-def matching_rows(location: str, point: Resolved, filter: str | None, _table: Table) -> int:
-    """How many rows the scan returns: every planned file read, deletes and filter applied."""
+def _matching_rows(
+    location: str, point: Resolved, filter: str | None, rights: AccessKey, _table: Table
+) -> int:
     found = _plan_of(location, point, filter, _table)
     return sum(b.num_rows for b in found.to_batches(columns=[], metadata_columns=["_pos"]))
 
@@ -371,7 +426,7 @@ def live_rows(location: str, snapshot_id: int, _table: Table) -> int:
 DiffKey = tuple[str, str | None, str | None]
 """``(metadata location, from point, to point)``: what a diff depends on."""
 
-_DIFFS: SharedCache[DiffKey, DiffView] = SharedCache(32)
+_DIFFS: SharedCache[tuple[DiffKey, AccessKey], DiffView] = SharedCache(32)
 
 
 def diff(location: str, before: str | None, after: str | None, table: Table) -> DiffView:
@@ -387,7 +442,8 @@ def diff(location: str, before: str | None, after: str | None, table: Table) -> 
             result: SnapshotDiff = table.diff(before, after)
         return diff_view(result)
 
-    return _DIFFS.get_or_make((location, before, after), make)
+    # Per access too: partition values of a masked source column are labelled masked.
+    return _DIFFS.get_or_make(((location, before, after), access_key(table)), make)
 
 
 # --- rows as a reader sees them (icecore.row_counts) --------------------------------------
@@ -451,21 +507,23 @@ def snapshot_rows(
 CHANGELOG_ENTRIES = 2
 """Row changelogs kept at once (each holds every changed row of its range)."""
 
-_CHANGELOGS: SharedCache[DiffKey, pa.Table] = SharedCache(CHANGELOG_ENTRIES)
+_CHANGELOGS: SharedCache[tuple[DiffKey, AccessKey], pa.Table] = SharedCache(CHANGELOG_ENTRIES)
 
 
 def changelog(location: str, before: str | None, after: str | None, table: Table) -> pa.Table:
     """The changed rows between two points (:func:`icecore.changelog.changelog`).
 
     ``before`` is exclusive and must be an ancestor of ``after``, as Spark's
-    ``create_changelog_view`` has it. Kept once per (table version, points), like diffs.
+    ``create_changelog_view`` has it. Kept once per (table version, points, access), like
+    diffs: changed rows need the reader role and leave out masked columns.
     """
+    require_rows(access_of(table), str(table.identifier))
 
     def make() -> pa.Table:
         with st.spinner("Reading the changed data files…"):
             return table.changelog(before, after)
 
-    return _CHANGELOGS.get_or_make((location, before, after), make)
+    return _CHANGELOGS.get_or_make(((location, before, after), access_key(table)), make)
 
 
 def sql(location: str, point: Resolved, filter: str | None, text: str, table: Table) -> pa.Table:
@@ -477,11 +535,18 @@ def sql(location: str, point: Resolved, filter: str | None, text: str, table: Ta
     """
     if re.search(rf"\b{ROWS_TABLE}\b", text, re.IGNORECASE):
         planned(location, point, filter, table)
-    return _sql(location, point, filter, text, table)
+    return _sql(location, point, filter, text, access_key(table), table)
 
 
 @st.cache_data(max_entries=16, show_spinner="Running the query…", hash_funcs=BY_POINT)
-def _sql(location: str, point: Resolved, filter: str | None, text: str, _table: Table) -> pa.Table:
+def _sql(
+    location: str,
+    point: Resolved,
+    filter: str | None,
+    text: str,
+    rights: AccessKey,
+    _table: Table,
+) -> pa.Table:
     def plan() -> Plan:
         return _plan_of(location, point, filter, _table)
 
@@ -684,3 +749,54 @@ def job_leftovers(location: str, job_id: str, since_ms: int, _table: Table) -> m
     short ``ttl``; ``job_id`` keys it per job.
     """
     return maintenance.orphan_files(_table, since_ms)
+
+
+# --- rows as this session's principal may read them (icecore.row_access) -----------------
+
+
+def access_key(table: Table) -> AccessKey:
+    """This session's access to ``table`` as a cache key (role and masked columns)."""
+    access = access_of(table)
+    return (int(access.role), tuple(sorted(access.mask)))
+
+
+def reads_rows(table: Table) -> bool:
+    """Whether this session may see row values of ``table`` (the reader role)."""
+    return access_of(table).allows(Role.READER)
+
+
+def mask_of(table: Table) -> tuple[str, ...]:
+    """The column names this session's grant masks on ``table`` (for "Run on Spark")."""
+    return tuple(sorted(access_of(table).mask))
+
+
+def masked_columns(table: Table, point: Resolved) -> list[str]:
+    """The columns of the scan's schema this session may not see (empty: none)."""
+    return row_access.masked_columns(point.schema, access_of(table))
+
+
+def readable_columns(table: Table, point: Resolved) -> list[str]:
+    """The top-level columns of the scan's schema this session may read."""
+    return [f.name for f in row_access.readable_schema(point.schema, access_of(table)).fields]
+
+
+def rows_caption(table: Table, point: Resolved) -> str | None:
+    """One sentence for a page that shows rows: why there are none, or which are masked.
+
+    None when this session reads every column (no caption needed).
+    """
+    access = access_of(table)
+    if not access.allows(Role.READER):
+        held = "no grant" if access.role is Role.NONE else f"the {access.role.label} role"
+        return (
+            f"Rows need the reader role: you have {held} on {table.identifier}, so this page "
+            "shows the plan and the numbers but no row value."
+        )
+    hidden = masked_columns(table, point)
+    if hidden:
+        return (
+            "Masked for you (your grant hides them; they are never read): "
+            + ", ".join(hidden)
+            + "."
+        )
+    return None

@@ -240,6 +240,25 @@ def names_in_query(sql: str) -> frozenset[str] | None:
     return frozenset(names)
 
 
+def identifiers_in_query(sql: str) -> frozenset[str] | None:
+    """Every lower-cased identifier of a user query (``*`` or not), or None when it does not parse.
+
+    What a masked principal's query is checked against (:mod:`icecore.row_access`): a
+    query naming a masked column is refused in one sentence, whether or not it also has a
+    ``*``.
+    """
+    try:
+        trees = sqlglot.parse(sql, read="duckdb")
+    except (ParseError, TokenError, RecursionError):
+        return None
+    return frozenset(
+        str(node.this).lower()
+        for tree in trees
+        if tree is not None
+        for node in tree.find_all(exp.Identifier)
+    )
+
+
 def _parse(text: str, sql: str) -> list[exp.Expr | None]:
     """Parse ``sql`` (``text`` with long lists replaced) with sqlglot, size checked first."""
     dialect = _DIALECT()

@@ -24,7 +24,8 @@ from icecore.errors import NotFound
 from icecore.inspect._common import table_view
 from icecore.inspect.kinds import METADATA_TABLES, MetadataTable, Scope
 from icecore.point_in_time import Point
-from icecore.table_data import TableData
+from icecore.row_access import mask_metadata_table
+from icecore.table_data import TableData, access_of
 
 KINDS: tuple[str, ...] = tuple(METADATA_TABLES)
 """Every metadata table :func:`inspect_table` builds, by Spark's name."""
@@ -68,8 +69,16 @@ def inspect_table(
         InvalidMetadata: a corrupt or truncated manifest list or manifest.
     """
     record = metadata_table(kind)
-    snapshot = table.resolve(at).snapshot
-    return record.build(table_view(table), snapshot)
+    point = table.resolve(at)
+    built = record.build(table_view(table), point.snapshot)
+    # Viewer-level, but the values of a masked column (bounds, readable metrics, partition
+    # values of a partition field it is the source of) are left out (icecore.row_access).
+    access = access_of(table)
+    if not access.mask:
+        return built
+    metadata = table.metadata
+    schemas = [metadata.current_schema(), point.schema]
+    return mask_metadata_table(built, schemas, metadata.partition_specs, access)
 
 
 __all__ = [

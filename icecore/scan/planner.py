@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from icecore.access import FULL_ACCESS, Access
 from icecore.compute import pc
-from icecore.errors import InvalidMetadata
+from icecore.errors import Forbidden, InvalidMetadata
 from icecore.expressions.arrow_metrics import (
     METRIC_KINDS,
     arrow_metrics_filter,
@@ -48,6 +49,7 @@ from icecore.expressions.metrics_eval import MetricsEvaluator, metrics_evaluator
 from icecore.expressions.model import AlwaysTrue, Expression, flatten
 from icecore.expressions.projection import inclusive_projection
 from icecore.expressions.residual import residual_evaluator
+from icecore.expressions.row_filter import filter_field_ids
 from icecore.io import FileIO
 from icecore.manifest import (
     DataFile,
@@ -63,6 +65,16 @@ from icecore.partitioning import PartitionSpec
 from icecore.point_in_time import Point
 from icecore.progress import listening, report
 from icecore.read import NAME_MAPPING_PROPERTY, arrow_schema_for, read_tasks, unified_partition_type
+from icecore.row_access import (
+    PARTITION_COLUMN,
+    check_columns,
+    check_filter_ids,
+    masked_ids,
+    null_struct_fields,
+    readable_schema,
+    reads_values,
+    require_rows,
+)
 from icecore.scan.context import (
     FileVerdicts,
     PlanContext,
@@ -90,6 +102,7 @@ from icecore.scan.planning_manifest import (
 from icecore.scan.report import PlanReport, PrunedItem, PruneLevel, ReportBuilder
 from icecore.scan.task import FileScanTask
 from icecore.schema import Schema
+from icecore.table_data import access_of
 from icecore.types import StructType
 
 if TYPE_CHECKING:
@@ -145,6 +158,15 @@ class Plan:
         applied_deletes: paths of the distinct delete files the tasks apply, in first-use
             order.
         planned: the planned rows as columns, which :meth:`files` and the tasks read.
+        access: what the principal the plan is read for may do with the table
+            (:func:`icecore.table_data.access_of`): reading rows needs the reader role and
+            leaves out the masked columns (:mod:`icecore.row_access`); the plan itself is
+            viewer-level.
+        what: the table's name, as a refusal says it.
+        filter_ids: the field ids the scan's row filter reads (a filtered read depends on
+            values, so even a count under it needs the reader role).
+        partition_sources: ``(partition field id, source column id)`` of every spec, so
+            that :meth:`files` can null the partition values of a masked column.
     """
 
     tasks: Sequence[FileScanTask]
@@ -155,6 +177,62 @@ class Plan:
     partition_type: StructType | None = None
     applied_deletes: tuple[str, ...] = ()
     planned: PlannedFiles | None = None
+    access: Access = FULL_ACCESS
+    what: str = ""
+    filter_ids: frozenset[int] = frozenset()
+    partition_sources: tuple[tuple[int, int], ...] = ()
+
+    def with_access(self, access: Access, what: str) -> Plan:
+        """This plan as another principal reads it (the app shares a plan between sessions).
+
+        Raises:
+            Forbidden: the scan's filter reads a column ``access`` masks
+                (:func:`icecore.row_access.check_filter`).
+        """
+        check_filter_ids(self.schema, access, self.filter_ids, what)
+        return replace(self, access=access, what=what)
+
+    def _hidden_partition_fields(self) -> frozenset[int]:
+        hidden = masked_ids(self.schema, self.access)
+        return frozenset(p for p, source in self.partition_sources if source in hidden)
+
+    def read_schema(
+        self, columns: Sequence[str] | None = None, metadata_columns: Sequence[str] = ()
+    ) -> Schema:
+        """The schema a read of ``columns`` projects from, after the checks of the access.
+
+        A read that returns or depends on row values (:func:`icecore.row_access.reads_values`)
+        needs the reader role; a masked column asked for by name is refused; every column
+        (None) is every unmasked one; ``_partition`` is refused when a partition field's
+        source is masked. A count (no column, no filter) is viewer-level.
+
+        Raises:
+            Forbidden: as above, one sentence.
+        """
+        access, what = self.access, self.what or "this table"
+        if reads_values(columns, metadata_columns, self.filter_ids):
+            require_rows(access, what)
+        if not access.mask:
+            return self.schema
+        check_filter_ids(self.schema, access, self.filter_ids, what)
+        check_columns(self.schema, access, columns, what)
+        if PARTITION_COLUMN in metadata_columns and self._hidden_partition_fields():
+            raise Forbidden(
+                f"You cannot read {PARTITION_COLUMN} of {what}: a partition field's source "
+                "column is masked for you, and its partition values are that column's values."
+            )
+        return readable_schema(self.schema, access)
+
+    def arrow_schema(
+        self, columns: Sequence[str] | None = None, metadata_columns: Sequence[str] = ()
+    ) -> pa.Schema:
+        """The Arrow schema of :meth:`to_batches` for these columns (masks applied)."""
+        return arrow_schema_for(
+            self.read_schema(columns, metadata_columns),
+            columns,
+            metadata_columns,
+            self.partition_type,
+        )
 
     @property
     def data_files(self) -> list[str]:
@@ -175,9 +253,16 @@ class Plan:
         manifests as hold them.
         """
         if self.planned is not None:
-            return self.planned.table(limit)
-        tasks = self.tasks if limit is None else self.tasks[:limit]
-        return tasks_table(tasks, self.partition_type)
+            found = self.planned.table(limit)
+        else:
+            tasks = self.tasks if limit is None else self.tasks[:limit]
+            found = tasks_table(tasks, self.partition_type)
+        hidden = self._hidden_partition_fields() if self.access.mask else frozenset()
+        if not hidden:
+            return found
+        index = found.schema.get_field_index("partition")
+        nulled = null_struct_fields(found.column(index), hidden)
+        return found.set_column(index, found.schema.field(index), nulled)
 
     @property
     def delete_files(self) -> list[str]:
@@ -190,11 +275,19 @@ class Plan:
         limit: int | None = None,
         metadata_columns: Sequence[str] = (),
     ) -> Iterator[pa.RecordBatch]:
-        """Stream the rows of the plan (deletes and residual applied) as record batches."""
+        """Stream the rows of the plan (deletes and residual applied) as record batches.
+
+        Checked first, before a file is opened (:meth:`read_schema`): rows need the reader
+        role and never hold a masked column.
+
+        Raises:
+            Forbidden: the principal may not read these rows or columns.
+        """
+        projection = self.read_schema(columns, metadata_columns)
         return read_tasks(
             self.io,
             self.tasks,
-            self.schema,
+            projection,
             columns=columns,
             metadata_columns=metadata_columns,
             name_mapping=self.name_mapping,
@@ -209,7 +302,7 @@ class Plan:
         metadata_columns: Sequence[str] = (),
     ) -> pa.Table:
         """The rows of the plan as one Arrow table (deletes and residual applied)."""
-        schema = arrow_schema_for(self.schema, columns, metadata_columns, self.partition_type)
+        schema = self.arrow_schema(columns, metadata_columns)
         batches = list(self.to_batches(columns, limit, metadata_columns))
         return pa.Table.from_batches(batches, schema=schema)
 
@@ -313,6 +406,11 @@ class TableScan:
         self._expr = bound.pruning
         self._rows = bound.rows
         self._expr_key = bound.key
+        # Who reads: a filter on a masked column is refused before planning, since the
+        # files its bounds prune would reveal the column's values (icecore.row_access).
+        self.access = access_of(table)
+        self._filter_ids = frozenset(filter_field_ids(bound.rows) | filter_field_ids(bound.pruning))
+        check_filter_ids(self.schema, self.access, self._filter_ids, str(table.identifier))
 
     def plan(self) -> Plan:
         """Plan the scan: tasks with their deletes and residuals, and the pruning report."""
@@ -389,6 +487,14 @@ class TableScan:
             partition_type=partition_type,
             applied_deletes=applied,
             planned=planned,
+            access=self.access,
+            what=str(self.table.identifier),
+            filter_ids=self._filter_ids,
+            partition_sources=tuple(
+                (pf.field_id, pf.source_id)
+                for spec in metadata.partition_specs
+                for pf in spec.fields
+            ),
         )
 
     def _compiled(self, what: tuple[Any, ...], make: Callable[[], Any]) -> Any:

@@ -35,6 +35,10 @@ point = require_point(context)
 
 st.title(f"Scan preview of {escape_markdown(table.identifier)}")
 st.caption(f"At {escape_markdown(selection.describe_time())}.")
+reads_rows = data.reads_rows(table)
+rows_notice = data.rows_caption(table, point)  # a viewer: no row value; a mask: which
+if rows_notice:
+    st.caption(escape_markdown(rows_notice))
 
 drive("scan_filter", selection.filter or "")
 st.text_input(
@@ -72,13 +76,17 @@ if examples:
 if view is None:
     stop()
 
-cols = st.columns([3, 1])
-columns = cols[0].multiselect(
-    "Columns", view.columns, default=view.columns, key="scan_columns", placeholder="All columns"
-)
-limit = cols[1].number_input(
-    "Row limit", min_value=1, max_value=MAX_LIMIT, value=DEFAULT_LIMIT, key="scan_limit"
-)
+columns: list[str] = []
+limit = DEFAULT_LIMIT
+if reads_rows:
+    readable = [c for c in view.columns if c in set(data.readable_columns(table, point))]
+    cols = st.columns([3, 1])
+    columns = cols[0].multiselect(
+        "Columns", readable, default=readable, key="scan_columns", placeholder="All columns"
+    )
+    limit = cols[1].number_input(
+        "Row limit", min_value=1, max_value=MAX_LIMIT, value=DEFAULT_LIMIT, key="scan_limit"
+    )
 
 counts = view.counts
 st.subheader("What planning keeps")
@@ -100,7 +108,12 @@ count_metric(
 )
 
 counted = st.session_state.get("scan_counted") == (location, point.key, selection.filter)
-if st.button("Count rows returned (reads the planned files)", key="scan_count") or counted:
+may_count = reads_rows or not selection.filter  # a filtered count depends on values
+if not may_count:
+    st.caption("Counting the rows a filter keeps reads their values: it needs the reader role.")
+if may_count and (
+    st.button("Count rows returned (reads the planned files)", key="scan_count") or counted
+):
     st.session_state["scan_counted"] = (location, point.key, selection.filter)
     try:
         matching = data.matching_rows(location, point, selection.filter, table)
@@ -150,26 +163,31 @@ with deletes_tab:
         st.caption(f"Delete files of the first {len(view.kept):,} planned files.")
     st.dataframe(view.deletes, hide_index=True, width="stretch", column_config=TABLE_COLUMNS)
 with rows_tab:
-    try:
-        rows = data.preview(
-            location, point, selection.filter, tuple(columns) or None, int(limit), table
-        )
-    except IcecoreError as error:
-        show_error(error)
+    if not reads_rows:
+        st.caption(escape_markdown(rows_notice or ""))
     else:
-        st.caption(f"{rows.num_rows:,} rows (limit {int(limit):,}; deletes and filter applied).")
-        st.dataframe(rows, hide_index=True, width="stretch")
-    picked = (
-        ", ".join(quote_name(c) for c in columns)
-        if columns and len(columns) < len(view.columns)
-        else "*"
-    )
-    st.page_link(
-        SQL.file,
-        label="Open in SQL",
-        icon=":material/terminal:",
-        query_params={
-            **selection.to_params(),
-            "sql": f"SELECT {picked} FROM rows LIMIT {int(limit)}",
-        },
-    )
+        try:
+            rows = data.preview(
+                location, point, selection.filter, tuple(columns) or None, int(limit), table
+            )
+        except IcecoreError as error:
+            show_error(error)
+        else:
+            st.caption(
+                f"{rows.num_rows:,} rows (limit {int(limit):,}; deletes and filter applied)."
+            )
+            st.dataframe(rows, hide_index=True, width="stretch")
+        picked = (
+            ", ".join(quote_name(c) for c in columns)
+            if columns and (len(columns) < len(view.columns) or data.masked_columns(table, point))
+            else "*"
+        )
+        st.page_link(
+            SQL.file,
+            label="Open in SQL",
+            icon=":material/terminal:",
+            query_params={
+                **selection.to_params(),
+                "sql": f"SELECT {picked} FROM rows LIMIT {int(limit)}",
+            },
+        )

@@ -196,44 +196,49 @@ with rows_tab:
         "refuses; these rows are then the rows the deletes remove, read here. Values are shown "
         "as text (NULL for a null). Reading it reads the changed data files."
     )
-    asked = (table.metadata_location, before, after)
-    limit = int(
-        st.number_input(
-            "Rows shown",
-            min_value=1,
-            max_value=MAX_CHANGELOG_LIMIT,
-            value=CHANGELOG_LIMIT,
-            step=100,
-            key="tt_changelog_limit",
+    # Changed rows are row values: the reader role, masked columns left out (core-enforced).
+    rows_notice = data.rows_caption(table, table.resolve(None))
+    if rows_notice:
+        st.caption(escape_markdown(rows_notice))
+    if data.reads_rows(table):
+        asked = (table.metadata_location, before, after)
+        limit = int(
+            st.number_input(
+                "Rows shown",
+                min_value=1,
+                max_value=MAX_CHANGELOG_LIMIT,
+                value=CHANGELOG_LIMIT,
+                step=100,
+                key="tt_changelog_limit",
+            )
         )
-    )
-    if st.button("Read the changed rows", key="tt_changelog") or (
-        st.session_state.get("tt_changelog_for") == asked
-    ):
-        st.session_state["tt_changelog_for"] = asked
-        try:
-            changed = data.changelog(table.metadata_location, before, after, table)
-        except IcecoreError as error:
-            show_error(error)
-        else:
-            shown = min(limit, changed.num_rows)
-            st.caption(
-                f"{changed.num_rows:,} changed rows; the first {shown:,} are shown (row limit "
-                f"{limit:,}); the downloads hold all {changed.num_rows:,}."
-            )
-            st.dataframe(
-                views.text_rows(changed.slice(0, shown)),
-                hide_index=True,
-                width="stretch",
-                key="tt_changelog_rows",
-            )
-            name = f"{str(table.identifier).replace('.', '_')}_changes"
-            download_buttons(
-                changed,
-                name,
-                "tt_changelog",
-                f"Download all {changed.num_rows:,} rows as {{kind}}",
-            )
+        if st.button("Read the changed rows", key="tt_changelog") or (
+            st.session_state.get("tt_changelog_for") == asked
+        ):
+            st.session_state["tt_changelog_for"] = asked
+            try:
+                changed = data.changelog(table.metadata_location, before, after, table)
+            except IcecoreError as error:
+                show_error(error)
+            else:
+                shown = min(limit, changed.num_rows)
+                st.caption(
+                    f"{changed.num_rows:,} changed rows; the first {shown:,} are shown (row limit "
+                    f"{limit:,}); the downloads hold all {changed.num_rows:,}."
+                )
+                st.dataframe(
+                    views.text_rows(changed.slice(0, shown)),
+                    hide_index=True,
+                    width="stretch",
+                    key="tt_changelog_rows",
+                )
+                name = f"{str(table.identifier).replace('.', '_')}_changes"
+                download_buttons(
+                    changed,
+                    name,
+                    "tt_changelog",
+                    f"Download all {changed.num_rows:,} rows as {{kind}}",
+                )
 
 st.subheader("Branches and tags")
 refs.refs_table(metadata, key="tt_refs")

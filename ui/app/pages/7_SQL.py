@@ -47,6 +47,14 @@ st.caption(
     f"{SqlLimits().max_rows:,} rows of the result come back."
 )
 
+reads_rows = data.reads_rows(table)
+rows_notice = data.rows_caption(table, require_point(context))
+if rows_notice:
+    st.caption(
+        escape_markdown(rows_notice)
+        + ("" if reads_rows else " The metadata tables answer; downloads need the reader role.")
+    )
+
 # SQL in the link (a shared view, or "Open in SQL") fills the box once; then the box rules.
 linked = st.query_params.get("sql")
 if linked and linked != st.session_state.get("sql_linked"):
@@ -64,7 +72,7 @@ st.session_state["sql_linked"] = text
 share_link()
 
 # Spark can reach far beyond this table; offered only where the operator says so.
-if os.environ.get(SPARK_QUERIES_ENV) == "1":
+if os.environ.get(SPARK_QUERIES_ENV) == "1" and reads_rows:
     with st.expander("Run on Spark: exact answers over the whole table", expanded=False):
         st.caption(
             f"Runs the query on Spark (master {escape_markdown(jobs.spark_master())}) over "
@@ -77,12 +85,14 @@ if os.environ.get(SPARK_QUERIES_ENV) == "1":
             # The job checks again; checking here refuses before any process or JVM starts.
             snapshot_id = snapshot.snapshot_id if snapshot is not None else None
             try:
-                checked_query(text, table, snapshot_id)
+                checked_query(text, table, snapshot_id)  # the reader role, the masks
             except (PipelineError, IcecoreError) as refusal:
                 st.error(escape_markdown(refusal), icon=":material/block:")
             else:
                 argv = [f"{context.catalog}::{table.identifier}", text]
                 argv += ["--master", jobs.spark_master()]
+                for column in data.mask_of(table):  # rows selects the other columns only
+                    argv += ["--mask", column]
                 if snapshot_id is not None:
                     argv += ["--snapshot", str(snapshot_id)]
                 st.session_state[SPARK_JOB_KEY] = jobs.launch(
@@ -129,4 +139,5 @@ st.caption(
 )
 st.dataframe(result, hide_index=True, width="stretch")
 name = str(table.identifier).replace(".", "_")
-download_buttons(result, name, "sql")
+if reads_rows:  # a viewer's results are metadata, but downloads need the reader role
+    download_buttons(result, name, "sql")
