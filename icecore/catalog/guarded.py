@@ -16,6 +16,7 @@ REST server's administration, which checks :meth:`GuardedCatalog.require` itself
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from icecore.access import FULL_ACCESS, Access, Policy, Principal, Role
@@ -332,6 +333,48 @@ def change_summary(before: TableMetadata | None, after: TableMetadata) -> str:
     return "\n".join(lines) or "metadata rewritten"
 
 
+class GuardedUpdateCatalog(GuardedCatalog):
+    """A guarded catalog whose wrapped one applies updates itself (a REST catalog).
+
+    :func:`icecore.evolution.commit.commit_updates` hands such a catalog the requirements and
+    updates (``commit_table``, the ``UpdateCommitter`` protocol) rather than a metadata file;
+    the same owner check and the same intent and outcome are written around it as around
+    :meth:`GuardedCatalog.commit_metadata`, and the committed table is bound to this catalog
+    again, so that its next commit is checked too.
+    """
+
+    def commit_table(
+        self, fresh: Table, requirements: Sequence[object], updates: Sequence[object]
+    ) -> Table:
+        """Send the updates through the wrapped catalog if the principal owns the table.
+
+        Raises:
+            Forbidden: the principal is not an owner of the table (recorded as refused).
+            CommitConflict, CommitStateUnknown: as the wrapped catalog's.
+        """
+        self.require(fresh.identifier, Role.OWNER, "commit a change")
+        table = _dotted(fresh.identifier)
+        before = fresh.metadata_location
+        kinds = sorted({type(u).__name__ for u in updates})
+        event_id = self._intent("commit", table, before, f"updates: {', '.join(kinds)}")
+        send = getattr(self.inner, "commit_table")  # noqa: B009 - the UpdateCommitter protocol
+        try:
+            result: Table = send(fresh, requirements, updates)
+        except CommitStateUnknown:
+            raise  # the intent stays without an outcome: unknown, as it is
+        except CommitConflict as e:
+            self._outcome(event_id, "commit", table, "conflict", before, None, str(e))
+            raise
+        except BaseException as e:
+            self._outcome(event_id, "commit", table, "failed", before, None, _why(e))
+            raise
+        summary = change_summary(fresh.metadata, result.metadata)
+        self._outcome(
+            event_id, "commit", table, "committed", before, result.metadata_location, summary
+        )
+        return dataclasses.replace(result, catalog=self)
+
+
 def guard(
     catalog: Catalog,
     principal: Principal,
@@ -341,8 +384,15 @@ def guard(
     audit: AuditSink | None = None,
     source: str = "app",
 ) -> GuardedCatalog:
-    """``catalog`` as ``principal`` sees it (see the module)."""
-    return GuardedCatalog(catalog, principal, policy, name=name, audit=audit, source=source)
+    """``catalog`` as ``principal`` sees it (see the module).
+
+    A catalog that applies updates itself (REST: ``commit_table``) gets a
+    :class:`GuardedUpdateCatalog`, which checks and audits that path too.
+    """
+    kind = (
+        GuardedUpdateCatalog if callable(getattr(catalog, "commit_table", None)) else GuardedCatalog
+    )
+    return kind(catalog, principal, policy, name=name, audit=audit, source=source)
 
 
 def commit_all(
@@ -391,4 +441,4 @@ def commit_all(
     return locations
 
 
-__all__ = ["GuardedCatalog", "change_summary", "commit_all", "guard"]
+__all__ = ["GuardedCatalog", "GuardedUpdateCatalog", "change_summary", "commit_all", "guard"]
