@@ -47,8 +47,26 @@ def auth() -> AuthConfig | None:
     return load_config().auth
 
 
+HEADERS_REFUSED = (
+    "This app signs people in with OpenID Connect ([auth] in icecore.toml), but Streamlit is "
+    "configured to take users from request headers (server.trustedUserHeaders), which a "
+    "visitor could set: remove that setting to serve this app."
+)
+
+
+def headers_name_users() -> bool:
+    """Whether Streamlit fills ``st.user`` from request headers (``server.trustedUserHeaders``).
+
+    Such headers override the signed cookie of the provider's sign-in, and any client can send
+    them unless a proxy strips them: with ``[auth]`` they are refused, never trusted.
+    """
+    return bool(st.get_option("server.trustedUserHeaders"))
+
+
 def _claims() -> Mapping[str, object] | None:
     """The signed-in user's ID token claims (``st.user``), or None when nobody is signed in."""
+    if headers_name_users():
+        return None
     user = st.user.to_dict()
     if not user.get("is_logged_in"):
         return None
@@ -89,7 +107,16 @@ def require_sign_in() -> Principal:
     """
     principal = current_principal()
     if auth() is None:
+        if principal is ANONYMOUS:
+            st.warning(
+                "This deployment has [[grants]] but no [auth] in icecore.toml: nobody can sign "
+                "in to the app, so it shows no table.",
+                icon=":material/lock:",
+            )
         return principal
+    if headers_name_users():
+        st.error(HEADERS_REFUSED, icon=":material/error:")
+        st.stop()
     if principal is not ANONYMOUS and expired(principal):
         st.logout()
         principal = ANONYMOUS

@@ -218,3 +218,29 @@ def test_a_shared_table_is_bound_to_each_session_s_guarded_catalog(
         data.metadata_location(served, OTHER)
     with pytest.raises(Forbidden):
         data.table_at(served, OTHER, "ignored")
+
+
+def test_users_named_by_request_headers_are_refused(served: str) -> None:
+    from streamlit import config
+
+    before = config.get_option("server.trustedUserHeaders")
+    config.set_option("server.trustedUserHeaders", {"X-User": "sub"})
+    try:
+        at = open_as(ANA)
+    finally:
+        config.set_option("server.trustedUserHeaders", before)
+    assert not at.exception
+    assert [e.value for e in at.error] == [identity.HEADERS_REFUSED]
+    assert not at.dataframe and not at.button
+
+
+def test_grants_without_auth_show_nothing_and_say_why(
+    served: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "grants-only.toml"
+    config.write_text("[[grants]]" + CONFIG.split("[[grants]]", 1)[1])
+    monkeypatch.setenv("ICECORE_CONFIG", str(config))
+    at = open_as(ANA)
+    assert not at.exception
+    assert listed(at) == []
+    assert any("no [auth]" in w.value for w in at.warning)
