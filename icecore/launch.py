@@ -136,6 +136,7 @@ def app_command(
     ]
     auth = _auth_of(env)
     if auth is not None:
+        require_extra("app", "Signing in ([auth] in icecore.toml)", "authlib", "httpx")
         argv += ["--secrets.files", str(write_auth_secrets(auth, address, port, env))]
     return AppCommand(argv=argv, env=env, url=f"http://{address}:{port}")
 

@@ -147,3 +147,26 @@ def test_python_m_icecore_launch_prints_the_secrets_argument(tmp_path: Path) -> 
     absent = {"ICECORE_CONFIG": str(tmp_path / "absent.toml")}
     none = _run([sys.executable, "-m", "icecore.launch"], tmp_path, absent)
     assert none.returncode == 0 and none.stdout == ""
+
+
+def test_sign_in_without_authlib_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from icecore import launch
+    from icecore.launch import MissingExtra
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        launch.importlib.util,
+        "find_spec",
+        lambda name, package=None: None if name == "authlib" else real(name, package),
+    )
+    env = {"ICECORE_CONFIG": str(_config(tmp_path)), SECRET_ENV: "s"}
+    with pytest.raises(MissingExtra, match=r'pip install "icecore\[app\]"'):
+        app_command("x", environ=env)
+    assert (
+        "--secrets.files"
+        not in app_command("x", environ={"ICECORE_CONFIG": str(tmp_path / "absent.toml")}).argv
+    )
