@@ -22,6 +22,7 @@ from icecore.errors import Forbidden
 from icecore.table_data import access_of
 from tests.icecore.evolution.hand_table import write_table
 from tests.ui.helpers import TIMEOUT, as_shown, drive, keys, no_problems, texts, tiny_warehouse
+from tests.ui.long_history import write_long_history
 from ui import app, data, identity
 from ui.app import MAIN_SCRIPT
 
@@ -244,3 +245,16 @@ def test_grants_without_auth_show_nothing_and_say_why(
     assert not at.exception
     assert listed(at) == []
     assert any("no [auth]" in w.value for w in at.warning)
+
+
+def test_history_offers_ref_actions_to_an_owner_only(served: str) -> None:
+    write_long_history(Path(served), 30)  # db.long: snapshots, refs; metadata only
+    link = {"catalog": served, "table": "db.long"}
+    reader = open_as(ANA, app.HISTORY.file, **link)
+    no_problems(reader)
+    assert not [s for s in reader.subheader if s.value.startswith("Act on snapshot")]
+    assert any("needs the owner role" in as_shown(c.value) for c in reader.caption)
+    owner = open_as(OWEN, app.HISTORY.file, **link)
+    no_problems(owner)
+    assert [s for s in owner.subheader if s.value.startswith("Act on snapshot")]
+    assert not any("needs the owner role" in as_shown(c.value) for c in owner.caption)
