@@ -147,7 +147,7 @@ def pg_server() -> Iterator[PgServer]:
 def oidc_provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
     """A real OpenID Connect provider (django-oauth-toolkit) on 127.0.0.1 for the run.
 
-    Started only when a test asks for it (about 2 s); see tests/oidc_provider/fixture.py
+    Started only when a test asks for it (under 2 s); see tests/oidc_provider/fixture.py
     for its users, clients and helpers (``tokens``, ``add_redirect_uri``).
     """
     with start_provider(tmp_path_factory.mktemp("oidc")) as provider:

@@ -14,14 +14,16 @@ import hashlib
 import re
 import secrets
 import time
+import urllib.error
 import urllib.parse
+from pathlib import Path
 
 import pytest
 import requests
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
-from tests.oidc_provider.fixture import USERS, OidcProvider
+from tests.oidc_provider.fixture import USERS, OidcProvider, start_provider
 
 
 def _verify(provider: OidcProvider, token: str) -> jwt.Token:
@@ -76,8 +78,9 @@ def test_a_wrong_client_secret_gets_no_token(oidc_provider: OidcProvider) -> Non
     forged = OidcProvider(
         **{**oidc_provider.__dict__, "client_secrets": {**real, "icecore": "not-the-secret"}}
     )
-    with pytest.raises(Exception, match="401"):
+    with pytest.raises(urllib.error.HTTPError) as refused:
         forged.tokens("ana")
+    assert refused.value.code == 401
 
 
 def test_the_fixtures_private_key_is_the_providers_signing_key(
@@ -195,3 +198,11 @@ def test_an_unregistered_redirect_uri_is_refused(oidc_provider: OidcProvider) ->
     assert "127.0.0.1:1" not in back.headers.get("Location", "")
     with pytest.raises(ValueError):
         oidc_provider.add_redirect_uri("http://127.0.0.1:*/oauth2callback")
+
+
+def test_a_provider_with_short_lived_tokens(tmp_path: Path) -> None:
+    with start_provider(tmp_path, token_seconds=5) as provider:
+        tokens = provider.tokens("ana")
+        claims = _verify(provider, tokens["id_token"]).claims
+    assert tokens["expires_in"] == 5
+    assert claims["exp"] - claims["iat"] == 5

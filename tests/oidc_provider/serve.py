@@ -2,8 +2,8 @@
 
 ``python -m tests.oidc_provider.serve PORT`` from the repository root, with the environment
 :func:`tests.oidc_provider.fixture.start_provider` sets. One process does all three, so
-Django starts once (about a second); it serves with Django's threaded development server
-on 127.0.0.1 until it is terminated.
+Django starts once (under two seconds in all); it serves with Django's threaded development
+server on 127.0.0.1 until it is terminated.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def main() -> None:
     from django.core.wsgi import get_wsgi_application
 
     django.setup()
-    call_command("migrate", verbosity=0, interactive=False)
+    call_command("migrate", verbosity=0, interactive=False, run_syncdb=True)
     _seed()
     run(
         "127.0.0.1", port, get_wsgi_application(), ipv6=False, threading=True, server_cls=WSGIServer
