@@ -8,7 +8,9 @@ django-oauth-toolkit (tests/oidc_provider), whose login form each user fills in.
 (reader) sees her name, only ``db.t``, and no commit control on Evolution; ``owen`` (owner)
 commits a property there, which the table's metadata then holds (read with icecore from the
 warehouse, not from the page). The authorization request the app sends carries a PKCE S256
-challenge. (No Activity page exists on main yet: the audit part of issue 31 adds it.)
+challenge. (No Activity page exists on main yet: the audit part of issue 31 adds it.) A
+provider whose ID tokens live seconds shows the session ending when the token does (Streamlit's
+own cookie would keep it for 30 days).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import pytest
 from icecore.catalog import load_catalog
 from icecore.launch import app_command
 from tests.icecore.evolution.hand_table import write_table
-from tests.oidc_provider.fixture import USERS, OidcProvider
+from tests.oidc_provider.fixture import USERS, OidcProvider, start_provider
 from tests.ui.helpers import REPO, tiny_warehouse
 from tests.ui.test_browser import _settle, _shot, browser  # noqa: F401
 
@@ -236,3 +238,32 @@ def test_a_reader_and_an_owner_sign_in_and_see_what_their_roles_allow(
         owen.get_by_test_id("stSidebar").get_by_role("button", name="Sign out").click()
         owen.get_by_role("button", name="Sign in", exact=True).wait_for(timeout=60_000)
         owen.context.close()
+
+
+TOKEN_SECONDS = 25
+"""The ID token lifetime of the provider the expiry test starts (a sign-in takes seconds)."""
+
+
+def test_a_session_ends_when_its_id_token_expires(browser: Any, tmp_path: Path) -> None:  # noqa: F811
+    app_root = tmp_path / "app"
+    app_root.mkdir()
+    with (
+        start_provider(tmp_path, token_seconds=TOKEN_SECONDS) as provider,
+        _app(provider, app_root) as (base, _),
+    ):
+        started = time.time()  # the token is issued after this
+        page, _ = _sign_in(browser, base, "ana", provider.discovery()["authorization_endpoint"])
+        signed_in = page.get_by_test_id("stSidebar").get_by_text(
+            f"Signed in as {USERS['ana'].name}"
+        )
+        signed_in.wait_for()
+        sign_in = page.get_by_role("button", name="Sign in", exact=True)
+        # Every run checks the token's exp: run the page again until it asks to sign in.
+        deadline = started + TOKEN_SECONDS + 90
+        while not sign_in.is_visible():
+            assert time.time() < deadline, "the session outlived its ID token"
+            page.reload()
+            _settle(page)
+        assert time.time() >= started + TOKEN_SECONDS, "signed out before the token expired"
+        assert page.get_by_test_id("stSelectbox").count() == 0
+        page.context.close()
