@@ -13,6 +13,7 @@ from __future__ import annotations
 import stat
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -22,6 +23,14 @@ from icecore.launch import AppUnavailable, app_command
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET_ENV = "TEST_ICECORE_OIDC_SECRET"
+
+
+@pytest.fixture(autouse=True)
+def _private_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generated secrets go under the test's own folder (removed with it)."""
+    folder = tmp_path / "temp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
 
 
 def _config(tmp_path: Path, extra: str = "") -> Path:
@@ -43,6 +52,7 @@ def test_auth_secrets_are_generated_from_icecore_toml(tmp_path: Path) -> None:
     env = {"ICECORE_CONFIG": str(_config(tmp_path)), SECRET_ENV: 's3cr"et\\x'}
     command = app_command("sqlite:///c.db", port=8765, address="127.0.0.1", environ=env)
     path = _secrets(command.argv)
+    assert path.parent.parent == Path(tempfile.gettempdir())
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     auth = tomllib.loads(path.read_text())["auth"]
@@ -101,7 +111,11 @@ def test_without_auth_no_secrets_are_passed(tmp_path: Path) -> None:
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    base = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "PYTHONPATH": str(REPO),
+        "TMPDIR": str(tempfile.gettempdir()),
+    }
     return subprocess.run(
         args,
         cwd=cwd,

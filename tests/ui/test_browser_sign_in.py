@@ -20,6 +20,7 @@ import re
 import socket
 import sqlite3
 import subprocess
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -94,7 +96,8 @@ def _app(provider: OidcProvider, root: Path) -> Iterator[tuple[str, str]]:
     environ = {**os.environ, "ICECORE_CONFIG": str(config), SECRET_ENV: provider.client_secret}
     for name in ("ICECORE_READ_ONLY", "ICECORE_OPEN_CATALOGS"):
         environ.pop(name, None)
-    command = app_command(str(warehouse), port=port, address="127.0.0.1", environ=environ)
+    with mock.patch.object(tempfile, "tempdir", str(root)):  # its secrets go with the test
+        command = app_command(str(warehouse), port=port, address="127.0.0.1", environ=environ)
     log = REPO / "test-artifacts" / "streamlit-sign-in.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
