@@ -44,6 +44,11 @@ role = "owner"
 tables = ["db.*"]
 
 [[grants]]
+group = "viewers"
+role = "viewer"
+tables = ["db.*"]
+
+[[grants]]
 group = "finance"
 role = "reader"
 tables = ["sales.*"]
@@ -258,3 +263,14 @@ def test_history_offers_ref_actions_to_an_owner_only(served: str) -> None:
     no_problems(owner)
     assert [s for s in owner.subheader if s.value.startswith("Act on snapshot")]
     assert not any("needs the owner role" in as_shown(c.value) for c in owner.caption)
+
+
+def test_a_viewer_sees_the_table_and_is_told_evolution_needs_the_owner_role(served: str) -> None:
+    vic = claims("vic", "viewers")
+    overview = open_as(vic, app.OVERVIEW.file, catalog=served, table=OWNED)
+    no_problems(overview)
+    assert overview.metric, "a viewer sees the metadata"
+    evolution = open_as(vic, app.EVOLUTION.file, catalog=served, table=OWNED)
+    no_problems(evolution)
+    (said,) = [as_shown(c.value) for c in evolution.caption if "needs the owner role" in c.value]
+    assert said == f"Committing changes needs the owner role on {OWNED}; you have the viewer role."
