@@ -274,3 +274,12 @@ def test_a_viewer_sees_the_table_and_is_told_evolution_needs_the_owner_role(serv
     no_problems(evolution)
     (said,) = [as_shown(c.value) for c in evolution.caption if "needs the owner role" in c.value]
     assert said == f"Committing changes needs the owner role on {OWNED}; you have the viewer role."
+
+
+def test_a_person_without_a_grant_is_told_so_not_that_the_catalog_is_empty(served: str) -> None:
+    at = open_as(claims("nina", "nobody"))
+    no_problems(at)
+    assert listed(at) == []
+    assert [i.value for i in at.info] == [
+        "No table of this catalog is yours to see: your grants name none of them."
+    ]
