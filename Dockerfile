@@ -13,6 +13,9 @@ RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
 # Default-deny: neither ICECORE_OPEN_CATALOGS nor ICECORE_SPARK_QUERIES is set here, so the
 # app serves only ICECORE_CATALOG and icecore.toml's [catalogs.NAME] (README "Deploying").
+# Sign-in: mount an icecore.toml with [auth] (ICECORE_CONFIG) and pass the client secret in
+# the variable it names; scripts/serve.sh generates Streamlit's auth secrets at each start
+# (README "Signing in to the app").
 ENV ICECORE_ADDRESS=0.0.0.0 \
     ICECORE_PORT=8501 \
     PYTHONUNBUFFERED=1

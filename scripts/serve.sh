@@ -13,8 +13,17 @@
 # What the app serves is ICECORE_CATALOG and the [catalogs.NAME] entries of icecore.toml and
 # nothing else, unless ICECORE_OPEN_CATALOGS=1 (which `make run` sets; the Docker image does
 # not). See README.md "Deploying" and SECURITY.md.
+# With [auth] in icecore.toml (ICECORE_CONFIG names another file) every page needs a signed-in
+# user: Streamlit's auth secrets are generated here at each start from [auth] and the
+# environment (python -m icecore.launch); a missing client secret is one sentence and exit 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+auth=()
+auth_args="$(python -m icecore.launch --address "${ICECORE_ADDRESS:-127.0.0.1}" \
+  --port "${ICECORE_PORT:-8501}")"
+if [ -n "$auth_args" ]; then
+  mapfile -t auth <<< "$auth_args"
+fi
 if [ -z "${ICECORE_CATALOG:-}" ]; then
   python -m pipeline.demo --warehouse warehouse
 fi
@@ -25,7 +34,7 @@ fi
 echo "Serving Icecore at http://${ICECORE_ADDRESS:-127.0.0.1}:${ICECORE_PORT:-8501}" >&2
 serve=(python -m streamlit run app.py
   --server.address "${ICECORE_ADDRESS:-127.0.0.1}" --server.port "${ICECORE_PORT:-8501}"
-  "${dev[@]}" "$@")
+  "${dev[@]}" "${auth[@]}" "$@")
 if [ -z "${ICECORE_LOG_FILE:-}" ]; then
   exec "${serve[@]}"
 fi

@@ -29,6 +29,7 @@ import streamlit as st
 from icecore import describe, health, maintenance, row_access, row_counts
 from icecore.access import Role
 from icecore.catalog import Catalog, TableIdentifier, load_catalog
+from icecore.catalog.guarded import GuardedCatalog
 from icecore.diff import SnapshotDiff
 from icecore.layout import MetadataTree, metadata_tree, partition_label, snapshot_files
 from icecore.manifest import ManifestFile
@@ -44,6 +45,7 @@ from icecore.sql import ROWS_TABLE, run_sql
 from icecore.table import Table, load_table_at
 from icecore.table_data import access_of
 from icecore.timeline import Timeline, timeline
+from ui import identity
 from ui.evolve import Change, DryRun, dry_run
 from ui.shared_cache import SharedCache
 from ui.views import DiffView, PlanView, diff_view, plan_view
@@ -65,23 +67,40 @@ read depends on (:attr:`Resolved.key`), so two names of one read (the ref ``main
 current table) share one entry."""
 
 
-# --- catalogs and tables -------------------------------------------------------------
+# --- catalogs and tables ---------------------------------------------------------------
+#
+# The catalog, the listings and the tables are shared by every session (the caches below),
+# so they are kept as the unguarded catalog has them, and the session's principal is applied
+# after the cache, on every call (DESIGN.md "Identity, roles and audit"): a listing is
+# filtered by the principal's grants, a table is checked (viewer) before it is handed out
+# and re-bound to the session's guarded catalog, whose access its row reads ask and through
+# which its commits go. Nothing cached for one person is served to another as is.
 
 
 @st.cache_resource(ttl=300, max_entries=8, show_spinner=False)
 def open_catalog(uri: str) -> Catalog:
-    """The catalog ``uri`` names (read-only and thread-safe: shared across sessions)."""
+    """The catalog ``uri`` names (read-only and thread-safe: shared across sessions).
+
+    Unguarded: pages use :func:`session_catalog`; this is the shared object behind it.
+    """
     return load_catalog(uri)
 
 
-@st.cache_data(ttl=10, max_entries=32, show_spinner=False)
-def table_rows(catalog: str) -> list[dict[str, str | None]]:
-    """Rows of (catalog, table, metadata location); cached for a few seconds.
+def session_catalog(catalog: str) -> GuardedCatalog:
+    """The catalog ``catalog`` names as this session's principal may see and change it."""
+    return identity.guarded(open_catalog(catalog), catalog)
 
-    A REST catalog knows a table's metadata location only by loading the whole table
-    (``loadTable``: the metadata, and credentials vended for it), one request per table: its
-    rows leave the location out (None) and :func:`metadata_location` loads it on demand.
-    """
+
+def _visible(catalog: str, names: list[str]) -> set[str]:
+    """The tables of ``names`` this session's principal may see (all without a policy)."""
+    guarded = session_catalog(catalog)
+    if guarded.policy is None:
+        return set(names)
+    return {n for n in names if guarded.access(TableIdentifier.parse(n)).role > Role.NONE}
+
+
+@st.cache_data(ttl=10, max_entries=32, show_spinner=False)
+def _table_rows(catalog: str) -> list[dict[str, str | None]]:
     opened = open_catalog(catalog)
     lazy = opened.loads_whole_tables
     return [
@@ -94,28 +113,60 @@ def table_rows(catalog: str) -> list[dict[str, str | None]]:
     ]
 
 
+def table_rows(catalog: str) -> list[dict[str, str | None]]:
+    """Rows of (catalog, table, metadata location) of the tables this session may see.
+
+    Cached for a few seconds for every session, then filtered by the session's grants. A
+    REST catalog knows a table's metadata location only by loading the whole table
+    (``loadTable``: the metadata, and credentials vended for it), one request per table: its
+    rows leave the location out (None) and :func:`metadata_location` loads it on demand.
+    """
+    rows = _table_rows(catalog)
+    seen = _visible(catalog, [str(r["table"]) for r in rows])
+    return [r for r in rows if r["table"] in seen]
+
+
 @st.cache_data(ttl=10, max_entries=32, show_spinner=False)
-def metadata_location(catalog: str, name: str) -> str:
-    """One table's current metadata location (for a REST catalog, one ``loadTable``)."""
+def _metadata_location(catalog: str, name: str) -> str:
     return open_catalog(catalog).metadata_location(TableIdentifier.parse(name))
 
 
+def metadata_location(catalog: str, name: str) -> str:
+    """One table's current metadata location (for a REST catalog, one ``loadTable``).
+
+    Raises:
+        Forbidden: the session may not see the table (the sentence is the same whether or
+            not it exists).
+    """
+    session_catalog(catalog).require(TableIdentifier.parse(name), Role.VIEWER, "see its metadata")
+    return _metadata_location(catalog, name)
+
+
 @st.cache_data(ttl=10, max_entries=32, show_spinner=False)
-def table_names(catalog: str) -> list[str]:
-    """The tables of a catalog as ``namespace.table`` (a listing only; cached a few seconds)."""
+def _table_names(catalog: str) -> list[str]:
     return [str(ident) for ident in open_catalog(catalog).list_tables()]
 
 
+def table_names(catalog: str) -> list[str]:
+    """The tables of a catalog this session may see, as ``namespace.table``.
+
+    A listing only, cached a few seconds for every session and filtered by the session's
+    grants: a table without a grant is not listed (the sidebar, every picker, the links).
+    """
+    names = _table_names(catalog)
+    seen = _visible(catalog, names)
+    return [n for n in names if n in seen]
+
+
+def forget_table_names() -> None:
+    """Ask the catalog for its listing again (a table created since the cached one)."""
+    _table_names.clear()
+
+
 @st.cache_resource(max_entries=32, show_spinner=False)
-def table_at(
+def _table_at(
     catalog: str, name: str, metadata_location: str, _loaded: Table | None = None
 ) -> Table:
-    """The table as one metadata file has it (a version that never changes).
-
-    ``_loaded`` is that version as the catalog just returned it (a REST ``loadTable``): it is
-    kept as is. Otherwise a REST table's older version is read with the FileIO of its current
-    one, the only FileIO that holds the credentials the server vends for this table.
-    """
     opened = open_catalog(catalog)
     identifier = TableIdentifier.parse(name)
     if _loaded is not None and _loaded.metadata_location == metadata_location:
@@ -128,25 +179,50 @@ def table_at(
     return load_table_at(identifier, metadata_location, opened.io, opened)
 
 
+def table_at(
+    catalog: str, name: str, metadata_location: str, _loaded: Table | None = None
+) -> Table:
+    """The table as one metadata file has it (a version that never changes).
+
+    Shared by every session by its location, and handed to this one only if its principal
+    may see the table, bound to its guarded catalog. ``_loaded`` is that version as the
+    catalog just returned it (a REST ``loadTable``): it is kept as is. Otherwise a REST
+    table's older version is read with the FileIO of its current one, the only FileIO that
+    holds the credentials the server vends for this table.
+
+    Raises:
+        Forbidden: the session may not see the table.
+    """
+    guarded = session_catalog(catalog)
+    guarded.require(TableIdentifier.parse(name), Role.VIEWER, "see its metadata")
+    return guarded.bind(_table_at(catalog, name, metadata_location, _loaded))
+
+
 def open_table(catalog: str, name: str) -> Table:
     """The table's current version: its location asked of the catalog, its metadata cached.
 
     A REST catalog's answer is the table itself: one ``loadTable``, kept by its location.
+
+    Raises:
+        Forbidden: the session may not see the table (asked before the catalog is).
     """
-    opened = open_catalog(catalog)
+    guarded = session_catalog(catalog)
     identifier = TableIdentifier.parse(name)
+    guarded.require(identifier, Role.VIEWER, "see its metadata")
+    opened = guarded.inner
     if opened.loads_whole_tables:
         loaded = opened.load_table(identifier)
-        return table_at(catalog, name, loaded.metadata_location, _loaded=loaded)
-    location = opened.metadata_location(identifier)
-    return table_at(catalog, name, location)
+        shared = _table_at(catalog, name, loaded.metadata_location, _loaded=loaded)
+    else:
+        shared = _table_at(catalog, name, opened.metadata_location(identifier))
+    return guarded.bind(shared)
 
 
 def forget_table_lists() -> None:
     """After a commit: every page asks the catalog for the tables' metadata files again."""
-    table_rows.clear()
-    table_names.clear()
-    metadata_location.clear()
+    _table_rows.clear()
+    _table_names.clear()
+    _metadata_location.clear()
 
 
 # --- files, manifests ------------------------------------------------------------------

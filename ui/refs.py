@@ -28,6 +28,7 @@ from typing import Any
 
 import streamlit as st
 
+from icecore.access import Role
 from icecore.errors import IcecoreError, ValidationError
 from icecore.metadata import MAIN_BRANCH, SnapshotRef, TableMetadata
 from icecore.refs.dry_run import RefDryRun
@@ -35,7 +36,7 @@ from icecore.refs.manage import ManageSnapshots
 from icecore.refs.wap import staged_wap_snapshots
 from icecore.table import Table
 from ui import data, evolve, views
-from ui.shell import PageContext, escape_markdown
+from ui.shell import PageContext, allowed, escape_markdown
 
 ROLLBACK = "rollback_to_snapshot"
 SET_CURRENT = "set_current_snapshot"
@@ -524,7 +525,9 @@ def actions(
 ) -> None:
     """Ref actions on one snapshot: pick, fill in, read the dry run, confirm, commit.
 
-    Nothing is drawn in read-only mode; a table without a catalog pointer gets one sentence.
+    Nothing is drawn in read-only mode; a table without a catalog pointer gets one sentence,
+    and so does a session without the owner role on the table (DESIGN.md "Identity, roles
+    and audit": ref operations need owner).
 
     Args:
         context: the page's context (catalog, read-only mode).
@@ -535,6 +538,12 @@ def actions(
             start from it).
     """
     if context.read_only:
+        return
+    if not allowed(
+        context,
+        Role.OWNER,
+        "Acting on branches and tags (rollback, tag, branch, cherry-pick, publish)",
+    ):
         return
     st.subheader(f"Act on snapshot {snapshot_id}")
     show_outcome(context, table, prefix)

@@ -7,7 +7,11 @@ session state and in the URL query parameters (``?catalog=...&table=...&snapshot
 parameters win over what the session remembers, and every change is written back to both.
 
 Every catalog the selection names passes :func:`ui.served.admit` first (the deployment
-boundary), and a table must be one the catalog lists before it is opened. Whatever a link or
+boundary), and a table must be one the catalog lists before it is opened. With ``[auth]`` in
+icecore.toml a page first requires a signed-in user (:func:`ui.identity.require_sign_in`);
+the listings and tables it then gets are the signed-in principal's (:mod:`ui.data`), and
+:attr:`PageContext.role` is their role on the selected table, by which pages hide what the
+role cannot do and say why (:func:`allowed`). Whatever a link or
 a user supplied is shown as text: errors and captions go through :func:`escape_markdown`.
 
 Widgets are driven by key: before each sidebar widget is drawn its session-state value is
@@ -30,6 +34,7 @@ from typing import Any, NoReturn, TypeVar
 import pyarrow as pa
 import streamlit as st
 
+from icecore.access import Role
 from icecore.catalog import TableIdentifier
 from icecore.config import read_only as config_read_only
 from icecore.errors import IcecoreError, NotFound
@@ -38,7 +43,7 @@ from icecore.metadata import Snapshot
 from icecore.point_in_time import At, Resolved
 from icecore.table import Table
 from icecore.values import whole_number
-from ui import data, views
+from ui import data, identity, views
 from ui.served import (
     NotServed,
     admit,
@@ -166,6 +171,8 @@ class PageContext:
         failed: whether an error was already shown on the page.
         point: the selected point resolved in ``table`` (the snapshot and the schema it is
             read with): what a page passes down, so nothing resolves it again.
+        role: the session's role on the selected table (admin where the deployment has no
+            grants; none when no table is selected under a policy).
     """
 
     catalog: str
@@ -175,11 +182,31 @@ class PageContext:
     snapshot: Snapshot | None = None
     failed: bool = False
     point: Resolved | None = None
+    role: Role = Role.ADMIN
 
     @property
     def snapshot_id(self) -> int | None:
         """The resolved snapshot's id (None for an empty table)."""
         return self.snapshot.snapshot_id if self.snapshot is not None else None
+
+
+def allowed(context: PageContext, role: Role, what: str) -> bool:
+    """Whether the session's role on the table includes ``role``; if not, one caption says so.
+
+    The pages hide the controls of what the role cannot do (the core refuses them anyway,
+    where the action happens) and say why in one sentence naming the role needed, e.g.
+    "Committing changes needs the owner role on demo.trips; you have the reader role."
+    """
+    if context.role >= role:
+        return True
+    held = "no grant" if context.role is Role.NONE else f"the {context.role.label} role"
+    where = f" on {context.selection.table}" if context.selection.table else ""
+    st.caption(
+        escape_markdown(f"{what} needs the {role.label} role{where}; you have {held}."),
+        help="Roles come from the [[grants]] of this deployment's icecore.toml; ask an "
+        "admin of this deployment for a grant.",
+    )
+    return False
 
 
 def read_only() -> bool:
@@ -627,12 +654,14 @@ def bootstrap(title: str) -> PageContext:
     # A link naming a catalog that is not served is never repeated on the page.
     st.session_state[LINK_SLOT_KEY] = st.sidebar.empty() if served else None
     share_link()
+    identity.show_signed_in()
     return context
 
 
 def _bootstrap(title: str) -> tuple[PageContext, bool]:
     """:func:`bootstrap`'s work; also whether the link's catalog is served."""
     st.set_page_config(page_title=f"{title} · Icecore", page_icon="🧊", layout="wide")
+    identity.require_sign_in()
     selection = current_selection()
     try:
         selection = replace(selection, catalog=admit(selection.catalog))
@@ -642,12 +671,19 @@ def _bootstrap(title: str) -> tuple[PageContext, bool]:
         _sidebar_catalog(selection, refused=True)
         show_error(refused)
         selection = Selection(catalog=default_catalog())
-        context = PageContext(catalog=selection.catalog, read_only=read_only(), selection=selection)
+        context = PageContext(
+            catalog=selection.catalog, read_only=read_only(), selection=selection, role=Role.NONE
+        )
         return replace(context, failed=True), False
     set_selection(selection)
     st.sidebar.title("Icecore")
     _sidebar_catalog(selection)
-    context = PageContext(catalog=selection.catalog, read_only=read_only(), selection=selection)
+    context = PageContext(
+        catalog=selection.catalog,
+        read_only=read_only(),
+        selection=selection,
+        role=Role.ADMIN if identity.policy() is None else Role.NONE,
+    )
     try:
         tables = data.table_names(selection.catalog)
     except IcecoreError as error:
@@ -655,7 +691,7 @@ def _bootstrap(title: str) -> tuple[PageContext, bool]:
         return replace(context, failed=True), True
     if selection.table is not None and selection.table not in tables:
         # The listing is cached for seconds: a table created since then is asked for once.
-        data.table_names.clear()
+        data.forget_table_names()
         try:
             tables = data.table_names(selection.catalog)
         except IcecoreError as error:
@@ -684,7 +720,8 @@ def _bootstrap(title: str) -> tuple[PageContext, bool]:
         return replace(context, table=table, failed=True), True
     if context.read_only:
         st.sidebar.caption("Read-only mode: commit controls are hidden.")
-    return replace(context, table=table, snapshot=point.snapshot, point=point), True
+    role = table.catalog.access(table.identifier).role if table.catalog is not None else Role.ADMIN
+    return replace(context, table=table, snapshot=point.snapshot, point=point, role=role), True
 
 
 def link_to_view() -> str:
@@ -719,6 +756,9 @@ def check_listed(name: str, tables: list[str]) -> None:
 
     A name from a link is untrusted: a filesystem catalog would turn ``../../x`` or
     ``/etc.x`` into a path outside its warehouse. Only the catalog's own listing is opened.
+    Under grants the listing is the session's (:func:`ui.data.table_names`), and the sentence
+    is the same whether the table does not exist or exists without a grant: it reveals
+    nothing.
 
     Raises:
         NotFound: ``name`` is not ``namespace.table``, or not a table of the catalog.
@@ -726,6 +766,11 @@ def check_listed(name: str, tables: list[str]) -> None:
     if name in tables:
         return
     TableIdentifier.parse(name)  # the sentence for a name of the wrong shape
+    if identity.policy() is not None:
+        raise NotFound(
+            f"There is no table {name!r} here, or you have no grant on it; choose a table in "
+            "the sidebar."
+        )
     raise NotFound(f"Table {name!r} is not in this catalog; choose a table in the sidebar.")
 
 

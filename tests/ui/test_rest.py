@@ -9,6 +9,7 @@ server, is the judge of what a commit did. HTTP requests are counted by a spy on
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -234,3 +235,37 @@ def test_the_landing_page_lists_rest_tables_without_loading_them(
     assert sent.loads(TABLE) == 1, sent.sent
     backing = SqlCatalog(sales.catalog_db).load_table(TABLE).metadata_location
     assert backing in [t.value for t in at.text]
+
+
+def test_a_rest_commit_is_checked_for_the_session_s_role(
+    sales: RestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A REST catalog applies updates itself (commit_table): the owner check applies there too."""
+    from icecore.access import Principal, Role
+    from icecore.errors import Forbidden
+    from icecore.table_data import access_of
+    from ui import data, identity
+
+    config = Path(os.environ["ICECORE_CONFIG"])
+    config.write_text(
+        config.read_text()
+        + '\n[[grants]]\ngroup = "readers"\nrole = "reader"\ntables = ["shop.*"]\n'
+        + '\n[[grants]]\ngroup = "owners"\nrole = "owner"\ntables = ["shop.*"]\n'
+    )
+    before = SqlCatalog(sales.catalog_db).load_table(TABLE)
+    reader = Principal(subject="r", groups=("readers",))
+    monkeypatch.setattr(identity, "current_principal", lambda: reader)
+    table = data.open_table("sales", TABLE)
+    assert access_of(table).role is Role.READER
+    with pytest.raises(Forbidden, match="needs the owner role"):
+        table.set_properties(team="data")
+    assert SqlCatalog(sales.catalog_db).load_table(TABLE).metadata_location == (
+        before.metadata_location
+    )
+    owner = Principal(subject="o", groups=("owners",))
+    monkeypatch.setattr(identity, "current_principal", lambda: owner)
+    committed = data.open_table("sales", TABLE).set_properties(team="data")
+    after = SqlCatalog(sales.catalog_db).load_table(TABLE)
+    assert after.metadata_location != before.metadata_location
+    assert after.metadata.properties["team"] == "data"
+    assert access_of(committed).role is Role.OWNER, "the committed table stays guarded"

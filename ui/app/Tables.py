@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from icecore.errors import IcecoreError
-from ui import data, views
+from ui import data, identity, views
 from ui.app import PAGES
 from ui.served import companions
 from ui.shell import bootstrap, show_error, stop
@@ -77,6 +77,8 @@ if rows:
                 st.text(data.metadata_location(*lazy[picked]))
             except IcecoreError as error:
                 show_error(error)
+elif identity.policy() is not None:
+    st.info("No table of this catalog is yours to see: your grants name none of them.")
 else:
     st.info("No tables found in this catalog.")
 

@@ -2,16 +2,19 @@
 
 Every change is checked by icecore's evolution builders on each rerun and shown as a dry run
 (the lines, the new schema, the metadata diff); a commit needs an explicit confirmation, and
-read-only mode hides every commit control.
+read-only mode hides every commit control, as does a role below owner on the table (one
+caption says which role committing needs).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from icecore.access import Role
 from ui import evolve_form as form
 from ui.shell import (
     TIME_CURRENT,
+    allowed,
     bootstrap,
     escape_markdown,
     filesystem_warning,
@@ -29,6 +32,7 @@ st.caption(
     "each change against the Iceberg spec as you type and shows a dry run; nothing is written "
     "until you confirm it and commit. Spark and other engines keep reading the table after."
 )
+may_commit = allowed(context, Role.OWNER, "Committing changes")
 warning = filesystem_warning(table)
 if warning is not None:
     st.warning(escape_markdown(warning), icon=":material/warning:")
@@ -53,6 +57,8 @@ dry = form.checked(base, changes)
 form.show_dry_run(dry, table, base)
 form.stage_button(current)
 
+if not may_commit:
+    stop()
 form.stop_unless_writable(
     context.read_only, table, "this page shows dry runs only; commit controls are hidden."
 )

@@ -2,7 +2,8 @@
 
 Every number before the run comes from icecore (metadata alone); the job itself is
 ``python -m pipeline.maintenance`` in the background, followed here through its job folder
-(ui/jobs.py). Read-only mode hides the page's controls.
+(ui/jobs.py). Read-only mode hides the page's controls, and so does a role below owner on
+the table (one caption says so).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import time
 import streamlit as st
 
 from icecore import health
+from icecore.access import Role
 from icecore.errors import IcecoreError
 from icecore.maintenance import ESTIMATE_LABELS, Job, evolve_command
 from ui import data, evolve_form, jobs, views
 from ui.app import EVOLUTION, HISTORY
-from ui.shell import bootstrap, escape_markdown, require_table, show_error, stop
+from ui.shell import allowed, bootstrap, escape_markdown, require_table, show_error, stop
 
 POLL_SECONDS = 2.0
 SPARK_ORPHAN_MIN_AGE_MS = 24 * 3600 * 1000  # remove_orphan_files refuses a younger cutoff
@@ -28,6 +30,8 @@ table, _ = require_table(context)
 table_key = f"{context.catalog}::{table.identifier}"
 
 st.title(f"Maintain {escape_markdown(table.identifier)}")
+if not allowed(context, Role.OWNER, "Running maintenance jobs"):
+    stop()
 evolve_form.stop_unless_writable(context.read_only, table, "maintenance is hidden.")
 st.caption(
     "What the table's health findings would take to fix, the Spark job that fixes each, and "
