@@ -16,6 +16,7 @@ REST server's administration, which checks :meth:`GuardedCatalog.require` itself
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 from icecore.access import FULL_ACCESS, Access, Policy, Principal, Role
@@ -119,7 +120,9 @@ class GuardedCatalog:
             access.require(role, action, str(identifier))
         except Forbidden as e:
             if role >= Role.OWNER:
-                self._refused(action, _dotted(identifier), str(e))
+                # A log that cannot be written (a read-only catalog) changes no refusal.
+                with contextlib.suppress(IcecoreError):
+                    self._refused(action, _dotted(identifier), str(e))
             raise
         return access
 
