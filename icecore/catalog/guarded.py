@@ -321,11 +321,11 @@ def change_summary(before: TableMetadata | None, after: TableMetadata) -> str:
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
         if old is None and new is not None:
-            lines.append(f"{new.type} {name} created at {new.snapshot_id}")
+            lines.append(f"{new.type.value} {name} created at {new.snapshot_id}")
         elif new is None and old is not None:
-            lines.append(f"{old.type} {name} dropped")
+            lines.append(f"{old.type.value} {name} dropped")
         elif old is not None and new is not None and old != new:
-            lines.append(f"{new.type} {name}: {old.snapshot_id} -> {new.snapshot_id}")
+            lines.append(f"{new.type.value} {name}: {old.snapshot_id} -> {new.snapshot_id}")
     props_old, props_new = dict(before.properties), dict(after.properties)
     changed = sorted(
         k for k in set(props_old) | set(props_new) if props_old.get(k) != props_new.get(k)
