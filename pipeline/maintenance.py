@@ -23,6 +23,7 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import os
 import socket
 import sys
 import tempfile
@@ -37,10 +38,12 @@ import pyarrow.compute as pc
 
 from icecore import layout, maintenance
 from icecore.catalog import TABLE_SEPARATOR, load_catalog, load_table
+from icecore.catalog.audit_store import JOB_AUDIT_ENV, audit_sink_for, record_job_outcome
 from icecore.cli import jsonable, plain
 from icecore.errors import IcecoreError, Unsupported
 from icecore.expressions.bind import bind
 from icecore.expressions.parser import parse_filter
+from icecore.failpoints import failpoint
 from icecore.history import parse_timestamp_ms
 from icecore.maintenance import Job
 from icecore.table import Table
@@ -367,19 +370,68 @@ def _say(line: str) -> None:
     print(f"[maintenance] {line}", file=sys.stderr, flush=True)
 
 
-def answer(body: Callable[[], dict[str, Any]]) -> int:
+def answer(
+    body: Callable[[], dict[str, Any]],
+    ended: Callable[[dict[str, Any] | None, Exception | None], None] | None = None,
+) -> int:
     """Run a command the way every pipeline CLI ends (docs/ARCHITECTURE.md "Contracts").
 
     The JSON result is the last line on stdout (exit 0); a :class:`PipelineError` or
-    :class:`IcecoreError` is its one sentence on stderr (exit 1).
+    :class:`IcecoreError` is its one sentence on stderr (exit 1). ``ended`` is told the
+    result or the error first (the job's audit outcome).
     """
     try:
         result = body()
     except (PipelineError, IcecoreError) as e:
+        if ended is not None:
+            ended(None, e)
         print(str(e), file=sys.stderr)
         return 1
+    if ended is not None:
+        ended(result, None)
     print(json.dumps(result))
     return 0
+
+
+def audit_outcome(table_text: str) -> Callable[[dict[str, Any] | None, Exception | None], None]:
+    """What writes this job's audit outcome, when the app handed it an intent.
+
+    The app records the job's start as an intent before launching it and hands it over in
+    :data:`~icecore.catalog.audit_store.JOB_AUDIT_ENV`; the job, which outlives the page,
+    writes the end: ``committed`` with the metadata after it, ``conflict`` when it lost a
+    race with another writer, ``failed`` otherwise (DESIGN.md "Identity, roles and audit").
+    A log that cannot be written is said on stderr; the intent then reads as unknown.
+    """
+    handed = os.environ.get(JOB_AUDIT_ENV, "")
+
+    def ended(result: dict[str, Any] | None, error: Exception | None) -> None:
+        if not handed:
+            return
+        failpoint("job-before-outcome")
+        try:
+            table = load_table(table_text)
+            sink = audit_sink_for(table.catalog) if table.catalog is not None else None  # type: ignore[arg-type]
+            if sink is None:
+                return
+            if result is not None:
+                before = (result.get("before") or {}).get("metadata_location")
+                after = (result.get("after") or result.get("before") or {}).get("metadata_location")
+                summary = json.dumps(jsonable(result.get("result", result.get("estimate"))))
+                record_job_outcome(handed, sink, "committed", before, after, summary)
+            else:
+                lost = "lost a race" in str(error)
+                record_job_outcome(
+                    handed,
+                    sink,
+                    "conflict" if lost else "failed",
+                    None,
+                    None,
+                    str(error)[:500],
+                )
+        except IcecoreError as e:
+            print(f"The job's end could not be written to the audit log: {e}", file=sys.stderr)
+
+    return ended
 
 
 def _job(args: argparse.Namespace) -> dict[str, Any]:
@@ -427,7 +479,7 @@ def _job(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one job; exit 0 with the JSON result, or 1 with one sentence on stderr."""
     args = parser().parse_args(argv)
-    return answer(lambda: _job(args))
+    return answer(lambda: _job(args), audit_outcome(args.table))
 
 
 if __name__ == "__main__":

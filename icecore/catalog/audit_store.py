@@ -33,6 +33,7 @@ swap, so the change then does not go ahead.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from collections.abc import Sequence
 from contextlib import closing
@@ -45,10 +46,12 @@ from icecore.audit import (
     AuditChange,
     AuditEvent,
     AuditSink,
+    Result,
     bounded,
     event_from_json,
     event_from_mapping,
     event_json,
+    now_iso,
 )
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog
@@ -353,13 +356,77 @@ def _landed(change: AuditChange, catalog: Catalog) -> str | None:
     return following if change_summary(old, new) == change.summary else None
 
 
+JOB_AUDIT_ENV = "ICECORE_AUDIT_JOB"
+"""The environment variable that hands a maintenance job its audit intent (see below)."""
+
+_JOB_KEYS = ("id", "principal", "subject", "source", "catalog", "action", "table")
+
+
+def job_audit_env(catalog: GuardedCatalog, event_id: str, action: str, table: str) -> str:
+    """What a job process needs to write the outcome of the intent ``event_id`` (JSON).
+
+    A maintenance job outlives the page that launched it, so the job itself writes its end
+    (:func:`record_job_outcome`): who launched it and what, never a secret.
+    """
+    return json.dumps(
+        {
+            "id": event_id,
+            "principal": catalog.principal.display,
+            "subject": catalog.principal.subject,
+            "source": catalog.source,
+            "catalog": catalog.name,
+            "action": action,
+            "table": table,
+        }
+    )
+
+
+def record_job_outcome(
+    handed: str,
+    sink: AuditSink,
+    result: Result,
+    before: str | None,
+    after: str | None,
+    summary: str,
+) -> None:
+    """Append the outcome of the job intent that :func:`job_audit_env` ``handed`` over.
+
+    Raises:
+        ValidationError: ``handed`` is not what :func:`job_audit_env` writes.
+        AuditLogUnavailable: the log could not be written.
+    """
+    try:
+        values = json.loads(handed)
+    except ValueError:
+        values = None
+    if not isinstance(values, dict):
+        raise ValidationError(f"{JOB_AUDIT_ENV} does not hold a job's audit record.")
+    found = event_from_mapping(
+        {k: values.get(k) for k in _JOB_KEYS}
+        | {
+            "phase": "outcome",
+            "time": now_iso(),
+            "result": result,
+            "metadata_before": before,
+            "metadata_after": after,
+            "summary": summary[:2_000],
+        }
+    )
+    if found is None:
+        raise ValidationError(f"{JOB_AUDIT_ENV} does not hold a job's audit record.")
+    sink.append(found)
+
+
 __all__ = [
     "AUDIT_FILE",
+    "JOB_AUDIT_ENV",
     "AUDIT_TABLE",
     "AuditLogUnavailable",
     "FileAuditLog",
     "SqlAuditLog",
     "audit_sink_for",
+    "job_audit_env",
     "reconcile",
+    "record_job_outcome",
     "skipped_records",
 ]
