@@ -24,6 +24,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import shlex
 import socket
 import sys
 import tempfile
@@ -37,8 +38,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icecore import layout, maintenance
+from icecore.access import os_principal
 from icecore.catalog import TABLE_SEPARATOR, load_catalog, load_table
-from icecore.catalog.audit_store import JOB_AUDIT_ENV, audit_sink_for, record_job_outcome
+from icecore.catalog.audit_store import (
+    JOB_AUDIT_ENV,
+    audit_sink_for,
+    job_audit_env,
+    record_job_outcome,
+)
+from icecore.catalog.guarded import guard
 from icecore.cli import jsonable, plain
 from icecore.errors import IcecoreError, Unsupported
 from icecore.expressions.bind import bind
@@ -393,16 +401,54 @@ def answer(
     return 0
 
 
-def audit_outcome(table_text: str) -> Callable[[dict[str, Any] | None, Exception | None], None]:
-    """What writes this job's audit outcome, when the app handed it an intent.
+def own_intent(args: argparse.Namespace, argv: Sequence[str]) -> str:
+    """Record the start of a job run from the command line (the OS user's); what to hand on.
 
-    The app records the job's start as an intent before launching it and hands it over in
-    :data:`~icecore.catalog.audit_store.JOB_AUDIT_ENV`; the job, which outlives the page,
-    writes the end: ``committed`` with the metadata after it, ``conflict`` when it lost a
-    race with another writer, ``failed`` otherwise (DESIGN.md "Identity, roles and audit").
-    A log that cannot be written is said on stderr; the intent then reads as unknown.
+    A job the app launched was recorded by the app (:data:`JOB_AUDIT_ENV` is set); one run
+    by hand is recorded here, as the CLI records its commits: principal the OS user, source
+    ``cli``. '' for a dry run (it changes nothing, and stays possible where the catalog is
+    read-only), and when the table cannot be opened or its catalog keeps no log (the job
+    then fails or runs as before).
+
+    Raises:
+        IcecoreError: the log could not be written (the job must then not run).
     """
-    handed = os.environ.get(JOB_AUDIT_ENV, "")
+    if args.dry_run:
+        return ""
+    try:
+        table = load_table(args.table)
+    except IcecoreError:
+        return ""
+    sink = audit_sink_for(table.catalog) if table.catalog is not None else None  # type: ignore[arg-type]
+    if sink is None:
+        return ""
+    catalog = guard(
+        table.catalog,  # type: ignore[arg-type]
+        os_principal(),
+        None,
+        name=table.catalog.uri,  # type: ignore[union-attr]
+        audit=sink,
+        source="cli",
+    )
+    action = f"job:{args.job}"
+    dotted = ".".join((*table.identifier.namespace, table.identifier.name))
+    summary = f"python -m pipeline.maintenance {shlex.join(argv)}"
+    event_id = catalog.record_intent(action, dotted, table.metadata_location, summary)
+    return job_audit_env(catalog, event_id, action, dotted)
+
+
+def audit_outcome(
+    table_text: str, handed: str
+) -> Callable[[dict[str, Any] | None, Exception | None], None]:
+    """What writes this job's audit outcome, when its start was recorded as an intent.
+
+    The app records the job's start before launching it and hands it over in
+    :data:`~icecore.catalog.audit_store.JOB_AUDIT_ENV` (a job run by hand records its own:
+    :func:`own_intent`); the job, which outlives the page, writes the end: ``committed``
+    with the metadata after it, ``conflict`` when it lost a race with another writer,
+    ``failed`` otherwise (DESIGN.md "Identity, roles and audit"). A log that cannot be
+    written is said on stderr; the intent then reads as unknown.
+    """
 
     def ended(result: dict[str, Any] | None, error: Exception | None) -> None:
         if not handed:
@@ -479,7 +525,14 @@ def _job(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one job; exit 0 with the JSON result, or 1 with one sentence on stderr."""
     args = parser().parse_args(argv)
-    return answer(lambda: _job(args), audit_outcome(args.table))
+    try:
+        handed = os.environ.get(JOB_AUDIT_ENV) or own_intent(
+            args, sys.argv[1:] if argv is None else argv
+        )
+    except IcecoreError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    return answer(lambda: _job(args), audit_outcome(args.table, handed))
 
 
 if __name__ == "__main__":
