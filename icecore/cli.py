@@ -381,7 +381,7 @@ def cmd_audit(args: argparse.Namespace) -> list[dict[str, Any]]:
     if sink is None:
         raise ValidationError(
             f"The catalog {args.catalog} keeps no audit log Icecore can read: a REST catalog's "
-            "server keeps its own, and object-store warehouses keep none yet."
+            "server keeps its own, and a bare metadata file is no catalog."
         )
     since = parse_timestamp_ms(args.since) if args.since else None
     changes = select_changes(

@@ -21,8 +21,12 @@ the log goes wherever the catalog is backed up:
   alone would not promise it), then ``fsync``; a reader holds a shared ``flock`` so it never
   sees half a line. A line that a crash cut short is closed with a newline by the next writer
   and skipped (and counted) by readers, as is any line that is not an event.
-- an object store (``s3://``): objects cannot be appended to, so a log there would be one
-  object per event under a prefix; not done yet: such a catalog keeps no log (None).
+- a warehouse on an object store (``s3://``): objects cannot be appended to, so each event
+  is one object at the warehouse's root, ``icecore-audit.<time>.<id>.<phase>.json``, put
+  with a conditional create (never over an existing object), durable once the PUT returns.
+  Objects at the root, not a prefix: a "folder" of them would be listed as a namespace by
+  Spark's HadoopCatalog. The names sort by time; a reader lists the root and reads the
+  newest :data:`MAX_OBJECTS_READ` events (one GET each).
 - a REST catalog client: None: the server keeps the log of the changes made through it.
 
 A store that cannot write raises :class:`AuditLogUnavailable` (an
@@ -35,6 +39,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
+import uuid
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import replace
@@ -58,7 +64,7 @@ from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.guarded import GuardedCatalog, change_summary
 from icecore.catalog.sql import SqlCatalog, first_line
 from icecore.errors import CatalogUnavailable, IcecoreError, ValidationError
-from icecore.io import normalize_path
+from icecore.io import FileIO, normalize_path
 from icecore.table_data import read_table_metadata
 
 AUDIT_TABLE = "icecore_audit"
@@ -270,6 +276,81 @@ class FileAuditLog:
         return events
 
 
+MAX_OBJECTS_READ = 10_000
+"""Events an object-store log reads at most (the newest): one request each."""
+
+_OBJECT_PREFIX = "icecore-audit."
+_SAFE_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
+
+
+class ObjectAuditLog:
+    """The audit log of a warehouse on an object store: one object per event (see the module).
+
+    Attributes:
+        io: the warehouse's FileIO.
+        root: the warehouse (``s3://bucket/path``).
+        skipped: objects the last :meth:`read` could not read as events.
+    """
+
+    def __init__(self, io: FileIO, root: str) -> None:
+        self.io = io
+        self.root = root.rstrip("/")
+        self.skipped = 0
+
+    def _name(self, event: AuditEvent) -> str:
+        stamp = re.sub(r"[^0-9TZ]", "", event.time)[:24] or "0"
+        ident = event.id if _SAFE_ID.fullmatch(event.id) else uuid.uuid4().hex
+        return f"{self.root}/{_OBJECT_PREFIX}{stamp}.{ident}.{event.phase}.json"
+
+    def append(self, event: AuditEvent) -> None:
+        """Create the event's object; never replaces one.
+
+        Raises:
+            AuditLogUnavailable: the object could not be created.
+        """
+        name = self._name(event)
+        try:
+            created = self.io.create_exclusive(name, event_json(event).encode())
+        except IcecoreError as e:
+            raise AuditLogUnavailable(
+                f"Cannot write the audit log under {self.root} ({str(e).rstrip('.')}); the "
+                "change was not made."
+            ) from e
+        if not created:
+            raise AuditLogUnavailable(
+                f"The audit record {name} exists already; the change was not made."
+            )
+
+    def read(self) -> Sequence[AuditEvent]:
+        """The newest :data:`MAX_OBJECTS_READ` events in the order written (by name)."""
+        try:
+            listing = self.io.ls(self.root, fresh=True)
+        except IcecoreError as e:
+            raise AuditLogUnavailable(
+                f"Cannot list the audit log under {self.root} ({str(e).rstrip('.')})."
+            ) from e
+        names = sorted(
+            f.path
+            for f in listing
+            if not f.is_dir
+            and f.path.rsplit("/", 1)[-1].startswith(_OBJECT_PREFIX)
+            and f.path.endswith(".json")
+        )[-MAX_OBJECTS_READ:]
+        events: list[AuditEvent] = []
+        skipped = 0
+        for name in names:
+            try:
+                found = event_from_json(self.io.read(name, limit=MAX_LINE_BYTES))
+            except IcecoreError:
+                found = None
+            if found is None:
+                skipped += 1
+            else:
+                events.append(found)
+        self.skipped = skipped
+        return events
+
+
 def _fsync_folder(folder: Path) -> None:
     """Make a new file's name durable too (its folder's entry)."""
     try:
@@ -292,7 +373,7 @@ def audit_sink_for(catalog: Catalog) -> AuditSink | None:
     if isinstance(inner, FilesystemCatalog):
         protocol, local = normalize_path(inner.warehouse_root)
         if protocol != "file":
-            return None
+            return ObjectAuditLog(inner.io, inner.warehouse_root)
         return FileAuditLog(Path(local) / AUDIT_FILE)
     return None
 
@@ -423,6 +504,8 @@ __all__ = [
     "AUDIT_TABLE",
     "AuditLogUnavailable",
     "FileAuditLog",
+    "MAX_OBJECTS_READ",
+    "ObjectAuditLog",
     "SqlAuditLog",
     "audit_sink_for",
     "job_audit_env",

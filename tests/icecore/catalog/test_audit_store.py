@@ -15,6 +15,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,15 +27,17 @@ from icecore.catalog.audit_store import (
     AUDIT_TABLE,
     AuditLogUnavailable,
     FileAuditLog,
+    ObjectAuditLog,
     SqlAuditLog,
     audit_sink_for,
 )
 from icecore.catalog.guarded import guard
 from icecore.catalog.sql import SqlCatalogAdmin, create_sqlite_catalog
 from icecore.errors import CommitConflict, Forbidden, ValidationError
+from icecore.io import FileIO
 from icecore.metadata.builder import encode_metadata
 from tests.conftest import REPO
-from tests.icecore.evolution.hand_table import write_table
+from tests.icecore.evolution.hand_table import table_json, write_table
 from tests.pg_server import PgServer, with_catalog_tables
 
 ANN = Principal(subject="u-ann", name="Ann", groups=("owners",), source="oidc")
@@ -370,3 +373,39 @@ def test_joined_changes_filter_by_table_person_action_and_time() -> None:
     assert ids(select_changes(changes, action="job")) == ["4"]
     jan_2 = int(dt.datetime(2026, 1, 2, tzinfo=dt.UTC).timestamp() * 1000)
     assert ids(select_changes(changes, since_ms=jan_2)) == ["4", "3", "2"]
+
+
+def test_object_store_warehouse_keeps_one_object_per_event(s3_server: Any) -> None:
+    """On S3 (a moto server) a guarded commit leaves two objects at the warehouse's root."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint)
+    client.create_bucket(Bucket="audited")
+    location = "s3://audited/wh/db/t"
+    body = json.dumps(table_json(2, location)).encode()
+    client.put_object(Bucket="audited", Key="wh/db/t/metadata/v1.metadata.json", Body=body)
+    client.put_object(Bucket="audited", Key="wh/db/t/metadata/version-hint.text", Body=b"1")
+    catalog = load_catalog("s3://audited/wh", io=FileIO(s3_server.properties))
+    sink = audit_sink_for(catalog)
+    assert isinstance(sink, ObjectAuditLog)
+    table = guard(catalog, ANN, POLICY, name="c", audit=sink).load_table(T)
+    table.update_schema().add_column("z", "string").commit()
+    with pytest.raises(Forbidden):
+        guard(catalog, BOB, POLICY, name="c", audit=sink).commit_metadata(
+            T, location + "/metadata/v2.metadata.json", table.metadata, b"{}"
+        )
+    roots = [
+        o["Key"]
+        for o in client.list_objects_v2(Bucket="audited", Prefix="wh/")["Contents"]
+        if o["Key"].count("/") == 1
+    ]
+    assert len(roots) == 3 and all(k.startswith("wh/icecore-audit.") for k in roots)
+    changes = audit_changes(sink.read())
+    assert [(c.result, c.principal) for c in changes] == [
+        ("refused", "Bob (u-bob)"),
+        ("committed", "Ann (u-ann)"),
+    ]
+    assert changes[1].metadata_after == "s3://audited/wh/db/t/metadata/v2.metadata.json"
+    assert [str(t) for t in catalog.list_tables()] == ["db.t"]  # no namespace from the log
+    client.put_object(Bucket="audited", Key="wh/icecore-audit.0.x.intent.json", Body=b"junk")
+    assert len(sink.read()) == 3 and sink.skipped == 1

@@ -39,7 +39,7 @@ except IcecoreError as error:
 if not found.kept:
     st.info(
         f"The catalog {escape_markdown(context.catalog)} keeps no audit log Icecore can read "
-        "here: a REST catalog's server keeps its own, and object-store warehouses keep none yet.",
+        "here: a REST catalog's server keeps its own, and a bare metadata file is no catalog.",
         icon=":material/info:",
     )
     stop()
