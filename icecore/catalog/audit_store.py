@@ -20,7 +20,9 @@ the log goes wherever the catalog is backed up:
   file (so two processes' lines never interleave, even on a file system where ``O_APPEND``
   alone would not promise it), then ``fsync``; a reader holds a shared ``flock`` so it never
   sees half a line. A line that a crash cut short is closed with a newline by the next writer
-  and skipped (and counted) by readers, as is any line that is not an event.
+  and skipped (and counted) by readers, as is any line that is not an event. When Icecore
+  runs read-only (``ICECORE_READ_ONLY``, ``read_only`` in icecore.toml) it writes nothing
+  beside the tables: the file is read, never written (no change can be made either).
 - a warehouse on an object store (``s3://``): objects cannot be appended to, so each event
   is one object at the warehouse's root, ``icecore-audit.<time>.<id>.<phase>.json``, put
   with a conditional create (never over an existing object), durable once the PUT returns.
@@ -63,6 +65,7 @@ from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.guarded import GuardedCatalog, change_summary
 from icecore.catalog.sql import SqlCatalog, first_line
+from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable, IcecoreError, ValidationError
 from icecore.io import FileIO, normalize_path
 from icecore.table_data import read_table_metadata
@@ -203,16 +206,19 @@ class FileAuditLog:
         skipped: lines the last :meth:`read` could not read as events.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self.skipped = 0
 
     def append(self, event: AuditEvent) -> None:
         """Append one line under an exclusive lock and ``fsync`` it before returning.
 
         Raises:
+            ValidationError: Icecore runs read-only (it writes nothing beside the tables).
             AuditLogUnavailable: the file could not be written.
         """
+        _refuse_if_read_only(self.read_only, str(self.path))
         line = event_json(event).encode() + b"\n"
         if len(line) > MAX_LINE_BYTES:  # only a summary of many multi-byte characters
             line = event_json(replace(bounded(event), summary="")).encode() + b"\n"
@@ -292,9 +298,10 @@ class ObjectAuditLog:
         skipped: objects the last :meth:`read` could not read as events.
     """
 
-    def __init__(self, io: FileIO, root: str) -> None:
+    def __init__(self, io: FileIO, root: str, *, read_only: bool = False) -> None:
         self.io = io
         self.root = root.rstrip("/")
+        self.read_only = read_only
         self.skipped = 0
 
     def _name(self, event: AuditEvent) -> str:
@@ -306,8 +313,10 @@ class ObjectAuditLog:
         """Create the event's object; never replaces one.
 
         Raises:
+            ValidationError: Icecore runs read-only (it writes nothing beside the tables).
             AuditLogUnavailable: the object could not be created.
         """
+        _refuse_if_read_only(self.read_only, self.root)
         name = self._name(event)
         try:
             created = self.io.create_exclusive(name, event_json(event).encode())
@@ -351,6 +360,14 @@ class ObjectAuditLog:
         return events
 
 
+def _refuse_if_read_only(read_only: bool, where: str) -> None:
+    if read_only:
+        raise ValidationError(
+            f"Icecore runs read-only (ICECORE_READ_ONLY or read_only in icecore.toml), so the "
+            f"audit log {where} is not written and no change can be made."
+        )
+
+
 def _fsync_folder(folder: Path) -> None:
     """Make a new file's name durable too (its folder's entry)."""
     try:
@@ -373,8 +390,8 @@ def audit_sink_for(catalog: Catalog) -> AuditSink | None:
     if isinstance(inner, FilesystemCatalog):
         protocol, local = normalize_path(inner.warehouse_root)
         if protocol != "file":
-            return ObjectAuditLog(inner.io, inner.warehouse_root)
-        return FileAuditLog(Path(local) / AUDIT_FILE)
+            return ObjectAuditLog(inner.io, inner.warehouse_root, read_only=config_read_only())
+        return FileAuditLog(Path(local) / AUDIT_FILE, read_only=config_read_only())
     return None
 
 

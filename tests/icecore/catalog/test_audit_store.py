@@ -150,6 +150,22 @@ def test_read_only_sqlite_catalog_reads_its_log_and_writes_none(tmp_path: Path) 
     assert (tmp_path / "catalog.db").read_bytes() == before
 
 
+def test_a_read_only_deployment_writes_no_log_beside_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catalog = folder_catalog(tmp_path)
+    monkeypatch.setenv("ICECORE_READ_ONLY", "1")
+    as_bob = guard(catalog, BOB, POLICY, name="c", audit=audit_sink_for(catalog))
+    table = as_bob.load_table(T)
+    with pytest.raises(Forbidden):  # still refused, and nothing is written
+        as_bob.require(T, Role.OWNER, "run a maintenance job")
+    with pytest.raises(ValidationError, match="read-only"):
+        guard(catalog, ANN, POLICY, name="c", audit=audit_sink_for(catalog)).commit_metadata(
+            T, table.metadata_location, table.metadata, b"{}"
+        )
+    assert not (tmp_path / AUDIT_FILE).exists()
+
+
 def test_no_store_for_a_bare_metadata_file(tmp_path: Path) -> None:
     folder = write_table(tmp_path, 2)
     catalog = load_catalog(str(folder / "metadata" / "v1.metadata.json"))
