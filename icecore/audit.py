@@ -234,7 +234,9 @@ def audit_changes(events: Iterable[AuditEvent]) -> list[AuditChange]:
             found.append(_change(intent, "unknown", intent.summary, "", None))
         else:
             found.append(_change(intent, outcome.result, intent.summary, outcome.summary, outcome))
-    found.sort(key=lambda c: time_ms(c.time) or 0, reverse=True)
+    # Newest first; of changes begun in the same millisecond, the later written first.
+    order_of = {c.id: i for i, c in enumerate(found)}
+    found.sort(key=lambda c: (time_ms(c.time) or 0, order_of[c.id]), reverse=True)
     return found
 
 

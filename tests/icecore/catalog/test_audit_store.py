@@ -372,6 +372,8 @@ def test_joined_changes_filter_by_table_person_action_and_time() -> None:
         event("4", "intent", "started", time="2026-01-04T00:00:00.000Z", action="job:x"),
         event("4", "outcome", "failed", time="2026-01-04T00:01:00.000Z", summary="boom"),
     ]
+    same_time = [event(str(i), "outcome", "refused") for i in range(5)]
+    assert [c.id for c in audit_changes(same_time)] == ["4", "3", "2", "1", "0"]
     changes = audit_changes(events)
     assert [(c.id, c.result) for c in changes] == [
         ("4", "failed"),
