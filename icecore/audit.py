@@ -101,6 +101,12 @@ PHASES = ("intent", "outcome")
 EVENT_RESULTS = ("committed", "conflict", "refused", "failed", "unknown", "started")
 
 
+_LIMITS: tuple[tuple[str, int], ...] = tuple(
+    (f.name, FIELD_CHARS[f.name]) for f in fields(AuditEvent)
+)
+_NULLABLE = frozenset({"metadata_before", "metadata_after"})
+
+
 def bounded(event: AuditEvent) -> AuditEvent:
     """``event`` with every text field cut to :data:`FIELD_CHARS` (stores keep it bounded)."""
     cut: dict[str, Any] = {}
@@ -123,19 +129,17 @@ def event_from_mapping(values: Mapping[str, object]) -> AuditEvent | None:
     metadata locations may be null), ``phase`` and ``result`` one of their values.
     """
     found: dict[str, Any] = {}
-    for f in fields(AuditEvent):
-        value = values.get(f.name)
-        if value is None and f.name in ("metadata_before", "metadata_after"):
-            found[f.name] = None
+    for name, limit in _LIMITS:
+        value = values.get(name)
+        if value is None and name in _NULLABLE:
+            found[name] = None
             continue
-        if value is None and f.name == "summary":
+        if value is None and name == "summary":
             value = ""
-        if not isinstance(value, str) or len(value) > FIELD_CHARS[f.name]:
+        if type(value) is not str or len(value) > limit:
             return None
-        found[f.name] = value
-    if found["phase"] not in PHASES or found["result"] not in EVENT_RESULTS:
-        return None
-    if not found["id"]:
+        found[name] = value
+    if found["phase"] not in PHASES or found["result"] not in EVENT_RESULTS or not found["id"]:
         return None
     return AuditEvent(**found)
 
