@@ -287,10 +287,12 @@ def with_password(pg_server: PgServer, catalog: SqlCatalog) -> str:
 # --- what a guarded catalog's commits leave in each store ---------------------------------
 
 
-@pytest.fixture(params=["sqlite", "folder"])
+@pytest.fixture(params=["sqlite", "postgres", "folder"])
 def any_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> SqlCatalog | FilesystemCatalog:
     if request.param == "sqlite":
         return sqlite_catalog(tmp_path)
+    if request.param == "postgres":
+        return postgres_catalog(request.getfixturevalue("pg_server"), tmp_path)
     return folder_catalog(tmp_path)
 
 
