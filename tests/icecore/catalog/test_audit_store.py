@@ -60,11 +60,11 @@ def event(event_id: str, phase: str, result: str, **more: str) -> AuditEvent:
     return AuditEvent(id=event_id, phase=phase, result=result, **values)  # type: ignore[arg-type]
 
 
-def sqlite_catalog(root: Path, *, read_only: bool = False) -> SqlCatalog:
-    """A SQLite catalog holding the hand-written table as ``db.t``."""
+def sqlite_catalog(root: Path, *, read_only: bool = False, name: str = "icecore") -> SqlCatalog:
+    """A SQLite catalog holding the hand-written table as ``db.t`` (rows named ``name``)."""
     folder = write_table(root, 2)
     path = create_sqlite_catalog(root / "catalog.db")
-    catalog = SqlCatalog(path)
+    catalog = SqlCatalog(path, catalog_name=name)
     admin = SqlCatalogAdmin(catalog)
     admin.create_namespace(("db",), {})
     admin.register_table(T, str(folder / "metadata" / "v1.metadata.json"))
@@ -429,3 +429,29 @@ def test_object_store_warehouse_keeps_one_object_per_event(s3_server: Any) -> No
     assert [str(t) for t in catalog.list_tables()] == ["db.t"]  # no namespace from the log
     client.put_object(Bucket="audited", Key="wh/icecore-audit.0.x.intent.json", Body=b"junk")
     assert len(sink.read()) == 3 and sink.skipped == 1
+
+
+@pytest.mark.spark
+def test_spark_sees_no_namespace_in_the_logs(spark: Any, tmp_path: Path) -> None:
+    """Spark's HadoopCatalog and JdbcCatalog list the same namespaces and tables with a log."""
+    from pipeline.spark import spark_catalog_conf
+
+    folder = folder_catalog(tmp_path / "fs")
+    sql = sqlite_catalog(tmp_path / "sql", name="audit_sql")  # a name no other test's Spark uses
+    for catalog in (folder, sql):
+        guard(catalog, ANN, POLICY, name="c", audit=audit_sink_for(catalog)).load_table(
+            T
+        ).update_schema().add_column("z", "string").commit()
+    assert (tmp_path / "fs" / AUDIT_FILE).is_file()
+    settings = spark_catalog_conf("audit_fs", folder.iceberg_catalog()[1])
+    name, properties = sql.iceberg_catalog()
+    settings |= spark_catalog_conf(f"{name}", properties)
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    for spark_name in ("audit_fs", name):
+        namespaces = [r[0] for r in spark.sql(f"SHOW NAMESPACES IN {spark_name}").collect()]
+        assert namespaces == ["db"], spark_name
+        tables = [r.tableName for r in spark.sql(f"SHOW TABLES IN {spark_name}.db").collect()]
+        assert tables == ["t"], spark_name
+        columns = [r.col_name for r in spark.sql(f"DESCRIBE {spark_name}.db.t").collect()]
+        assert "z" in columns
