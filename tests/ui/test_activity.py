@@ -101,6 +101,9 @@ def test_activity_page_lists_filters_and_links(
     assert len(rows(at)) == 2
     drive(at, ("selectbox", "act_since", "Last hour"))
     assert len(rows(at)) == 2  # made moments ago
+    drive(at, ("selectbox", "act_person", "All"), ("selectbox", "act_action", "All"))
+    drive(at, ("selectbox", "act_result", "refused"))
+    assert [r["who"] for r in rows(at)] == ["[Eve](http://evil.example) **x** (u-eve)"]
     no_problems(at)
 
 

@@ -2,7 +2,7 @@
 
 Every change Icecore made (commits from the app, the REST server and the CLI, maintenance
 jobs, refused attempts) as ``icecore audit`` prints it (:mod:`ui.activity`), filtered by
-table, person, action and time; only the tables the signed-in principal may see. Each
+table, person, action, time and result; only the tables the signed-in principal may see. Each
 commit links to the snapshot it made current on the History page. Everything the log holds
 is shown as text (a dataframe), never as Markdown.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from icecore.audit import select_changes
+from icecore.audit import RESULTS, select_changes
 from icecore.errors import IcecoreError
 from ui import activity, data, identity
 from ui.shell import bootstrap, escape_markdown, show_error, stop
@@ -54,7 +54,7 @@ tables = sorted({c.table for c in changes if c.table})
 people = sorted({c.principal for c in changes})
 actions = sorted({c.action for c in changes})
 chosen_table = context.selection.table if context.selection.table in tables else ALL
-left, middle, right, far = st.columns(4)
+left, middle, right, far, last = st.columns(5)
 table = left.selectbox(
     "Table",
     [ALL, *tables],
@@ -64,12 +64,14 @@ table = left.selectbox(
 person = middle.selectbox("Person", [ALL, *people], key="act_person")
 action = right.selectbox("Action", [ALL, *actions], key="act_action")
 since = far.selectbox("Time", list(activity.SINCE_CHOICES), key="act_since")
+result = last.selectbox("Result", [ALL, *RESULTS], key="act_result")
 
 selected = select_changes(
     changes,
     table=None if table == ALL else table,
     action=None if action == ALL else action,
     since_ms=activity.since_cutoff_ms(since),
+    results=None if result == ALL else [result],
 )
 if person != ALL:
     selected = [c for c in selected if c.principal == person]
