@@ -4,7 +4,9 @@ Commands (docs/ARCHITECTURE.md "Contracts"): ``tables CATALOG``, ``history TABLE
 KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``changelog TABLE FROM
 [TO]``, ``sql TABLE QUERY``, ``evolve TABLE --schema-change ... | --spec-change ...
 [--dry-run]``, ``ref TABLE rollback|set-current|cherry-pick|fast-forward|create-branch|create-tag|
-rename|drop|publish ... [--dry-run]``. TABLE is ``CATALOG::ns.table``, a table directory, or a
+rename|drop|publish ... [--dry-run]``, ``audit CATALOG [--table ns.t] [--principal P]
+[--since ISO8601]`` (evolve and ref record their commits in the catalog's audit log as the OS
+user). TABLE is ``CATALOG::ns.table``, a table directory, or a
 metadata.json path. ``python -m icecore`` is the same command; ``icecore app`` serves the
 explorer (:mod:`icecore.launch`).
 """
@@ -21,7 +23,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from icecore.access import os_principal
+from icecore.audit import audit_changes, select_changes
 from icecore.catalog import load_catalog, load_table
+from icecore.catalog.audit_store import audit_sink_for, reconcile, skipped_records
+from icecore.catalog.guarded import guard
 from icecore.config import read_only
 from icecore.errors import IcecoreError, NotFound, ValidationError
 from icecore.evolution.change_text import (
@@ -30,6 +36,7 @@ from icecore.evolution.change_text import (
     apply_spec_change,
 )
 from icecore.export import check_output, protected_paths, write_parquet, write_table
+from icecore.history import parse_timestamp_ms
 from icecore.inspect import METADATA_TABLES
 from icecore.launch import (
     CATALOG_ENV,
@@ -45,6 +52,7 @@ from icecore.refs.manage import ManageSnapshots
 from icecore.row_counts import rows_between, snapshot_rows
 from icecore.scan.planner import Plan
 from icecore.sql import result_cut, run_sql
+from icecore.table import Table, load_table_at
 from icecore.table_data import TableData
 from icecore.version import __version__
 
@@ -337,6 +345,54 @@ def _property(text: str) -> tuple[str, str]:
     return key, value
 
 
+def audited(table: Table) -> Table:
+    """``table`` whose commits are recorded in its catalog's audit log as the OS user's.
+
+    The CLI enforces no grants (policy None) but records every change it makes, with the OS
+    user as principal and source ``cli`` (DESIGN.md "Identity, roles and audit"). A catalog
+    that keeps no log here (a REST catalog, whose server records; a metadata.json) is used
+    as it is.
+    """
+    catalog = table.catalog
+    if catalog is None:
+        return table
+    sink = audit_sink_for(catalog)  # type: ignore[arg-type]
+    if sink is None:
+        return table
+    wrapped = guard(
+        catalog,  # type: ignore[arg-type]
+        os_principal(),
+        None,
+        name=catalog.uri,  # type: ignore[attr-defined]
+        audit=sink,
+        source="cli",
+    )
+    return load_table_at(table.identifier, table.metadata_location, table.io, catalog=wrapped)
+
+
+def cmd_audit(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The catalog's audit log, newest first: one entry per change (DESIGN.md).
+
+    Each intent is joined with its outcome; an intent without one is ``unknown`` unless the
+    table's metadata shows the commit landed (:func:`icecore.catalog.audit_store.reconcile`).
+    """
+    catalog = load_catalog(args.catalog)
+    sink = audit_sink_for(catalog)
+    if sink is None:
+        raise ValidationError(
+            f"The catalog {args.catalog} keeps no audit log Icecore can read: a REST catalog's "
+            "server keeps its own, and a bare metadata file is no catalog."
+        )
+    since = parse_timestamp_ms(args.since) if args.since else None
+    changes = select_changes(
+        audit_changes(sink.read()), table=args.table, principal=args.principal, since_ms=since
+    )
+    skipped = skipped_records(sink)
+    if skipped:
+        print(f"note: {skipped:,} unreadable records of the log were skipped.", file=sys.stderr)
+    return [c.to_dict() for c in reconcile(changes, catalog)]
+
+
 def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
     """Schema, partition spec, sort order and property changes committed as one version."""
     if not (
@@ -350,7 +406,7 @@ def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
             "Nothing to change: give --schema-change, --spec-change, --sort-change, "
             "--set-property or --remove-property."
         )
-    table = load_table(args.table)
+    table = audited(load_table(args.table))
     transaction = table.transaction()
     if args.schema_change:
         schema = transaction.update_schema()
@@ -466,7 +522,7 @@ def cmd_ref(args: argparse.Namespace) -> dict[str, Any]:
             f"Cannot change the refs of {args.table}: Icecore runs read-only "
             "(ICECORE_READ_ONLY or read_only in icecore.toml); use --dry-run to see the change."
         )
-    table = load_table(args.table)
+    table = audited(load_table(args.table))
     manage = table.manage_snapshots()
     _ref_operation(args, manage)
     moves = [
@@ -730,6 +786,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evo.set_defaults(run=cmd_evolve)
     _add_ref_parser(sub, table_help)
+    aud = sub.add_parser(
+        "audit", help="a catalog's audit log: who changed which table, how, and how it ended"
+    )
+    aud.add_argument("catalog", help="the catalog, as load_catalog takes it")
+    aud.add_argument("--table", default=None, metavar="NS.TABLE", help="one table's changes")
+    aud.add_argument("--principal", default=None, metavar="P", help="one person's (name or id)")
+    aud.add_argument("--since", default=None, metavar="ISO8601", help="changes from this time on")
+    aud.set_defaults(run=cmd_audit)
     srv = sub.add_parser("serve-rest", help="serve a catalog over the Iceberg REST protocol")
     srv.add_argument("catalog", help="the catalog to serve, as load_catalog takes it")
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")

@@ -231,9 +231,15 @@ class FileIO:
                 path=path, size=int(raw.get("size") or 0), is_dir=raw["type"] == "directory"
             )
 
-    def ls(self, path: str) -> list[FileInfo]:
-        """Entries directly under directory ``path`` (paths in the same style as ``path``)."""
+    def ls(self, path: str, *, fresh: bool = False) -> list[FileInfo]:
+        """Entries directly under directory ``path`` (paths in the same style as ``path``).
+
+        ``fresh``: list anew rather than from the object store client's listing cache
+        (another process may have written there since; the audit log's readers ask so).
+        """
         fs, local = self._resolve(path)
+        if fresh and hasattr(fs, "invalidate_cache"):
+            fs.invalidate_cache(local)
         try:
             with _failures("list", path):
                 entries = fs.ls(local, detail=True)

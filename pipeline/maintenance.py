@@ -23,6 +23,8 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import os
+import shlex
 import socket
 import sys
 import tempfile
@@ -36,11 +38,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icecore import layout, maintenance
+from icecore.access import os_principal
 from icecore.catalog import TABLE_SEPARATOR, load_catalog, load_table
+from icecore.catalog.audit_store import (
+    JOB_AUDIT_ENV,
+    audit_sink_for,
+    job_audit_env,
+    record_job_outcome,
+)
+from icecore.catalog.guarded import guard
 from icecore.cli import jsonable, plain
 from icecore.errors import IcecoreError, Unsupported
 from icecore.expressions.bind import bind
 from icecore.expressions.parser import parse_filter
+from icecore.failpoints import failpoint
 from icecore.history import parse_timestamp_ms
 from icecore.maintenance import Job
 from icecore.table import Table
@@ -367,19 +378,106 @@ def _say(line: str) -> None:
     print(f"[maintenance] {line}", file=sys.stderr, flush=True)
 
 
-def answer(body: Callable[[], dict[str, Any]]) -> int:
+def answer(
+    body: Callable[[], dict[str, Any]],
+    ended: Callable[[dict[str, Any] | None, Exception | None], None] | None = None,
+) -> int:
     """Run a command the way every pipeline CLI ends (docs/ARCHITECTURE.md "Contracts").
 
     The JSON result is the last line on stdout (exit 0); a :class:`PipelineError` or
-    :class:`IcecoreError` is its one sentence on stderr (exit 1).
+    :class:`IcecoreError` is its one sentence on stderr (exit 1). ``ended`` is told the
+    result or the error first (the job's audit outcome).
     """
     try:
         result = body()
     except (PipelineError, IcecoreError) as e:
+        if ended is not None:
+            ended(None, e)
         print(str(e), file=sys.stderr)
         return 1
+    if ended is not None:
+        ended(result, None)
     print(json.dumps(result))
     return 0
+
+
+def own_intent(args: argparse.Namespace, argv: Sequence[str]) -> str:
+    """Record the start of a job run from the command line (the OS user's); what to hand on.
+
+    A job the app launched was recorded by the app (:data:`JOB_AUDIT_ENV` is set); one run
+    by hand is recorded here, as the CLI records its commits: principal the OS user, source
+    ``cli``. '' for a dry run (it changes nothing, and stays possible where the catalog is
+    read-only), and when the table cannot be opened or its catalog keeps no log (the job
+    then fails or runs as before).
+
+    Raises:
+        IcecoreError: the log could not be written (the job must then not run).
+    """
+    if args.dry_run:
+        return ""
+    try:
+        table = load_table(args.table)
+    except IcecoreError:
+        return ""
+    sink = audit_sink_for(table.catalog) if table.catalog is not None else None  # type: ignore[arg-type]
+    if sink is None:
+        return ""
+    catalog = guard(
+        table.catalog,  # type: ignore[arg-type]
+        os_principal(),
+        None,
+        name=table.catalog.uri,  # type: ignore[union-attr]
+        audit=sink,
+        source="cli",
+    )
+    action = f"job:{args.job}"
+    dotted = ".".join((*table.identifier.namespace, table.identifier.name))
+    summary = f"python -m pipeline.maintenance {shlex.join(argv)}"
+    event_id = catalog.record_intent(action, dotted, table.metadata_location, summary)
+    return job_audit_env(catalog, event_id, action, dotted)
+
+
+def audit_outcome(
+    table_text: str, handed: str
+) -> Callable[[dict[str, Any] | None, Exception | None], None]:
+    """What writes this job's audit outcome, when its start was recorded as an intent.
+
+    The app records the job's start before launching it and hands it over in
+    :data:`~icecore.catalog.audit_store.JOB_AUDIT_ENV` (a job run by hand records its own:
+    :func:`own_intent`); the job, which outlives the page, writes the end: ``committed``
+    with the metadata after it, ``conflict`` when it lost a race with another writer,
+    ``failed`` otherwise (DESIGN.md "Identity, roles and audit"). A log that cannot be
+    written is said on stderr; the intent then reads as unknown.
+    """
+
+    def ended(result: dict[str, Any] | None, error: Exception | None) -> None:
+        if not handed:
+            return
+        failpoint("job-before-outcome")
+        try:
+            table = load_table(table_text)
+            sink = audit_sink_for(table.catalog) if table.catalog is not None else None  # type: ignore[arg-type]
+            if sink is None:
+                return
+            if result is not None:
+                before = (result.get("before") or {}).get("metadata_location")
+                after = (result.get("after") or result.get("before") or {}).get("metadata_location")
+                summary = json.dumps(jsonable(result.get("result", result.get("estimate"))))
+                record_job_outcome(handed, sink, "committed", before, after, summary)
+            else:
+                lost = "lost a race" in str(error)
+                record_job_outcome(
+                    handed,
+                    sink,
+                    "conflict" if lost else "failed",
+                    None,
+                    None,
+                    str(error)[:500],
+                )
+        except IcecoreError as e:
+            print(f"The job's end could not be written to the audit log: {e}", file=sys.stderr)
+
+    return ended
 
 
 def _job(args: argparse.Namespace) -> dict[str, Any]:
@@ -427,7 +525,14 @@ def _job(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one job; exit 0 with the JSON result, or 1 with one sentence on stderr."""
     args = parser().parse_args(argv)
-    return answer(lambda: _job(args))
+    try:
+        handed = os.environ.get(JOB_AUDIT_ENV) or own_intent(
+            args, sys.argv[1:] if argv is None else argv
+        )
+    except IcecoreError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    return answer(lambda: _job(args), audit_outcome(args.table, handed))
 
 
 if __name__ == "__main__":

@@ -45,12 +45,16 @@ import threading
 import time
 import tomllib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from icecore.access import Role
+from icecore.catalog import TableIdentifier
+from icecore.catalog.audit_store import JOB_AUDIT_ENV, job_audit_env
+from icecore.catalog.guarded import GuardedCatalog
 from icecore.errors import IcecoreError
 from pipeline.progress import PROGRESS_ENV
 from ui.shell import CONFIG_ENV, DEFAULT_CONFIG
@@ -146,6 +150,7 @@ def launch(
     module: str = "pipeline.maintenance",
     *,
     one_per_table: bool = False,
+    env: Mapping[str, str] | None = None,
     **request: Any,
 ) -> str:
     """Start ``python -m <module> argv...`` in the background; return its job id.
@@ -158,13 +163,15 @@ def launch(
         module: the module to run.
         one_per_table: refuse the start while another job runs on ``request["table"]``
             (checked and taken atomically across processes; see the module docstring).
+        env: more environment variables for the job (never a secret: job.json does not
+            hold them, but ``/proc`` shows a process's environment to its user).
         **request: what the job folder's ``job.json`` records (``job``, ``table``...).
 
     Raises:
         JobRunning: ``one_per_table`` and a job is running on the table.
     """
     if not one_per_table:
-        return _start(argv, module, request)
+        return _start(argv, module, request, env)
     table = str(request.get("table") or "")
     if not table:
         raise ValueError("one_per_table needs the table the job runs on")
@@ -172,7 +179,7 @@ def launch(
         holder = running_job(table)
         if holder is not None:
             raise JobRunning(_refusal(holder, table))
-        job_id = _start(argv, module, request)
+        job_id = _start(argv, module, request, env)
         _write_atomic(_lock_path(table), job_id)
     return job_id
 
@@ -186,7 +193,60 @@ def _refusal(holder: JobStatus, table: str) -> str:
     )
 
 
-def _start(argv: list[str], module: str, request: dict[str, Any]) -> str:
+def launch_maintenance(
+    catalog: GuardedCatalog,
+    identifier: TableIdentifier,
+    argv: list[str],
+    *,
+    job: str,
+    table: str,
+    before: str | None,
+    **request: Any,
+) -> str:
+    """Start a maintenance job for ``catalog``'s principal, if they own the table; audited.
+
+    Enforced here, where the job starts, whatever a page shows: the job needs the owner role
+    on the table (DESIGN.md "Identity, roles and audit"; a refusal is recorded). Its start is
+    written to the catalog's audit log as an intent (action ``job:<kind>``, who launched it)
+    before the process exists, and the job process writes the outcome when it ends
+    (``pipeline.maintenance``, handed the intent through
+    :data:`~icecore.catalog.audit_store.JOB_AUDIT_ENV`): a job killed before that stays an
+    intent, which reads as ``unknown``.
+
+    Raises:
+        Forbidden: the principal does not own the table.
+        JobRunning: a job is running on the table (recorded as failed to start).
+        IcecoreError: the audit log could not be written (nothing was started).
+    """
+    catalog.require(identifier, Role.OWNER, "run a maintenance job")
+    holder = running_job(table)
+    if holder is not None:
+        raise JobRunning(_refusal(holder, table))
+    action = f"job:{job}"
+    dotted = ".".join((*identifier.namespace, identifier.name))
+    event_id = catalog.record_intent(
+        action, dotted, before, f"python -m pipeline.maintenance {shlex.join(argv)}"
+    )
+    handed = {JOB_AUDIT_ENV: job_audit_env(catalog, event_id, action, dotted)}
+    try:
+        return launch(
+            argv,
+            one_per_table=True,
+            env=handed if catalog.audit is not None else None,
+            job=job,
+            table=table,
+            before=before,
+            audit_event=event_id,
+            **request,
+        )
+    except (JobRunning, OSError) as e:
+        catalog.record_outcome(event_id, action, dotted, "failed", before, None, str(e))
+        raise
+
+
+def _start(
+    argv: list[str], module: str, request: dict[str, Any], env: Mapping[str, str] | None = None
+) -> str:
     job_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     folder = jobs_dir() / job_id
     folder.mkdir()
@@ -200,7 +260,7 @@ def _start(argv: list[str], module: str, request: dict[str, Any]) -> str:
     process = subprocess.Popen(
         ["sh", "-c", script],
         cwd=REPO,
-        env={**os.environ, PROGRESS_ENV: str(folder / PROGRESS_FILE)},
+        env={**os.environ, **(env or {}), PROGRESS_ENV: str(folder / PROGRESS_FILE)},
         start_new_session=True,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

@@ -16,6 +16,7 @@ REST server's administration, which checks :meth:`GuardedCatalog.require` itself
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 
@@ -144,7 +145,9 @@ class GuardedCatalog:
             access.require(role, action, str(identifier))
         except Forbidden as e:
             if role >= Role.OWNER:
-                self._refused(audit_action or action, _dotted(identifier), str(e))
+                # A log that cannot be written (a read-only catalog) changes no refusal.
+                with contextlib.suppress(IcecoreError):
+                    self._refused(audit_action or action, _dotted(identifier), str(e))
             raise
         return access
 

@@ -57,6 +57,7 @@ class PostgresCatalog(SqlCatalog):
     """
 
     placeholder = "%s"
+    serial_key = "BIGSERIAL PRIMARY KEY"
 
     def __init__(
         self,

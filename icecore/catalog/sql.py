@@ -173,6 +173,9 @@ class SqlCatalog(CatalogBase):
     placeholder = "?"
     """The driver's parameter marker; the SQL below is written with ``?``."""
 
+    serial_key = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    """A column numbering inserted rows in order (the audit log's, :mod:`.audit_store`)."""
+
     read_only: bool = False
     """Whether commits are refused (and SQLite is opened ``mode=ro``)."""
 

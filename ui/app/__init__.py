@@ -64,6 +64,9 @@ SQL = Page("pages/7_SQL.py", "SQL", "DuckDB over metadata tables and scan rows, 
 MAINTENANCE = Page(
     "pages/8_Maintenance.py", "Maintenance", "recommendations, estimates, jobs on Spark"
 )
+ACTIVITY = Page(
+    "pages/9_Activity.py", "Activity", "the audit log: who changed which table, how, the result"
+)
 
 PAGES: tuple[Page, ...] = (
     OVERVIEW,
@@ -74,5 +77,6 @@ PAGES: tuple[Page, ...] = (
     EVOLUTION,
     SQL,
     MAINTENANCE,
+    ACTIVITY,
 )
 """Every page in the sidebar's order (Streamlit orders the files by their number)."""

@@ -17,7 +17,7 @@ from icecore import health
 from icecore.access import Role
 from icecore.errors import IcecoreError
 from icecore.maintenance import ESTIMATE_LABELS, Job, evolve_command
-from ui import data, evolve_form, jobs, views
+from ui import data, evolve_form, identity, jobs, views
 from ui.app import EVOLUTION, HISTORY
 from ui.shell import allowed, bootstrap, escape_markdown, require_table, show_error, stop
 
@@ -382,15 +382,16 @@ if st.button(
         table,
     )
     try:
-        jobs.launch(
+        jobs.launch_maintenance(
+            identity.guarded(data.open_catalog(context.catalog), context.catalog),
+            table.identifier,
             argv,
-            one_per_table=True,
             job=str(job),
             table=table_key,
             before=table.metadata_location,
             sample_filter=examples[0] if examples else None,
         )
-    except jobs.JobRunning as refusal:  # another session started one since this page ran
+    except IcecoreError as refusal:  # not an owner, a job started meanwhile, no audit log
         show_error(refusal)
         stop()
     st.session_state.pop("mt_confirm", None)
