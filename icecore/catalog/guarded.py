@@ -107,8 +107,19 @@ class GuardedCatalog:
             return FULL_ACCESS
         return self.policy.access(self.principal, self.name, _dotted(identifier))
 
-    def require(self, identifier: TableIdentifier, role: Role, action: str) -> Access:
+    def require(
+        self,
+        identifier: TableIdentifier,
+        role: Role,
+        action: str,
+        *,
+        audited_as: str | None = None,
+    ) -> Access:
         """The principal's access to ``identifier``, if it includes ``role``.
+
+        ``action`` is how the refusal says it (``commit a change``); ``audited_as`` the
+        audit log's action for a refused change (``commit``, ``drop``, ...), ``action`` when
+        not given.
 
         Raises:
             Forbidden: it does not (recorded in the audit log as refused when ``role`` is
@@ -119,7 +130,7 @@ class GuardedCatalog:
             access.require(role, action, str(identifier))
         except Forbidden as e:
             if role >= Role.OWNER:
-                self._refused(action, _dotted(identifier), str(e))
+                self._refused(audited_as or action, _dotted(identifier), str(e))
             raise
         return access
 
