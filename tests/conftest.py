@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.oidc_provider.fixture import OidcProvider, start_provider
 from tests.pg_server import PgServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -140,3 +141,14 @@ def pg_server() -> Iterator[PgServer]:
         yield server
     finally:
         server.remove()
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
+    """A real OpenID Connect provider (django-oauth-toolkit) on 127.0.0.1 for the run.
+
+    Started only when a test asks for it (about 2 s); see tests/oidc_provider/fixture.py
+    for its users, clients and helpers (``tokens``, ``add_redirect_uri``).
+    """
+    with start_provider(tmp_path_factory.mktemp("oidc")) as provider:
+        yield provider
