@@ -170,6 +170,11 @@ class OidcProvider:
         if updated != 1:
             raise KeyError(client)
 
+    def requests_to(self, path: str) -> int:
+        """How many requests the provider has logged for ``path`` (e.g. the JWKS) so far."""
+        needle = f'"GET {path} '
+        return sum(needle in line for line in self.log.read_text().splitlines())
+
     def add_redirect_uri(self, uri: str, client: str = "icecore") -> None:
         """Register ``uri`` too for ``client`` (the app's port is chosen at run time).
 

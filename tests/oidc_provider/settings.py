@@ -87,5 +87,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"stderr": {"class": "logging.StreamHandler"}},
-    "loggers": {"django": {"handlers": ["stderr"], "level": "WARNING"}},
+    "loggers": {
+        "django": {"handlers": ["stderr"], "level": "WARNING"},
+        # One line per request: tests count the JWKS fetches a verifier makes from the log.
+        "django.server": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+    },
 }
