@@ -26,9 +26,9 @@ from typing import Protocol
 
 from icecore.access import Principal
 from icecore.catalog.postgres_uri import hide_password
-from icecore.errors import IcecoreError
 from icecore.server.auth import TokenIssuer
 from icecore.server.errors import RestError
+from icecore.server.oidc import InvalidToken, IssuerUnavailable
 
 MAX_BEARER_CHARS = 16_384
 """Longer bearer values are refused before any parsing (an ID token is a few KiB at most)."""
@@ -49,7 +49,12 @@ class TokenVerifier(Protocol):
     """Checks a bearer JWT and says whose it is (:class:`icecore.server.oidc.JwtVerifier`)."""
 
     def verify(self, token: str) -> Principal:
-        """The principal ``token`` names; raises an :class:`IcecoreError` if it is not valid."""
+        """The principal ``token`` names.
+
+        Raises:
+            InvalidToken: it is not a valid token of the issuer (401).
+            IssuerUnavailable: its keys cannot be had now (503).
+        """
         ...
 
 
@@ -116,17 +121,17 @@ class Authenticator:
             raise RestError(401, "NotAuthorizedException", BAD_TOKEN)
         try:
             return self.verifier.verify(token)
-        except IcecoreError as e:
-            if type(e).__name__ != "InvalidToken":
-                raise RestError(
-                    503,
-                    "ServiceUnavailableException",
-                    "The bearer token cannot be checked now: the sign-in issuer's keys are "
-                    "unreachable; try again shortly.",
-                ) from None
+        except InvalidToken as e:
             reason = str(e).replace(token, "<token>")[:_SHOWN]
             raise RestError(
                 401, "NotAuthorizedException", f"Not authorized: {reason or BAD_TOKEN}"
+            ) from None
+        except IssuerUnavailable:
+            raise RestError(
+                503,
+                "ServiceUnavailableException",
+                "The bearer token cannot be checked now: the sign-in issuer's keys are "
+                "unreachable; try again shortly.",
             ) from None
 
 
