@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -30,6 +34,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.sql import SqlCatalog
+from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 from tests.oidc_provider.fixture import USERS, OidcProvider
 
@@ -352,3 +357,66 @@ def test_the_served_name_is_what_catalog_globs_match(
     # was started with --name lake (her other grant does not name customers).
     response = _get(served, _table_path("sales.customers"), id_tokens["ana"])
     assert response.status_code == 200
+
+
+# Grants without [auth]: the server's own client is the only principal ---------------------------
+
+
+def _serve_rest_refusal(tmp_path: Path, *args: str, env: dict[str, str]) -> str:
+    """Start ``serve-rest`` with ``args``; it must exit with one sentence: its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "icecore", "serve-rest", f"sqlite:///{tmp_path / 'c.db'}", *args],
+        cwd=REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "Uvicorn running" not in done.stderr
+    return done.stderr
+
+
+def test_grants_no_one_could_sign_in_for_refuse_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ICECORE_SERVE_CREDENTIAL", raising=False)
+    config = tmp_path / "icecore.toml"
+    config.write_text('[[grants]]\ngroup = "etl"\nrole = "admin"\n', encoding="utf-8")
+    stderr = _serve_rest_refusal(tmp_path, env={"ICECORE_CONFIG": str(config)})
+    assert "[auth]" in stderr and "--credential" in stderr
+    stderr = _serve_rest_refusal(tmp_path, "--name", "../lake", env={})
+    assert "--name" in stderr
+
+
+def test_a_client_credentials_client_gets_the_role_its_client_id_is_granted(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "icecore.toml"
+    config.write_text(
+        '[[grants]]\ngroup = "etl"\nrole = "admin"\ntables = ["ops.*"]\n', encoding="utf-8"
+    )
+    server = start_server(
+        tmp_path / "warehouse",
+        "--credential",
+        "etl:etl-s3cret-value",
+        env={"ICECORE_CONFIG": str(config)},
+    )
+    try:
+        etl = RestCatalog(
+            "etl",
+            uri=server.url,
+            credential="etl:etl-s3cret-value",
+            **{"oauth2-server-uri": f"{server.url}/v1/oauth/tokens"},
+        )
+        etl.create_namespace("ops")
+        etl.create_table("ops.jobs", SCHEMA)
+        with pytest.raises(ForbiddenError, match="namespace secret"):
+            etl.create_namespace("secret")
+        assert etl.list_namespaces() == [("ops",)]
+        assert [str(t) for t in _backing(server).list_tables()] == ["ops.jobs"]
+        # Without [auth] nothing else is a principal: any other bearer is 401.
+        response = _get(server, "namespaces", "not-a-token-of-this-server")
+        _error(response, 401, "NotAuthorizedException")
+    finally:
+        stop_server(server)
