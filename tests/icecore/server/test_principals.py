@@ -35,7 +35,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.sql import SqlCatalog
 from tests.conftest import REPO
-from tests.icecore.server.conftest import RestServer, start_server, stop_server
+from tests.icecore.server.conftest import RestServer, free_port, start_server, stop_server
 from tests.oidc_provider.fixture import USERS, OidcProvider
 
 ADMIN_ID = "admin-client"
@@ -418,5 +418,21 @@ def test_a_client_credentials_client_gets_the_role_its_client_id_is_granted(
         # Without [auth] nothing else is a principal: any other bearer is 401.
         response = _get(server, "namespaces", "not-a-token-of-this-server")
         _error(response, 401, "NotAuthorizedException")
+    finally:
+        stop_server(server)
+
+
+def test_an_unreachable_issuer_is_503_not_401(tmp_path: Path, id_tokens: dict[str, str]) -> None:
+    """The token may be good: the server says it cannot check it now, not that it is bad."""
+    config = tmp_path / "icecore.toml"
+    config.write_text(
+        f'[auth]\nissuer = "http://127.0.0.1:{free_port()}"\nclient_id = "icecore"\n',
+        encoding="utf-8",
+    )
+    server = start_server(tmp_path / "warehouse", env={"ICECORE_CONFIG": str(config)})
+    try:
+        response = _get(server, "namespaces", id_tokens["ana"])
+        _error(response, 503, "ServiceUnavailableException")
+        assert id_tokens["ana"].split(".")[1] not in response.text
     finally:
         stop_server(server)
