@@ -489,7 +489,7 @@ class CatalogService:
     def _load_result(self, identifier: TableIdentifier, call: Call | None = None) -> dict[str, Any]:
         """The table's ``LoadTableResult``; with ``call``, as its principal may see it (viewer)."""
         if call is not None:
-            self._as(call).require(identifier, Role.VIEWER, "see its metadata")
+            self._require_viewer(call, identifier)
         try:
             table = self.catalog.load_table(identifier)
         except NotFound:
@@ -513,6 +513,26 @@ class CatalogService:
         """
         self._as(call).require(identifier, role, doing, audited_as=action)
 
+    def _require_viewer(self, call: Call, identifier: TableIdentifier) -> None:
+        """Refuse (403) a table the principal may not see, before looking it up.
+
+        Except a name under a table they may see (``sales.orders.snapshots``): that is 404
+        ``NoSuchTable``, whether or not such a table exists, because Spark resolves a
+        metadata table by first loading it as a table in the namespace ``sales.orders`` and
+        falls back to the metadata table only on ``NoSuchTable``; a 403 there would deny a
+        reader of ``sales.orders`` its history. The 404 is the same for a table that exists
+        there, so it reveals nothing either.
+        """
+        seen = self._as(call)
+        try:
+            seen.require(identifier, Role.VIEWER, "see its metadata")
+        except Forbidden:
+            if len(identifier.namespace) > 1:
+                parent = TableIdentifier(identifier.namespace[:-1], identifier.namespace[-1])
+                if seen.access(parent).allows(Role.VIEWER):
+                    raise no_such_table(identifier) from None
+            raise
+
     def list_tables(self, call: Call) -> Any:
         """``GET .../tables``: the namespace's tables the principal may see, paged."""
         self._see_namespace(call, namespace_of(call.params["namespace"]))
@@ -535,7 +555,7 @@ class CatalogService:
         read, so a probe stays cheap and answers even when that file is damaged.
         """
         identifier = self._table(call)
-        self._require_table(call, identifier, Role.VIEWER, "see its metadata", "see")
+        self._require_viewer(call, identifier)
         try:
             self.catalog.metadata_location(identifier)
         except NotFound:

@@ -344,6 +344,10 @@ def test_spark_reads_as_a_reader_and_is_refused_a_write(
     spark.conf.set(f"{prefix}.token", id_tokens["ana"])
     rows = spark.sql("SELECT id, email FROM guarded_rest.ops.jobs ORDER BY id").collect()
     assert [tuple(r) for r in rows] == [tuple(r.values()) for r in ROWS.to_pylist()]
+    # A metadata table of a table granted by its exact name (sales.orders) resolves too.
+    history = spark.sql("SELECT snapshot_id FROM guarded_rest.sales.orders.snapshots").collect()
+    orders = _backing(served).load_table("sales.orders")
+    assert sorted(r[0] for r in history) == sorted(s.snapshot_id for s in orders.snapshots())
     before = _backing(served).metadata_location(_ident("ops.jobs"))
     with pytest.raises(Exception, match="ForbiddenException"):
         spark.sql("INSERT INTO guarded_rest.ops.jobs VALUES (3, 'c@x.test')").collect()

@@ -209,6 +209,20 @@ def test_a_viewer_loads_and_probes_and_a_missing_granted_table_is_404(
     assert missing.value.code == 404
 
 
+def test_a_name_under_a_visible_table_is_404_so_spark_finds_its_metadata_tables(
+    service: CatalogService,
+) -> None:
+    # ana's grant names sales.orders alone; Spark asks for sales.orders.snapshots as a table
+    # first and falls back to the metadata table only on NoSuchTable.
+    for handler in (service.load_table, service.table_exists):
+        with pytest.raises(RestError) as missing:
+            handler(_call(ANA, namespace="sales\x1forders", table="snapshots"))
+        assert (missing.value.code, missing.value.type) == (404, "NoSuchTableException")
+    # Under a table she may not see, it stays a refusal.
+    with pytest.raises(Forbidden):
+        service.load_table(_call(ANA, namespace="sales\x1faudit_log", table="snapshots"))
+
+
 @pytest.mark.parametrize(
     ("who", "table", "vended"),
     [
