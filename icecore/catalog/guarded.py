@@ -113,13 +113,17 @@ class GuardedCatalog:
         role: Role,
         action: str,
         *,
-        audited_as: str | None = None,
+        audit_action: str | None = None,
     ) -> Access:
         """The principal's access to ``identifier``, if it includes ``role``.
 
-        ``action`` is how the refusal says it (``commit a change``); ``audited_as`` the
-        audit log's action for a refused change (``commit``, ``drop``, ...), ``action`` when
-        not given.
+        Args:
+            identifier: the table.
+            role: the role the action needs.
+            action: the action as the refusal says it (``commit a change``).
+            audit_action: the action as the audit log names it (``commit``, ``drop``, ...),
+                so that a refused attempt files under the same action as a done one;
+                default ``action``.
 
         Raises:
             Forbidden: it does not (recorded in the audit log as refused when ``role`` is
@@ -130,7 +134,7 @@ class GuardedCatalog:
             access.require(role, action, str(identifier))
         except Forbidden as e:
             if role >= Role.OWNER:
-                self._refused(audited_as or action, _dotted(identifier), str(e))
+                self._refused(audit_action or action, _dotted(identifier), str(e))
             raise
         return access
 

@@ -511,7 +511,7 @@ class CatalogService:
         Asked before the table is looked up, so a missing grant reads the same whether or
         not the table exists.
         """
-        self._as(call).require(identifier, role, doing, audited_as=action)
+        self._as(call).require(identifier, role, doing, audit_action=action)
 
     def _require_viewer(self, call: Call, identifier: TableIdentifier) -> None:
         """Refuse (403) a table the principal may not see, before looking it up.
