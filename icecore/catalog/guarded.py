@@ -107,23 +107,8 @@ class GuardedCatalog:
             return FULL_ACCESS
         return self.policy.access(self.principal, self.name, _dotted(identifier))
 
-    def require(
-        self,
-        identifier: TableIdentifier,
-        role: Role,
-        action: str,
-        *,
-        audit_action: str | None = None,
-    ) -> Access:
+    def require(self, identifier: TableIdentifier, role: Role, action: str) -> Access:
         """The principal's access to ``identifier``, if it includes ``role``.
-
-        Args:
-            identifier: the table.
-            role: the role the action needs.
-            action: the action as the refusal says it (``commit a change``).
-            audit_action: the action as the audit log names it (``commit``, ``drop``, ...),
-                so that a refused attempt files under the same action as a done one;
-                default ``action``.
 
         Raises:
             Forbidden: it does not (recorded in the audit log as refused when ``role`` is
@@ -134,7 +119,7 @@ class GuardedCatalog:
             access.require(role, action, str(identifier))
         except Forbidden as e:
             if role >= Role.OWNER:
-                self._refused(audit_action or action, _dotted(identifier), str(e))
+                self._refused(action, _dotted(identifier), str(e))
             raise
         return access
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -296,8 +297,17 @@ class CatalogService:
             f"over the whole namespace and you have {held}; ask an admin of this deployment "
             "for a grant."
         )
-        seen.record_outcome(new_event_id(), action, "", "refused", summary=why)
+        self._refused(seen, action, "", why)
         raise Forbidden(why)
+
+    @staticmethod
+    def _refused(seen: GuardedCatalog, action: str, table: str, why: str) -> None:
+        """Record a refused change (a lone outcome) under the action a done one files under.
+
+        A log that cannot be written (a read-only catalog's) changes no refusal.
+        """
+        with contextlib.suppress(IcecoreError):
+            seen.record_outcome(new_event_id(), action, table, "refused", summary=why)
 
     def _recorded(
         self,
@@ -511,7 +521,13 @@ class CatalogService:
         Asked before the table is looked up, so a missing grant reads the same whether or
         not the table exists.
         """
-        self._as(call).require(identifier, role, doing, audit_action=action)
+        seen = self._as(call)
+        try:
+            seen.access(identifier).require(role, doing, str(identifier))
+        except Forbidden as e:
+            if role >= Role.OWNER:
+                self._refused(seen, action, str(identifier), str(e))
+            raise
 
     def _require_viewer(self, call: Call, identifier: TableIdentifier) -> None:
         """Refuse (403) a table the principal may not see, before looking it up.
