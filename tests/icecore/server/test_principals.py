@@ -457,6 +457,10 @@ def test_changes_and_refusals_are_in_the_catalogs_audit_log_with_who_made_them(
     outcomes = [(e.action, e.result, e.principal.split(" (")[0]) for e in events]
     assert ("commit", "refused", USERS["ana"].name) in outcomes
     assert ("commit", "committed", USERS["owen"].name) in outcomes
-    [landed] = [e for e in events if e.result == "committed" and e.phase == "outcome"]
+    [landed] = [
+        e
+        for e in events
+        if (e.action, e.result) == ("commit", "committed") and e.principal.startswith("Owen")
+    ]
     assert landed.metadata_after == done.json()["metadata-location"]
     assert landed.catalog == "lake"
