@@ -464,3 +464,22 @@ def test_changes_and_refusals_are_in_the_catalogs_audit_log_with_who_made_them(
     ]
     assert landed.metadata_after == done.json()["metadata-location"]
     assert landed.catalog == "lake"
+
+
+def test_an_issuers_jwt_is_not_exchanged_for_a_server_token(
+    served: RestServer, id_tokens: dict[str, str]
+) -> None:
+    """A JWT is the issuer's to renew: the server's token endpoint never turns it into its own."""
+    response = requests.post(
+        f"{served.url}/v1/oauth/tokens",
+        data={
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "subject_token": id_tokens["owen"],
+            "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+        },
+        headers=_bearer(id_tokens["owen"]),
+        timeout=30,
+    )
+    assert response.status_code == 401
+    assert response.json()["error"] == "invalid_grant"
+    assert id_tokens["owen"].split(".")[1] not in response.text
