@@ -41,7 +41,7 @@ from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.guarded import GuardedCatalog, commit_all, guard
 from icecore.errors import CommitConflict, CommitStateUnknown, Forbidden, IcecoreError, NotFound
 from icecore.failpoints import failpoint
-from icecore.identifier import check_new_identifier
+from icecore.identifier import check_new_identifier, check_new_namespace, check_no_case_twin
 from icecore.metadata.builder import encode_metadata
 from icecore.metadata.requirements import AssertCreate, Requirement
 from icecore.metadata.serde import serialize_metadata
@@ -309,6 +309,32 @@ class CatalogService:
         with contextlib.suppress(IcecoreError):
             seen.record_outcome(new_event_id(), action, table, "refused", summary=why)
 
+    def _check_new_namespace(self, namespace: tuple[str, ...]) -> None:
+        """Refuse (400) a namespace no catalog would create, before its intent is recorded.
+
+        The catalogs check the same rules again (:mod:`icecore.identifier`); asked here
+        first, a name that could never be created (a NUL, ``..``, a case twin) leaves no
+        entry in the audit log, and no unchecked text reaches it.
+        """
+        known = self.backend.namespaces()
+        for i in range(len(namespace)):
+            beside = {ns[i] for ns in known if len(ns) > i and ns[:i] == namespace[:i]}
+            check_no_case_twin(namespace[i], beside, "namespace level")
+
+    def _check_new_table(self, identifier: TableIdentifier, replacing: str | None = None) -> None:
+        """Refuse (400) a table name beside one differing only by case, before any intent.
+
+        ``replacing`` is the name a rename within the namespace gives up. Tables and child
+        namespaces are both names beside it (folders, in a warehouse folder).
+        """
+        ns = identifier.namespace
+        try:
+            beside = [t.name for t in self.catalog.list_tables(ns)]
+        except NotFound:
+            return  # the change answers 404 for the namespace
+        beside += [n[len(ns)] for n in self.backend.namespaces() if n[: len(ns)] == ns and n != ns]
+        check_no_case_twin(identifier.name, [n for n in beside if n != replacing], "table")
+
     def _recorded(
         self,
         call: Call,
@@ -410,7 +436,9 @@ class CatalogService:
             raise bad_request("'properties' must map strings to strings.")
         if "location" in props:  # where the namespace's new tables will be written
             plain_text(props["location"], "The namespace property 'location'")
+        check_new_namespace(namespace)
         self._admin_of(call, namespace, "create_namespace", "create")
+        self._check_new_namespace(namespace)
         self.locations.require_namespace_properties(props)
         self._recorded(
             call,
@@ -593,6 +621,7 @@ class CatalogService:
             # Iceberg Java's CreateTableRequest.validate: a table without a schema is refused.
             raise bad_request("A create-table request needs a 'schema' object.")
         identifier = check_new_identifier(TableIdentifier(namespace, body["name"]))
+        self._check_new_table(identifier)
         location = body.get("location") or self.backend.default_location(identifier)
         if not isinstance(location, str):
             raise bad_request("'location' must be a string.")
@@ -654,7 +683,8 @@ class CatalogService:
         if not isinstance(name, str) or not isinstance(location, str):
             raise bad_request("A register request needs 'name' and 'metadata-location'.")
         plain_text(location, "'metadata-location'")
-        identifier = TableIdentifier(namespace, name)
+        identifier = check_new_identifier(TableIdentifier(namespace, name))
+        self._check_new_table(identifier)
         self.locations.require(location, "the metadata file")  # before reading it
         try:
             metadata = read_table_metadata(self.backend.io, location)  # refuse what is not metadata
@@ -717,7 +747,9 @@ class CatalogService:
 
         Needs the admin role over the namespace, as ``createTable``; audited as a create.
         """
+        check_new_identifier(identifier)
         self._admin_of(call, identifier.namespace, "create", "create a table in")
+        self._check_new_table(identifier)
         if not self.backend.namespace_exists(identifier.namespace):
             raise no_such_namespace(identifier.namespace)
         if identifier in self.catalog.list_tables(identifier.namespace):
@@ -843,9 +875,13 @@ class CatalogService:
         body = call.body if isinstance(call.body, Mapping) else {}
         source = _identifier(body.get("source"), "'source'")
         destination = _identifier(body.get("destination"), "'destination'")
+        check_new_identifier(destination)
         # The admin role on both names, before either is looked up.
         self._require_table(call, source, Role.ADMIN, "rename tables", "rename")
         self._require_table(call, destination, Role.ADMIN, "rename tables", "rename")
+        self._check_new_table(
+            destination, source.name if source.namespace == destination.namespace else None
+        )
         before = self._load_result(source)["metadata-location"]
         if not self.backend.namespace_exists(destination.namespace):
             raise no_such_namespace(destination.namespace)
