@@ -21,7 +21,7 @@ from icecore.access import Policy, Principal, parse_grants
 from icecore.audit import AuditEvent
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.sql import SqlCatalog, create_sqlite_catalog
-from icecore.errors import Forbidden, NotFound
+from icecore.errors import Forbidden, NotFound, ValidationError
 from icecore.server.app import Call, CatalogService
 from icecore.server.errors import RestError
 from icecore.server.principals import client_principal
@@ -418,3 +418,43 @@ def test_without_a_policy_everyone_may_do_everything(service: CatalogService) ->
     assert _property(service, "secret.keys") == "a"
     open_service.drop_table(_call(anyone, namespace="secret", table="keys"))
     assert service.catalog.list_tables(("secret",)) == []
+
+
+def test_a_name_no_catalog_would_create_leaves_no_audit_entry(
+    service: CatalogService, sink: ListSink
+) -> None:
+    orders = {"namespace": ["sales"], "name": "orders"}
+    attempts = [
+        lambda: service.create_namespace(_call(ADMIN, body={"namespace": ["x\x00y"]})),
+        lambda: service.create_namespace(_call(ADMIN, body={"namespace": ["SALES"]})),
+        lambda: service.create_table(
+            _call(ADMIN, namespace="sales", body={"name": "ORDERS", "schema": SCHEMA})
+        ),
+        lambda: service.register_table(
+            _call(
+                ADMIN,
+                namespace="sales",
+                body={
+                    "name": "Customers",
+                    "metadata-location": service.catalog.metadata_location(_ident("sales.orders")),
+                },
+            )
+        ),
+        lambda: service.rename_table(
+            _call(ADMIN, body={"source": orders, "destination": {**orders, "name": "a\x1fb"}})
+        ),
+        lambda: service.rename_table(
+            _call(ADMIN, body={"source": orders, "destination": {**orders, "name": "Customers"}})
+        ),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ValidationError):
+            attempt()
+    assert sink.events == []
+    # A case change of the table's own name is no twin: the rename goes ahead.
+    service.rename_table(
+        _call(ADMIN, body={"source": orders, "destination": {**orders, "name": "Orders"}})
+    )
+    assert [(e.action, e.result) for e in sink.events if e.phase == "outcome"] == [
+        ("rename", "committed")
+    ]
