@@ -570,6 +570,7 @@ def cmd_serve_rest(args: argparse.Namespace) -> dict[str, Any]:
             token_secret_file=args.token_secret_file,
             limits=_http_limits(args),
             allow_locations=args.allow_location,
+            name=args.name,
         )
     except ValueError as e:  # a malformed option or secret; its text never holds the secret
         raise UsageError(str(e)) from None
@@ -870,6 +871,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PREFIX",
         help="let tables live below PREFIX too (a folder or s3://bucket/path; repeatable); "
         "by default only the served warehouse",
+    )
+    srv.add_argument(
+        "--name",
+        default=None,
+        metavar="NAME",
+        help="the catalog's name in icecore.toml's grants (CATALOG::ns.table); default: the "
+        "catalog argument (a [catalogs.NAME] entry's name, or the string as given)",
     )
     srv.set_defaults(run=cmd_serve_rest)
     app = sub.add_parser("app", help="serve the explorer app (needs the app extra)")

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 
 from icecore.catalog import load_catalog
+from icecore.catalog.audit_store import audit_sink_for
+from icecore.config import is_catalog_name, load_config
 from icecore.server.app import create_app
 from icecore.server.auth import (
     DEFAULT_TOKEN_MAX_LIFETIME_S,
@@ -23,6 +25,7 @@ from icecore.server.auth import (
 )
 from icecore.server.limits import HttpLimits
 from icecore.server.locations import served_catalog
+from icecore.server.principals import TokenVerifier, served_name
 from icecore.server.vend import vend_policy
 
 
@@ -41,6 +44,7 @@ def serve(
     token_secret_file: str | None = None,
     limits: HttpLimits | None = None,
     allow_locations: Sequence[str] = (),
+    name: str | None = None,
 ) -> None:
     """Serve ``catalog`` (as :func:`icecore.load_catalog` takes it) until interrupted.
 
@@ -55,17 +59,40 @@ def serve(
     (:mod:`icecore.server.limits`). ``allow_locations`` are prefixes where tables may live
     besides the catalog's warehouse (:mod:`icecore.server.locations`).
 
+    icecore.toml's ``[auth]`` and ``[[grants]]`` (:func:`icecore.config.load_config`) make
+    every call name a principal whose role is checked (:mod:`icecore.server.principals`);
+    ``name`` is the catalog's name in grants (:func:`~icecore.server.principals.served_name`).
+
     Raises:
         ValueError: a malformed ``credential`` or ``vend`` pair, a vending the options do not
-            allow, an unreadable or short token secret, a limit that is not positive, or an
-            unusable ``allow_locations`` prefix (one sentence, no secret in it).
+            allow, an unreadable or short token secret, a limit that is not positive, an
+            unusable ``allow_locations`` prefix, a ``name`` that is not a word, or grants no
+            one could sign in for (one sentence, no secret in it).
+        ValidationError: icecore.toml is malformed.
     """
     import uvicorn
 
+    if name is not None and not is_catalog_name(name):
+        raise ValueError(
+            f"--name {name[:100]!r} is not a word (letters, digits, _ and -, starting with a "
+            "letter or _)."
+        )
+    config = load_config()
+    policy = config.policy
+    if policy is not None and config.auth is None and not credential:
+        raise ValueError(
+            f"{config.path} has [[grants]] but no [auth] and the server has no --credential, "
+            "so no request could name a principal; add [auth] or --credential."
+        )
+    verifier: TokenVerifier | None = None
+    if policy is not None and config.auth is not None:
+        from icecore.server.oidc import JwtVerifier
+
+        verifier = JwtVerifier(config.auth)
     vended, warning = vend_policy(
         vend,
         vend_read_only,
-        authenticated=credential is not None,
+        authenticated=credential is not None or policy is not None,
         read_only=read_only,
         to_anonymous=vend_to_anonymous,
     )
@@ -90,6 +117,10 @@ def serve(
         issuer=issuer,
         vended=vended,
         allow_locations=allow_locations,
+        policy=policy,
+        verifier=verifier,
+        name=served_name(catalog, config.catalogs, name),
+        audit=audit_sink_for(backing),
     )
     uvicorn.run(
         limits.wrap(app), host=host, port=port, log_level="warning", access_log=False, **run_options

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -34,10 +35,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from icecore.access import Policy, Principal, Role
+from icecore.audit import AuditSink, new_event_id
 from icecore.catalog.base import Catalog, TableIdentifier
-from icecore.errors import IcecoreError, NotFound
+from icecore.catalog.guarded import GuardedCatalog, commit_all, guard
+from icecore.errors import CommitConflict, CommitStateUnknown, Forbidden, IcecoreError, NotFound
 from icecore.failpoints import failpoint
-from icecore.identifier import check_new_identifier
+from icecore.identifier import check_new_identifier, check_new_namespace, check_no_case_twin
 from icecore.metadata.builder import encode_metadata
 from icecore.metadata.requirements import AssertCreate, Requirement
 from icecore.metadata.serde import serialize_metadata
@@ -52,6 +56,7 @@ from icecore.server.commit import (
     commit_table,
     commit_transaction,
     parse_commit,
+    require_transactions,
     supports_transactions,
 )
 from icecore.server.create import new_table_metadata
@@ -65,6 +70,7 @@ from icecore.server.errors import (
     plain_text,
 )
 from icecore.server.locations import ServedLocations
+from icecore.server.principals import ANONYMOUS, Authenticator, TokenVerifier
 from icecore.server.vend import DELEGATION_HEADER, wants_vended
 from icecore.table_data import read_table_metadata
 from icecore.values import whole_number
@@ -89,6 +95,8 @@ class Call:
     body: Any
     vend: bool = False
     """The client asked for vended credentials (``X-Iceberg-Access-Delegation``)."""
+    principal: Principal = ANONYMOUS
+    """Who sent it (:mod:`icecore.server.principals`)."""
 
 
 @dataclass(frozen=True)
@@ -183,12 +191,23 @@ def _page(
 class CatalogService:
     """The protocol's handlers over one backing catalog.
 
+    Every handler acts as the call's principal (DESIGN.md "Identity, roles and audit"):
+    it reads and commits through the catalog :func:`icecore.catalog.guarded.guard` wraps for
+    that principal, so grants are checked and commits audited where they happen, and it
+    checks the role an administrative call needs before touching anything. A table the
+    principal has no grant on is refused (403) before its existence is looked up, so the
+    answer is the same whether or not it exists. Without a policy every principal has every
+    role, as before; changes are still recorded in the catalog's audit log.
+
     Args:
         catalog: the catalog served.
         read_only: refuse every write.
         vended: storage properties handed to clients that ask for vended credentials.
         allow_locations: prefixes where tables may live besides the catalog's warehouse
             (:mod:`icecore.server.locations`).
+        policy: the deployment's grants (icecore.toml), None for none.
+        name: the catalog's name as grants spell it (``CATALOG::ns.table``).
+        audit: where changes are recorded (:func:`icecore.catalog.audit_store.audit_sink_for`).
     """
 
     def __init__(
@@ -198,16 +217,157 @@ class CatalogService:
         read_only: bool = False,
         vended: Mapping[str, str] | None = None,
         allow_locations: Sequence[str] = (),
+        policy: Policy | None = None,
+        name: str = "",
+        audit: AuditSink | None = None,
     ) -> None:
         self.locations = ServedLocations.for_catalog(catalog, allow_locations)
         self.backend = Backend(catalog, self.locations)
         self.catalog = catalog
         self.read_only = read_only
         self.vended = dict(vended or {})
+        self.policy = policy
+        self.name = name
+        self.audit = audit
 
-    def _config(self, call: Call) -> dict[str, str]:
-        """A ``LoadTableResult``'s ``config``: the vended properties, if the client asked."""
-        return dict(self.vended) if call.vend else {}
+    # Principals ----------------------------------------------------------------------------
+
+    def _as(self, call: Call) -> GuardedCatalog:
+        """The catalog as the call's principal sees and changes it."""
+        return guard(
+            self.catalog,
+            call.principal,
+            self.policy,
+            name=self.name,
+            audit=self.audit,
+            source="rest",
+        )
+
+    def _config(self, call: Call, identifier: TableIdentifier) -> dict[str, str]:
+        """A ``LoadTableResult``'s ``config``: the vended properties, if the client asked.
+
+        Only for a principal who may read the table's rows (reader and up) and has no column
+        masked on it: the protocol cannot mask what an engine reads with the keys, so a
+        masked principal gets metadata only (issue 31, "Column masks").
+        """
+        if not call.vend or not self.vended:
+            return {}
+        access = self._as(call).access(identifier)
+        if not access.allows(Role.READER) or access.mask:
+            return {}
+        return dict(self.vended)
+
+    def _visible_namespaces(self, call: Call) -> set[tuple[str, ...]] | None:
+        """The namespaces the principal may see (with their parents); None: all of them.
+
+        A namespace is visible when it holds a table they may see or a grant's glob reaches
+        every table it may hold (:meth:`icecore.access.Policy.namespace_role`).
+        """
+        if self.policy is None:
+            return None
+        seen = self._as(call)
+        holding = {t.namespace for t in seen.list_tables()}
+        reached = {ns for ns in self.backend.namespaces() if seen.namespace_role(ns) > Role.NONE}
+        return {ns[:i] for ns in holding | reached for i in range(1, len(ns) + 1)}
+
+    def _see_namespace(self, call: Call, namespace: tuple[str, ...]) -> None:
+        """Refuse (403) a namespace the principal may not see, whether or not it exists."""
+        visible = self._visible_namespaces(call)
+        if visible is None or namespace in visible:
+            return
+        if self._as(call).namespace_role(namespace) > Role.NONE:
+            return  # a glob reaches it: it may be missing (404 then), not hidden
+        raise Forbidden(
+            f"You cannot see namespace {'.'.join(namespace)}: no grant of yours reaches a "
+            "table in it; ask an admin of this deployment for a grant."
+        )
+
+    def _admin_of(self, call: Call, namespace: tuple[str, ...], action: str, doing: str) -> None:
+        """Refuse (403, audited) a namespace-wide change unless the principal is its admin.
+
+        ``action`` is the audit log's name for the change, ``doing`` how the refusal says it.
+        """
+        seen = self._as(call)
+        role = seen.namespace_role(namespace)
+        if role >= Role.ADMIN:
+            return
+        held = "no grant" if role is Role.NONE else f"the {role.label} role"
+        why = (
+            f"You cannot {doing} namespace {'.'.join(namespace)}: that needs the admin role "
+            f"over the whole namespace and you have {held}; ask an admin of this deployment "
+            "for a grant."
+        )
+        self._refused(seen, action, "", why)
+        raise Forbidden(why)
+
+    @staticmethod
+    def _refused(seen: GuardedCatalog, action: str, table: str, why: str) -> None:
+        """Record a refused change (a lone outcome) under the action a done one files under.
+
+        A log that cannot be written (a read-only catalog's) changes no refusal.
+        """
+        with contextlib.suppress(IcecoreError):
+            seen.record_outcome(new_event_id(), action, table, "refused", summary=why)
+
+    def _check_new_namespace(self, namespace: tuple[str, ...]) -> None:
+        """Refuse (400) a namespace no catalog would create, before its intent is recorded.
+
+        The catalogs check the same rules again (:mod:`icecore.identifier`); asked here
+        first, a name that could never be created (a NUL, ``..``, a case twin) leaves no
+        entry in the audit log, and no unchecked text reaches it.
+        """
+        known = self.backend.namespaces()
+        for i in range(len(namespace)):
+            beside = {ns[i] for ns in known if len(ns) > i and ns[:i] == namespace[:i]}
+            check_no_case_twin(namespace[i], beside, "namespace level")
+
+    def _check_new_table(self, identifier: TableIdentifier, replacing: str | None = None) -> None:
+        """Refuse (400) a table name beside one differing only by case, before any intent.
+
+        ``replacing`` is the name a rename within the namespace gives up. Tables and child
+        namespaces are both names beside it (folders, in a warehouse folder).
+        """
+        ns = identifier.namespace
+        try:
+            beside = [t.name for t in self.catalog.list_tables(ns)]
+        except NotFound:
+            return  # the change answers 404 for the namespace
+        beside += [n[len(ns)] for n in self.backend.namespaces() if n[: len(ns)] == ns and n != ns]
+        check_no_case_twin(identifier.name, [n for n in beside if n != replacing], "table")
+
+    def _recorded(
+        self,
+        call: Call,
+        action: str,
+        table: str,
+        before: str | None,
+        summary: str,
+        change: Callable[[], str | None],
+    ) -> str | None:
+        """Run ``change`` between an audited intent and its outcome; what it returns.
+
+        ``change`` returns the metadata location it made current, if any. A change whose
+        result is unknown (``CommitStateUnknown``) keeps its intent alone, as the guarded
+        commit does (:meth:`icecore.catalog.guarded.GuardedCatalog.commit_metadata`).
+        """
+        seen = self._as(call)
+        event_id = seen.record_intent(action, table, before, summary)
+        try:
+            after = change()
+        except CommitStateUnknown:
+            raise
+        except CommitConflict as e:
+            seen.record_outcome(event_id, action, table, "conflict", before, None, str(e))
+            raise
+        except RestError as e:
+            seen.record_outcome(event_id, action, table, "failed", before, None, e.message)
+            raise
+        except BaseException as e:
+            why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]
+            seen.record_outcome(event_id, action, table, "failed", before, None, why)
+            raise
+        seen.record_outcome(event_id, action, table, "committed", before, after, summary)
+        return after
 
     def endpoints(self) -> list[Endpoint]:
         """Every route served (the config and token routes are added by :func:`create_app`)."""
@@ -250,7 +410,9 @@ class CatalogService:
         """``GET /v1/namespaces``: the children of ``parent`` (top level by default), paged."""
         parent: tuple[str, ...] = ()
         if call.query.get("parent"):
+            self._see_namespace(call, namespace_of(call.query["parent"]))
             parent = self._existing(call.query["parent"])
+        visible = self._visible_namespaces(call)
         children = sorted(
             {
                 ns[: len(parent) + 1]
@@ -258,6 +420,8 @@ class CatalogService:
                 if len(ns) > len(parent) and ns[: len(parent)] == parent
             }
         )
+        if visible is not None:  # filtered before paging, so pages stay whole
+            children = [ns for ns in children if ns in visible]
         page, token = _page(children, call.query, list)
         return {"namespaces": [list(ns) for ns in page], "next-page-token": token}
 
@@ -272,13 +436,24 @@ class CatalogService:
             raise bad_request("'properties' must map strings to strings.")
         if "location" in props:  # where the namespace's new tables will be written
             plain_text(props["location"], "The namespace property 'location'")
+        check_new_namespace(namespace)
+        self._admin_of(call, namespace, "create_namespace", "create")
+        self._check_new_namespace(namespace)
         self.locations.require_namespace_properties(props)
-        self.backend.create_namespace(namespace, dict(props))
+        self._recorded(
+            call,
+            "create_namespace",
+            "",
+            None,
+            f"namespace {'.'.join(namespace)} created",
+            lambda: self.backend.create_namespace(namespace, dict(props)),
+        )
         return {"namespace": list(namespace), "properties": dict(props)}
 
     def load_namespace(self, call: Call) -> Any:
         """``GET /v1/namespaces/{ns}``: the namespace's properties."""
         namespace = namespace_of(call.params["namespace"])
+        self._see_namespace(call, namespace)
         try:
             props = self.backend.namespace_properties(namespace)
         except NotFound:
@@ -287,16 +462,32 @@ class CatalogService:
 
     def namespace_exists(self, call: Call) -> Any:
         """``HEAD /v1/namespaces/{ns}``: 204 if it exists, else 404."""
+        self._see_namespace(call, namespace_of(call.params["namespace"]))
         self._existing(call.params["namespace"])
         return Response(status_code=204)
 
     def drop_namespace(self, call: Call) -> Any:
         """``DELETE /v1/namespaces/{ns}``: drop an empty namespace (409 if not empty)."""
-        self.backend.drop_namespace(self._existing(call.params["namespace"]))
+        self._admin_of(call, namespace_of(call.params["namespace"]), "drop_namespace", "drop")
+        namespace = self._existing(call.params["namespace"])
+        self._recorded(
+            call,
+            "drop_namespace",
+            "",
+            None,
+            f"namespace {'.'.join(namespace)} dropped",
+            lambda: self.backend.drop_namespace(namespace),
+        )
         return Response(status_code=204)
 
     def update_properties(self, call: Call) -> Any:
         """``POST .../properties``: set and remove properties; says what was missing."""
+        self._admin_of(
+            call,
+            namespace_of(call.params["namespace"]),
+            "update_namespace_properties",
+            "change the properties of",
+        )
         namespace = self._existing(call.params["namespace"])
         body = call.body if isinstance(call.body, Mapping) else {}
         updates = body.get("updates") or {}
@@ -310,9 +501,21 @@ class CatalogService:
         if not isinstance(removals, list) or not all(isinstance(r, str) for r in removals):
             raise bad_request("'removals' must be a list of strings.")
         self.locations.require_namespace_properties(updates)
-        updated, removed, missing = self.backend.update_properties(
-            namespace, dict(updates), list(removals)
+        changed: list[tuple[list[str], list[str], list[str]]] = []
+
+        def update() -> None:
+            changed.append(self.backend.update_properties(namespace, dict(updates), list(removals)))
+
+        self._recorded(
+            call,
+            "update_namespace_properties",
+            "",
+            None,
+            f"namespace {'.'.join(namespace)} properties: "
+            + ", ".join(sorted({*updates, *removals})),
+            update,
         )
+        updated, removed, missing = changed[0]
         return {"updated": updated, "removed": removed, "missing": missing or None}
 
     # Tables --------------------------------------------------------------------------------
@@ -322,6 +525,9 @@ class CatalogService:
         return TableIdentifier(namespace, call.params["table"])
 
     def _load_result(self, identifier: TableIdentifier, call: Call | None = None) -> dict[str, Any]:
+        """The table's ``LoadTableResult``; with ``call``, as its principal may see it (viewer)."""
+        if call is not None:
+            self._require_viewer(call, identifier)
         try:
             table = self.catalog.load_table(identifier)
         except NotFound:
@@ -332,13 +538,50 @@ class CatalogService:
         return {
             "metadata-location": table.metadata_location,
             "metadata": serialize_metadata(table.metadata),
-            "config": self._config(call) if call is not None else {},
+            "config": self._config(call, identifier) if call is not None else {},
         }
 
+    def _require_table(
+        self, call: Call, identifier: TableIdentifier, role: Role, doing: str, action: str
+    ) -> None:
+        """Refuse (403; audited from owner up) unless the principal has ``role`` on the table.
+
+        Asked before the table is looked up, so a missing grant reads the same whether or
+        not the table exists.
+        """
+        seen = self._as(call)
+        try:
+            seen.access(identifier).require(role, doing, str(identifier))
+        except Forbidden as e:
+            if role >= Role.OWNER:
+                self._refused(seen, action, str(identifier), str(e))
+            raise
+
+    def _require_viewer(self, call: Call, identifier: TableIdentifier) -> None:
+        """Refuse (403) a table the principal may not see, before looking it up.
+
+        Except a name under a table they may see (``sales.orders.snapshots``): that is 404
+        ``NoSuchTable``, whether or not such a table exists, because Spark resolves a
+        metadata table by first loading it as a table in the namespace ``sales.orders`` and
+        falls back to the metadata table only on ``NoSuchTable``; a 403 there would deny a
+        reader of ``sales.orders`` its history. The 404 is the same for a table that exists
+        there, so it reveals nothing either.
+        """
+        seen = self._as(call)
+        try:
+            seen.require(identifier, Role.VIEWER, "see its metadata")
+        except Forbidden:
+            if len(identifier.namespace) > 1:
+                parent = TableIdentifier(identifier.namespace[:-1], identifier.namespace[-1])
+                if seen.access(parent).allows(Role.VIEWER):
+                    raise no_such_table(identifier) from None
+            raise
+
     def list_tables(self, call: Call) -> Any:
-        """``GET .../tables``: the namespace's tables, paged."""
+        """``GET .../tables``: the namespace's tables the principal may see, paged."""
+        self._see_namespace(call, namespace_of(call.params["namespace"]))
         namespace = self._existing(call.params["namespace"])
-        tables = sorted(self.catalog.list_tables(namespace), key=lambda t: t.name)
+        tables = sorted(self._as(call).list_tables(namespace), key=lambda t: t.name)
         page, token = _page(tables, call.query, lambda t: [t.name])
         return {
             "identifiers": [{"namespace": list(t.namespace), "name": t.name} for t in page],
@@ -356,6 +599,7 @@ class CatalogService:
         read, so a probe stays cheap and answers even when that file is damaged.
         """
         identifier = self._table(call)
+        self._require_viewer(call, identifier)
         try:
             self.catalog.metadata_location(identifier)
         except NotFound:
@@ -363,7 +607,12 @@ class CatalogService:
         return Response(status_code=204)
 
     def create_table(self, call: Call) -> Any:
-        """``POST .../tables``: create a table, or stage it (``stage-create``: nothing written)."""
+        """``POST .../tables``: create a table, or stage it (``stage-create``: nothing written).
+
+        Needs the admin role over the namespace; the create is audited (a stage writes
+        nothing: its commit is).
+        """
+        self._admin_of(call, namespace_of(call.params["namespace"]), "create", "create a table in")
         namespace = self._existing(call.params["namespace"])
         body = call.body
         if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
@@ -372,6 +621,7 @@ class CatalogService:
             # Iceberg Java's CreateTableRequest.validate: a table without a schema is refused.
             raise bad_request("A create-table request needs a 'schema' object.")
         identifier = check_new_identifier(TableIdentifier(namespace, body["name"]))
+        self._check_new_table(identifier)
         location = body.get("location") or self.backend.default_location(identifier)
         if not isinstance(location, str):
             raise bad_request("'location' must be a string.")
@@ -396,12 +646,22 @@ class CatalogService:
                 raise RestError(
                     409, "AlreadyExistsException", f"Table already exists: {identifier}"
                 )
-            return {"metadata": serialize_metadata(metadata), "config": self._config(call)}
-        new_location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
+            return {
+                "metadata": serialize_metadata(metadata),
+                "config": self._config(call, identifier),
+            }
+        new_location = self._recorded(
+            call,
+            "create",
+            str(identifier),
+            None,
+            f"table created at {location}",
+            lambda: self.backend.create_table(identifier, metadata, encode_metadata(metadata)),
+        )
         return {
             "metadata-location": new_location,
             "metadata": serialize_metadata(metadata),
-            "config": self._config(call),
+            "config": self._config(call, identifier),
         }
 
     def _require_new_location(self, identifier: TableIdentifier, location: str) -> None:
@@ -413,14 +673,18 @@ class CatalogService:
         self.locations.require(location, "the table's location", under=under or None)
 
     def register_table(self, call: Call) -> Any:
-        """``POST .../register``: add a table for an existing metadata file."""
+        """``POST .../register``: add a table for an existing metadata file (admin, audited)."""
+        self._admin_of(
+            call, namespace_of(call.params["namespace"]), "register", "register a table in"
+        )
         namespace = self._existing(call.params["namespace"])
         body = call.body if isinstance(call.body, Mapping) else {}
         name, location = body.get("name"), body.get("metadata-location")
         if not isinstance(name, str) or not isinstance(location, str):
             raise bad_request("A register request needs 'name' and 'metadata-location'.")
         plain_text(location, "'metadata-location'")
-        identifier = TableIdentifier(namespace, name)
+        identifier = check_new_identifier(TableIdentifier(namespace, name))
+        self._check_new_table(identifier)
         self.locations.require(location, "the metadata file")  # before reading it
         try:
             metadata = read_table_metadata(self.backend.io, location)  # refuse what is not metadata
@@ -429,7 +693,12 @@ class CatalogService:
             raise RestError(404, "NotFoundException", str(e)) from None
         # Refuse metadata placing the table outside the served locations.
         self.locations.require_metadata(metadata)
-        self.backend.register_table(identifier, location)
+
+        def register() -> str:
+            self.backend.register_table(identifier, location)
+            return location
+
+        self._recorded(call, "register", str(identifier), None, f"registered {location}", register)
         return self._load_result(identifier, call)
 
     def commit(self, call: Call) -> Any:
@@ -448,11 +717,18 @@ class CatalogService:
                 )
         requirements, updates = parse_commit(call.body)
         if any(isinstance(r, AssertCreate) for r in requirements):
-            return self._create_by_commit(identifier, requirements, updates)
+            return self._create_by_commit(call, identifier, requirements, updates)
+        # The owner role, asked before anything is read; the swap itself goes through the
+        # guarded catalog's commit path, which asks again and writes the audit log.
+        self._require_table(call, identifier, Role.OWNER, "commit a change", "commit")
         failpoint("rest-before-commit")
         try:
             location, metadata = commit_table(
-                self.catalog, identifier, requirements, updates, self.locations.require_metadata
+                self._as(call),
+                identifier,
+                requirements,
+                updates,
+                self.locations.require_metadata,
             )
         except NotFound:
             self._load_result(identifier)  # the precise 404
@@ -462,11 +738,18 @@ class CatalogService:
 
     def _create_by_commit(
         self,
+        call: Call,
         identifier: TableIdentifier,
         requirements: list[Requirement],
         updates: list[MetadataUpdate],
     ) -> Any:
-        """A staged create's commit: the table from its updates, then created (409 if it exists)."""
+        """A staged create's commit: the table from its updates, then created (409 if it exists).
+
+        Needs the admin role over the namespace, as ``createTable``; audited as a create.
+        """
+        check_new_identifier(identifier)
+        self._admin_of(call, identifier.namespace, "create", "create a table in")
+        self._check_new_table(identifier)
         if not self.backend.namespace_exists(identifier.namespace):
             raise no_such_namespace(identifier.namespace)
         if identifier in self.catalog.list_tables(identifier.namespace):
@@ -506,8 +789,15 @@ class CatalogService:
         rest = [u for u in updates if u.action not in creating]
         metadata = apply_rest_updates(base, rest, None)
         self.locations.require_metadata(metadata)
-        location = self.backend.create_table(identifier, metadata, encode_metadata(metadata))
-        return {"metadata-location": location, "metadata": serialize_metadata(metadata)}
+        created = self._recorded(
+            call,
+            "create",
+            str(identifier),
+            None,
+            f"table created at {metadata.location}",
+            lambda: self.backend.create_table(identifier, metadata, encode_metadata(metadata)),
+        )
+        return {"metadata-location": created, "metadata": serialize_metadata(metadata)}
 
     def commit_transaction(self, call: Call) -> Any:
         """``POST /v1/transactions/commit``: several tables' changes, all applied or none."""
@@ -527,8 +817,17 @@ class CatalogService:
         names = [c.identifier for c in changes]
         if len(set(names)) != len(names):
             raise bad_request("A transaction names a table twice; send one change per table.")
+        require_transactions(self.catalog)
+        for name in names:  # every table owned, or nothing is read or written
+            self._require_table(call, name, Role.OWNER, "commit a change", "commit")
+        seen = self._as(call)
         try:
-            commit_transaction(self.catalog, changes, self.locations.require_metadata)
+            commit_transaction(
+                seen,
+                changes,
+                self.locations.require_metadata,
+                swap_all=lambda commits: commit_all(seen, commits),
+            )
         except NotFound as e:
             # A table is missing (whether or not its namespace is): NoSuchTable, as Java.
             raise RestError(404, "NoSuchTableException", str(e)) from None
@@ -538,7 +837,8 @@ class CatalogService:
         """``POST .../metrics``: scan and commit reports are accepted and not kept.
 
         A report for a table the catalog does not hold is the spec's 404 (``reportMetrics``
-        documents ``NoSuchTableException``), found as ``HEAD`` finds it, without a read.
+        documents ``NoSuchTableException``), found as ``HEAD`` finds it, without a read;
+        the viewer role on the table, as ``HEAD``.
         """
         return self.table_exists(call)
 
@@ -553,8 +853,21 @@ class CatalogService:
         purge = call.query.get("purgeRequested", "false").strip().lower()
         if purge not in ("true", "false"):
             raise bad_request("purgeRequested must be true or false.")
-        self._load_result(identifier)
-        self.backend.drop_table(identifier, purge=purge == "true")
+        action = "purge" if purge == "true" else "drop"
+        self._require_table(call, identifier, Role.ADMIN, f"{action} tables", action)
+        before = self._load_result(identifier)["metadata-location"]
+
+        def drop() -> None:
+            self.backend.drop_table(identifier, purge=purge == "true")
+
+        self._recorded(
+            call,
+            action,
+            str(identifier),
+            before,
+            "table dropped" if action == "drop" else "table dropped and its files purged",
+            drop,
+        )
         return Response(status_code=204)
 
     def rename_table(self, call: Call) -> Any:
@@ -562,10 +875,22 @@ class CatalogService:
         body = call.body if isinstance(call.body, Mapping) else {}
         source = _identifier(body.get("source"), "'source'")
         destination = _identifier(body.get("destination"), "'destination'")
-        self._load_result(source)
+        check_new_identifier(destination)
+        # The admin role on both names, before either is looked up.
+        self._require_table(call, source, Role.ADMIN, "rename tables", "rename")
+        self._require_table(call, destination, Role.ADMIN, "rename tables", "rename")
+        self._check_new_table(
+            destination, source.name if source.namespace == destination.namespace else None
+        )
+        before = self._load_result(source)["metadata-location"]
         if not self.backend.namespace_exists(destination.namespace):
             raise no_such_namespace(destination.namespace)
-        self.backend.rename_table(source, destination)
+
+        def rename() -> str:
+            self.backend.rename_table(source, destination)
+            return str(before)
+
+        self._recorded(call, "rename", str(source), before, f"renamed to {destination}", rename)
         return Response(status_code=204)
 
 
@@ -624,6 +949,10 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     vended: Mapping[str, str] | None = None,
     allow_locations: Sequence[str] = (),
+    policy: Policy | None = None,
+    verifier: TokenVerifier | None = None,
+    name: str = "",
+    audit: AuditSink | None = None,
 ) -> Starlette:
     """The ASGI application serving ``catalog`` (see the module docstring).
 
@@ -637,21 +966,41 @@ def create_app(
             (:mod:`icecore.server.vend`).
         allow_locations: prefixes where tables may live besides the catalog's warehouse
             (``--allow-location``; :mod:`icecore.server.locations`).
+        policy: the grants of icecore.toml: every call then needs a token naming a
+            principal, whose role is checked on every endpoint
+            (:mod:`icecore.server.principals`, :class:`CatalogService`).
+        verifier: checks bearer JWTs of ``[auth]``'s issuer (with a policy).
+        name: the catalog's name as grants spell it (``CATALOG::ns.table``).
+        audit: the catalog's audit log, where every change and refused change is recorded.
 
     Raises:
         ValueError: an ``allow_locations`` prefix that is no local folder or object store.
     """
     service = CatalogService(
-        catalog, read_only=read_only, vended=vended, allow_locations=allow_locations
+        catalog,
+        read_only=read_only,
+        vended=vended,
+        allow_locations=allow_locations,
+        policy=policy,
+        name=name,
+        audit=audit,
     )
+    auth = Authenticator(issuer, verifier if policy is not None else None, policy is not None)
+
+    async def principal_of(request: Request) -> Principal:
+        """The request's principal; a JWT is checked in a worker thread (it may fetch keys)."""
+        header = request.headers.get("authorization")
+        if auth.verifier is None:
+            return auth.principal(header)
+        return await run_in_threadpool(auth.principal, header)
+
     served = service.endpoints()
     names = [e.spec_name for e in served if e.advertised and not (read_only and e.writes)]
 
     def wrap(endpoint: Endpoint) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
             try:
-                if issuer is not None:
-                    issuer.check(request.headers.get("authorization"))
+                principal = await principal_of(request)
                 if endpoint.writes and read_only:
                     raise RestError(403, "ForbiddenException", "This catalog is served read-only.")
                 body = _json_body(await read_body(request, max_body_bytes))
@@ -660,6 +1009,7 @@ def create_app(
                     dict(request.query_params),
                     body,
                     vend=wants_vended(request.headers.get(DELEGATION_HEADER)),
+                    principal=principal,
                 )
                 result = await run_in_threadpool(endpoint.handler, call)
             except RestError as e:
@@ -685,9 +1035,10 @@ def create_app(
         return run
 
     async def config(request: Request) -> Response:
+        # Its endpoint list is the same for every principal (clients need it to choose
+        # routes); each endpoint checks the role itself.
         try:
-            if issuer is not None:
-                issuer.check(request.headers.get("authorization"))
+            await principal_of(request)
         except RestError as e:
             return e.response()
         return JSONResponse({"defaults": {}, "overrides": {}, "endpoints": names})

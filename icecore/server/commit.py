@@ -206,28 +206,46 @@ def supports_transactions(catalog: Catalog) -> bool:
     return callable(getattr(catalog, "commit_metadata_all", None))
 
 
-def commit_transaction(
-    catalog: Catalog, changes: Sequence[TableChange], guard: Guard | None = None
-) -> None:
-    """Check and apply every table's changes, then swap them all at once, or none.
+SwapAll = Callable[[Sequence[tuple[TableIdentifier, str, TableMetadata, bytes]]], list[str]]
+"""Every swap of a transaction at once, or none (:meth:`AtomicCatalog.commit_metadata_all`)."""
 
-    Each attempt loads every table, checks every requirement (409 on the first that fails:
-    nothing is written), applies the updates and hands all swaps to the catalog's one
-    transaction; a lost swap repeats the whole attempt on the new state. ``guard`` sees
-    each table's new metadata and its base before anything is written.
 
-    Raises:
-        RestError: 406 if the catalog cannot commit atomically, 409 on a failed requirement
-            or when every attempt lost a swap.
-        IcecoreError: the catalog refused (NotFound, CommitStateUnknown, ...).
-    """
+def require_transactions(catalog: Catalog) -> None:
+    """Refuse with 406 unless ``catalog`` commits several tables atomically."""
     if not supports_transactions(catalog):
         raise RestError(
             406,
             "UnsupportedOperationException",
             "This catalog cannot commit several tables atomically; commit each table alone.",
         )
-    atomic: AtomicCatalog = catalog  # type: ignore[assignment]
+
+
+def commit_transaction(
+    catalog: Catalog,
+    changes: Sequence[TableChange],
+    guard: Guard | None = None,
+    *,
+    swap_all: SwapAll | None = None,
+) -> None:
+    """Check and apply every table's changes, then swap them all at once, or none.
+
+    Each attempt loads every table, checks every requirement (409 on the first that fails:
+    nothing is written), applies the updates and hands all swaps to the catalog's one
+    transaction; a lost swap repeats the whole attempt on the new state. ``guard`` sees
+    each table's new metadata and its base before anything is written. ``swap_all`` makes
+    the swaps instead of ``catalog.commit_metadata_all`` (the REST server's
+    :func:`icecore.catalog.guarded.commit_all`, which checks and audits each table; the
+    caller has checked the backing catalog with :func:`require_transactions`).
+
+    Raises:
+        RestError: 406 if the catalog cannot commit atomically, 409 on a failed requirement
+            or when every attempt lost a swap.
+        IcecoreError: the catalog refused (NotFound, CommitStateUnknown, ...).
+    """
+    if swap_all is None:
+        require_transactions(catalog)
+        atomic: AtomicCatalog = catalog  # type: ignore[assignment]
+        swap_all = atomic.commit_metadata_all
     last_conflict = ""
     for _ in range(COMMIT_ATTEMPTS):
         commits: list[tuple[TableIdentifier, str, TableMetadata, bytes]] = []
@@ -249,7 +267,7 @@ def commit_transaction(
                 raise bad_request(f"The change to {change.identifier} is invalid: {e}") from e
             commits.append((change.identifier, base_location, new, payload))
         try:
-            atomic.commit_metadata_all(commits)
+            swap_all(commits)
         except CommitConflict as e:
             last_conflict = str(e)
             continue
@@ -271,6 +289,7 @@ __all__ = [
     "parse_commit",
     "parse_requirement",
     "paths_named",
+    "require_transactions",
     "requirement_failures",
     "supports_transactions",
 ]

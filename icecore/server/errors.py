@@ -19,6 +19,7 @@ from icecore.errors import (
     CatalogUnavailable,
     CommitConflict,
     CommitStateUnknown,
+    Forbidden,
     IcecoreError,
     NamespaceNotEmpty,
     NotFound,
@@ -95,6 +96,10 @@ def from_icecore(error: IcecoreError, *, not_found: str = "NoSuchTableException"
     """
     message = str(error) or type(error).__name__
     match error:
+        case Forbidden():
+            # A missing grant (DESIGN.md "Identity, roles and audit"): the same sentence
+            # whether or not the table exists, so a 403 never reveals existence.
+            return RestError(403, "ForbiddenException", message)
         case NotFound():
             return RestError(404, not_found, message)
         case AlreadyExists():
