@@ -9,7 +9,6 @@ rows without the masked columns and a caption naming them. The principal is the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -48,16 +47,6 @@ def as_group(
     config = tmp_path / "icecore.toml"
     config.write_text(GRANTS, encoding="utf-8")
     monkeypatch.setenv("ICECORE_CONFIG", str(config))
-    opened = ui.data.open_table
-
-    def bound(catalog: str, name: str) -> object:
-        # The session's table reads through its guarded catalog, as the app binds it (a
-        # no-op where open_table already binds it).
-        table = opened(catalog, name)
-        guarded = ui.identity.guarded(ui.data.open_catalog(catalog), catalog)
-        return replace(table, catalog=guarded)
-
-    monkeypatch.setattr(ui.data, "open_table", bound)
 
     def opener(group: str, page: str, **params: str) -> AppTest:
         principal = Principal(group, name=group, groups=(group,), source="oidc")

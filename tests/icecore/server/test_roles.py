@@ -11,20 +11,19 @@ without a grant is refused the same way whether or not it exists.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from icecore.access import Policy, Principal, parse_grants
-from icecore.audit import AuditEvent
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.sql import SqlCatalog, create_sqlite_catalog
 from icecore.errors import Forbidden, NotFound, ValidationError
 from icecore.server.app import Call, CatalogService
 from icecore.server.errors import RestError
 from icecore.server.principals import client_principal
+from tests.icecore.catalog.memory_sink import MemorySink
 
 GRANTS = [
     {"group": "analysts", "role": "reader", "tables": ["sales.orders", "ops.*"]},
@@ -54,26 +53,13 @@ TABLES = {
 VENDED = {"s3.region": "eu-test-1"}
 
 
-class ListSink:
-    """An audit log kept in memory: the :class:`icecore.audit.AuditSink` protocol."""
-
-    def __init__(self) -> None:
-        self.events: list[AuditEvent] = []
-
-    def append(self, event: AuditEvent) -> None:
-        self.events.append(event)
-
-    def read(self) -> Sequence[AuditEvent]:
-        return list(self.events)
+@pytest.fixture
+def sink() -> MemorySink:
+    return MemorySink()
 
 
 @pytest.fixture
-def sink() -> ListSink:
-    return ListSink()
-
-
-@pytest.fixture
-def service(tmp_path: Path, sink: ListSink) -> CatalogService:
+def service(tmp_path: Path, sink: MemorySink) -> CatalogService:
     """The handlers over a fresh SQLite catalog holding :data:`TABLES`, made by the admin."""
     catalog = SqlCatalog(create_sqlite_catalog(tmp_path / "catalog.db"))
     svc = CatalogService(
@@ -246,7 +232,7 @@ def test_vended_credentials_only_for_an_unmasked_reader_and_up(
 
 
 def test_an_owner_commits_through_the_audited_commit_path(
-    service: CatalogService, sink: ListSink
+    service: CatalogService, sink: MemorySink
 ) -> None:
     before = service.catalog.metadata_location(_ident("sales.orders"))
     answer = service.commit(
@@ -267,7 +253,7 @@ def test_an_owner_commits_through_the_audited_commit_path(
 
 @pytest.mark.parametrize(("who", "table"), [(ANA, "sales.orders"), (OWEN, "ops.jobs")])
 def test_a_commit_below_owner_is_refused_audited_and_changes_nothing(
-    service: CatalogService, sink: ListSink, who: Principal, table: str
+    service: CatalogService, sink: MemorySink, who: Principal, table: str
 ) -> None:
     ns, name = table.split(".")
     before = service.catalog.metadata_location(_ident(table))
@@ -279,7 +265,9 @@ def test_a_commit_below_owner_is_refused_audited_and_changes_nothing(
     assert refused.subject == who.subject
 
 
-def test_a_transaction_needs_owner_on_every_table(service: CatalogService, sink: ListSink) -> None:
+def test_a_transaction_needs_owner_on_every_table(
+    service: CatalogService, sink: MemorySink
+) -> None:
     def change(table: str, value: str) -> dict[str, Any]:
         ns, name = table.split(".")
         return {"identifier": {"namespace": [ns], "name": name}, **_set_property(value)}
@@ -351,7 +339,7 @@ def _admin_calls(service: CatalogService, who: Principal) -> dict[str, Any]:
     ],
 )
 def test_an_owner_is_refused_every_admin_call_and_it_is_audited(
-    service: CatalogService, sink: ListSink, action: str
+    service: CatalogService, sink: MemorySink, action: str
 ) -> None:
     tables_before = sorted(map(str, service.catalog.list_tables()))
     with pytest.raises(Forbidden, match="admin role"):
@@ -364,7 +352,7 @@ def test_an_owner_is_refused_every_admin_call_and_it_is_audited(
 
 
 def test_an_admin_creates_registers_renames_and_drops_audited(
-    service: CatalogService, sink: ListSink
+    service: CatalogService, sink: MemorySink
 ) -> None:
     calls = _admin_calls(service, ADMIN)
     for action in ("create", "register", "rename", "update_namespace_properties"):
@@ -421,7 +409,7 @@ def test_without_a_policy_everyone_may_do_everything(service: CatalogService) ->
 
 
 def test_a_name_no_catalog_would_create_leaves_no_audit_entry(
-    service: CatalogService, sink: ListSink
+    service: CatalogService, sink: MemorySink
 ) -> None:
     orders = {"namespace": ["sales"], "name": "orders"}
     attempts = [
