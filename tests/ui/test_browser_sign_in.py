@@ -3,18 +3,19 @@
 The app is started as ``icecore app`` starts it (:func:`icecore.launch.app_command`: the
 Streamlit auth secrets generated from icecore.toml's ``[auth]``, the client secret from the
 environment) over a warehouse of three tables: the hand-written ``db.t``, ``db.people`` with
-rows (written by PyIceberg) and the empty ``sales.orders``; with grants: ``analysts`` read
-``db.*``, ``sales-owners`` own ``db.*``, ``viewers`` view ``db.*``, and nobody has
-``sales.orders``. The provider is django-oauth-toolkit (tests/oidc_provider), whose login form
-each user fills in; one app serves them all and each signs in once. ``owen`` (owner) commits a
-property on Evolution, which the table's metadata then holds (read with icecore from the
-warehouse, not from the page). ``ana`` (reader) sees her name, only the ``db`` tables, no
-commit control on Evolution, the rows of ``db.people`` on Scan preview, and owen's commit on
-Activity under his name, but not a change to ``sales.orders`` the log holds. ``vic`` (viewer)
-opens every page of the app on ``db.people`` and no page shows one of its values (issue 31,
-Tests: "the viewer sees no row value on any page"). The authorization request the app sends
-carries a PKCE S256 challenge. A provider whose ID tokens live seconds shows the session ending
-when the token does (Streamlit's own cookie would keep it for 30 days).
+rows (:mod:`tests.ui.rows_table`, written by PyIceberg) and the empty ``sales.orders``; with
+grants: ``analysts`` read ``db.*``, ``sales-owners`` own ``db.*``, ``viewers`` view ``db.*``,
+and nobody has ``sales.orders``. The provider is django-oauth-toolkit (tests/oidc_provider),
+whose login form each user fills in; one app serves them all and each signs in once.
+``owen`` (owner) commits a property on Evolution, which the table's metadata then holds (read
+with icecore from the warehouse, not from the page). ``ana`` (reader) sees her name, only the
+``db`` tables, no commit control on Evolution, the rows of ``db.people`` on Scan preview, and
+owen's commit on Activity under his name, but not a change to ``sales.orders`` the log holds.
+``vic`` (viewer) opens every page of the app on ``db.people`` and no page shows one of its
+values (issue 31, Tests: "the viewer sees no row value on any page"). The authorization
+request the app sends carries a PKCE S256 challenge. A provider whose ID tokens live seconds
+shows the session ending when the token does (Streamlit's own cookie would keep it for 30
+days).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from icecore.catalog.guarded import guard
 from icecore.launch import app_command
 from tests.icecore.evolution.hand_table import write_table
 from tests.oidc_provider.fixture import USERS, OidcProvider, start_provider
+from tests.ui import rows_table
 from tests.ui.helpers import REPO, tiny_warehouse
 from tests.ui.test_browser import _settle, _shot, browser  # noqa: F401
 from ui.app import PAGES, Page
@@ -51,10 +53,8 @@ pytestmark = [pytest.mark.slow]
 
 SECRET_ENV = "ICECORE_TEST_APP_CLIENT_SECRET"
 OWNED = "db.t"
-ROWS = "db.people"
+ROWS = rows_table.NAME
 HIDDEN = "sales.orders"
-CITIES = ["Zanzibar-7731", "Qorvath-2290", "Myxelby-5514", "Ulthrane-0468"]
-"""The string values of ``db.people``: words no page prints unless it shows the rows."""
 
 
 def _free_port() -> int:
@@ -83,30 +83,6 @@ def _allow_sign_out_to(provider: OidcProvider, uri: str) -> None:
     db.close()
 
 
-def _write_rows_table(warehouse: Path, scratch: Path) -> None:
-    """Write ``db.people`` (id, city) with rows into ``warehouse`` (Hadoop layout, version 1).
-
-    PyIceberg appends the rows through a SQLite catalog of its own (``scratch``) with the
-    table's location in the warehouse; its current metadata file is then the warehouse's
-    ``v1.metadata.json``. No Spark: the rows are few and the oracle is icecore's own read.
-    """
-    import pyarrow as pa
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    scratch.mkdir()
-    folder = warehouse / "db" / "people"
-    peer = SqlCatalog("peer", uri=f"sqlite:///{scratch / 'peer.db'}", warehouse=str(scratch))
-    peer.create_namespace("db")
-    rows = pa.table(
-        {"id": pa.array(range(1, len(CITIES) + 1), pa.int64()), "city": pa.array(CITIES)}
-    )
-    table = peer.create_table("db.people", schema=rows.schema, location=str(folder))
-    table.append(rows)
-    current = Path(peer.load_table("db.people").metadata_location.removeprefix("file://"))
-    (folder / "metadata" / "v1.metadata.json").write_text(current.read_text())
-    (folder / "metadata" / "version-hint.text").write_text("1")
-
-
 def _url_path(page: Page) -> str:
     """The URL path Streamlit gives a page of ``pages/`` (its file name without the number)."""
     return Path(page.file).stem.split("_", 1)[1]
@@ -117,7 +93,7 @@ def _app(provider: OidcProvider, root: Path) -> Iterator[tuple[str, str]]:
     """``icecore app`` with ``[auth]`` on a free port; its URL and the warehouse."""
     warehouse = root / "warehouse"
     write_table(warehouse, 2, "t")
-    _write_rows_table(warehouse, root / "peer")
+    rows_table.write_rows_table(warehouse, root / "peer")
     tiny_warehouse(warehouse, HIDDEN)
     config = root / "icecore.toml"
     config.write_text(
@@ -233,8 +209,9 @@ def _open(page: Any, url: str) -> None:
 def _activity_rows(page: Any) -> list[str]:
     """The rows of the Activity page's table, each as its cells' text."""
     frame = page.get_by_test_id("stDataFrame")
-    frame.locator("[role=row]").first.wait_for(state="attached")
-    return [str(r.text_content()) for r in frame.locator("tbody [role=row]").all()]
+    rows = frame.locator("tbody [role=row]")
+    rows.first.wait_for(state="attached")
+    return [str(r.text_content()) for r in rows.all()]
 
 
 def _change_elsewhere(warehouse: str) -> None:
@@ -261,7 +238,7 @@ def test_a_reader_an_owner_and_a_viewer_sign_in_and_see_what_their_roles_allow(
     with _app(oidc_provider, tmp_path) as (base, warehouse):
         cities = load_catalog(warehouse).load_table(ROWS).scan().plan().to_arrow()["city"]
         values = sorted(cities.to_pylist())
-        assert values == sorted(CITIES), "the oracle: icecore reads the rows unguarded"
+        assert values == sorted(rows_table.CITIES), "the oracle: icecore reads the rows unguarded"
         link = f"?catalog={warehouse}&table="
         # Before signing in: a sign-in button and nothing else.
         anonymous = browser.new_page()
