@@ -309,8 +309,12 @@ def filter_examples(location: str, snapshot_id: int | None, table: Table) -> lis
     """Filters that fit the table, with values from one of its data files.
 
     Only columns this session may read are used: a masked column's bounds are its values
-    (and a filter on it would be refused).
+    (and a filter on it would be refused). Without the reader role the examples carry no
+    value at all: a data file's bounds are its smallest and largest row values, and a viewer
+    sees no row value anywhere (DESIGN.md "Identity, roles and audit").
     """
+    if not reads_rows(table):
+        snapshot_id = None  # describe.filter_examples then gives the examples without values
     return _filter_examples(location, snapshot_id, access_key(table), table)
 
 
