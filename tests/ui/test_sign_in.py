@@ -56,14 +56,18 @@ tables = ["sales.*"]
 
 
 def claims(user: str, group: str, exp: float | None = None) -> dict[str, Any]:
-    """What ``st.user`` holds after the provider signed ``user`` in (the ID token's claims)."""
+    """What ``st.user`` holds after the provider signed ``user`` in (the ID token's claims).
+
+    Without ``exp`` the token is fresh when the page opens (:func:`open_as` sets it then): a
+    module-level user made at collection would otherwise expire in a long run of the suite.
+    """
     return {
         "is_logged_in": True,
         "sub": f"sub-{user}",
         "name": user.title(),
         "preferred_username": user,
         "groups": [group],
-        "exp": int(time.time() + 600) if exp is None else exp,
+        **({} if exp is None else {"exp": exp}),
     }
 
 
@@ -91,7 +95,7 @@ def open_as(user: dict[str, Any] | None, page: str | None = None, **params: str)
     """Run the main script (then ``page``) for a session whose ``st.user`` is ``user``."""
     at = AppTest.from_file(str(MAIN_SCRIPT), default_timeout=TIMEOUT)
     if user is not None:
-        at.user = dict(user)
+        at.user = {"exp": int(time.time() + 600), **user}
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
