@@ -43,7 +43,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
@@ -184,17 +184,12 @@ class SqlAuditLog:
             f"SELECT {names} FROM {AUDIT_TABLE} WHERE sql_catalog = ? ORDER BY seq",
             (cat.catalog_name,),
         )
-        events: list[AuditEvent] = []
-        skipped = 0
-        for row in rows:
-            found = event_from_mapping(
+        events, self.skipped = _kept(
+            event_from_mapping(
                 {attr: value for (_, attr), value in zip(_COLUMNS, row, strict=True)}
             )
-            if found is None:
-                skipped += 1
-            else:
-                events.append(found)
-        self.skipped = skipped
+            for row in rows
+        )
         return events
 
 
@@ -345,19 +340,15 @@ class ObjectAuditLog:
             and f.path.rsplit("/", 1)[-1].startswith(_OBJECT_PREFIX)
             and f.path.endswith(".json")
         )[-MAX_OBJECTS_READ:]
-        events: list[AuditEvent] = []
-        skipped = 0
-        for name in names:
-            try:
-                found = event_from_json(self.io.read(name, limit=MAX_LINE_BYTES))
-            except IcecoreError:
-                found = None
-            if found is None:
-                skipped += 1
-            else:
-                events.append(found)
-        self.skipped = skipped
+        events, self.skipped = _kept(self._event_at(name) for name in names)
         return events
+
+    def _event_at(self, name: str) -> AuditEvent | None:
+        """The event one object holds, or None when it cannot be read as one."""
+        try:
+            return event_from_json(self.io.read(name, limit=MAX_LINE_BYTES))
+        except IcecoreError:
+            return None
 
 
 def _refuse_if_read_only(read_only: bool, where: str) -> None:
@@ -393,6 +384,18 @@ def audit_sink_for(catalog: Catalog) -> AuditSink | None:
             return ObjectAuditLog(inner.io, inner.warehouse_root, read_only=config_read_only())
         return FileAuditLog(Path(local) / AUDIT_FILE, read_only=config_read_only())
     return None
+
+
+def _kept(found: Iterable[AuditEvent | None]) -> tuple[list[AuditEvent], int]:
+    """The events read, and how many records could not be read as one (None)."""
+    events: list[AuditEvent] = []
+    skipped = 0
+    for event in found:
+        if event is None:
+            skipped += 1
+        else:
+            events.append(event)
+    return events, skipped
 
 
 def skipped_records(sink: AuditSink) -> int:
