@@ -15,6 +15,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from icecore.arrow_types import arrow_type
@@ -31,6 +32,22 @@ from icecore.scan.puffin import deletion_vector_positions
 from icecore.schema import Schema
 
 _DELETE_CACHE_SIZE = 32
+
+_NO_POSITIONS = np.empty(0, np.int64)
+
+
+def keep_mask(deleted: np.ndarray, start: int, n: int) -> pa.Array | None:
+    """Which of the rows ``[start, start + n)`` survive ``deleted`` (None: all of them).
+
+    ``deleted`` is sorted and distinct (:meth:`DeleteLoader.positions`); positions outside
+    the range (before it, past it, past the file's end) delete nothing here.
+    """
+    lo, hi = np.searchsorted(deleted, [start, start + n])
+    if hi <= lo:
+        return None
+    keep = np.ones(n, dtype=bool)
+    keep[deleted[lo:hi] - start] = False
+    return pa.array(keep)
 
 
 def _key_type(field_id: int, schema: Schema, fallback: pa.DataType) -> pa.DataType:
@@ -78,10 +95,12 @@ class EqualityDeletes:
             return pa.repeat(pa.scalar(False), n)
         if len(columns) == 1:
             return pc.is_in(columns[0], value_set=self.keys.column(0), skip_nulls=False)
-        left = pa.table(_null_safe_keys(columns) | {"__row": pa.array(range(n), pa.int64())})
+        left = pa.table(_null_safe_keys(columns) | {"__row": pa.array(np.arange(n))})
         names = [c for c in left.column_names if c != "__row"]
         hit = left.join(self.keys, keys=names, join_type="left semi", use_threads=False)
-        return pc.is_in(pa.array(range(n), pa.int64()), value_set=hit.column("__row"))
+        found = np.zeros(n, dtype=bool)
+        found[hit.column("__row").to_numpy()] = True
+        return pa.array(found)
 
 
 class DeleteLoader:
@@ -103,8 +122,13 @@ class DeleteLoader:
     def _cached(self, key: tuple[str, int | None], load: Callable[[], Any]) -> Any:
         return self._cache.get_or_make(key, load)
 
-    def positions(self, data_path: str, deletes: Sequence[DataFile]) -> list[int]:
-        """Sorted, distinct deleted positions of a data file from its position deletes/DVs."""
+    def positions(self, data_path: str, deletes: Sequence[DataFile]) -> np.ndarray:
+        """Sorted, distinct deleted positions (int64) of a data file from its deletes/DVs.
+
+        A numpy array, never Python integers: a data file's mask is built from it with
+        :func:`keep_mask` in one vectorized step (10M positions as Python ints cost ~1 s).
+        Positions outside the file are kept here; :func:`keep_mask` ignores them.
+        """
         parts: list[pa.Array] = []
         for d in deletes:
             if is_deletion_vector(d):
@@ -118,9 +142,9 @@ class DeleteLoader:
                 mask = pc.equal(table.column(0), pa.scalar(data_path, pa.string()))
                 parts.append(table.column(1).filter(mask).combine_chunks())
         if not parts:
-            return []
-        merged = pc.unique(pa.concat_arrays(parts))
-        return sorted(merged.to_pylist())
+            return _NO_POSITIONS
+        merged = pa.concat_arrays(parts).to_numpy(zero_copy_only=False)
+        return np.unique(merged.astype(np.int64, copy=False))
 
     def _deletion_vector(self, d: DataFile) -> pa.Array:
         return pa.array(deletion_vector_positions(self._io, d), pa.uint64())

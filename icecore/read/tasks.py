@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from bisect import bisect_left
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from icecore.arrow_types import arrow_field, arrow_value
@@ -24,7 +24,7 @@ from icecore.expressions.model import (
 from icecore.expressions.row_filter import filter_field_ids, filter_mask
 from icecore.io import FileIO
 from icecore.manifest import DataFileContent
-from icecore.read.deletes import DeleteLoader
+from icecore.read.deletes import DeleteLoader, keep_mask
 from icecore.read.files import SourceFile, column_at
 from icecore.read.name_mapping import MappedField, parse_name_mapping
 from icecore.read.projection import (
@@ -146,15 +146,7 @@ def _read_one(ctx: _ReadContext, task: FileScanTask) -> Generator[pa.RecordBatch
         ) -> pa.Array:
             return _column_by_id(source, batch, fid, want, f, what)
 
-        keep: pa.Array | None = None
-        need_positions = bool(deleted) or POS_COLUMN in ctx.metadata_columns
-        positions = pa.array(range(start, start + n), pa.int64()) if need_positions else None
-        if deleted:
-            lo, hi = bisect_left(deleted, start), bisect_left(deleted, start + n)
-            if hi > lo:
-                assert positions is not None
-                dropped = pa.array(deleted[lo:hi], pa.int64())
-                keep = pc.invert(pc.is_in(positions, value_set=dropped))
+        keep = keep_mask(deleted, start, n) if len(deleted) else None
         for eq in equality:
             cols = [
                 cast_array(by_id(fid, t, task.schema.find_field(fid)), t, what)
@@ -171,8 +163,7 @@ def _read_one(ctx: _ReadContext, task: FileScanTask) -> Generator[pa.RecordBatch
             keep = passed if keep is None else pc.and_(keep, passed)
         arrays = [by_id(f.field_id, None, f) for f in ctx.projection.fields]
         if ctx.metadata_columns:
-            if positions is None:
-                positions = pa.array(range(start, start + n), pa.int64())
+            positions = pa.array(np.arange(start, start + n, dtype=np.int64))
             arrays.extend(_metadata_arrays(ctx, task, positions))
         out = _record_batch(arrays, ctx.output_schema, n)
         start += n
