@@ -33,6 +33,8 @@ from typing import Any
 
 import pytest
 
+from tests.decode_probe import run_probe
+
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = ("icecore", "ui", "pipeline")
 NOT_SHIPPED = ("tests", "bench", "scripts")
@@ -219,6 +221,15 @@ def test_core_install_runs_the_cli_without_the_app_stack(
         for r in spark.sql("SELECT * FROM icecore.demo.trips.snapshots").collect()
     }
     assert {r["snapshot_id"]: (r["parent_id"], r["operation"]) for r in rows} == expected
+
+    # The installed package's decode workers start and decode (issue 32: they imported
+    # icecore from the caller's path, which an installed package need not be on).
+    probe = run_probe(
+        venv.bin("python"), f"{demo_warehouse}::demo.trips", tmp_path / "cache", tmp_path
+    )
+    assert Path(probe["icecore"]).is_relative_to(venv.root)
+    assert probe["decoded_here"] == 0 and probe["adopted"] >= probe["manifests"] > 0, probe
+    assert probe["warnings"] == []
 
     for command, extra in (("app", "app"), ("serve-rest", "server")):
         refused = subprocess.run(

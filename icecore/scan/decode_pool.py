@@ -28,7 +28,9 @@ import queue
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
+import warnings
 from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -101,21 +103,87 @@ def receive(stream: IO[bytes]) -> Any:
     return pickle.loads(data)  # noqa: S301 - our own child process, over its own pipe
 
 
+def worker_path() -> list[str]:
+    """The import path of a worker: this process's icecore first, then this process's path.
+
+    The folder holding the ``icecore`` package this planner runs comes first, so a worker
+    imports the same icecore wherever it came from: an installed wheel, a checkout on
+    ``PYTHONPATH``, or a checkout that is only the current folder (the empty entry of
+    ``python -c`` or a notebook, which ``-P`` would otherwise drop: every worker then died
+    with "No module named 'icecore'" and planning fell back to one thread, issue 32). The
+    empty entry means the current folder, so it is kept as that folder's absolute path.
+    """
+    import icecore
+
+    home = os.path.dirname(os.path.dirname(os.path.abspath(icecore.__file__)))
+    found: list[str] = []
+    for entry in [home, *sys.path]:
+        folder = os.path.abspath(entry or os.getcwd())
+        if folder not in found:
+            found.append(folder)
+    return found
+
+
+_MESSAGE_CHARS = 300
+"""A failed worker's message is cut to this many characters (it is shown as one warning)."""
+
+_warned = False
+
+
+def _warn_worker_failed(worker: _Worker, error: BaseException) -> None:
+    """Say once per process that decode workers failed, with the worker's own last words.
+
+    Planning goes on in the planning process (the answer is the same, only slower): a
+    warning, not an error, but never silence, since a 2.5x slower plan with no reason given
+    is what made the empty-path bug hard to see.
+    """
+    global _warned
+    if _warned:
+        return
+    _warned = True
+    said = worker.last_words() or f"{type(error).__name__}: {error}"
+    warnings.warn(
+        f"Icecore's manifest decode worker (python -m icecore.scan.decode_worker, "
+        f"{sys.executable}) failed: {said}. Planning continues in this process, slower; set "
+        "ICECORE_PLAN_PROCESSES=0 to stop starting workers.",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+
+
 class _Worker:
     """One ``python -m icecore.scan.decode_worker`` child process."""
 
     def __init__(self) -> None:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env["PYTHONPATH"] = os.pathsep.join(worker_path())
         env["ICECORE_PLAN_PROCESSES"] = "0"
+        # Its stderr goes to a file (a pipe nobody reads could fill and stall it), read only
+        # when the worker fails, for the warning.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         # -P: the current directory is not put first on the path, so the worker imports the
-        # icecore this process runs (PYTHONPATH), not one that happens to be in the directory.
+        # icecore this process runs (PYTHONPATH, :func:`worker_path`), not one that happens to
+        # be in the directory.
         self.process = subprocess.Popen(  # noqa: S603 - our own module, same interpreter
             [sys.executable, "-P", "-m", "icecore.scan.decode_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=self._stderr,
             env=env,
         )
+
+    def last_words(self) -> str:
+        """The last non-empty line the worker wrote to stderr, cut short ("" if none)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        with contextlib.suppress(OSError, ValueError):
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - 8192))
+            lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+            if lines:
+                return lines[-1].strip()[:_MESSAGE_CHARS]
+        return ""
 
     @property
     def alive(self) -> bool:
@@ -136,6 +204,8 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()  # reaped, not left a zombie
+        with contextlib.suppress(OSError):
+            self._stderr.close()
 
 
 _workers: list[_Worker] = []
@@ -268,7 +338,11 @@ class Decoding:
                     return
                 try:
                     written = worker.run((*self._message, batch))
-                except Exception:  # noqa: BLE001 - a broken worker: the planner decodes the rest
+                except Exception as e:  # noqa: BLE001 - a broken worker: the planner decodes the rest
+                    with contextlib.suppress(OSError, ValueError):
+                        if worker.process.stdin is not None:
+                            worker.process.stdin.close()  # so it ends and its words are whole
+                    _warn_worker_failed(worker, e)
                     worker.close()
                     with self._done:
                         self._finished.add(index)  # its manifests: decoded by the planner
@@ -370,5 +444,6 @@ __all__ = [
     "receive",
     "send",
     "start_decoding",
+    "worker_path",
     "worker_pids",
 ]
