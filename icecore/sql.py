@@ -6,9 +6,14 @@ tables Icecore builds: every metadata table (``files``, ``manifests``, ``snapsho
 applied, the optional filter pushed into planning). Only the tables a query names are built,
 and of ``rows`` only the columns it names (:func:`icecore.expressions.parser.names_in_query`).
 
-``rows`` holds every live row of the scan: no input row cap. What bounds a query is time
-(``ICECORE_SQL_TIMEOUT_S``), memory (the child's ``RLIMIT_DATA``) and, before anything is
-read, the estimated size of the columns read (:attr:`SqlLimits.max_input_bytes`), each
+``rows`` holds every live row of the scan: no input row cap. A query that reads ``rows``
+once streams it: the query process pulls record batches as DuckDB scans them, so an exact
+``count(*)`` or GROUP BY over a table of any size holds only DuckDB's working state, and the
+conjuncts of its WHERE that mean the same as a filter are pushed into the scan
+(:func:`pushed_filter`: planning prunes files by them, the reader drops rows). What bounds a
+query is time (``ICECORE_SQL_TIMEOUT_S``), memory (the child's ``RLIMIT_DATA``) and, for a
+query that reads ``rows`` more than once (held whole by the query process), before anything
+is read, the estimated size of the columns read (:attr:`SqlLimits.max_input_bytes`), each
 refused in one sentence. The result is cut at :attr:`SqlLimits.max_rows`, and a cut result
 says so (:func:`result_cut`).
 
@@ -35,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeAlias
@@ -53,6 +58,7 @@ from icecore.row_access import check_names_in_query, readable_schema
 from icecore.scan.planner import Plan, TableScan
 from icecore.schema import Schema
 from icecore.table_data import access_of
+from icecore.types import DoubleType, FloatType, IntegerType, LongType, StringType
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -108,9 +114,9 @@ class SqlLimits:
         max_snapshots: snapshots whose manifest lists a whole-history table
             (``all_manifests``, ``all_entries``, ``all_files``, ...) may read (each list is
             read before anything is counted).
-        max_input_bytes: the estimated Arrow size of the ``rows`` columns a query reads
-            (planned records times the columns' widths) at most; past it the query is
-            refused before anything is read. Half the process limit by default: the child
+        max_input_bytes: the estimated Arrow size of the ``rows`` columns a query that
+            reads ``rows`` more than once (not streamed) reads (planned records times the
+            columns' widths) at most; past it the query is refused before anything is read. Half the process limit by default: the child
             holds the rows while DuckDB works on them.
     """
 
@@ -258,11 +264,16 @@ def query_arrow(
     sql: str,
     tables: Mapping[str, Source],
     limits: SqlLimits | None = None,
+    *,
+    stream: Collection[str] = (),
 ) -> pa.Table:
     """Run one SELECT over named Arrow tables; callables are built only when the SQL uses them.
 
     The result carries :data:`CUT_KEY` when the query gave more than ``limits.max_rows``
-    rows (:func:`result_cut`).
+    rows (:func:`result_cut`). The tables named in ``stream`` are pulled by the query
+    process batch by batch as DuckDB scans them (:mod:`icecore.sql_worker`), so neither
+    process holds them whole: only for a table the query reads once (a stream cannot be
+    scanned twice; :func:`icecore.expressions.parser.table_references`).
 
     Raises:
         ValidationError: not a single SELECT, a syntax error, or an unknown table.
@@ -281,7 +292,10 @@ def query_arrow(
         "process_memory_bytes": limits.process_memory_mb * 2**20,
         "timeout_s": timeout,
     }
+    streamed = sorted(set(stream) & set(tables))
+    request["stream"] = streamed
     child = _Child(timeout)
+    streams: dict[str, _Stream] = {}
     try:
         child.send(b"S", json.dumps(request).encode())
         while True:
@@ -290,13 +304,53 @@ def query_arrow(
                 return pyarrow.ipc.open_stream(pa.py_buffer(payload)).read_all()
             if kind == b"E":
                 raise _error(json.loads(payload), timeout, limits)
-            if kind != b"N":
+            if kind not in (b"N", b"P"):
                 raise child.died()
             name = json.loads(payload)["name"]
+            if kind == b"P":
+                if name not in streams:
+                    raise child.died()
+                streams[name].send_next(child)
+                continue
             source = tables[name]
-            _send_table(child, source() if callable(source) else source)
+            made = source() if callable(source) else source
+            if name in streamed:
+                streams[name] = _Stream(made, child.timeout)
+                child.send(b"H", _ipc(streams[name].schema.empty_table()))
+            else:
+                _send_table(child, made)
     finally:
+        for opened in streams.values():
+            opened.close()
         child.close()
+
+
+class _Stream:
+    """A table the query process pulls batch by batch (``P`` frames, :mod:`icecore.sql_worker`).
+
+    Reading it counts against the query's time limit, as :func:`_send_table` does.
+    """
+
+    def __init__(self, made: pa.Table | pa.RecordBatchReader, timeout: float) -> None:
+        self.reader = made.to_reader() if isinstance(made, pa.Table) else made
+        self.schema = self.reader.schema
+        self._batches = iter(self.reader)
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+
+    def send_next(self, child: _Child) -> None:
+        """The next non-empty batch, or the end (``T``)."""
+        for batch in self._batches:
+            if time.monotonic() > self.deadline:
+                raise _timeout_error(self.timeout)
+            if batch.num_rows:
+                child.send(b"B", _ipc(pa.Table.from_batches([batch])))
+                return
+        child.send(b"T", b"")
+
+    def close(self) -> None:
+        """Stop reading (the scan's files are released now, not when collected)."""
+        self.reader.close()
 
 
 def _error(answer: dict[str, str], timeout: float, limits: SqlLimits) -> IcecoreError:
@@ -371,6 +425,10 @@ def run_sql(
 
         return build
 
+    from icecore.expressions.parser import table_references
+
+    streamed = table_references(sql, ROWS_TABLE) == 1
+
     def rows() -> pa.RecordBatchReader:
         # Rows as this principal may read them (icecore.row_access): a plan the caller
         # kept is read with this table's access, a masked column named anywhere in the
@@ -382,17 +440,52 @@ def run_sql(
         if access.mask:
             check_names_in_query(planned.schema, access, _identifiers(sql), what)
         visible = readable_schema(planned.schema, access)
+        pushed = pushed_filter(sql, visible)
+        if pushed is not None:
+            # The query's WHERE, where it means the same as a filter, planned with the
+            # scan's own: fewer files read, fewer rows sent; DuckDB still applies it all.
+            both = pushed if filter is None else f"({filter}) AND ({pushed})"
+            planned = TableScan(table, both, at=point()).plan().with_access(access, what)
         columns = rows_columns(visible, sql)
         extra = [] if columns is None or columns else ["_pos"]  # DuckDB wants a column
         schema = planned.arrow_schema(columns, extra)
-        _check_rows_size(planned, visible, columns, bounds.max_input_bytes, row_limit)
+        if not streamed:  # held whole by the query process: bounded before reading
+            _check_rows_size(planned, visible, columns, bounds.max_input_bytes, row_limit)
         return pa.RecordBatchReader.from_batches(
             schema, planned.to_batches(columns, row_limit, extra)
         )
 
     sources: dict[str, Source] = {k: inspect_of(r) for k, r in METADATA_TABLES.items()}
     sources[ROWS_TABLE] = rows
-    return query_arrow(sql, sources, limits)
+    return query_arrow(sql, sources, limits, stream=[ROWS_TABLE] if streamed else [])
+
+
+_PUSHED_KINDS: dict[type, str] = {
+    IntegerType: "integer",
+    LongType: "integer",
+    FloatType: "floating",
+    DoubleType: "floating",
+    StringType: "string",
+}
+"""Column types whose comparisons with literals DuckDB and Icecore's filters read alike."""
+
+
+def pushed_filter(sql: str, schema: Schema) -> str | None:
+    """The conjuncts of ``sql``'s WHERE that the scan of ``rows`` may apply itself (a filter).
+
+    See :func:`icecore.expressions.parser.pushable_where` for which ones and why; the
+    columns are the top-level ones of ``schema`` (what the principal may read).
+    """
+    from icecore.expressions.parser import pushable_where
+
+    kinds = {
+        f.name.lower(): kind
+        for f in schema.fields
+        if (kind := _PUSHED_KINDS.get(type(f.field_type))) is not None
+    }
+    if not kinds:
+        return None
+    return pushable_where(sql, ROWS_TABLE, kinds)
 
 
 def rows_columns(schema: Schema, sql: str) -> list[str] | None:

@@ -19,7 +19,12 @@ Protocol on stdin/stdout (stdout is kept for it; fd 1 is pointed at stderr): fra
 kind byte and an 8-byte big-endian length. Parent: ``S`` (the request, JSON), ``B`` (a batch
 of the table the child asked for, Arrow IPC stream; any number, so the parent streams a
 large table without holding it), ``T`` (the table, or its last part, Arrow IPC stream; empty
-when the name is unknown). Child: ``N`` (JSON ``{"name": ...}``: a table the query names),
+when the name is unknown), ``H`` (a streamed table's schema, an empty Arrow IPC stream).
+A table the request lists under ``stream`` is pulled, not pushed: after ``N`` the parent
+answers ``H``, and then one ``B`` (a batch) or ``T`` (the end) for each ``P`` the child sends,
+so DuckDB reads it as it scans and the child never holds the whole table (issue 32).
+Child: ``N`` (JSON ``{"name": ...}``: a table the query names), ``P`` (the next batch of the
+streamed table, JSON ``{"name": ...}``),
 ``R`` (the result, Arrow IPC stream; its schema metadata has ``icecore.result_cut`` ``1``
 when the query gave more than ``max_rows`` rows), ``E`` (JSON ``{"kind": ..., "message":
 ...}``).
@@ -35,6 +40,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import IO, Any
 
 import duckdb
@@ -138,6 +144,16 @@ class Query:
                 "validation", f"{first_line(error)} Tables you can query: {', '.join(known)}."
             ) from error
         write_frame(self.sink, b"N", json.dumps({"name": name}).encode())
+        if name in self.request.get("stream", ()):
+            kind, payload = read_frame(self.source)
+            if kind != b"H" or not payload:
+                raise Refusal("failed", f"The table {name} could not be built.")
+            schema = pyarrow.ipc.open_stream(pa.py_buffer(payload)).schema
+            self.connection.register(
+                name, pa.RecordBatchReader.from_batches(schema, self._pull(name))
+            )
+            registered.add(name)
+            return
         parts: list[pa.Table] = []
         kind, payload = read_frame(self.source)
         while kind == b"B":
@@ -149,6 +165,18 @@ class Query:
         table = pa.concat_tables([*parts, last]) if parts else last
         self.connection.register(name, table)
         registered.add(name)
+
+    def _pull(self, name: str) -> Iterator[pa.RecordBatch]:
+        """The batches of a streamed table, each asked of the parent when DuckDB wants it."""
+        ask = json.dumps({"name": name}).encode()
+        while True:
+            write_frame(self.sink, b"P", ask)
+            kind, payload = read_frame(self.source)
+            if kind == b"T":
+                return
+            if kind != b"B":
+                raise Refusal("failed", f"The table {name} stopped before its end.")
+            yield from pyarrow.ipc.open_stream(pa.py_buffer(payload))
 
     def _fetch(self) -> pa.Table:
         result = self.connection.sql(self.request["sql"])

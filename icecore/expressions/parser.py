@@ -934,3 +934,128 @@ def _is_literal_like(node: exp.Expr) -> bool:
 
 
 __all__ = ["IcecoreFilterDialect", "parse_filter"]
+
+
+def table_references(sql: str, table: str) -> int | None:
+    """How many times a user query (DuckDB's SQL) reads ``table``; None if unsure.
+
+    :func:`icecore.sql.run_sql` streams ``rows`` into DuckDB only when the query scans it
+    once: a stream cannot be read twice (a self-join, a subquery), and a ``WITH`` clause may
+    be expanded where it is used, so a query with one is counted as unsure.
+    """
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
+    except (ParseError, TokenError, RecursionError):
+        return None
+    if len(trees) != 1 or any(True for _ in trees[0].find_all(exp.With, exp.CTE)):
+        return None
+    wanted = table.lower()
+    return sum(1 for node in trees[0].find_all(exp.Table) if str(node.name).lower() == wanted)
+
+
+PUSHABLE_KINDS = ("integer", "floating", "string")
+"""Column kinds whose comparisons with a literal mean the same in DuckDB and in a filter."""
+
+
+def pushable_where(sql: str, table: str, kinds: dict[str, str]) -> str | None:
+    """The part of a query's WHERE that may be pushed into the scan of ``table``, as a filter.
+
+    For :func:`icecore.sql.run_sql`: a query ``SELECT ... FROM rows [alias] WHERE ...`` (one
+    SELECT, ``rows`` its only source, no join) reads only rows its WHERE keeps, so the scan
+    need not read the others: planning prunes files by the pushed filter and the reader drops
+    rows. DuckDB still applies the whole WHERE, so a pushed conjunct may only keep a superset
+    of what DuckDB keeps. Only conjuncts whose meaning is the same in DuckDB and in Icecore's
+    filters (Spark's) are pushed, an allow-list: a top-level column of a kind in ``kinds``
+    (lower-cased name -> ``integer``, ``floating`` or ``string``) compared (=, <>, <, <=, >,
+    >=, BETWEEN, IN) with literals of its own kind (integers for integer columns, numbers
+    for floating ones, strings for strings), and ``IS [NOT] NULL``. Dates, timestamps and
+    decimals are left to DuckDB (time zones and literal typing differ). None: nothing pushed.
+    """
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
+    except (ParseError, TokenError, RecursionError):
+        return None
+    if len(trees) != 1 or not isinstance(trees[0], exp.Select):
+        return None
+    select = trees[0]
+    source = select.args.get("from_") or select.args.get("from")
+    if source is None or select.args.get("joins") or select.args.get("where") is None:
+        return None
+    scanned = source.this
+    if not isinstance(scanned, exp.Table) or str(scanned.name).lower() != table.lower():
+        return None
+    names = {table.lower()} | ({str(scanned.alias).lower()} if scanned.alias else set())
+    where = select.args["where"].this
+    conjuncts = list(where.flatten()) if isinstance(where, exp.And) else [where]
+    pushed = [_unqualified(c) for c in conjuncts if _pushable(c, names, kinds)]
+    return " AND ".join(f"({p})" for p in pushed) or None
+
+
+def _unqualified(node: exp.Expr) -> str:
+    """A conjunct as filter text, its columns named without the table or alias."""
+    bare = node.copy()
+    for column in bare.find_all(exp.Column):
+        column.set("table", None)
+    return str(bare.sql(dialect="spark"))
+
+
+def _column_kind(node: exp.Expr, names: set[str], kinds: dict[str, str]) -> str | None:
+    if not isinstance(node, exp.Column) or node.args.get("db") or node.args.get("catalog"):
+        return None
+    if node.table and node.table.lower() not in names:
+        return None
+    return kinds.get(str(node.name).lower())
+
+
+def _literal_fits(node: exp.Expr, kind: str) -> bool:
+    if isinstance(node, exp.Neg):
+        node = node.this
+    if not isinstance(node, exp.Literal):
+        return False
+    if kind == "string":
+        return bool(node.is_string)
+    if node.is_string:
+        return False
+    text = str(node.this)
+    if kind == "integer":
+        return re.fullmatch(r"\d+", text) is not None
+    return re.fullmatch(r"(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", text) is not None
+
+
+_PUSHED_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+
+
+def _pushable(node: exp.Expr, names: set[str], kinds: dict[str, str]) -> bool:
+    """Whether one conjunct is on the allow-list of :func:`pushable_where`."""
+    if isinstance(node, exp.Paren):
+        return _pushable(node.this, names, kinds)
+    if isinstance(node, exp.Not) and isinstance(node.this, exp.Is):
+        node = node.this
+    if isinstance(node, exp.Is):
+        return _column_kind(node.this, names, kinds) is not None and isinstance(
+            node.expression, exp.Null
+        )
+    if isinstance(node, _PUSHED_COMPARISONS):
+        left, right = node.this, node.expression
+        kind = _column_kind(left, names, kinds)
+        if kind is None:
+            left, right = right, left
+            kind = _column_kind(left, names, kinds)
+        return kind is not None and _literal_fits(right, kind)
+    if isinstance(node, exp.Between):
+        kind = _column_kind(node.this, names, kinds)
+        return (
+            kind is not None
+            and _literal_fits(node.args["low"], kind)
+            and _literal_fits(node.args["high"], kind)
+        )
+    if isinstance(node, exp.In):
+        kind = _column_kind(node.this, names, kinds)
+        values = node.expressions
+        return (
+            kind is not None
+            and not node.args.get("query")
+            and bool(values)
+            and all(_literal_fits(v, kind) for v in values)
+        )
+    return False

@@ -72,8 +72,15 @@ def test_rows_past_the_byte_bound_are_refused_in_one_sentence(
 ) -> None:
     catalogs, _ = big
     table = catalogs.load("sql", "big")
+    # Read twice (a self-join), rows is held whole by the query process: bounded first.
+    twice = "SELECT count(*) FROM rows a JOIN rows b ON a.id = b.id"
     with pytest.raises(ValidationError, match=r"rows columns this query reads are about .*MiB"):
-        run_sql(table, "SELECT * FROM rows", limits=SqlLimits(max_input_bytes=2**20))
+        run_sql(table, twice, limits=SqlLimits(max_input_bytes=2**20))
+    # Read once, it streams: the same bound does not apply, the result cut does.
+    streamed = run_sql(
+        table, "SELECT * FROM rows", limits=SqlLimits(max_input_bytes=2**20, max_rows=10)
+    )
+    assert streamed.num_rows == 10 and result_cut(streamed)
     # count(*) reads no column of the table: under the same bound it answers.
     small = SqlLimits(max_input_bytes=8 * ROWS)
     assert run_sql(table, "SELECT count(*) AS n FROM rows", limits=small).num_rows == 1
