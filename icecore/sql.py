@@ -116,8 +116,9 @@ class SqlLimits:
             read before anything is counted).
         max_input_bytes: the estimated Arrow size of the ``rows`` columns a query that
             reads ``rows`` more than once (not streamed) reads (planned records times the
-            columns' widths) at most; past it the query is refused before anything is read. Half the process limit by default: the child
-            holds the rows while DuckDB works on them.
+            columns' widths) at most; past it the query is refused before anything is
+            read. Half the process limit by default: the child holds those rows while
+            DuckDB works on them.
     """
 
     memory_limit: str = "1GB"
