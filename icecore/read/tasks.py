@@ -7,6 +7,7 @@ the filter is TRUE, as Spark keeps it): :mod:`icecore.expressions.row_filter`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from icecore.manifest import DataFileContent
 from icecore.read.deletes import DeleteLoader, keep_mask
 from icecore.read.files import SourceFile, column_at
 from icecore.read.name_mapping import MappedField, parse_name_mapping
+from icecore.read.parallel import read_in_parallel, read_threads
 from icecore.read.projection import (
     FILE_COLUMN,
     METADATA_COLUMN_IDS,
@@ -209,8 +211,14 @@ def read_tasks(
     limit: int | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     case_sensitive: bool = False,
+    threads: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Stream the live rows of scan tasks: projected, deletes applied, residual filtered.
+
+    Several tasks are read at once on ``threads`` threads (default
+    :func:`icecore.read.parallel.read_threads`; 1 reads one file after another), their
+    batches given back in task order, the same batches the serial reader gives
+    (:mod:`icecore.read.parallel`).
 
     Args:
         io: the table's FileIO (every byte is read through it).
@@ -228,6 +236,7 @@ def read_tasks(
         limit: stop after this many rows.
         batch_size: rows decoded per batch.
         case_sensitive: whether ``columns`` must match case.
+        threads: threads reading tasks at once (None: ``ICECORE_READ_THREADS`` or the CPUs).
 
     Yields:
         record batches with the schema :func:`arrow_schema_for` gives.
@@ -274,17 +283,35 @@ def read_tasks(
         output_schema=output_schema,
     )
     remaining = limit
-    for task in itertools.chain([first] if first is not None else [], task_iter):
-        # Closed explicitly, so a file left mid-way when the limit is reached (or when the
-        # caller stops early) releases its reader here, not whenever it is collected.
+    threads = read_threads() if threads is None else max(threads, 1)
+    second = next(task_iter, None) if threads > 1 else None
+    ordered: Iterator[FileScanTask] = itertools.chain(
+        [t for t in (first, second) if t is not None], task_iter
+    )
+    found: Iterator[pa.RecordBatch] = (
+        read_in_parallel(functools.partial(_read_one, ctx), ordered, threads)
+        if second is not None
+        else _read_serially(ctx, ordered)
+    )
+    # Closed explicitly, so files left mid-way when the limit is reached (or when the caller
+    # stops early) release their readers, and reading threads stop, here.
+    with contextlib.closing(found) as batches:  # type: ignore[type-var]
+        for batch in batches:
+            if remaining is not None:
+                if batch.num_rows >= remaining:
+                    yield batch.slice(0, remaining)
+                    return
+                remaining -= batch.num_rows
+            yield batch
+
+
+def _read_serially(
+    ctx: _ReadContext, tasks: Iterator[FileScanTask]
+) -> Generator[pa.RecordBatch, None, None]:
+    """The tasks' batches read one file after another on this thread."""
+    for task in tasks:
         with contextlib.closing(_read_one(ctx, task)) as batches:
-            for batch in batches:
-                if remaining is not None:
-                    if batch.num_rows >= remaining:
-                        yield batch.slice(0, remaining)
-                        return
-                    remaining -= batch.num_rows
-                yield batch
+            yield from batches
 
 
 def read_task(

@@ -97,19 +97,23 @@ def test_reading_with_a_limit_then_exiting_never_aborts(demo_warehouse: Path) ->
 def test_data_files_are_read_on_the_reading_thread_only(
     demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The cause, checked directly: no read of a data or delete file on another thread.
+    """The cause, checked directly: no read of a data or delete file on a thread that outlives it.
 
     FileIO.read is wrapped (it still reads the real files) to record the thread of each
-    range read; with Arrow's pre-buffering, column chunks were read on its I/O threads.
+    range read; with Arrow's pre-buffering, column chunks were read on its I/O threads,
+    which lived on past the read. Reads happen on the reading thread, or (issue 32) on
+    Icecore's own reading threads (``icecore-read-*``, :mod:`icecore.read.parallel`),
+    which are stopped and joined before the read returns.
     """
-    threads: set[int] = set()
+    threads: set[tuple[int, str]] = set()
     real_read = FileIO.read
 
     def recording_read(
         self: FileIO, path: str, start: int | None = None, end: int | None = None, **kw: Any
     ) -> bytes:
         if start is not None and path.endswith(".parquet"):
-            threads.add(threading.get_ident())
+            here = threading.current_thread()
+            threads.add((here.ident or 0, here.name))
         return real_read(self, path, start, end, **kw)
 
     monkeypatch.setattr(FileIO, "read", recording_read)
@@ -117,4 +121,11 @@ def test_data_files_are_read_on_the_reading_thread_only(
     for name, limit in CASES:
         rows = catalog.load_table(name).scan().plan().to_arrow(limit=limit)
         assert rows.num_rows > 0
-    assert threads == {threading.get_ident()}
+        alive = [t.name for t in threading.enumerate() if t.name.startswith("icecore-read")]
+        assert alive == [], f"{name}: reading threads outlived the read: {alive}"
+    others = {
+        name
+        for ident, name in threads
+        if ident != threading.get_ident() and not name.startswith("icecore-read")
+    }
+    assert others == set()
