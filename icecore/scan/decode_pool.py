@@ -113,9 +113,8 @@ def worker_path() -> list[str]:
     with "No module named 'icecore'" and planning fell back to one thread, issue 32). The
     empty entry means the current folder, so it is kept as that folder's absolute path.
     """
-    import icecore
-
-    home = os.path.dirname(os.path.dirname(os.path.abspath(icecore.__file__)))
+    # This file is <home>/icecore/scan/decode_pool.py: <home> holds the planner's icecore.
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     found: list[str] = []
     for entry in [home, *sys.path]:
         folder = os.path.abspath(entry or os.getcwd())
