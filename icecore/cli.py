@@ -281,6 +281,17 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def cmd_count(args: argparse.Namespace) -> dict[str, Any]:
+    """Spark's ``count(*)`` for a snapshot and filter, from metadata where it decides it.
+
+    Prints the count and how the data files were counted (:mod:`icecore.scan.count`):
+    ``from_metadata_files`` (manifest entries alone), ``from_delete_files`` (their position
+    deletes or deletion vectors read, not the file), ``read_files`` (read).
+    """
+    plan = _plan(args)
+    return {"snapshot_id": plan.report.snapshot_id, **plan.count().to_dict()}
+
+
 def cmd_scan(args: argparse.Namespace) -> dict[str, Any]:
     """Read the rows a filtered scan returns (deletes applied) into a Parquet file.
 
@@ -720,6 +731,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selectors(pln)
     pln.add_argument("--filter", default=None, help="SQL boolean expression")
     pln.set_defaults(run=cmd_plan)
+    cnt = sub.add_parser("count", help="the rows a filtered scan returns, as Spark's count(*)")
+    cnt.add_argument("table", help=table_help)
+    _add_selectors(cnt)
+    cnt.add_argument("--filter", default=None, help="SQL boolean expression")
+    cnt.set_defaults(run=cmd_count)
     scn = sub.add_parser("scan", help="read a filtered scan's rows into a Parquet file")
     scn.add_argument("table", help=table_help)
     _add_selectors(scn)

@@ -192,13 +192,13 @@ def count_live_rows(
     *,
     at: Point | None = None,
 ) -> int:
-    """Rows a reader sees at a point: every planned file read, deletes applied.
+    """Rows a reader sees at a point, deletes applied (Spark's ``count(*)``).
 
-    Reads only row positions (and the key columns equality deletes need), so it costs one
-    pass over the data files, no column decoding beyond that.
+    The plan's count (:mod:`icecore.scan.count`): files without deletes from their manifest
+    entries, files with position deletes or deletion vectors from those delete files, and
+    only files under equality deletes read (their key columns only).
     """
-    plan = TableScan(table, at=at).plan()
-    return sum(batch.num_rows for batch in plan.to_batches(columns=[], metadata_columns=["_pos"]))
+    return TableScan(table, at=at).plan().count().rows
 
 
 def _property(metadata: TableMetadata, key_default: tuple[str, int | None]) -> int | None:

@@ -9,8 +9,10 @@ remove (spec "Scan Planning", "Delete Formats"). Where no delete file is live th
 of the data files' record counts (the summary's ``total-records``, else the manifest list's
 row counts, no data read); where delete files are live only reading can tell (position
 deletes may repeat a position or name a file already removed, equality deletes match
-values), so the snapshot is read with its deletes applied, row positions only
-(:func:`icecore.health.count_live_rows`), once per (table uuid, snapshot id) per process.
+values), so the snapshot is counted by :func:`icecore.health.count_live_rows` (the plan's
+count: a data file with only position deletes or deletion vectors is counted from those,
+only files under equality deletes are read, row positions and key columns only), once per
+(table uuid, snapshot id) per process.
 When reading is impossible (a file is missing) or past :data:`READ_BOUND_BYTES`, the count is
 None with a note saying why, never a guess.
 
@@ -167,7 +169,10 @@ def live_rows(
     if from_list is not None:
         return _LIVE.put(key, (from_list, ""))
     size = summary_count(snapshot, "total-files-size")
-    if size is not None and size > bound:
+    # Without equality deletes the count reads only delete files (position deletes and
+    # deletion vectors, icecore.scan.count), never the data files the bound is about.
+    equality = summary_count(snapshot, "total-equality-deletes")
+    if size is not None and size > bound and equality != 0:
         return None, (
             f"counting would read {format_bytes(size)} of data files, more than the "
             f"{format_bytes(bound)} a count here may read; run count(*) on Spark"

@@ -106,6 +106,7 @@ from icecore.table_data import access_of
 from icecore.types import StructType
 
 if TYPE_CHECKING:
+    from icecore.scan.count import RowCount
     from icecore.table_data import TableData
 
 
@@ -294,6 +295,17 @@ class Plan:
             partition_type=self.partition_type,
             limit=limit,
         )
+
+    def count(self) -> RowCount:
+        """The plan's live rows, Spark's ``count(*)``, read only where metadata cannot tell.
+
+        See :mod:`icecore.scan.count`: files without deletes under a filter their partition
+        decides are counted from the manifest, files with only position deletes or deletion
+        vectors from those, the rest read (only the columns deletes and filter need).
+        """
+        from icecore.scan.count import count_rows
+
+        return count_rows(self)
 
     def to_arrow(
         self,

@@ -1,0 +1,139 @@
+"""A plan's count is Spark's ``count(*)``, read from metadata where metadata decides it.
+
+Issue 32, Deliver 2. Spark is the oracle of every count, over the shared warehouse's delete
+kinds: position deletes (demo.trips), deletion vectors (demo.events_v3, v3), equality deletes
+(demo.accounts, which must be read), none (demo.zones, a v1 table), at refs and with filters
+partition values decide and filters only values decide. That no data file is opened where
+metadata decides is checked by recording FileIO's reads (the real reads, wrapped).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import icecore
+from icecore.io import FileIO
+from icecore.manifest import DataFileContent
+from icecore.read import read_tasks
+from icecore.scan.delete_index import DELETE_FILE_PATH_ID, DELETE_POS_ID
+from icecore.table import Table
+
+CASES = [
+    ("demo.trips", "icecore.demo.trips", None, None),
+    ("demo.trips", "icecore.demo.trips", "month_end", None),
+    ("demo.trips", "icecore.demo.trips", None, "vendor_id = 2"),
+    ("demo.trips", "icecore.demo.trips", None, "fare > 20 OR pickup_zone IS NULL"),
+    ("demo.events_v3", "icecore.demo.events_v3", None, None),
+    ("demo.events_v3", "icecore.demo.events_v3", None, "amount < 10.5"),
+    ("demo.accounts", "icecore.demo.accounts", None, None),
+    ("demo.accounts", "icecore.demo.accounts", None, "country = 'Italia'"),
+    ("demo.zones", "icecore.demo.zones", None, None),
+]
+
+
+def _load(warehouse: Path, name: str) -> Table:
+    return icecore.load_table(f"{warehouse}::{name}")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("name", "spark_name", "ref", "where"), CASES)
+def test_count_equals_spark(
+    spark: Any,
+    demo_warehouse: Path,
+    name: str,
+    spark_name: str,
+    ref: str | None,
+    where: str | None,
+) -> None:
+    table = _load(demo_warehouse, name)
+    counted = table.scan(filter=where, ref=ref).plan().count()
+    source = spark_name if ref is None else f"{spark_name} VERSION AS OF '{ref}'"
+    clause = f" WHERE {where}" if where else ""
+    expected = spark.sql(f"SELECT count(*) FROM {source}{clause}").collect()[0][0]
+    assert counted.rows == expected
+    files = counted.from_metadata_files + counted.from_delete_files + counted.read_files
+    assert files == len(table.scan(filter=where, ref=ref).plan().tasks)
+
+
+@pytest.mark.spark
+def test_what_metadata_decides_is_not_read(
+    demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Position deletes and DVs: only delete files read; equality deletes: data files read."""
+    opened: set[str] = set()
+    real_read = FileIO.read
+
+    def recording(self: FileIO, path: str, *args: Any, **kwargs: Any) -> bytes:
+        opened.add(path)
+        return real_read(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(FileIO, "read", recording)
+    for name in ("demo.trips", "demo.events_v3"):
+        plan = _load(demo_warehouse, name).scan().plan()
+        assert plan.delete_files  # the comparison below is about a table with deletes
+        opened.clear()
+        counted = plan.count()
+        assert counted.read_files == 0 and counted.from_delete_files > 0
+        assert not opened & set(plan.data_files), name
+    plan = _load(demo_warehouse, "demo.accounts").scan().plan()
+    opened.clear()
+    counted = plan.count()
+    assert counted.read_files > 0  # equality deletes match values: only reading can tell
+    assert opened & set(plan.data_files)
+
+
+def _position_deletes(path: Path, rows: list[tuple[str, int]]) -> None:
+    def field(name: str, kind: pa.DataType, fid: int) -> pa.Field:
+        return pa.field(name, kind, nullable=False, metadata={b"PARQUET:field_id": str(fid)})
+
+    schema = pa.schema(
+        [
+            field("file_path", pa.string(), DELETE_FILE_PATH_ID),
+            field("pos", pa.int64(), DELETE_POS_ID),
+        ]
+    )
+    pq.write_table(pa.table([[r[0] for r in rows], [r[1] for r in rows]], schema=schema), str(path))
+
+
+@pytest.mark.spark
+def test_repeated_and_out_of_range_positions_count_as_the_reader_applies_them(
+    demo_warehouse: Path, tmp_path: Path
+) -> None:
+    """A position deleted twice (two files) counts once; one past the file's end, not at all."""
+    table = _load(demo_warehouse, "demo.trips")
+    plan = table.scan().plan()
+    i, task = next(
+        (i, t)
+        for i, t in enumerate(plan.tasks)
+        if any(d.content is DataFileContent.POSITION_DELETES for d in t.delete_files)
+    )
+    existing = next(d for d in task.delete_files if d.content is DataFileContent.POSITION_DELETES)
+    records = task.data_file.record_count
+    extra = tmp_path / "more-deletes.parquet"
+    _position_deletes(
+        extra,
+        [(task.file_path, 0), (task.file_path, 0), (task.file_path, records + 5)]
+        + [("elsewhere.parquet", 1)],
+    )
+    added = dataclasses.replace(
+        existing,
+        file_path=str(extra),
+        file_size_in_bytes=extra.stat().st_size,
+        record_count=4,
+    )
+    changed = dataclasses.replace(task, delete_files=(*task.delete_files, added, added))  # type: ignore[type-var]
+    tasks = list(plan.tasks)
+    tasks[i] = changed
+    mine = dataclasses.replace(plan, tasks=tasks, planned=None)
+    read = sum(b.num_rows for b in read_tasks(table.io, [changed], columns=[], threads=1))
+    before = sum(b.num_rows for b in read_tasks(table.io, [task], columns=[], threads=1))
+    assert read in (before, before - 1)  # position 0 deleted once, if it was not already
+    counted = mine.count()
+    assert counted.read_files == 0
+    assert counted.rows == plan.count().rows - before + read
