@@ -472,7 +472,9 @@ def _preview(
 
 
 def matching_rows(location: str, point: Resolved, filter: str | None, table: Table) -> int:
-    """How many rows the scan returns: every planned file read, deletes and filter applied.
+    """How many rows the scan returns, deletes and filter applied (the plan's count).
+
+    Read only where metadata cannot decide it (:mod:`icecore.scan.count`).
 
     Without a filter a viewer may have it (positions, not values); with one it needs the
     reader role (:mod:`icecore.row_access`).
@@ -480,12 +482,11 @@ def matching_rows(location: str, point: Resolved, filter: str | None, table: Tab
     return _matching_rows(location, point, filter, access_key(table), table)
 
 
-@st.cache_data(max_entries=32, show_spinner="Reading the planned files…", hash_funcs=BY_POINT)
+@st.cache_data(max_entries=32, show_spinner="Counting the rows…", hash_funcs=BY_POINT)
 def _matching_rows(
     location: str, point: Resolved, filter: str | None, rights: AccessKey, _table: Table
 ) -> int:
-    found = _plan_of(location, point, filter, _table)
-    return sum(b.num_rows for b in found.to_batches(columns=[], metadata_columns=["_pos"]))
+    return _plan_of(location, point, filter, _table).count().rows
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading data files with deletes applied…")
