@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from icecore.compute import pc
+from icecore.errors import IcecoreError
 from icecore.expressions.model import AlwaysTrue
-from icecore.manifest import DataFileContent
+from icecore.manifest import DataFile, DataFileContent
 from icecore.read import parse_name_mapping, read_tasks
 from icecore.read.deletes import DeleteLoader
 from icecore.read.tasks import DEFAULT_BATCH_SIZE
@@ -67,10 +68,29 @@ class RowCount:
         }
 
 
-def count_rows(plan: Plan) -> RowCount:
+class CountTooLarge(IcecoreError):
+    """A count would read more bytes than its caller allows (``read_bound``).
+
+    Attributes:
+        needed: the bytes the count must read (data files it reads and every delete file).
+        bound: the caller's bound.
+    """
+
+    def __init__(self, needed: int, bound: int) -> None:
+        super().__init__(f"Counting would read {needed} bytes, more than the {bound} allowed.")
+        self.needed = needed
+        self.bound = bound
+
+
+def count_rows(plan: Plan, *, read_bound: int | None = None) -> RowCount:
     """The live rows of ``plan`` (see the module docstring for what is read).
 
+    ``read_bound`` bounds the bytes that must be read now, checked before anything is read:
+    the data files read (whole, an upper bound of the columns read) and the delete files
+    (a deletion vector's blob), not the table's size: a count metadata decides reads nothing.
+
     Raises:
+        CountTooLarge: the count would read more than ``read_bound`` bytes.
         Forbidden: the principal may not count under this filter (as reading).
         NotFound, InvalidMetadata: a delete or data file that must be read is missing or
             corrupt (one sentence naming it).
@@ -90,16 +110,22 @@ def count_rows(plan: Plan) -> RowCount:
     mapping = parse_name_mapping(plan.name_mapping) if plan.name_mapping is not None else None
     loader = DeleteLoader(plan.io, plan.schema, mapping, DEFAULT_BATCH_SIZE)
     to_read: list[FileScanTask] = []
-    by_deletes = 0
+    by_positions: list[FileScanTask] = []
     for i in others.tolist():
         task = tasks[i]
         if not isinstance(task.residual, AlwaysTrue) or any(
             d.content is DataFileContent.EQUALITY_DELETES for d in task.delete_files
         ):
             to_read.append(task)
-            continue
+        else:
+            by_positions.append(task)
+    if read_bound is not None:
+        needed = _bytes_to_read(to_read, by_positions)
+        if needed > read_bound:
+            raise CountTooLarge(needed, read_bound)
+    for task in by_positions:
         rows += _after_positions(loader, task)
-        by_deletes += 1
+    by_deletes = len(by_positions)
     if to_read:
         rows += sum(
             batch.num_rows
@@ -113,6 +139,22 @@ def count_rows(plan: Plan) -> RowCount:
             )
         )
     return RowCount(rows, meta_files, by_deletes, len(to_read))
+
+
+def _bytes_to_read(to_read: Sequence[FileScanTask], by_positions: Sequence[FileScanTask]) -> int:
+    """Bytes a count reads: the data files it must read, and each delete file once."""
+    deletes: dict[tuple[str, int | None], int] = {}
+    for task in (*to_read, *by_positions):
+        for d in task.delete_files:
+            deletes[(d.file_path, d.content_offset)] = _delete_bytes(d)
+    return sum(t.file_size_in_bytes for t in to_read) + sum(deletes.values())
+
+
+def _delete_bytes(d: DataFile) -> int:
+    """A delete file's bytes to read: a deletion vector's blob, else the whole file."""
+    if d.content_offset is not None and d.content_size_in_bytes is not None:
+        return d.content_size_in_bytes
+    return d.file_size_in_bytes
 
 
 def _after_positions(loader: DeleteLoader, task: FileScanTask) -> int:

@@ -21,6 +21,9 @@ import icecore
 from icecore.io import FileIO
 from icecore.manifest import DataFileContent
 from icecore.read import read_tasks
+from icecore.read.deletes import DeleteLoader
+from icecore.row_counts import forget_counts, live_rows
+from icecore.scan.count import CountTooLarge
 from icecore.scan.delete_index import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from icecore.table import Table
 
@@ -137,3 +140,106 @@ def test_repeated_and_out_of_range_positions_count_as_the_reader_applies_them(
     counted = mine.count()
     assert counted.read_files == 0
     assert counted.rows == plan.count().rows - before + read
+
+
+@dataclasses.dataclass(slots=True)
+class RecordingIO(FileIO):
+    """The table's real FileIO, remembering every path it reads (no mock: real files)."""
+
+    opened: set[str] = dataclasses.field(default_factory=set)
+
+    def read(self, path: str, *args: Any, **kwargs: Any) -> bytes:
+        self.opened.add(path)
+        return FileIO.read(self, path, *args, **kwargs)
+
+
+@pytest.mark.spark
+def test_partition_decided_files_of_an_evolved_spec_are_not_opened(
+    spark: Any, demo_warehouse: Path
+) -> None:
+    """A partition-decided filter is counted from the manifest on the spec that decides it.
+
+    ``vendor_id`` is a partition field of trips' newest spec only: its files are counted from
+    the manifest, the older specs' files (the filter needs their values) are read.
+    """
+    table = _load(demo_warehouse, "demo.trips")
+    where = "vendor_id = 2"
+    plan = table.scan(filter=where).plan()
+    io = RecordingIO(properties=table.io.properties)
+    counted = dataclasses.replace(plan, io=io).count()
+    expected = spark.sql(f"SELECT count(*) FROM icecore.demo.trips WHERE {where}").collect()[0][0]
+    assert counted.rows == expected
+    assert len({t.data_file.spec_id for t in plan.tasks}) > 1  # the evolved specs are both planned
+    decided = {t.file_path for t in plan.tasks if str(t.residual) == "true" and not t.delete_files}
+    assert counted.from_metadata_files == len(decided) > 0
+    assert counted.read_files > 0
+    assert not io.opened & decided
+    assert io.opened & (set(plan.data_files) - decided)
+
+
+@pytest.mark.spark
+def test_a_position_file_and_a_deletion_vector_deleting_the_same_position_count_once(
+    spark: Any, demo_warehouse: Path, tmp_path: Path
+) -> None:
+    """v3: a position delete file repeating a position the DV deletes removes no more row."""
+    table = _load(demo_warehouse, "demo.events_v3")
+    plan = table.scan().plan()
+    i, task = next(
+        (i, t)
+        for i, t in enumerate(plan.tasks)
+        if any(d.file_format.upper() == "PUFFIN" for d in t.delete_files)
+    )
+    dv = next(d for d in task.delete_files if d.file_format.upper() == "PUFFIN")
+    by_dv = set(DeleteLoader(table.io, plan.schema, None, 1024).positions(task.file_path, [dv]))
+    already = int(min(by_dv))
+    fresh = next(p for p in range(task.record_count) if p not in by_dv)
+    extra = tmp_path / "also-deleted.parquet"
+    _position_deletes(extra, [(task.file_path, already), (task.file_path, fresh)])
+    added = dataclasses.replace(
+        dv,
+        file_path=str(extra),
+        file_format="PARQUET",
+        file_size_in_bytes=extra.stat().st_size,
+        record_count=2,
+        content_offset=None,
+        content_size_in_bytes=None,
+    )
+    tasks = list(plan.tasks)
+    tasks[i] = dataclasses.replace(task, delete_files=(*task.delete_files, added))  # type: ignore[type-var]
+    io = RecordingIO(properties=table.io.properties)
+    counted = dataclasses.replace(plan, tasks=tasks, planned=None, io=io).count()
+    spark_count = spark.sql("SELECT count(*) FROM icecore.demo.events_v3").collect()[0][0]
+    assert counted.rows == spark_count - 1  # only ``fresh`` is a newly deleted row
+    read = sum(b.num_rows for b in read_tasks(table.io, tasks, columns=[], threads=1))
+    assert counted.rows == read  # as the reader applies the same deletes
+    assert counted.read_files == 0 and str(extra) in io.opened
+    assert not io.opened & set(plan.data_files)
+
+
+@pytest.mark.spark
+def test_the_read_bound_is_the_bytes_read_not_the_tables_size(
+    spark: Any, demo_warehouse: Path
+) -> None:
+    """A count's read bound is on the bytes it reads.
+
+    DVs only: a bound below the data files' size still counts (they are not read); a bound
+    below the delete files' size, or a table whose equality deletes force reads, does not.
+    """
+    plan = _load(demo_warehouse, "demo.events_v3").scan().plan()
+    data_bytes = sum(t.file_size_in_bytes for t in plan.tasks)
+    deletes_of = {d.file_path: d.file_size_in_bytes for t in plan.tasks for d in t.delete_files}
+    delete_bytes = sum(deletes_of.values())
+    assert delete_bytes < data_bytes
+    expected = spark.sql("SELECT count(*) FROM icecore.demo.events_v3").collect()[0][0]
+    assert plan.count(read_bound=delete_bytes).rows == expected
+    with pytest.raises(CountTooLarge):
+        plan.count(read_bound=0)
+    accounts = _load(demo_warehouse, "demo.accounts").scan().plan()
+    deletes = {d.file_path: d.file_size_in_bytes for t in accounts.tasks for d in t.delete_files}
+    with pytest.raises(CountTooLarge):
+        accounts.count(read_bound=sum(deletes.values()))  # its data files must be read too
+    forget_counts()  # History's rows_live under the same bound: counted, not "too large"
+    table = _load(demo_warehouse, "demo.events_v3")
+    current = table.metadata.snapshot_by_id(plan.report.snapshot_id)
+    assert current is not None
+    assert live_rows(table, current, bound=delete_bytes) == (expected, "")

@@ -199,7 +199,7 @@ def test_overviews_count_past_the_bound_is_kept_for_historys(
 def test_a_count_that_cannot_be_read_is_null_and_says_why(
     spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """A missing data file, or a snapshot past the read bound: no number, and a reason."""
+    """A missing delete file, or a snapshot past the read bound: no number, and a reason."""
     forget_counts()
     catalogs = register_catalogs(spark, tmp_path_factory.mktemp("row-counts"))
     full = catalogs.spark_name("sql", "gone")
@@ -217,7 +217,9 @@ def test_a_count_that_cannot_be_read_is_null_and_says_why(
     assert past_bound[1].rows_live is None and past_bound[1].rows_removed is None
     assert "more than the 1 B a count here may read" in past_bound[1].rows_note
 
-    raw = str(table.inspect("data_files").column("file_path").to_pylist()[0])
+    # A missing delete file: the count must read it (a data file under position deletes alone
+    # is counted from them, never opened: icecore.scan.count).
+    raw = str(table.inspect("delete_files").column("file_path").to_pylist()[0])
     victim = Path(raw.split(":", 1)[1] if raw.startswith("file:") else raw)
     victim.unlink()
     gone = snapshot_rows(catalogs.load("sql", "gone"))
