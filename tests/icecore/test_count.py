@@ -64,31 +64,34 @@ def test_count_equals_spark(
     assert files == len(table.scan(filter=where, ref=ref).plan().tasks)
 
 
+@dataclasses.dataclass(slots=True)
+class RecordingIO(FileIO):
+    """The table's real FileIO, remembering every path it reads (no mock: real files)."""
+
+    opened: set[str] = dataclasses.field(default_factory=set)
+
+    def read(self, path: str, *args: Any, **kwargs: Any) -> bytes:
+        self.opened.add(path)
+        return FileIO.read(self, path, *args, **kwargs)
+
+
 @pytest.mark.spark
-def test_what_metadata_decides_is_not_read(
-    demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_what_metadata_decides_is_not_read(demo_warehouse: Path) -> None:
     """Position deletes and DVs: only delete files read; equality deletes: data files read."""
-    opened: set[str] = set()
-    real_read = FileIO.read
-
-    def recording(self: FileIO, path: str, *args: Any, **kwargs: Any) -> bytes:
-        opened.add(path)
-        return real_read(self, path, *args, **kwargs)
-
-    monkeypatch.setattr(FileIO, "read", recording)
     for name in ("demo.trips", "demo.events_v3"):
-        plan = _load(demo_warehouse, name).scan().plan()
+        table = _load(demo_warehouse, name)
+        plan = table.scan().plan()
         assert plan.delete_files  # the comparison below is about a table with deletes
-        opened.clear()
-        counted = plan.count()
+        io = RecordingIO(properties=table.io.properties)
+        counted = dataclasses.replace(plan, io=io).count()
         assert counted.read_files == 0 and counted.from_delete_files > 0
-        assert not opened & set(plan.data_files), name
-    plan = _load(demo_warehouse, "demo.accounts").scan().plan()
-    opened.clear()
-    counted = plan.count()
+        assert io.opened and not io.opened & set(plan.data_files), name
+    table = _load(demo_warehouse, "demo.accounts")
+    plan = table.scan().plan()
+    io = RecordingIO(properties=table.io.properties)
+    counted = dataclasses.replace(plan, io=io).count()
     assert counted.read_files > 0  # equality deletes match values: only reading can tell
-    assert opened & set(plan.data_files)
+    assert io.opened & set(plan.data_files)
 
 
 def _position_deletes(path: Path, rows: list[tuple[str, int]]) -> None:
@@ -140,17 +143,6 @@ def test_repeated_and_out_of_range_positions_count_as_the_reader_applies_them(
     counted = mine.count()
     assert counted.read_files == 0
     assert counted.rows == plan.count().rows - before + read
-
-
-@dataclasses.dataclass(slots=True)
-class RecordingIO(FileIO):
-    """The table's real FileIO, remembering every path it reads (no mock: real files)."""
-
-    opened: set[str] = dataclasses.field(default_factory=set)
-
-    def read(self, path: str, *args: Any, **kwargs: Any) -> bytes:
-        self.opened.add(path)
-        return FileIO.read(self, path, *args, **kwargs)
 
 
 @pytest.mark.spark
