@@ -43,9 +43,9 @@ if TYPE_CHECKING:
     from icecore.table_data import TableData
 
 READ_BOUND_BYTES = 16 * 2**30
-"""Bytes a snapshot's count may read at most: the data files it must read (those under
-equality deletes) and its delete files (:class:`icecore.scan.count.CountTooLarge`), not the
-table's size (a file counted from metadata or its position deletes is not read)."""
+"""Data file bytes a snapshot's count may read at most: the files it must read (those under
+equality deletes, :class:`icecore.scan.count.CountTooLarge`), not the table's size (a file
+counted from metadata or its position deletes is not read)."""
 
 _LIVE: LRU[tuple[str, int], tuple[int | None, str]] = LRU(100_000)
 """Live rows (or None and why) by (table uuid, snapshot id): a snapshot never changes."""
@@ -178,7 +178,7 @@ def live_rows(
         return read_live_rows(table, snapshot, bound=bound), ""
     except CountTooLarge as error:
         return None, (
-            f"counting would read {format_bytes(error.needed)} of data and delete files, more "
+            f"counting would read {format_bytes(error.needed)} of data files, more "
             f"than the {format_bytes(bound)} a count here may read; run count(*) on Spark"
         )
     except IcecoreError as error:

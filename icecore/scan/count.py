@@ -28,7 +28,7 @@ import numpy as np
 from icecore.compute import pc
 from icecore.errors import IcecoreError
 from icecore.expressions.model import AlwaysTrue
-from icecore.manifest import DataFile, DataFileContent
+from icecore.manifest import DataFileContent
 from icecore.read import parse_name_mapping, read_tasks
 from icecore.read.deletes import DeleteLoader
 from icecore.read.tasks import DEFAULT_BATCH_SIZE
@@ -72,7 +72,7 @@ class CountTooLarge(IcecoreError):
     """A count would read more bytes than its caller allows (``read_bound``).
 
     Attributes:
-        needed: the bytes the count must read (data files it reads and every delete file).
+        needed: the data file bytes the count must read.
         bound: the caller's bound.
     """
 
@@ -85,9 +85,10 @@ class CountTooLarge(IcecoreError):
 def count_rows(plan: Plan, *, read_bound: int | None = None) -> RowCount:
     """The live rows of ``plan`` (see the module docstring for what is read).
 
-    ``read_bound`` bounds the bytes that must be read now, checked before anything is read:
-    the data files read (whole, an upper bound of the columns read) and the delete files
-    (a deletion vector's blob), not the table's size: a count metadata decides reads nothing.
+    ``read_bound`` bounds the data file bytes that must be read now, checked before anything
+    is read: the files read (whole, an upper bound of the columns read), not the table's
+    size; a file counted from metadata or from its position deletes/DVs reads none (its
+    delete files are read whatever the bound, as History's rows_live always has).
 
     Raises:
         CountTooLarge: the count would read more than ``read_bound`` bytes.
@@ -120,7 +121,7 @@ def count_rows(plan: Plan, *, read_bound: int | None = None) -> RowCount:
         else:
             by_positions.append(task)
     if read_bound is not None:
-        needed = _bytes_to_read(to_read, by_positions)
+        needed = sum(t.file_size_in_bytes for t in to_read)
         if needed > read_bound:
             raise CountTooLarge(needed, read_bound)
     for task in by_positions:
@@ -139,22 +140,6 @@ def count_rows(plan: Plan, *, read_bound: int | None = None) -> RowCount:
             )
         )
     return RowCount(rows, meta_files, by_deletes, len(to_read))
-
-
-def _bytes_to_read(to_read: Sequence[FileScanTask], by_positions: Sequence[FileScanTask]) -> int:
-    """Bytes a count reads: the data files it must read, and each delete file once."""
-    deletes: dict[tuple[str, int | None], int] = {}
-    for task in (*to_read, *by_positions):
-        for d in task.delete_files:
-            deletes[(d.file_path, d.content_offset)] = _delete_bytes(d)
-    return sum(t.file_size_in_bytes for t in to_read) + sum(deletes.values())
-
-
-def _delete_bytes(d: DataFile) -> int:
-    """A delete file's bytes to read: a deletion vector's blob, else the whole file."""
-    if d.content_offset is not None and d.content_size_in_bytes is not None:
-        return d.content_size_in_bytes
-    return d.file_size_in_bytes
 
 
 def _after_positions(loader: DeleteLoader, task: FileScanTask) -> int:

@@ -199,7 +199,12 @@ def test_overviews_count_past_the_bound_is_kept_for_historys(
 def test_a_count_that_cannot_be_read_is_null_and_says_why(
     spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """A missing delete file, or a snapshot past the read bound: no number, and a reason."""
+    """A missing delete file: no number, and a reason; past the read bound, counted from deletes.
+
+    Position deletes are counted from the delete files alone (icecore.scan.count), so the
+    bound on data bytes read does not hold them back, and a missing file that must be read
+    (the delete file) gives no number and says which.
+    """
     forget_counts()
     catalogs = register_catalogs(spark, tmp_path_factory.mktemp("row-counts"))
     full = catalogs.spark_name("sql", "gone")
@@ -214,11 +219,11 @@ def test_a_count_that_cannot_be_read_is_null_and_says_why(
     live_then = _spark_count_of(spark, full, first.snapshot_id)
     past_bound = snapshot_rows(table, bound=1)
     assert past_bound[0].rows_live == live_then  # from the summary: nothing to read
-    assert past_bound[1].rows_live is None and past_bound[1].rows_removed is None
-    assert "more than the 1 B a count here may read" in past_bound[1].rows_note
+    # No data file need be read: the bound on data bytes does not apply.
+    assert past_bound[1].rows_live == _spark_count_of(spark, full, deleted.snapshot_id)
+    assert past_bound[1].rows_note == ""
+    forget_counts()
 
-    # A missing delete file: the count must read it (a data file under position deletes alone
-    # is counted from them, never opened: icecore.scan.count).
     raw = str(table.inspect("delete_files").column("file_path").to_pylist()[0])
     victim = Path(raw.split(":", 1)[1] if raw.startswith("file:") else raw)
     victim.unlink()
@@ -234,3 +239,22 @@ def _spark_count_of(spark: Any, full: str, snapshot_id: int) -> int:
     return int(
         spark.sql(f"SELECT count(*) FROM {full} VERSION AS OF {snapshot_id}").collect()[0][0]
     )
+
+
+@pytest.mark.spark
+def test_a_count_that_must_read_past_the_bound_is_null_and_says_why(
+    demo_warehouse: Path,
+) -> None:
+    """Equality deletes match values: counting reads the data files, held to the bound."""
+    forget_counts()
+    table = icecore.load_table(f"{demo_warehouse}::demo.accounts")
+    equality = {
+        s.snapshot_id
+        for s in table.snapshots()
+        if int((s.summary or {}).get("total-equality-deletes", "0")) > 0
+    }
+    with_equality = [r for r in snapshot_rows(table, bound=1) if r.snapshot_id in equality]
+    assert with_equality
+    assert all(r.rows_live is None for r in with_equality)
+    assert all("more than the 1 B a count here may read" in r.rows_note for r in with_equality)
+    forget_counts()
