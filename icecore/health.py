@@ -191,14 +191,16 @@ def count_live_rows(
     table: TableData,
     *,
     at: Point | None = None,
+    read_bound: int | None = None,
 ) -> int:
     """Rows a reader sees at a point, deletes applied (Spark's ``count(*)``).
 
     The plan's count (:mod:`icecore.scan.count`): files without deletes from their manifest
     entries, files with position deletes or deletion vectors from those delete files, and
-    only files under equality deletes read (their key columns only).
+    only files under equality deletes read (their key columns only). ``read_bound``: raise
+    :class:`~icecore.scan.count.CountTooLarge` before reading more bytes than that.
     """
-    return TableScan(table, at=at).plan().count().rows
+    return TableScan(table, at=at).plan().count(read_bound=read_bound).rows
 
 
 def _property(metadata: TableMetadata, key_default: tuple[str, int | None]) -> int | None:

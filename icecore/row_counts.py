@@ -36,13 +36,16 @@ from icecore.manifest import ListField, ManifestContent
 from icecore.metadata import Snapshot
 from icecore.point_in_time import At
 from icecore.progress import report
+from icecore.scan.count import CountTooLarge
 from icecore.timeline import summary_count
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
 
 READ_BOUND_BYTES = 16 * 2**30
-"""Data bytes (the summary's ``total-files-size``) a snapshot's count may read at most."""
+"""Data file bytes a snapshot's count may read at most: the files it must read (those under
+equality deletes, :class:`icecore.scan.count.CountTooLarge`), not the table's size (a file
+counted from metadata or its position deletes is not read)."""
 
 _LIVE: LRU[tuple[str, int], tuple[int | None, str]] = LRU(100_000)
 """Live rows (or None and why) by (table uuid, snapshot id): a snapshot never changes."""
@@ -126,8 +129,11 @@ def _live_key(table: TableData, snapshot: Snapshot) -> tuple[str, int]:
     return (table.metadata.table_uuid or table.metadata.location, snapshot.snapshot_id)
 
 
-def read_live_rows(table: TableData, snapshot: Snapshot) -> int:
-    """Rows a reader sees at ``snapshot``, read with its deletes applied whatever the size.
+def read_live_rows(table: TableData, snapshot: Snapshot, *, bound: int | None = None) -> int:
+    """Rows a reader sees at ``snapshot``, read with its deletes applied.
+
+    ``bound``: at most that many bytes read, else :class:`~icecore.scan.count.CountTooLarge`
+    (None: any size).
 
     Kept with :func:`live_rows`'s counts, so Overview's count and History's or Time
     travel's of one snapshot read its files once per process.
@@ -139,7 +145,7 @@ def read_live_rows(table: TableData, snapshot: Snapshot) -> int:
     kept = _LIVE.get(key)
     if kept is not None and kept[0] is not None:
         return kept[0]
-    found = count_live_rows(table, at=At(snapshot_id=snapshot.snapshot_id))
+    found = count_live_rows(table, at=At(snapshot_id=snapshot.snapshot_id), read_bound=bound)
     _LIVE.put(key, (found, ""))
     return found
 
@@ -168,17 +174,13 @@ def live_rows(
         return None, f"its manifest list cannot be read: {error}"  # not kept: may be passing
     if from_list is not None:
         return _LIVE.put(key, (from_list, ""))
-    size = summary_count(snapshot, "total-files-size")
-    # Without equality deletes the count reads only delete files (position deletes and
-    # deletion vectors, icecore.scan.count), never the data files the bound is about.
-    equality = summary_count(snapshot, "total-equality-deletes")
-    if size is not None and size > bound and equality != 0:
-        return None, (
-            f"counting would read {format_bytes(size)} of data files, more than the "
-            f"{format_bytes(bound)} a count here may read; run count(*) on Spark"
-        )
     try:
-        return read_live_rows(table, snapshot), ""
+        return read_live_rows(table, snapshot, bound=bound), ""
+    except CountTooLarge as error:
+        return None, (
+            f"counting would read {format_bytes(error.needed)} of data files, more "
+            f"than the {format_bytes(bound)} a count here may read; run count(*) on Spark"
+        )
     except IcecoreError as error:
         return None, f"it cannot be read: {error}"
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from icecore.compute import pc
+from icecore.errors import IcecoreError
 from icecore.expressions.model import AlwaysTrue
 from icecore.manifest import DataFileContent
 from icecore.read import parse_name_mapping, read_tasks
@@ -67,10 +68,30 @@ class RowCount:
         }
 
 
-def count_rows(plan: Plan) -> RowCount:
+class CountTooLarge(IcecoreError):
+    """A count would read more bytes than its caller allows (``read_bound``).
+
+    Attributes:
+        needed: the data file bytes the count must read.
+        bound: the caller's bound.
+    """
+
+    def __init__(self, needed: int, bound: int) -> None:
+        super().__init__(f"Counting would read {needed} bytes, more than the {bound} allowed.")
+        self.needed = needed
+        self.bound = bound
+
+
+def count_rows(plan: Plan, *, read_bound: int | None = None) -> RowCount:
     """The live rows of ``plan`` (see the module docstring for what is read).
 
+    ``read_bound`` bounds the data file bytes that must be read now, checked before anything
+    is read: the files read (whole, an upper bound of the columns read), not the table's
+    size; a file counted from metadata or from its position deletes/DVs reads none (its
+    delete files are read whatever the bound, as History's rows_live always has).
+
     Raises:
+        CountTooLarge: the count would read more than ``read_bound`` bytes.
         Forbidden: the principal may not count under this filter (as reading).
         NotFound, InvalidMetadata: a delete or data file that must be read is missing or
             corrupt (one sentence naming it).
@@ -90,16 +111,22 @@ def count_rows(plan: Plan) -> RowCount:
     mapping = parse_name_mapping(plan.name_mapping) if plan.name_mapping is not None else None
     loader = DeleteLoader(plan.io, plan.schema, mapping, DEFAULT_BATCH_SIZE)
     to_read: list[FileScanTask] = []
-    by_deletes = 0
+    by_positions: list[FileScanTask] = []
     for i in others.tolist():
         task = tasks[i]
         if not isinstance(task.residual, AlwaysTrue) or any(
             d.content is DataFileContent.EQUALITY_DELETES for d in task.delete_files
         ):
             to_read.append(task)
-            continue
+        else:
+            by_positions.append(task)
+    if read_bound is not None:
+        needed = sum(t.file_size_in_bytes for t in to_read)
+        if needed > read_bound:
+            raise CountTooLarge(needed, read_bound)
+    for task in by_positions:
         rows += _after_positions(loader, task)
-        by_deletes += 1
+    by_deletes = len(by_positions)
     if to_read:
         rows += sum(
             batch.num_rows

@@ -296,16 +296,18 @@ class Plan:
             limit=limit,
         )
 
-    def count(self) -> RowCount:
+    def count(self, *, read_bound: int | None = None) -> RowCount:
         """The plan's live rows, Spark's ``count(*)``, read only where metadata cannot tell.
 
         See :mod:`icecore.scan.count`: files without deletes under a filter their partition
         decides are counted from the manifest, files with only position deletes or deletion
         vectors from those, the rest read (only the columns deletes and filter need).
+        ``read_bound``: raise :class:`~icecore.scan.count.CountTooLarge` before reading
+        when more bytes than that must be read.
         """
         from icecore.scan.count import count_rows
 
-        return count_rows(self)
+        return count_rows(self, read_bound=read_bound)
 
     def to_arrow(
         self,

@@ -78,6 +78,7 @@ def test_a_viewer_gets_plans_and_counts_but_no_row_value(demo_warehouse: Path) -
     assert run_sql(viewer, "SELECT count(*) AS n FROM rows").to_pylist() == [{"n": unguarded_count}]
     counted = viewer.scan().plan().to_batches(columns=[], metadata_columns=["_pos"])
     assert sum(b.num_rows for b in counted) == unguarded_count
+    assert viewer.scan().plan().count().rows == unguarded_count  # Plan.count: viewer-level
 
     refusals = {
         "to_arrow": lambda: plan.to_arrow(limit=1),
@@ -86,6 +87,7 @@ def test_a_viewer_gets_plans_and_counts_but_no_row_value(demo_warehouse: Path) -
         "filtered count": lambda: list(
             viewer.scan("balance > 10").plan().to_batches(columns=[], metadata_columns=["_pos"])
         ),
+        "filtered Plan.count": lambda: viewer.scan("balance > 10").plan().count(),
         "sql": lambda: run_sql(viewer, "SELECT account_id FROM rows LIMIT 1"),
         "sql *": lambda: run_sql(viewer, "SELECT * FROM rows LIMIT 1"),
         "sql filtered count": lambda: run_sql(
