@@ -59,14 +59,18 @@ class _Done:
 
 
 class _TaskQueue:
-    """One task's batches, produced on a pool thread, bounded by bytes."""
+    """One task's batches, produced on a pool thread, bounded by bytes.
 
-    def __init__(self, budget: int, stop: threading.Event) -> None:
+    The queues of one read share ``changed``, so an unordered reader can wait for a batch
+    from any of them.
+    """
+
+    def __init__(self, budget: int, stop: threading.Event, changed: threading.Condition) -> None:
         self._items: deque[pa.RecordBatch | _Done] = deque()
         self._bytes = 0
         self._budget = budget
         self._stop = stop
-        self._changed = threading.Condition()
+        self._changed = changed
 
     def _stopping(self) -> bool:
         return self._stop.is_set() or not threading.main_thread().is_alive()
@@ -90,14 +94,35 @@ class _TaskQueue:
             self._changed.notify_all()
 
     def take(self) -> pa.RecordBatch | _Done:
+        """The next item, waiting for one."""
         with self._changed:
             while not self._items:
                 self._changed.wait(_WAIT_S)
-            item = self._items.popleft()
-            if isinstance(item, pa.RecordBatch):
-                self._bytes -= item.nbytes
-            self._changed.notify_all()
-            return item
+            return self.pop_ready()
+
+    def ready(self) -> bool:
+        """Whether an item waits (the caller holds the shared lock)."""
+        return bool(self._items)
+
+    def pop_ready(self) -> pa.RecordBatch | _Done:
+        """The next item (the caller holds the lock and has seen one)."""
+        item = self._items.popleft()
+        if isinstance(item, pa.RecordBatch):
+            self._bytes -= item.nbytes
+        self._changed.notify_all()
+        return item
+
+
+def _take_any(
+    pending: deque[_TaskQueue], changed: threading.Condition
+) -> tuple[_TaskQueue, pa.RecordBatch | _Done]:
+    """The first item ready in any queue (earliest task first), waiting for one."""
+    with changed:
+        while True:
+            for queue in pending:
+                if queue.ready():
+                    return queue, queue.pop_ready()
+            changed.wait(_WAIT_S)
 
 
 def _produce(
@@ -125,16 +150,24 @@ def read_in_parallel(
     tasks: Iterator[FileScanTask],
     threads: int,
     budget: int | None = None,
+    *,
+    ordered: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """``read_one`` of every task on ``threads`` threads, batches in task order.
 
     ``threads + 1`` tasks are read at a time (one waiting while each thread reads), each
     with an equal share of ``budget`` (default :data:`BUDGET_BYTES`). Close the generator
     to stop early (``read_tasks`` does when a limit is reached).
+
+    ``ordered=False`` gives each batch as soon as any task has one (a task's own batches
+    still in file order), so a slow file does not hold back the others: the same rows, in
+    another order, for a caller that does not need the order (a count, an aggregate). A
+    finished task's place in the window is taken by the next task at once.
     """
     window = threads + 1
     share = max((BUDGET_BYTES if budget is None else budget) // window, 1)
     stop = threading.Event()
+    changed = threading.Condition()
     pending: deque[_TaskQueue] = deque()
     pool = ThreadPoolExecutor(threads, thread_name_prefix="icecore-read")
 
@@ -143,18 +176,21 @@ def read_in_parallel(
             task = next(tasks, None)
             if task is None:
                 return
-            queue = _TaskQueue(share, stop)
+            queue = _TaskQueue(share, stop, changed)
             pool.submit(_produce, read_one, task, queue, stop)
             pending.append(queue)
 
     try:
         fill()
         while pending:
-            item = pending[0].take()
+            if ordered:
+                queue, item = pending[0], pending[0].take()
+            else:
+                queue, item = _take_any(pending, changed)
             if isinstance(item, _Done):
                 if item.error is not None:
                     raise item.error
-                pending.popleft()
+                pending.remove(queue)
                 fill()
                 continue
             yield item

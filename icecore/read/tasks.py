@@ -212,6 +212,7 @@ def read_tasks(
     batch_size: int = DEFAULT_BATCH_SIZE,
     case_sensitive: bool = False,
     threads: int | None = None,
+    ordered: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """Stream the live rows of scan tasks: projected, deletes applied, residual filtered.
 
@@ -237,6 +238,9 @@ def read_tasks(
         batch_size: rows decoded per batch.
         case_sensitive: whether ``columns`` must match case.
         threads: threads reading tasks at once (None: ``ICECORE_READ_THREADS`` or the CPUs).
+        ordered: give batches in task order (the serial reader's, so a ``limit`` keeps the
+            same first rows); False gives them as files finish, the same rows in another
+            order, for callers that do not need it (counts, aggregates).
 
     Yields:
         record batches with the schema :func:`arrow_schema_for` gives.
@@ -285,13 +289,13 @@ def read_tasks(
     remaining = limit
     threads = read_threads() if threads is None else max(threads, 1)
     second = next(task_iter, None) if threads > 1 else None
-    ordered: Iterator[FileScanTask] = itertools.chain(
+    ordered_tasks: Iterator[FileScanTask] = itertools.chain(
         [t for t in (first, second) if t is not None], task_iter
     )
     found: Iterator[pa.RecordBatch] = (
-        read_in_parallel(functools.partial(_read_one, ctx), ordered, threads)
+        read_in_parallel(functools.partial(_read_one, ctx), ordered_tasks, threads, ordered=ordered)
         if second is not None
-        else _read_serially(ctx, ordered)
+        else _read_serially(ctx, ordered_tasks)
     )
     # Closed explicitly, so files left mid-way when the limit is reached (or when the caller
     # stops early) release their readers, and reading threads stop, here.

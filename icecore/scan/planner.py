@@ -275,8 +275,13 @@ class Plan:
         columns: Sequence[str] | None = None,
         limit: int | None = None,
         metadata_columns: Sequence[str] = (),
+        *,
+        ordered: bool = True,
     ) -> Iterator[pa.RecordBatch]:
         """Stream the rows of the plan (deletes and residual applied) as record batches.
+
+        Files are read on several threads (:mod:`icecore.read.parallel`); ``ordered=False``
+        gives batches as files finish (same rows, another order: counts, aggregates).
 
         Checked first, before a file is opened (:meth:`read_schema`): rows need the reader
         role and never hold a masked column.
@@ -294,6 +299,7 @@ class Plan:
             name_mapping=self.name_mapping,
             partition_type=self.partition_type,
             limit=limit,
+            ordered=ordered,
         )
 
     def count(self, *, read_bound: int | None = None) -> RowCount:
@@ -314,10 +320,12 @@ class Plan:
         columns: Sequence[str] | None = None,
         limit: int | None = None,
         metadata_columns: Sequence[str] = (),
+        *,
+        ordered: bool = True,
     ) -> pa.Table:
         """The rows of the plan as one Arrow table (deletes and residual applied)."""
         schema = self.arrow_schema(columns, metadata_columns)
-        batches = list(self.to_batches(columns, limit, metadata_columns))
+        batches = list(self.to_batches(columns, limit, metadata_columns, ordered=ordered))
         return pa.Table.from_batches(batches, schema=schema)
 
 

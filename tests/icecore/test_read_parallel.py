@@ -40,6 +40,13 @@ def _reading_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("icecore-read")]
 
 
+def _sort_keys(batches: list[pa.RecordBatch]) -> list[tuple[str, str]]:
+    """Every column of plain type, ascending: a total order on the fixtures' rows."""
+    schema = batches[0].schema
+    plain = [f.name for f in schema if not pa.types.is_nested(f.type)]
+    return [(name, "ascending") for name in plain]
+
+
 def _table(warehouse: Path, name: str) -> Table:
     return icecore.load_table(f"{warehouse}::{name}")
 
@@ -79,6 +86,11 @@ def test_parallel_batches_are_the_serial_batches(
     # A budget smaller than a batch: every queue holds one batch at a time, still in order.
     monkeypatch.setattr(parallel, "BUDGET_BYTES", 1)
     assert read(2) == serial
+    # Unordered: the same rows, each task's own rows still in file order.
+    unordered = read(2, ordered=False)
+    assert pa.Table.from_batches(unordered).sort_by(_sort_keys(serial)).to_pylist() == (
+        pa.Table.from_batches(serial).sort_by(_sort_keys(serial)).to_pylist()
+    )
     limited = read(2, limit=10)
     assert pa.Table.from_batches(limited).to_pylist() == (
         pa.Table.from_batches(serial).slice(0, 10).to_pylist()
@@ -123,3 +135,22 @@ def test_read_threads_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     assert parallel.read_threads() == 3
     monkeypatch.setenv(parallel.THREADS_ENV, "many")
     assert 1 <= parallel.read_threads() <= parallel.MAX_THREADS
+
+
+def test_unordered_gives_a_ready_task_before_a_slow_earlier_one() -> None:
+    """``ordered=False``: batches of a finished later task are not held behind a slow first."""
+    first_may_finish = threading.Event()
+    tasks: list[Any] = ["slow", "fast"]
+
+    def read_one(task: Any) -> Any:
+        if task == "slow":
+            # Waits for the consumer to have seen the fast task's batch (or gives up).
+            first_may_finish.wait(10)
+        yield pa.record_batch({"task": [task]})
+
+    got = []
+    for batch in parallel.read_in_parallel(read_one, iter(tasks), 2, ordered=False):
+        got.append(batch.column(0)[0].as_py())
+        first_may_finish.set()
+    assert got == ["fast", "slow"]
+    assert _reading_threads() == []
