@@ -137,6 +137,7 @@ def count_rows(plan: Plan, *, read_bound: int | None = None) -> RowCount:
                 columns=[],
                 name_mapping=plan.name_mapping,
                 partition_type=plan.partition_type,
+                ordered=False,  # a sum: any order, no file waits behind a slow one
             )
         )
     return RowCount(rows, meta_files, by_deletes, len(to_read))
