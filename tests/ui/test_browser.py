@@ -180,7 +180,7 @@ def test_an_analyst_walks_from_a_table_to_time_travel(
     box.press("Enter")
     _settle(page)
     assert "filter=fare+%3E+30" in page.url
-    page.get_by_role("button", name="Count rows returned (reads the planned files)").click()
+    page.get_by_role("button", name="Count rows returned").click()
     _settle(page)
     expected = spark_count(
         spark, f"SELECT count(*) FROM icecore.demo.trips VERSION AS OF {tag} WHERE {FILTER}"

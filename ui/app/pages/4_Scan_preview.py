@@ -112,7 +112,17 @@ may_count = reads_rows or not selection.filter  # a filtered count depends on va
 if not may_count:
     st.caption("Counting the rows a filter keeps reads their values: it needs the reader role.")
 if may_count and (
-    st.button("Count rows returned (reads the planned files)", key="scan_count") or counted
+    st.button(
+        "Count rows returned",
+        key="scan_count",
+        help=(
+            "Spark's count(*) for this snapshot and filter. Files without deletes under a "
+            "filter their partition decides are counted from the manifests, files with only "
+            "position deletes or deletion vectors from those; only files under equality "
+            "deletes or a filter on values are read."
+        ),
+    )
+    or counted
 ):
     st.session_state["scan_counted"] = (location, point.key, selection.filter)
     try:
