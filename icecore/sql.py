@@ -31,6 +31,7 @@ outlives the time limit by more than a grace period.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -445,8 +446,11 @@ def run_sql(
         if pushed is not None:
             # The query's WHERE, where it means the same as a filter, planned with the
             # scan's own: fewer files read, fewer rows sent; DuckDB still applies it all.
+            # A pushed filter that Icecore refuses (past a filter's size bound, say) is
+            # only a lost shortcut: the query runs on the scan as it was.
             both = pushed if filter is None else f"({filter}) AND ({pushed})"
-            planned = TableScan(table, both, at=point()).plan().with_access(access, what)
+            with contextlib.suppress(IcecoreError):
+                planned = TableScan(table, both, at=point()).plan().with_access(access, what)
         columns = rows_columns(visible, sql)
         extra = [] if columns is None or columns else ["_pos"]  # DuckDB wants a column
         schema = planned.arrow_schema(columns, extra)

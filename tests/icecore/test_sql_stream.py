@@ -139,3 +139,18 @@ def test_a_pushed_where_prunes_files(
     assert read[-1] == table.scan(filter=where).plan().data_files
     expected = spark.sql(f"SELECT count(*) AS n FROM icecore.demo.trips WHERE {where}").collect()
     assert got == [{"n": expected[0].n}]
+
+
+@pytest.mark.spark
+def test_a_pushed_filter_icecore_refuses_only_loses_the_shortcut(
+    demo_warehouse: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pushing is an optimisation: a pushed filter that does not parse changes no answer."""
+    import icecore.sql
+
+    monkeypatch.setattr(icecore.sql, "pushed_filter", lambda sql, schema: "vendor_id = (((")
+    table = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    where = "vendor_id = 2"
+    got = run_sql(table, f"SELECT count(*) AS n FROM rows WHERE {where}").to_pylist()
+    expected = spark.sql(f"SELECT count(*) AS n FROM icecore.demo.trips WHERE {where}").collect()
+    assert got == [{"n": expected[0].n}]
