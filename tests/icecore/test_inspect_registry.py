@@ -60,7 +60,7 @@ def test_the_cli_refuses_an_unknown_kind_in_one_sentence_naming_every_kind(
 def test_user_sql_offers_every_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     offered: dict[str, Any] = {}
 
-    def capture(sql: str, sources: Mapping[str, Any], limits: Any = None) -> pa.Table:
+    def capture(sql: str, sources: Mapping[str, Any], limits: Any = None, **_: Any) -> pa.Table:
         offered.update(sources)
         return pa.table({"n": [0]})
 
