@@ -104,6 +104,7 @@ def count_rows(plan: Plan, *, read_bound: int | None = None) -> RowCount:
     from_metadata = pc.and_(whole, no_deletes)
     rows = int(pc.sum(pc.filter(records, from_metadata)).as_py() or 0)
     meta_files = int(pc.sum(from_metadata.cast("int64")).as_py() or 0)
+    kept_whole = np.asarray(whole.to_numpy(zero_copy_only=False), bool)
     others = np.flatnonzero(~np.asarray(from_metadata.to_numpy(zero_copy_only=False), bool))
     if not len(others):
         return RowCount(rows, meta_files, 0, 0)
@@ -114,7 +115,7 @@ def count_rows(plan: Plan, *, read_bound: int | None = None) -> RowCount:
     by_positions: list[FileScanTask] = []
     for i in others.tolist():
         task = tasks[i]
-        if not isinstance(task.residual, AlwaysTrue) or any(
+        if not kept_whole[i] or any(
             d.content is DataFileContent.EQUALITY_DELETES for d in task.delete_files
         ):
             to_read.append(task)
