@@ -138,6 +138,10 @@ def read_footer(io: FileIO, path: str, file_size: int | None = None) -> PuffinFo
     )
 
 
+_SIGN_BIT = 1 << 63
+"""Positions at or past this are negative as a signed long (Puffin: the MSB must be 0)."""
+
+
 def deserialize_deletion_vector(blob: bytes, where: str) -> BitMap64:
     """Decode a ``deletion-vector-v1`` blob (Puffin spec) into a 64-bit Roaring bitmap.
 
@@ -146,8 +150,8 @@ def deserialize_deletion_vector(blob: bytes, where: str) -> BitMap64:
         where: the file (and offset) the blob came from, for error messages.
 
     Raises:
-        InvalidMetadata: the blob is truncated, its length, magic or CRC-32 is wrong, or the
-            bitmap cannot be decoded.
+        InvalidMetadata: the blob is truncated, its length, magic or CRC-32 is wrong, the
+            bitmap cannot be decoded, or it holds a position with the most significant bit set.
     """
     if len(blob) < 12:
         raise InvalidMetadata(f"Deletion vector in {where} is truncated ({len(blob)} bytes).")
@@ -170,9 +174,17 @@ def deserialize_deletion_vector(blob: bytes, where: str) -> BitMap64:
             f"(stored {expected_crc:08x}, computed {actual_crc:08x})."
         )
     try:
-        return BitMap64.deserialize(body[4:])
+        bitmap = BitMap64.deserialize(body[4:])
     except (ValueError, OverflowError) as e:
         raise InvalidMetadata(f"Deletion vector in {where} is not a Roaring bitmap: {e}.") from e
+    if bitmap and bitmap.max() >= _SIGN_BIT:
+        # "The vector supports positive 64-bit positions (the most significant bit must be
+        # 0)": a row position is a signed long in every engine, so such a vector is corrupt.
+        raise InvalidMetadata(
+            f"Deletion vector in {where} holds position {bitmap.max()}, which has the most "
+            "significant bit set (the Puffin spec allows only positive 64-bit positions)."
+        )
+    return bitmap
 
 
 def read_deletion_vector(io: FileIO, delete_file: DataFile) -> BitMap64:

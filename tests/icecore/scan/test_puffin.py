@@ -113,6 +113,16 @@ def test_corrupt_blob(tmp_path: Path, offset: int, message: str) -> None:
         read_deletion_vector(FileIO(), f)
 
 
+def test_position_with_the_sign_bit_is_refused(tmp_path: Path) -> None:
+    # Puffin spec: "positive 64-bit positions (the most significant bit must be 0)". Such a
+    # vector once reached the reader and failed there with an Arrow overflow; it is corrupt.
+    f = puffin_file(tmp_path / "dv.puffin", hand_blob([1, 2**63 + 7]))
+    with pytest.raises(InvalidMetadata, match=r"dv.puffin.*9223372036854775815.*most significant"):
+        read_deletion_vector(FileIO(), f)
+    edge = puffin_file(tmp_path / "edge.puffin", hand_blob([0, 1, 2, 2**63 - 1]))
+    assert list(deletion_vector_positions(FileIO(), edge)) == [0, 1, 2, 2**63 - 1]
+
+
 def test_truncated_and_missing(tmp_path: Path) -> None:
     f = puffin_file(tmp_path / "dv.puffin", hand_blob(POSITIONS))
     Path(f.file_path).write_bytes(Path(f.file_path).read_bytes()[:20])
