@@ -113,6 +113,35 @@ def test_pushed_filter_keeps_only_conjuncts_that_mean_the_same(trips_schema: Any
     )
 
 
+HOSTILE_STRINGS = (
+    r"'a\b'",  # DuckDB keeps a backslash as it is; Spark's text escapes it
+    "'it''s'",
+    r"'ends with \'",
+    r"'x\nq\t%_'",  # escapes that are not escapes in DuckDB, LIKE wildcards
+    "'café \U0001f600'",
+    "''",
+)
+
+
+@pytest.mark.parametrize("literal", HOSTILE_STRINGS)
+def test_a_pushed_string_literal_is_the_value_duckdb_compares(literal: str) -> None:
+    # The pushed conjunct is rendered as Spark SQL text and parsed again as a filter: the
+    # value it compares must be the very string DuckDB reads from the query, or the scan
+    # would drop rows DuckDB keeps (a wrong answer, not a slow one).
+    import duckdb
+
+    from icecore.expressions.model import UnboundPredicate
+    from icecore.expressions.parser import parse_filter, pushable_where
+
+    sql = f"SELECT * FROM rows WHERE s = {literal}"
+    pushed = pushable_where(sql, "rows", {"s": "string"})
+    assert pushed is not None
+    parsed = parse_filter(pushed)
+    assert isinstance(parsed, UnboundPredicate)
+    (value,) = (lit.value for lit in parsed.literals)
+    assert value == duckdb.connect().execute(f"SELECT {literal}").fetchall()[0][0]
+
+
 @pytest.fixture(scope="module")
 def trips_schema(demo_warehouse: Path) -> Any:
     return icecore.load_table(f"{demo_warehouse}::demo.trips").resolve().schema
