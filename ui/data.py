@@ -40,6 +40,7 @@ from icecore.partitioning import PartitionSpec
 from icecore.point_in_time import At, PointKey, Resolved
 from icecore.progress import reporting
 from icecore.row_access import masked_partition_fields, require_rows
+from icecore.scan.count import RowCount
 from icecore.scan.planner import Plan
 from icecore.sql import ROWS_TABLE, run_sql
 from icecore.table import Table, load_table_at
@@ -471,10 +472,11 @@ def _preview(
     return found.to_arrow(columns=list(columns) if columns is not None else None, limit=limit)
 
 
-def matching_rows(location: str, point: Resolved, filter: str | None, table: Table) -> int:
+def matching_rows(location: str, point: Resolved, filter: str | None, table: Table) -> RowCount:
     """How many rows the scan returns, deletes and filter applied (the plan's count).
 
-    Read only where metadata cannot decide it (:mod:`icecore.scan.count`).
+    Read only where metadata cannot decide it (:mod:`icecore.scan.count`); the count says
+    how many files were counted from manifests, from delete files, and read.
 
     Without a filter a viewer may have it (positions, not values); with one it needs the
     reader role (:mod:`icecore.row_access`).
@@ -485,8 +487,8 @@ def matching_rows(location: str, point: Resolved, filter: str | None, table: Tab
 @st.cache_data(max_entries=32, show_spinner="Counting the rows…", hash_funcs=BY_POINT)
 def _matching_rows(
     location: str, point: Resolved, filter: str | None, rights: AccessKey, _table: Table
-) -> int:
-    return _plan_of(location, point, filter, _table).count().rows
+) -> RowCount:
+    return _plan_of(location, point, filter, _table).count()
 
 
 @st.cache_data(max_entries=32, show_spinner="Reading data files with deletes applied…")

@@ -25,6 +25,7 @@ from icecore.layout import content_name
 from icecore.manifest import DataFile, ManifestContent, ManifestFile
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
+from icecore.scan.count import RowCount
 from icecore.scan.planner import Plan
 
 MAX_ITEMS = 500
@@ -234,6 +235,20 @@ def count_of(n: int, noun: str) -> str:
 
 
 _UNITS_MS = (("day", 86_400_000), ("hour", 3_600_000), ("minute", 60_000), ("second", 1_000))
+
+
+def count_sources(count: RowCount) -> str:
+    """How a row count was made, in one line: which planned files were read, which not.
+
+    A count from metadata is exact only where it may be (``icecore.scan.count``); saying
+    how many files each way lets a data owner see why a count was quick or slow.
+    """
+    parts = [
+        count_of(count.from_metadata_files, "file") + " counted from manifests",
+        count_of(count.from_delete_files, "file") + " from their delete files",
+        count_of(count.read_files, "file") + " read",
+    ]
+    return "Counted: " + ", ".join(parts) + "."
 
 
 def duration_text(ms: int | None, unset: str = EMPTY) -> str:

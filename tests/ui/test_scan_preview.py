@@ -54,6 +54,12 @@ def test_a_filtered_scan_shows_the_report_and_sparks_rows(
     at.button(key="scan_count").click().run()
     no_problems(at)
     assert number(metrics(at)["Rows returned (deletes and filter applied)"]) == expected
+    # How it was counted: every planned file one way or another (the planned files are
+    # Java's, checked above), and the filter on values reads at least one file.
+    (how,) = [c.value for c in at.caption if c.value.startswith("Counted:")]
+    ways = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) files?", how)]
+    assert len(ways) == 3 and sum(ways) == report.data_files_planned, how
+    assert ways[2] >= 1, how
     (funnel,) = figures(at)
     rows = next(t for t in funnel["data"] if t["name"] == "Rows")
     assert rows["x"] == [report.rows, report.rows_planned, expected]

@@ -22,7 +22,7 @@ from ui.shell import (
     show_error,
     stop,
 )
-from ui.views import MAX_TEXT, clip
+from ui.views import MAX_TEXT, clip, count_sources
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 100_000
@@ -133,9 +133,12 @@ if may_count and (
 else:
     matching = None
 if matching is not None:
-    count_metric(st, "Rows returned (deletes and filter applied)", matching)
+    count_metric(st, "Rows returned (deletes and filter applied)", matching.rows)
+    st.caption(count_sources(matching))
 st.plotly_chart(
-    figures.funnel_figure(figures.funnel_stages(counts, matching)),
+    figures.funnel_figure(
+        figures.funnel_stages(counts, matching.rows if matching is not None else None)
+    ),
     key="scan_funnel",
     width="stretch",
 )
