@@ -633,6 +633,30 @@ def apply_view_updates(
     )
 
 
+def new_view_metadata(
+    location: str,
+    schema: Schema,
+    version: ViewVersion,
+    properties: Mapping[str, str] | None = None,
+) -> ViewMetadata:
+    """A new view's metadata (REST ``CreateViewRequest``): a fresh uuid, the schema, the version.
+
+    The version is made to use the schema (its ``schema-id`` as the request gave it is
+    replaced), as Iceberg Java's ``setCurrentVersion(version, schema)`` does.
+    """
+    return apply_view_updates(
+        None,
+        [
+            AssignUUID(str(uuid_module.uuid4())),
+            SetProperties(dict(properties or {})),
+            AddSchema(schema, None),
+            AddViewVersion(replace(version, schema_id=LAST_ADDED)),
+            SetCurrentViewVersion(LAST_ADDED),
+        ],
+        location=location,
+    )
+
+
 __all__ = [
     "VERSION_HISTORY_SIZE",
     "VIEW_FORMAT_VERSION",
@@ -645,6 +669,7 @@ __all__ = [
     "ViewUpdate",
     "ViewVersion",
     "apply_view_updates",
+    "new_view_metadata",
     "parse_view_metadata",
     "representation_from_json",
     "serialize_view_metadata",
