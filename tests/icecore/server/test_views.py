@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import requests
 
+from icecore.catalog.base import TableIdentifier
+from icecore.errors import NotFound
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 
 pyiceberg = pytest.importorskip("pyiceberg")
@@ -200,3 +202,22 @@ def test_rename_view(server: RestServer, client: RestCatalog) -> None:
     )
     assert taken.status_code == 409
     assert taken.json()["error"]["type"] == "AlreadyExistsException"
+
+
+def test_icecores_client_lists_and_loads_views_of_a_rest_catalog(
+    server: RestServer, client: RestCatalog
+) -> None:
+    from icecore.catalog import load_catalog
+
+    client.create_namespace("other")
+    client.create_view("other.seen", SCHEMA, _version("SELECT id FROM db.trips"))
+    catalog = load_catalog(server.url)
+    assert catalog.kind == "rest"
+    assert catalog.list_views(("other",)) == [TableIdentifier(("other",), "seen")]
+    assert TableIdentifier(("other",), "seen") in catalog.list_views()
+    view = catalog.load_view("other.seen")
+    assert view.metadata.current_version.sql("spark") == "SELECT id FROM db.trips"
+    pyiceberg_view = client.load_view("other.seen")
+    assert view.metadata.view_uuid == pyiceberg_view.metadata.view_uuid
+    with pytest.raises(NotFound):
+        catalog.load_view("other.missing")
