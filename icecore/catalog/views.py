@@ -188,9 +188,22 @@ class SqlViews:
     def _key(self, identifier: TableIdentifier) -> tuple[str, str, str]:
         return (self.catalog.catalog_name, ".".join(identifier.namespace), identifier.name)
 
+    def _can_hold_views(self) -> bool:
+        """Whether ``iceberg_type`` exists, asked again while it did not.
+
+        Another writer (Spark's JdbcCatalog with ``jdbc.schema-version=V1``, another
+        server) may add the column after this catalog was opened; from then on its table
+        listings leave views out too.
+        """
+        if not self.catalog._has_type_column:
+            self.catalog._has_type_column = "iceberg_type" in self.catalog._columns(
+                "iceberg_tables"
+            )
+        return self.catalog._has_type_column
+
     def list_views(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
         """Rows of ``iceberg_type`` VIEW (none in a V0 catalog, which cannot hold views)."""
-        if not self.catalog._has_type_column:
+        if not self._can_hold_views():
             return []
         sql = (
             "SELECT table_namespace, table_name FROM iceberg_tables WHERE catalog_name = ? "
@@ -211,7 +224,7 @@ class SqlViews:
                 "AND table_namespace = ? AND table_name = ? AND iceberg_type = 'VIEW'",
                 self._key(identifier),
             )
-            if self.catalog._has_type_column
+            if self._can_hold_views()
             else []
         )
         if not rows or rows[0][0] is None:

@@ -245,3 +245,18 @@ def test_drop_rename_and_register(case: Case) -> None:
     case.create_table(TableIdentifier(DB, "trips"))
     with pytest.raises(AlreadyExists):
         case.store.rename_view(moved, TableIdentifier(DB, "trips"))
+
+
+def test_a_catalog_opened_before_views_existed_sees_them(tmp_path: Path) -> None:
+    db = create_sqlite_catalog(tmp_path / "catalog.db")
+    early, writer = SqlCatalog(db), SqlCatalog(db)  # both opened on the V0 schema
+    SqlCatalogAdmin(writer).create_namespace(DB, {})
+    ident = TableIdentifier(DB, "recent")
+    writer.view_store().create_view(
+        ident,
+        new_view_metadata(
+            str(tmp_path / "db" / "recent"), schema_from_json(SCHEMA), version("SELECT 1")
+        ),
+    )
+    assert early.list_views(DB) == [ident]
+    assert early.list_tables(DB) == []  # the view's row is not taken for a table
