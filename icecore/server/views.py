@@ -133,16 +133,24 @@ class ViewRoutes:
             return
         check_no_case_twin(identifier.name, [n for n in beside if n != replacing], "view")
 
-    def _check_locations(self, identifier: TableIdentifier, metadata: ViewMetadata) -> None:
-        """The view's location and metadata folder below the served roots (403 otherwise)."""
-        try:
-            under = self.service.backend.namespace_properties(identifier.namespace).get("location")
-        except NotFound:
-            under = None
+    def _check_locations(
+        self, identifier: TableIdentifier, metadata: ViewMetadata, *, new: bool = False
+    ) -> None:
+        """The view's location and metadata folder below the served roots (403 otherwise).
+
+        A new view's location must also lie below its namespace's ``location``, as a new
+        table's (:meth:`CatalogService._require_new_location`).
+        """
+        under = None
+        if new:
+            try:
+                props = self.service.backend.namespace_properties(identifier.namespace)
+                under = props.get("location") or None
+            except NotFound:
+                under = None
         locations = self.service.locations
-        locations.require(plain_text(metadata.location, "'location'"), "the view's location")
-        if under and metadata.location != self._default_location(identifier):
-            locations.require(metadata.location, "the view's location", under=under)
+        location = plain_text(metadata.location, "'location'")
+        locations.require(location, "the view's location", under=under)
         path = metadata.properties.get(METADATA_PATH)
         if path:
             locations.require(plain_text(path, METADATA_PATH), f"the view's {METADATA_PATH}")
@@ -227,7 +235,7 @@ class ViewRoutes:
             )
         except InvalidMetadata as e:
             raise bad_request(str(e)) from None
-        self._check_locations(identifier, metadata)
+        self._check_locations(identifier, metadata, new=True)
         self._name_taken(identifier)
         created = self.service._recorded(
             call,

@@ -11,6 +11,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,3 +222,31 @@ def test_icecores_client_lists_and_loads_views_of_a_rest_catalog(
     assert view.metadata.view_uuid == pyiceberg_view.metadata.view_uuid
     with pytest.raises(NotFound):
         catalog.load_view("other.missing")
+
+
+def test_a_view_location_outside_the_served_locations_is_refused(
+    server: RestServer, client: RestCatalog, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    body = {
+        "name": "stray",
+        "location": str(outside),
+        "schema": {"type": "struct", "schema-id": 0, "fields": []},
+        "view-version": {
+            "version-id": 1,
+            "schema-id": 0,
+            "timestamp-ms": 1,
+            "summary": {},
+            "default-namespace": ["db"],
+            "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}],
+        },
+        "properties": {},
+    }
+    answer = requests.post(f"{server.url}/v1/namespaces/db/views", json=body, timeout=10)
+    assert answer.status_code == 403, answer.text
+    assert not outside.exists()
+    props = {**body, "location": None, "properties": {"write.metadata.path": str(outside)}}
+    answer = requests.post(f"{server.url}/v1/namespaces/db/views", json=props, timeout=10)
+    assert answer.status_code == 403, answer.text
+    assert not outside.exists()
+    assert not client.view_exists("db.stray")
