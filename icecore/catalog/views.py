@@ -644,6 +644,25 @@ def describe_view(catalog: Any, view: View) -> dict[str, Any]:
     }
 
 
+def views_reading(catalog: Any, identifier: TableIdentifier) -> list[TableIdentifier]:
+    """The views of ``catalog`` whose current SQL reads ``identifier`` (lineage, one catalog).
+
+    For a table's (or view's) page: every view is loaded and its reads parsed
+    (:func:`view_reads`); a view that cannot be loaded or parsed is left out.
+    """
+    wanted = str(identifier)
+    names = [getattr(catalog, "config_name", None) or ""]
+    found: list[TableIdentifier] = []
+    for ident in catalog.list_views():
+        try:
+            view = catalog.load_view(ident)
+        except IcecoreError:
+            continue
+        if wanted in (view_reads(view.metadata.current_version, names) or []):
+            found.append(ident)
+    return found
+
+
 def view_store_for(catalog: Any) -> ViewStore | None:
     """The view store of ``catalog`` (unwrapping a guard), or None when it holds no views."""
     inner = getattr(catalog, "inner", catalog)
@@ -666,4 +685,5 @@ __all__ = [
     "view_reads",
     "view_sql",
     "view_store_for",
+    "views_reading",
 ]

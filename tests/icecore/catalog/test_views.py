@@ -22,7 +22,7 @@ from icecore.catalog.base import CatalogBase, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.filesystem_admin import FilesystemCatalogAdmin
 from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin, create_sqlite_catalog
-from icecore.catalog.views import ViewStore, commit_view_updates, view_store_for
+from icecore.catalog.views import ViewStore, commit_view_updates, view_store_for, views_reading
 from icecore.errors import AlreadyExists, CommitConflict, NotFound
 from icecore.metadata.builder import encode_metadata
 from icecore.metadata.updates import SetProperties
@@ -260,3 +260,16 @@ def test_a_catalog_opened_before_views_existed_sees_them(tmp_path: Path) -> None
     )
     assert early.list_views(DB) == [ident]
     assert early.list_tables(DB) == []  # the view's row is not taken for a table
+
+
+def test_views_reading_a_table(case: Case) -> None:
+    case.create_namespace(DB)
+    case.create_table(TableIdentifier(DB, "trips"))
+    case.create_view(TableIdentifier(DB, "by_name"), "SELECT * FROM db.trips")
+    case.create_view(TableIdentifier(DB, "by_default"), "SELECT count(*) FROM trips")
+    case.create_view(TableIdentifier(DB, "other"), "SELECT * FROM db.zones")
+    case.create_view(TableIdentifier(DB, "broken"), "SELECT (")
+    assert views_reading(case.catalog, TableIdentifier(DB, "trips")) == [
+        TableIdentifier(DB, "by_default"),
+        TableIdentifier(DB, "by_name"),
+    ]
