@@ -250,3 +250,33 @@ def test_a_view_location_outside_the_served_locations_is_refused(
     assert answer.status_code == 403, answer.text
     assert not outside.exists()
     assert not client.view_exists("db.stray")
+
+
+def test_a_warehouse_folder_served_keeps_views_in_its_hidden_folder(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    warehouse.mkdir()
+    folder_server = start_server(warehouse, catalog=str(warehouse))
+    try:
+        peer = RestCatalog("folder", uri=folder_server.url)
+        peer.create_namespace("db")
+        peer.create_table("db.trips", schema=SCHEMA)
+        peer.create_view("db.recent", SCHEMA, _version("SELECT * FROM db.trips"))
+        assert peer.list_views("db") == [("db", "recent")]
+        assert peer.list_tables("db") == [("db", "trips")]
+        assert (warehouse / "db" / ".views" / "recent" / "metadata" / "v1.metadata.json").is_file()
+        answer = _replace(folder_server.url, "recent", "SELECT 2", None)
+        assert answer.status_code == 200, answer.text
+        assert (warehouse / "db" / ".views" / "recent" / "metadata" / "v2.metadata.json").is_file()
+        renamed = requests.post(
+            f"{folder_server.url}/v1/views/rename",
+            json={
+                "source": {"namespace": ["db"], "name": "recent"},
+                "destination": {"namespace": ["db"], "name": "other"},
+            },
+            timeout=10,
+        )
+        assert renamed.status_code == 406  # a folder view's metadata names its folder
+        peer.drop_view("db.recent")
+        assert peer.list_views("db") == []
+    finally:
+        stop_server(folder_server)
