@@ -280,3 +280,32 @@ def test_a_warehouse_folder_served_keeps_views_in_its_hidden_folder(tmp_path: Pa
         assert peer.list_views("db") == []
     finally:
         stop_server(folder_server)
+
+
+def test_views_on_a_served_postgresql_catalog(pg_server: Any, tmp_path: Path) -> None:
+    import uuid as uuid_module
+
+    from tests.pg_server import with_catalog_tables
+
+    uri = with_catalog_tables(pg_server.create_database(f"v_{uuid_module.uuid4().hex[:8]}"))
+    bare = uri.replace(f":{pg_server.password}@", "@") + "?catalog=pgviews"
+    tables = tmp_path / "wh" / "tables"
+    pg_served = start_server(
+        tmp_path / "wh",
+        "--allow-location",
+        str(tables),
+        catalog=bare,
+        env={"PGPASSWORD": pg_server.password},
+    )
+    try:
+        peer = RestCatalog("pg", uri=pg_served.url)
+        peer.create_namespace("db", {"location": str(tables / "db")})
+        peer.create_view("db.recent", SCHEMA, _version("SELECT 1"))
+        assert peer.list_views("db") == [("db", "recent")]
+        assert _replace(pg_served.url, "recent", "SELECT 2", None).status_code == 200
+        assert len(peer.load_view("db.recent").metadata.versions) == 2
+        assert next((tables / "db" / "recent" / "metadata").glob("00001-*.metadata.json"))
+        peer.drop_view("db.recent")
+        assert peer.list_views("db") == []
+    finally:
+        stop_server(pg_served)
