@@ -81,7 +81,13 @@ def cmd_views(args: argparse.Namespace) -> list[dict[str, Any]]:
     from icecore.catalog.views import view_entry
 
     catalog = load_catalog(args.catalog)
-    return [view_entry(catalog.load_view(ident)) for ident in catalog.list_views()]
+    out: list[dict[str, Any]] = []
+    for ident in catalog.list_views():
+        try:
+            out.append(view_entry(catalog.load_view(ident)))
+        except IcecoreError as e:  # one unreadable view does not hide the others
+            out.append({"view": str(ident), "error": str(e)})
+    return out
 
 
 def cmd_view(args: argparse.Namespace) -> dict[str, Any]:

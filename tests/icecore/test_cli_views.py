@@ -104,3 +104,14 @@ def test_referenced_tables_parses_per_dialect() -> None:
     assert referenced_tables("SELECT * FROM b JOIN a ON true JOIN b ON true") == [("a",), ("b",)]
     assert referenced_tables("SELECT (", "spark") is None
     assert referenced_tables("SELECT * FROM s.t", "no-such-dialect") == [("s", "t")]
+
+
+def test_an_unreadable_view_is_listed_with_its_error(
+    catalog_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listed = _run(capsys, "views", catalog_uri)
+    broken = next(v for v in listed if v["view"] == "db.nested")
+    Path(broken["metadata_location"]).write_text("{not json")
+    again = {v["view"]: v for v in _run(capsys, "views", catalog_uri)}
+    assert "not valid JSON" in again["db.nested"]["error"]
+    assert again["db.recent"]["current_version_id"] == 1
