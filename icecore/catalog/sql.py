@@ -773,9 +773,13 @@ class SqlCatalogAdmin:
         cat = self.catalog
         text = ".".join(namespace)
         children = [ns for ns in self.all_namespaces() if ns[: len(namespace)] == namespace]
-        if cat.list_tables(namespace) or any(len(ns) > len(namespace) for ns in children):
+        if (
+            cat.list_tables(namespace)
+            or cat.list_views(namespace)
+            or any(len(ns) > len(namespace) for ns in children)
+        ):
             raise NamespaceNotEmpty(
-                f"Namespace {text} is not empty; drop its tables and namespaces first."
+                f"Namespace {text} is not empty; drop its tables, views and namespaces first."
             )
         if cat._has_namespace_table():
             self._write(

@@ -23,7 +23,7 @@ from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.filesystem_admin import FilesystemCatalogAdmin
 from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin, create_sqlite_catalog
 from icecore.catalog.views import ViewStore, commit_view_updates, view_store_for, views_reading
-from icecore.errors import AlreadyExists, CommitConflict, NotFound
+from icecore.errors import AlreadyExists, CommitConflict, NamespaceNotEmpty, NotFound
 from icecore.metadata.builder import encode_metadata
 from icecore.metadata.updates import SetProperties
 from icecore.metadata.view import (
@@ -273,3 +273,11 @@ def test_views_reading_a_table(case: Case) -> None:
         TableIdentifier(DB, "by_default"),
         TableIdentifier(DB, "by_name"),
     ]
+
+
+def test_a_namespace_holding_a_view_is_not_empty(case: Case) -> None:
+    case.create_namespace(DB)
+    case.create_view(TableIdentifier(DB, "recent"))
+    with pytest.raises(NamespaceNotEmpty):
+        case.admin.drop_namespace(DB)
+    assert case.catalog.list_views(DB) == [TableIdentifier(DB, "recent")]
