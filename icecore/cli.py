@@ -6,9 +6,9 @@ KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``cha
 [--dry-run]``, ``ref TABLE rollback|set-current|cherry-pick|fast-forward|create-branch|create-tag|
 rename|drop|publish ... [--dry-run]``, ``audit CATALOG [--table ns.t] [--principal P]
 [--since ISO8601]`` (evolve and ref record their commits in the catalog's audit log as the OS
-user). TABLE is ``CATALOG::ns.table``, a table directory, or a
-metadata.json path. ``python -m icecore`` is the same command; ``icecore app`` serves the
-explorer (:mod:`icecore.launch`).
+user), ``views CATALOG``, ``view CATALOG::ns.view``. TABLE is ``CATALOG::ns.table``, a table
+directory, or a metadata.json path. ``python -m icecore`` is the same command; ``icecore app``
+serves the explorer (:mod:`icecore.launch`).
 """
 
 from __future__ import annotations
@@ -74,6 +74,32 @@ def cmd_tables(args: argparse.Namespace) -> list[dict[str, str]]:
         }
         for ident in catalog.list_tables()
     ]
+
+
+def cmd_views(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every view of a catalog: its current version id and SQL dialects (DESIGN.md "Views")."""
+    from icecore.catalog.views import view_entry
+
+    catalog = load_catalog(args.catalog)
+    out: list[dict[str, Any]] = []
+    for ident in catalog.list_views():
+        try:
+            out.append(view_entry(catalog.load_view(ident)))
+        except IcecoreError as e:  # one unreadable view does not hide the others
+            out.append({"view": str(ident), "error": str(e)})
+    return out
+
+
+def cmd_view(args: argparse.Namespace) -> dict[str, Any]:
+    """One view (``CATALOG::ns.view``): versions, SQL per dialect, schema, what it reads."""
+    from icecore.catalog import TABLE_SEPARATOR
+    from icecore.catalog.views import describe_view
+
+    if TABLE_SEPARATOR not in args.view:
+        raise ValidationError(f"Name a view as CATALOG::namespace.view, not {args.view[:200]!r}.")
+    uri, name = args.view.rsplit(TABLE_SEPARATOR, 1)
+    catalog = load_catalog(uri)
+    return describe_view(catalog, catalog.load_view(name))
 
 
 class UsageError(Exception):
@@ -699,6 +725,12 @@ def build_parser() -> argparse.ArgumentParser:
     tables = sub.add_parser("tables", help="list a catalog's tables")
     tables.add_argument("catalog", help="warehouse folder, sqlite:///file.db or metadata.json")
     tables.set_defaults(run=cmd_tables)
+    views = sub.add_parser("views", help="list a catalog's views")
+    views.add_argument("catalog", help="warehouse folder, sqlite:///file.db or a REST URI")
+    views.set_defaults(run=cmd_views)
+    view = sub.add_parser("view", help="a view's versions, SQL per dialect and the tables it reads")
+    view.add_argument("view", help="CATALOG::ns.view")
+    view.set_defaults(run=cmd_view)
     table_help = "CATALOG::ns.table, a table folder, or a metadata.json path"
     hist = sub.add_parser("history", help="a table's snapshots, lineage and refs")
     hist.add_argument("table", help=table_help)
@@ -918,7 +950,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-SUMMARIZED = ("tables", "history", "inspect", "plan", "sql", "changelog", "diff")
+SUMMARIZED = ("tables", "views", "history", "inspect", "plan", "sql", "changelog", "diff")
 """The commands whose output can be large, and so take ``--summary``."""
 
 

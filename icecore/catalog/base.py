@@ -7,7 +7,7 @@ metadata.json; everything else about a table is read from that file (spec: "Over
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from icecore.access import FULL_ACCESS, Access
 from icecore.errors import Unsupported
@@ -16,6 +16,9 @@ from icecore.io import FileIO
 from icecore.metadata import TableMetadata
 from icecore.table import Table, load_table_at
 from icecore.table_data import TableSource
+
+if TYPE_CHECKING:
+    from icecore.catalog.views import View, ViewStore
 
 __all__ = ["Catalog", "CatalogBase", "TableIdentifier"]
 
@@ -78,6 +81,14 @@ class Catalog(TableSource, Protocol):
         """The table's current version."""
         ...
 
+    def list_views(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
+        """The views of ``namespace`` (every namespace when None); none where it keeps none."""
+        ...
+
+    def load_view(self, identifier: str | TableIdentifier) -> View:
+        """The view's current metadata (:mod:`icecore.catalog.views`)."""
+        ...
+
 
 class CatalogBase:
     """What every catalog shares: loading a table from its current metadata location.
@@ -119,6 +130,34 @@ class CatalogBase:
         )
         location = self.metadata_location(ident)
         return load_table_at(ident, location, self.io, catalog=self)  # type: ignore[arg-type]
+
+    def view_store(self) -> ViewStore | None:
+        """Where this catalog keeps views (:mod:`icecore.catalog.views`); None: it keeps none."""
+        return None
+
+    def list_views(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
+        """The views of ``namespace`` (every namespace when None); none where it keeps none."""
+        store = self.view_store()
+        return [] if store is None else store.list_views(namespace)
+
+    def load_view(self, identifier: str | TableIdentifier) -> View:
+        """The view's current metadata, read through this catalog's FileIO.
+
+        Raises:
+            NotFound: no such view (or this catalog keeps no views).
+        """
+        from icecore.catalog.views import load_view
+        from icecore.errors import NotFound
+
+        ident = (
+            identifier
+            if isinstance(identifier, TableIdentifier)
+            else (TableIdentifier.parse(identifier))
+        )
+        store = self.view_store()
+        if store is None:
+            raise NotFound(f"View {ident} does not exist: {type(self).__name__} keeps no views.")
+        return load_view(store, ident)
 
     def commit_metadata(
         self,

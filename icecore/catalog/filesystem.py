@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
 from icecore.catalog.registry import CatalogSpec
@@ -29,6 +30,9 @@ from icecore.io import MAX_METADATA_BYTES, FileInfo, FileIO, normalize_path, rea
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import is_gzip
 from icecore.values import whole_number
+
+if TYPE_CHECKING:
+    from icecore.catalog.views import ViewStore
 
 _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 HINT_FILE = "version-hint.text"
@@ -279,6 +283,12 @@ class FilesystemCatalog(CatalogBase):
         """The folder of ``identifier``, always inside the warehouse (names are checked)."""
         base = self.namespace_location(identifier.namespace)
         return self._folder(base, identifier.name, "table name")
+
+    def view_store(self) -> ViewStore:
+        """Its views, in ``<ns>/.views/`` (:class:`icecore.catalog.views.FilesystemViews`)."""
+        from icecore.catalog.views import FilesystemViews
+
+        return FilesystemViews(self)
 
     def metadata_location(self, identifier: TableIdentifier) -> str:
         """The current metadata.json of ``identifier``."""

@@ -228,6 +228,8 @@ class FilesystemCatalogAdmin:
     def _check_absent(self, identifier: TableIdentifier, table_dir: str) -> None:
         if self._is_table(table_dir):
             raise AlreadyExists(f"Table {identifier} already exists.")
+        if identifier in self.catalog.list_views(identifier.namespace):  # one name, one kind
+            raise AlreadyExists(f"View {identifier} already exists.")
 
     def _write_first_version(
         self, identifier: TableIdentifier, table_dir: str, payload: bytes, gzip: bool

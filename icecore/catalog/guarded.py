@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from icecore.access import FULL_ACCESS, Access, Policy, Principal, Role
 from icecore.audit import MAX_SUMMARY_CHARS, AuditEvent, AuditSink, Result, new_event_id, now_iso
 from icecore.catalog.base import Catalog, TableIdentifier
+from icecore.catalog.views import View
 from icecore.errors import CommitConflict, CommitStateUnknown, Forbidden, IcecoreError
 from icecore.evolution.commit import UpdateCommitter
 from icecore.io import FileIO
@@ -163,6 +164,23 @@ class GuardedCatalog:
         if self.policy is None:
             return tables
         return [t for t in tables if self.access(t).role > Role.NONE]
+
+    def list_views(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
+        """The views of ``namespace`` the principal may see (grants match views as tables)."""
+        views = self.inner.list_views(namespace)
+        if self.policy is None:
+            return views
+        return [v for v in views if self.access(v).role > Role.NONE]
+
+    def load_view(self, identifier: str | TableIdentifier) -> View:
+        """A view the principal may see."""
+        ident = (
+            identifier
+            if isinstance(identifier, TableIdentifier)
+            else TableIdentifier.parse(identifier)
+        )
+        self.require(ident, Role.VIEWER, "see its metadata")
+        return self.inner.load_view(ident)
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
         """Namespaces holding a table the principal may see, or reached by a grant's glob.

@@ -37,6 +37,7 @@ import requests
 from icecore.catalog.base import CatalogBase
 from icecore.catalog.registry import CatalogSpec
 from icecore.catalog.rest_messages import requirements_to_json, updates_to_json
+from icecore.catalog.views import View
 from icecore.errors import (
     CatalogUnavailable,
     CommitConflict,
@@ -54,6 +55,7 @@ from icecore.metadata.builder import MetadataBuilder
 from icecore.metadata.requirements import Requirement
 from icecore.metadata.serde import parse_metadata_dict, serialize_metadata
 from icecore.metadata.updates import MetadataUpdate
+from icecore.metadata.view import view_metadata_from_json
 from icecore.table import Table
 from icecore.values import whole_number
 
@@ -548,6 +550,51 @@ class RestCatalog(CatalogBase):
         location, metadata, config = self._load(ident)
         io = FileIO(self._io_properties(config)) if config else self.io
         return Table(ident, metadata, location, io, self)
+
+    # Views (issue 35) -------------------------------------------------------------------
+
+    def list_views(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
+        """Views in ``namespace`` (every namespace when None), sorted; none where not served.
+
+        A server whose ``/v1/config`` lists endpoints without ``listViews`` keeps no views
+        (a catalog without view support): it has none to list.
+        """
+        endpoint = "GET /v1/{prefix}/namespaces/{namespace}/views"
+        if self._endpoints is not None and endpoint not in self._endpoints:
+            return []
+        namespaces = [namespace] if namespace is not None else self.list_namespaces()
+        views: list[TableIdentifier] = []
+        for ns in namespaces:
+            path = f"namespaces/{_namespace_path(ns)}/views"
+            for entry in self._pages(path, "identifiers", "GET views", {}):
+                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                    raise InvalidMetadata(
+                        f"The REST catalog {self.uri} listed a malformed view identifier."
+                    )
+                entry_ns = entry.get("namespace")
+                views.append(
+                    TableIdentifier(
+                        tuple(entry_ns) if isinstance(entry_ns, list) else ns, entry["name"]
+                    )
+                )
+        return sorted(views)
+
+    def load_view(self, identifier: str | TableIdentifier) -> View:
+        """The view's ``LoadViewResult``: its metadata location and metadata."""
+        ident = (
+            identifier
+            if isinstance(identifier, TableIdentifier)
+            else TableIdentifier.parse(identifier)
+        )
+        self._require("GET /v1/{prefix}/namespaces/{namespace}/views/{view}")
+        path = f"namespaces/{_namespace_path(ident.namespace)}/views/{quote(ident.name, safe='')}"
+        body = self._call("GET", path, f"loadView {ident}")
+        what = f"{self._where()}'s view {ident}"
+        obj = _json_object_value(body, what)
+        location = obj.get("metadata-location")
+        if not isinstance(location, str) or not location:
+            raise InvalidMetadata(f"In {what}, loadView has no metadata-location.")
+        return View(ident, location, view_metadata_from_json(obj.get("metadata"), location))
 
     # Commits ----------------------------------------------------------------------------
 

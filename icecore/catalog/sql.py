@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from icecore.catalog.base import CatalogBase, TableIdentifier
@@ -44,6 +44,9 @@ from icecore.identifier import check_new_identifier, check_new_namespace, check_
 from icecore.io import FileIO, normalize_path
 from icecore.metadata import TableMetadata
 from icecore.metadata.builder import metadata_file_suffix
+
+if TYPE_CHECKING:
+    from icecore.catalog.views import ViewStore
 
 DEFAULT_CATALOG_NAME = "icecore"
 """The name Icecore's pipeline gives its Spark JdbcCatalog (``catalog_name`` in the table)."""
@@ -316,6 +319,12 @@ class SqlCatalog(CatalogBase):
         if self._has_type_column:
             return " AND (iceberg_type IS NULL OR iceberg_type = 'TABLE')"
         return ""
+
+    def view_store(self) -> ViewStore:
+        """Its views, as JdbcCatalog keeps them (:class:`icecore.catalog.views.SqlViews`)."""
+        from icecore.catalog.views import SqlViews
+
+        return SqlViews(self)
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
         """Namespaces holding tables, plus those created with properties only."""
@@ -764,9 +773,13 @@ class SqlCatalogAdmin:
         cat = self.catalog
         text = ".".join(namespace)
         children = [ns for ns in self.all_namespaces() if ns[: len(namespace)] == namespace]
-        if cat.list_tables(namespace) or any(len(ns) > len(namespace) for ns in children):
+        if (
+            cat.list_tables(namespace)
+            or cat.list_views(namespace)
+            or any(len(ns) > len(namespace) for ns in children)
+        ):
             raise NamespaceNotEmpty(
-                f"Namespace {text} is not empty; drop its tables and namespaces first."
+                f"Namespace {text} is not empty; drop its tables, views and namespaces first."
             )
         if cat._has_namespace_table():
             self._write(
@@ -861,14 +874,16 @@ class SqlCatalogAdmin:
         key = (cat.catalog_name, ".".join(identifier.namespace), identifier.name)
 
         def work(conn: Any) -> None:
+            kind = "iceberg_type" if cat._has_type_column else "NULL"
             found = self._run(
                 conn,
-                f"SELECT 1 FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ? "
+                f"SELECT {kind} FROM {TABLES} WHERE catalog_name = ? AND table_namespace = ? "
                 "AND table_name = ?",
                 key,
             ).fetchall()
             if found:
-                raise AlreadyExists(f"Table {identifier} already exists.")
+                what = "View" if found[0][0] == "VIEW" else "Table"  # one name, one kind
+                raise AlreadyExists(f"{what} {identifier} already exists.")
             self._check_no_twin(identifier, conn)
             if cat._has_type_column:
                 self._run(

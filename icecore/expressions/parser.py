@@ -953,6 +953,39 @@ def table_references(sql: str, table: str) -> int | None:
     return sum(1 for node in trees[0].find_all(exp.Table) if str(node.name).lower() == wanted)
 
 
+def referenced_tables(sql: str, dialect: str | None = None) -> list[tuple[str, ...]] | None:
+    """The tables a query reads, each as its name parts (``catalog``, ``db``, ``name``).
+
+    For a view's "reads" (issue 35): every table or view its SQL names, sorted, without
+    repeats and without the names its ``WITH`` clause defines; the
+    parts a reference leaves out are absent (``t`` is ``("t",)``). ``dialect`` is the view
+    representation's (``spark``, ``trino``, ...), used when sqlglot knows it, else sqlglot's
+    default. None when the SQL cannot be parsed (it is never run, only read).
+    """
+    read = dialect.lower() if dialect and dialect.lower() in _SQLGLOT_DIALECTS else None
+    try:
+        trees = [t for t in sqlglot.parse(sql, read=read) if t is not None]
+    except (ParseError, TokenError, RecursionError, ValueError):
+        return None
+    found: list[tuple[str, ...]] = []
+    for tree in trees:
+        defined = {str(c.alias).lower() for c in tree.find_all(exp.CTE)}
+        for node in tree.find_all(exp.Table):
+            parts = tuple(str(p) for p in (node.catalog, node.db, node.name) if p)
+            if not node.name or (len(parts) == 1 and parts[0].lower() in defined):
+                continue
+            if parts not in found:
+                found.append(parts)
+    return sorted(found)
+
+
+_SQLGLOT_DIALECTS = frozenset(
+    d.value
+    for d in sqlglot.dialects.dialect.Dialects
+    if d.value  # an allow-list of names
+)
+
+
 PUSHABLE_KINDS = ("integer", "floating", "string")
 """Column kinds whose comparisons with a literal mean the same in DuckDB and in a filter."""
 

@@ -72,6 +72,7 @@ from icecore.server.errors import (
 from icecore.server.locations import ServedLocations
 from icecore.server.principals import ANONYMOUS, Authenticator, TokenVerifier
 from icecore.server.vend import DELEGATION_HEADER, wants_vended
+from icecore.server.views import ViewRoutes
 from icecore.table_data import read_table_metadata
 from icecore.values import whole_number
 
@@ -396,6 +397,7 @@ class CatalogService:
                 writes=True,
                 advertised=supports_transactions(self.catalog),
             ),
+            *ViewRoutes(self).endpoints(),
         ]
 
     # Namespaces ----------------------------------------------------------------------------
@@ -1018,6 +1020,8 @@ def create_app(
                 not_found = (
                     "NoSuchTableException"
                     if "{table}" in endpoint.path
+                    else "NoSuchViewException"
+                    if "{view}" in endpoint.path
                     else "NoSuchNamespaceException"
                 )
                 return from_icecore(e, not_found=not_found).response()

@@ -49,6 +49,7 @@ import org.apache.iceberg.exceptions.ForbiddenException;
 import org.apache.iceberg.exceptions.NamespaceNotEmptyException;
 import org.apache.iceberg.exceptions.NoSuchNamespaceException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
+import org.apache.iceberg.exceptions.NoSuchViewException;
 import org.apache.iceberg.exceptions.NotAuthorizedException;
 import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.jdbc.JdbcCatalog;
@@ -58,6 +59,7 @@ import org.apache.iceberg.rest.RESTSerializers;
 import org.apache.iceberg.rest.RESTUtil;
 import org.apache.iceberg.rest.requests.CreateNamespaceRequest;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
+import org.apache.iceberg.rest.requests.CreateViewRequest;
 import org.apache.iceberg.rest.requests.RenameTableRequest;
 import org.apache.iceberg.rest.requests.UpdateNamespacePropertiesRequest;
 import org.apache.iceberg.rest.requests.UpdateTableRequest;
@@ -195,7 +197,14 @@ public class RestReference {
               Endpoint.V1_UPDATE_TABLE,
               Endpoint.V1_DELETE_TABLE,
               Endpoint.V1_RENAME_TABLE,
-              Endpoint.V1_REPORT_METRICS);
+              Endpoint.V1_REPORT_METRICS,
+              Endpoint.V1_LIST_VIEWS,
+              Endpoint.V1_LOAD_VIEW,
+              Endpoint.V1_VIEW_EXISTS,
+              Endpoint.V1_CREATE_VIEW,
+              Endpoint.V1_UPDATE_VIEW,
+              Endpoint.V1_DELETE_VIEW,
+              Endpoint.V1_RENAME_VIEW);
       ConfigResponse config =
           ConfigResponse.builder().withOverride("prefix", PREFIX).withEndpoints(endpoints).build();
       return new Object[] {200, config};
@@ -222,6 +231,10 @@ public class RestReference {
         CreateNamespaceRequest req = MAPPER.readValue(input, CreateNamespaceRequest.class);
         return new Object[] {200, CatalogHandlers.createNamespace(catalog, req)};
       }
+    }
+    if (parts.length == 2 && parts[0].equals("views") && parts[1].equals("rename")) {
+      CatalogHandlers.renameView(catalog, MAPPER.readValue(input, RenameTableRequest.class));
+      return new Object[] {204, null};
     }
     if (parts.length == 2 && parts[0].equals("tables") && parts[1].equals("rename")) {
       CatalogHandlers.renameTable(catalog, MAPPER.readValue(input, RenameTableRequest.class));
@@ -264,6 +277,33 @@ public class RestReference {
                   ? CatalogHandlers.stageTableCreate(catalog, ns, req)
                   : CatalogHandlers.createTable(catalog, ns, req);
           return new Object[] {200, withConfig(resp)};
+        }
+      }
+      if (parts.length == 3 && parts[2].equals("views")) {
+        if (method.equals("GET")) {
+          return new Object[] {200, CatalogHandlers.listViews(catalog, ns)};
+        }
+        if (method.equals("POST")) {
+          CreateViewRequest req = MAPPER.readValue(input, CreateViewRequest.class);
+          return new Object[] {200, CatalogHandlers.createView(catalog, ns, req)};
+        }
+      }
+      if (parts.length == 4 && parts[2].equals("views")) {
+        TableIdentifier ident = TableIdentifier.of(ns, URLDecoder.decode(parts[3], "UTF-8"));
+        switch (method) {
+          case "GET":
+            return new Object[] {200, CatalogHandlers.loadView(catalog, ident)};
+          case "HEAD":
+            CatalogHandlers.viewExists(catalog, ident);
+            return new Object[] {204, null};
+          case "DELETE":
+            CatalogHandlers.dropView(catalog, ident);
+            return new Object[] {204, null};
+          case "POST":
+            UpdateTableRequest req = MAPPER.readValue(input, UpdateTableRequest.class);
+            return new Object[] {200, CatalogHandlers.updateView(catalog, ident, req)};
+          default:
+            break;
         }
       }
       if (parts.length >= 4 && parts[2].equals("tables")) {
@@ -347,7 +387,9 @@ public class RestReference {
   }
 
   static int status(Exception e) {
-    if (e instanceof NoSuchNamespaceException || e instanceof NoSuchTableException) {
+    if (e instanceof NoSuchNamespaceException
+        || e instanceof NoSuchTableException
+        || e instanceof NoSuchViewException) {
       return 404;
     }
     if (e instanceof AlreadyExistsException

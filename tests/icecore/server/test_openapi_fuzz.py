@@ -71,10 +71,28 @@ def served_spec(server: RestServer) -> dict[str, Any]:
                 operations[method] = operation
         if set(operations) - {"parameters"}:
             paths[path.replace("/v1/{prefix}/", "/v1/")] = operations
-    raw["paths"] = paths
+    raw["paths"] = _wrapped_errors(paths)
     raw["servers"] = [{"url": server.url}]
     raw.pop("security", None)  # the server runs without --credential here
     return dict(raw)
+
+
+def _wrapped_errors(node: Any) -> Any:
+    """The view routes' error responses as ``IcebergErrorResponse``, as every other route's.
+
+    The vendored spec gives some view errors (404, 409 of ``loadView``, ``replaceView``,
+    ...) the bare ``ErrorModel`` schema while its own examples for them
+    (``NoSuchViewError``, ``ViewAlreadyExistsError``) wrap it in ``error``: the mistake
+    apache/iceberg#8914 fixed for the table routes. Iceberg Java's server and client and
+    PyIceberg all send and read the wrapped form, which ``serve-rest`` answers.
+    """
+    if isinstance(node, dict):
+        if node.get("$ref") == "#/components/schemas/ErrorModel" and len(node) == 1:
+            return {"$ref": "#/components/schemas/IcebergErrorResponse"}
+        return {k: _wrapped_errors(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_wrapped_errors(v) for v in node]
+    return node
 
 
 def _confine(case: Any) -> None:
