@@ -76,6 +76,25 @@ def cmd_tables(args: argparse.Namespace) -> list[dict[str, str]]:
     ]
 
 
+def cmd_views(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every view of a catalog: its current version and the dialects of its SQL."""
+    from icecore.view_lineage import all_views, view_summary
+
+    return [view_summary(v) for v in all_views(load_catalog(args.catalog))]
+
+
+def cmd_view(args: argparse.Namespace) -> dict[str, Any]:
+    """One view: every version with its SQL per dialect, the schema, what it reads."""
+    from icecore.catalog import TABLE_SEPARATOR
+    from icecore.view_lineage import view_detail
+
+    if TABLE_SEPARATOR not in args.view:
+        raise UsageError("give the view as CATALOG::namespace.view")
+    where, name = args.view.rsplit(TABLE_SEPARATOR, 1)
+    catalog = load_catalog(where)
+    return view_detail(catalog.load_view(name), catalog)
+
+
 class UsageError(Exception):
     """The command line itself is wrong (unknown command, missing argument)."""
 
@@ -700,6 +719,14 @@ def build_parser() -> argparse.ArgumentParser:
     tables.add_argument("catalog", help="warehouse folder, sqlite:///file.db or metadata.json")
     tables.set_defaults(run=cmd_tables)
     table_help = "CATALOG::ns.table, a table folder, or a metadata.json path"
+    vws = sub.add_parser("views", help="list a catalog's views")
+    vws.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI or a name")
+    vws.set_defaults(run=cmd_views)
+    vw = sub.add_parser(
+        "view", help="a view's versions, SQL per dialect, schema and the tables it reads"
+    )
+    vw.add_argument("view", help="CATALOG::ns.view")
+    vw.set_defaults(run=cmd_view)
     hist = sub.add_parser("history", help="a table's snapshots, lineage and refs")
     hist.add_argument("table", help=table_help)
     hist.add_argument(
