@@ -116,11 +116,16 @@ def test_sql_that_cannot_be_read_is_said_not_guessed(sql: str, reason: str) -> N
     assert dialect == "spark" and reason in why
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> SqlCatalog:
-    """A SQLite catalog with table db.trips and views on it, on each other, on nothing."""
-    db = create_sqlite_catalog(tmp_path / "catalog.db")
-    cat = SqlCatalog(db)
+VIEWS = {
+    "recent": "SELECT * FROM trips WHERE id > 10",
+    "recent_top": "SELECT * FROM db.recent ORDER BY id LIMIT 5",
+    "orphan": "SELECT * FROM dropped_long_ago",
+}
+
+
+def views_catalog(folder: Path, views: dict[str, str | dict[str, str]] | None = None) -> SqlCatalog:
+    """A SQLite catalog in ``folder`` with table db.trips and ``views`` (name -> SQL)."""
+    cat = SqlCatalog(create_sqlite_catalog(folder / "catalog.db"))
     admin = SqlCatalogAdmin(cat)
     admin.create_namespace(("db",), {})
     ident = TableIdentifier(("db",), "trips")
@@ -129,17 +134,17 @@ def catalog(tmp_path: Path) -> SqlCatalog:
     admin.create_table(ident, metadata, encode_metadata(metadata))
     store = view_store_for(cat)
     assert store is not None
-    for name, sql in {
-        "recent": "SELECT * FROM trips WHERE id > 10",
-        "recent_top": "SELECT * FROM db.recent ORDER BY id LIMIT 5",
-        "orphan": "SELECT * FROM dropped_long_ago",
-    }.items():
+    for name, sql in (VIEWS if views is None else views).items():
         v = TableIdentifier(("db",), name)
-        md = new_view_metadata(
-            str(tmp_path / "views" / name), schema_from_json(SCHEMA), version(sql)
-        )
+        md = new_view_metadata(str(folder / "views" / name), schema_from_json(SCHEMA), version(sql))
         store.create_view(v, md)
     return cat
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> SqlCatalog:
+    """db.trips, a view on it, a view on that view, a view on a table that is gone."""
+    return views_catalog(tmp_path)
 
 
 def test_kinds_and_readers_in_a_catalog(catalog: SqlCatalog) -> None:

@@ -19,8 +19,6 @@ from pipeline.spark import jdbc_catalog_conf
 from tests.ui.helpers import metrics, no_problems, open_app
 from ui.app import OVERVIEW, VIEWS
 
-pytestmark = pytest.mark.spark
-
 NAME = "vws"
 
 
@@ -54,6 +52,7 @@ def _view_text(spark: Any) -> str:
     return query.strip()
 
 
+@pytest.mark.spark
 def test_a_spark_view_is_shown_with_its_sql_versions_and_reads(
     spark: Any, spark_views: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,6 +86,7 @@ def test_a_spark_view_is_shown_with_its_sql_versions_and_reads(
     assert list(listed["view"]) == ["db.recent"]
 
 
+@pytest.mark.spark
 def test_a_link_to_an_unlisted_view_says_so(
     spark_views: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,3 +95,20 @@ def test_a_link_to_an_unlisted_view_says_so(
     assert not at.exception
     (warning,) = [w.value for w in at.warning]
     assert "nope" in warning and "<b>" not in warning.replace("\\<b\\>", "")
+
+
+def test_a_hostile_view_is_shown_as_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Dialect names and SQL come from whoever wrote the view: a tab label is Markdown in
+    # Streamlit, so it is escaped; the SQL is a code block (text), never rendered.
+    from tests.icecore.test_view_lineage import views_catalog
+
+    link = "[click](https://evil.example)"
+    sql = "SELECT '<img src=x onerror=alert(1)>' AS x FROM trips"
+    views_catalog(tmp_path, {"odd": {link: sql, "spark": "SELEC broken ("}})
+    monkeypatch.setenv("ICECORE_CATALOG", str(tmp_path))
+    at = open_app(VIEWS.file, catalog=str(tmp_path), view="db.odd")
+    no_problems(at)
+    labels = [t.label for t in at.tabs]
+    assert len(labels) == 2 and "](" not in labels[0] and "click" in labels[0]
+    assert sql in [c.value for c in at.get("code")]
+    assert any("does not parse" in c.value.replace("\\", "") for c in at.caption)

@@ -62,7 +62,7 @@ cols[3].metric("Reads", len(detail["reads"]))
 st.subheader("SQL")
 reps = current["representations"]
 if reps:
-    tabs = st.tabs([views.clip(r["dialect"], 40) for r in reps])
+    tabs = st.tabs([escape_markdown(views.clip(r["dialect"], 40)) for r in reps])
     for tab, rep in zip(tabs, reps, strict=True):
         tab.code(rep["sql"], language="sql", wrap_lines=True)
 else:
@@ -109,7 +109,7 @@ if detail["reads"]:
 else:
     st.caption("The SQL names no table or view.")
 for problem in detail["unparsed"]:
-    st.caption(f"Not read from the {problem['dialect']} SQL: {problem['reason']}.")
+    st.caption(escape_markdown(f"Not read from the {problem['dialect']} SQL: {problem['reason']}."))
 
 st.subheader("Schema")
 if detail["schema"]:
@@ -146,7 +146,7 @@ if len(versions) > 1:
     )
     if chosen is not None:
         for rep in next(v for v in older if v["version_id"] == chosen)["representations"]:
-            st.caption(rep["dialect"])
+            st.caption(escape_markdown(rep["dialect"]))
             st.code(rep["sql"], language="sql", wrap_lines=True)
 
 st.subheader("Properties")
