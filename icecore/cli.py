@@ -78,13 +78,13 @@ def cmd_tables(args: argparse.Namespace) -> list[dict[str, str]]:
 
 def cmd_views(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every view of a catalog: its current version id and SQL dialects (DESIGN.md "Views")."""
-    from icecore.catalog.views import view_entry
+    from icecore.view_lineage import view_summary
 
     catalog = load_catalog(args.catalog)
     out: list[dict[str, Any]] = []
     for ident in catalog.list_views():
         try:
-            out.append(view_entry(catalog.load_view(ident)))
+            out.append(view_summary(catalog.load_view(ident)))
         except IcecoreError as e:  # one unreadable view does not hide the others
             out.append({"view": str(ident), "error": str(e)})
     return out
@@ -93,13 +93,13 @@ def cmd_views(args: argparse.Namespace) -> list[dict[str, Any]]:
 def cmd_view(args: argparse.Namespace) -> dict[str, Any]:
     """One view (``CATALOG::ns.view``): versions, SQL per dialect, schema, what it reads."""
     from icecore.catalog import TABLE_SEPARATOR
-    from icecore.catalog.views import describe_view
+    from icecore.view_lineage import view_detail
 
     if TABLE_SEPARATOR not in args.view:
         raise ValidationError(f"Name a view as CATALOG::namespace.view, not {args.view[:200]!r}.")
     uri, name = args.view.rsplit(TABLE_SEPARATOR, 1)
     catalog = load_catalog(uri)
-    return describe_view(catalog, catalog.load_view(name))
+    return view_detail(catalog.load_view(name), catalog)
 
 
 class UsageError(Exception):
@@ -726,7 +726,7 @@ def build_parser() -> argparse.ArgumentParser:
     tables.add_argument("catalog", help="warehouse folder, sqlite:///file.db or metadata.json")
     tables.set_defaults(run=cmd_tables)
     views = sub.add_parser("views", help="list a catalog's views")
-    views.add_argument("catalog", help="warehouse folder, sqlite:///file.db or a REST URI")
+    views.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI or a name")
     views.set_defaults(run=cmd_views)
     view = sub.add_parser("view", help="a view's versions, SQL per dialect and the tables it reads")
     view.add_argument("view", help="CATALOG::ns.view")

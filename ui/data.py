@@ -31,6 +31,7 @@ from icecore.access import Role
 from icecore.catalog import Catalog, TableIdentifier, load_catalog
 from icecore.catalog.guarded import GuardedCatalog
 from icecore.diff import SnapshotDiff
+from icecore.errors import IcecoreError
 from icecore.layout import MetadataTree, metadata_tree, partition_label, snapshot_files
 from icecore.manifest import ManifestFile
 from icecore.metadata import Snapshot
@@ -162,6 +163,69 @@ def table_names(catalog: str) -> list[str]:
 def forget_table_names() -> None:
     """Ask the catalog for its listing again (a table created since the cached one)."""
     _table_names.clear()
+
+
+@st.cache_data(ttl=10, max_entries=32, show_spinner=False)
+def _view_names(catalog: str) -> list[str]:
+    return [str(ident) for ident in open_catalog(catalog).list_views()]
+
+
+def view_names(catalog: str) -> list[str]:
+    """The views of a catalog this session may see (grants match views as they match tables)."""
+    names = _view_names(catalog)
+    seen = _visible(catalog, names)
+    return [n for n in names if n in seen]
+
+
+@st.cache_data(ttl=10, max_entries=64, show_spinner="Reading the view…")
+def _view_detail(catalog: str, name: str, rights: tuple[str, ...]) -> dict[str, Any]:
+    from icecore.view_lineage import view_detail
+
+    guarded = session_catalog(catalog)
+    return view_detail(guarded.load_view(TableIdentifier.parse(name)), _Listed(catalog))
+
+
+class _Listed:
+    """The relations a session may list, as :func:`icecore.view_lineage.kind_in` asks them."""
+
+    def __init__(self, catalog: str) -> None:
+        self.catalog = catalog
+        self.catalog_name = getattr(open_catalog(catalog), "catalog_name", None)
+
+    def list_tables(self) -> list[TableIdentifier]:
+        return [TableIdentifier.parse(n) for n in table_names(self.catalog)]
+
+    def list_views(self) -> list[TableIdentifier]:
+        return [TableIdentifier.parse(n) for n in view_names(self.catalog)]
+
+
+def view_detail(catalog: str, name: str) -> dict[str, Any]:
+    """``icecore view``'s answer for a view this session may see (kinds by its listings).
+
+    Raises:
+        Forbidden: the session may not see the view.
+        NotFound: no such view.
+    """
+    session_catalog(catalog).require(TableIdentifier.parse(name), Role.VIEWER, "see its metadata")
+    return _view_detail(catalog, name, tuple(view_names(catalog)) + tuple(table_names(catalog)))
+
+
+@st.cache_data(ttl=10, max_entries=32, show_spinner="Finding the views that read it…")
+def _views_reading(catalog: str, name: str, visible: tuple[str, ...]) -> tuple[str, ...]:
+    from icecore.view_lineage import views_reading
+
+    listed = [TableIdentifier.parse(v) for v in visible]
+    found = views_reading(open_catalog(catalog), TableIdentifier.parse(name), listed)
+    return found.views
+
+
+def views_reading(catalog: str, name: str) -> list[str]:
+    """The views this session may see whose current SQL reads ``name`` (lineage)."""
+    try:
+        visible = tuple(view_names(catalog))
+    except IcecoreError:
+        return []
+    return list(_views_reading(catalog, name, visible)) if visible else []
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)

@@ -36,7 +36,6 @@ from icecore.errors import (
     AlreadyExists,
     CommitConflict,
     CommitStateUnknown,
-    IcecoreError,
     NotFound,
     ValidationError,
 )
@@ -45,7 +44,6 @@ from icecore.io import MAX_METADATA_BYTES, FileIO, normalize_path
 from icecore.metadata.view import (
     ViewMetadata,
     ViewUpdate,
-    ViewVersion,
     apply_view_updates,
     parse_view_metadata,
     serialize_view_metadata,
@@ -543,126 +541,6 @@ class FilesystemViews:
         )
 
 
-# What the CLI and the explorer show (DESIGN.md "Views") --------------------------------------
-
-
-def view_sql(version: ViewVersion) -> tuple[str, str] | None:
-    """The (dialect, SQL) a version is read by: Spark's if it has one, else its first."""
-    reps = [(r.dialect, r.sql) for r in version.representations if r.type.lower() == "sql"]
-    spark = [r for r in reps if r[0].lower() == "spark"]
-    chosen = spark or reps
-    return chosen[0] if chosen else None
-
-
-def view_reads(version: ViewVersion, catalog_names: Sequence[str] = ()) -> list[str] | None:
-    """The tables and views a version's SQL reads, as ``ns.name`` within its catalog.
-
-    A one-part name is in the version's ``default-namespace``; a name whose first part is
-    the version's ``default-catalog`` (or one of ``catalog_names``) is in the view's own
-    catalog and loses that part. None when the SQL cannot be parsed.
-    """
-    from icecore.expressions.parser import referenced_tables
-
-    chosen = view_sql(version)
-    if chosen is None:
-        return []
-    refs = referenced_tables(chosen[1], chosen[0])
-    if refs is None:
-        return None
-    own = {n.lower() for n in (*catalog_names, version.default_catalog or "") if n}
-    out: list[str] = []
-    for parts in refs:
-        if len(parts) == 1:
-            parts = (*version.default_namespace, *parts)
-        elif len(parts) >= 3 and parts[0].lower() in own:
-            parts = parts[1:]
-        name = ".".join(parts)
-        if name not in out:
-            out.append(name)
-    return out
-
-
-def view_entry(view: View) -> dict[str, Any]:
-    """One line of ``icecore views``: the view, its current version id and its dialects."""
-    current = view.metadata.current_version
-    return {
-        "view": str(view.identifier),
-        "current_version_id": view.metadata.current_version_id,
-        "dialects": [r.dialect for r in current.representations if r.type.lower() == "sql"],
-        "metadata_location": view.metadata_location,
-    }
-
-
-def describe_view(catalog: Any, view: View) -> dict[str, Any]:
-    """``icecore view``: versions with their SQL per dialect, schema, reads, properties.
-
-    ``missing`` (an addition to DESIGN.md's shape) lists the reads that are neither a table
-    nor a view of ``catalog``: a view naming a missing table still loads and shows it.
-    """
-    from icecore.schema import schema_to_json
-
-    md = view.metadata
-    reads = view_reads(md.current_version, [getattr(catalog, "config_name", None) or ""])
-    missing: list[str] = []
-    for name in reads or []:
-        try:
-            ident = TableIdentifier.parse(name)
-            ns = ident.namespace
-            known = {*catalog.list_tables(ns), *catalog.list_views(ns)}
-        except (IcecoreError, ValueError):
-            known = set()
-            ident = None  # type: ignore[assignment]
-        if ident is None or ident not in known:
-            missing.append(name)
-    schema = md.current_schema
-    return {
-        "view": str(view.identifier),
-        "metadata_location": view.metadata_location,
-        "current_version_id": md.current_version_id,
-        "versions": [
-            {
-                "version_id": v.version_id,
-                "timestamp_ms": v.timestamp_ms,
-                "summary": dict(v.summary),
-                "default_namespace": list(v.default_namespace),
-                "default_catalog": v.default_catalog,
-                "representations": [
-                    {"dialect": r.dialect, "sql": r.sql}
-                    for r in v.representations
-                    if r.type.lower() == "sql"
-                ],
-            }
-            for v in md.versions
-        ],
-        "version_log": [
-            {"timestamp_ms": e.timestamp_ms, "version_id": e.version_id} for e in md.version_log
-        ],
-        "schema": schema_to_json(schema) if schema is not None else None,
-        "reads": reads,
-        "missing": missing,
-        "properties": dict(md.properties),
-    }
-
-
-def views_reading(catalog: Any, identifier: TableIdentifier) -> list[TableIdentifier]:
-    """The views of ``catalog`` whose current SQL reads ``identifier`` (lineage, one catalog).
-
-    For a table's (or view's) page: every view is loaded and its reads parsed
-    (:func:`view_reads`); a view that cannot be loaded or parsed is left out.
-    """
-    wanted = str(identifier)
-    names = [getattr(catalog, "config_name", None) or ""]
-    found: list[TableIdentifier] = []
-    for ident in catalog.list_views():
-        try:
-            view = catalog.load_view(ident)
-        except IcecoreError:
-            continue
-        if wanted in (view_reads(view.metadata.current_version, names) or []):
-            found.append(ident)
-    return found
-
-
 def view_store_for(catalog: Any) -> ViewStore | None:
     """The view store of ``catalog`` (unwrapping a guard), or None when it holds no views."""
     inner = getattr(catalog, "inner", catalog)
@@ -678,12 +556,7 @@ __all__ = [
     "View",
     "ViewStore",
     "commit_view_updates",
-    "describe_view",
     "load_view",
     "read_view",
-    "view_entry",
-    "view_reads",
-    "view_sql",
     "view_store_for",
-    "views_reading",
 ]

@@ -954,36 +954,55 @@ def table_references(sql: str, table: str) -> int | None:
 
 
 def referenced_tables(sql: str, dialect: str | None = None) -> list[tuple[str, ...]] | None:
-    """The tables a query reads, each as its name parts (``catalog``, ``db``, ``name``).
+    """The tables and views a query reads, each as its name parts (catalog, namespace, name).
 
-    For a view's "reads" (issue 35): every table or view its SQL names, sorted, without
-    repeats and without the names its ``WITH`` clause defines; the
-    parts a reference leaves out are absent (``t`` is ``("t",)``). ``dialect`` is the view
-    representation's (``spark``, ``trino``, ...), used when sqlglot knows it, else sqlglot's
-    default. None when the SQL cannot be parsed (it is never run, only read).
+    For a view's "reads" (issue 35, :mod:`icecore.view_lineage`): every relation its SQL
+    names, sorted, without repeats, without the names its ``WITH`` clauses define and without
+    table functions (``range(10)``); the parts a reference leaves out are absent (``t`` is
+    ``("t",)``), a nested namespace keeps every part. ``dialect`` is the view
+    representation's (``spark``, ``trino``, ...; :func:`sqlglot_dialect`). None when the SQL
+    is not one statement that parses (it is never run, only read).
     """
-    read = dialect.lower() if dialect and dialect.lower() in _SQLGLOT_DIALECTS else None
     try:
-        trees = [t for t in sqlglot.parse(sql, read=read) if t is not None]
+        trees = [t for t in sqlglot.parse(sql, read=sqlglot_dialect(dialect)) if t is not None]
     except (ParseError, TokenError, RecursionError, ValueError):
         return None
-    found: list[tuple[str, ...]] = []
-    for tree in trees:
-        defined = {str(c.alias).lower() for c in tree.find_all(exp.CTE)}
-        for node in tree.find_all(exp.Table):
-            parts = tuple(str(p) for p in (node.catalog, node.db, node.name) if p)
-            if not node.name or (len(parts) == 1 and parts[0].lower() in defined):
-                continue
-            if parts not in found:
-                found.append(parts)
+    if len(trees) != 1:
+        return None
+    tree = trees[0]
+    defined = {str(c.alias_or_name).lower() for c in tree.find_all(exp.CTE)}
+    found: set[tuple[str, ...]] = set()
+    for node in tree.find_all(exp.Table):
+        if not isinstance(node.this, exp.Identifier):
+            continue  # a table function or VALUES: nothing of the catalog
+        parts = tuple(str(p.name) for p in node.parts)
+        if len(parts) == 1 and parts[0].lower() in defined:
+            continue
+        found.add(parts)
     return sorted(found)
 
+
+_DIALECT_ALIASES = {
+    "spark-sql": "spark",
+    "postgresql": "postgres",
+    "flink": "spark",
+    "impala": "hive",
+}
+"""Dialect names engines write in view representations that sqlglot spells otherwise."""
 
 _SQLGLOT_DIALECTS = frozenset(
     d.value
     for d in sqlglot.dialects.dialect.Dialects
     if d.value  # an allow-list of names
 )
+
+
+def sqlglot_dialect(dialect: str | None) -> str | None:
+    """The sqlglot reader for an Iceberg representation's dialect (None: its default)."""
+    if not dialect:
+        return None
+    name = _DIALECT_ALIASES.get(dialect.lower(), dialect.lower())
+    return name if name in _SQLGLOT_DIALECTS else None
 
 
 PUSHABLE_KINDS = ("integer", "floating", "string")

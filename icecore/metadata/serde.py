@@ -494,7 +494,16 @@ def _with_extra(out: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]
 # Table metadata --------------------------------------------------------------------------
 
 
-def _decode(data: str | bytes | bytearray | memoryview) -> Any:
+def decode_metadata_json(data: str | bytes | bytearray | memoryview) -> Any:
+    """A metadata file's JSON, gunzipped first when it is gzip (tables' and views' alike).
+
+    Iceberg Java writes ``.gz.metadata.json`` files when ``write.metadata.compression-codec``
+    is ``gzip``, the default for views; the magic bytes decide, not the name.
+
+    Raises:
+        InvalidMetadata: a gzip stream that is corrupt or inflates past the size bound.
+        ValueError: the content is not JSON.
+    """
     if isinstance(data, str):
         return json.loads(data)
     raw = bytes(data)
@@ -545,7 +554,7 @@ def parse_metadata(
     """
     where = location if location is not None else "<metadata JSON>"
     try:
-        obj = _decode(data)
+        obj = decode_metadata_json(data)
     except InvalidMetadata as e:
         raise InvalidMetadata(f"Table metadata file {where} is unreadable: {e}.") from e
     except (ValueError, UnicodeDecodeError) as e:
@@ -962,6 +971,7 @@ def _legacy_spec_json(md: TableMetadata, default: PartitionSpec) -> Any:
 
 
 __all__ = [
+    "decode_metadata_json",
     "encryption_key_from_json",
     "encryption_key_to_json",
     "parse_metadata",

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 from icecore.errors import InvalidMetadata, Unsupported, ValidationError
 from icecore.io import MAX_METADATA_BYTES
+from icecore.metadata.serde import decode_metadata_json
 from icecore.metadata.updates import (
     LAST_ADDED,
     AddSchema,
@@ -322,7 +323,9 @@ def parse_view_metadata(data: str | bytes, location: str | None = None) -> ViewM
     if len(data) > MAX_METADATA_BYTES:
         raise InvalidMetadata(f"View metadata file {where} is larger than the most read.")
     try:
-        obj = json.loads(data)
+        obj = decode_metadata_json(data)  # Spark writes views' files gzipped by default
+    except InvalidMetadata as e:
+        raise InvalidMetadata(f"View metadata file {where} is unreadable: {e}.") from e
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise InvalidMetadata(f"View metadata file {where} is not valid JSON: {e}.") from e
     return view_metadata_from_json(obj, location)

@@ -54,7 +54,11 @@ def test_landing_shows_one_sentence_for_an_unknown_catalog(
     assert "does not exist" in at.error[0].value
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p != app.ACTIVITY.file])
+CATALOG_PAGES = (app.ACTIVITY.file, app.VIEWS.file)
+"""Pages of a whole catalog: they need no table."""
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p not in CATALOG_PAGES])
 def test_every_page_without_a_table_asks_for_one(
     page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -62,6 +66,15 @@ def test_every_page_without_a_table_asks_for_one(
     at = open_app(page)
     assert not at.exception and not at.error
     assert [i.value for i in at.info] == ["Choose a table in the sidebar."]
+
+
+def test_the_views_page_of_a_catalog_without_views(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ICECORE_CATALOG", str(tmp_path))
+    at = open_app(app.VIEWS.file)
+    assert not at.exception and not at.error
+    assert [i.value for i in at.info] == ["No views in this catalog (or none your grants name)."]
 
 
 @pytest.mark.spark

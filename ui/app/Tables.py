@@ -82,6 +82,23 @@ elif identity.policy() is not None:
 else:
     st.info("No tables found in this catalog.")
 
+view_rows: list[dict[str, str]] = []
+for catalog in [context.catalog, *companions(context.catalog)]:
+    try:
+        for name in data.view_names(catalog):
+            link = "Views?" + urlencode({"catalog": catalog, "view": name})
+            view_rows.append({"view": name, "open": link, "catalog": catalog})
+    except IcecoreError as error:
+        show_error(error)
+if view_rows:
+    st.subheader(views.count_of(len(view_rows), "view"))
+    st.dataframe(
+        view_rows,
+        hide_index=True,
+        width="stretch",
+        column_config={"open": st.column_config.LinkColumn("open", display_text="View →")},
+    )
+
 st.subheader("Pages")
 for page in PAGES:
     st.page_link(

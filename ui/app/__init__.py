@@ -68,6 +68,10 @@ ACTIVITY = Page(
     "pages/9_Activity.py", "Activity", "the audit log: who changed which table, how, the result"
 )
 
+VIEWS = Page(
+    "pages/10_Views.py", "Views", "a catalog's views: SQL per dialect, versions, what they read"
+)
+
 PAGES: tuple[Page, ...] = (
     OVERVIEW,
     HISTORY,
@@ -78,5 +82,6 @@ PAGES: tuple[Page, ...] = (
     SQL,
     MAINTENANCE,
     ACTIVITY,
+    VIEWS,
 )
 """Every page in the sidebar's order (Streamlit orders the files by their number)."""

@@ -14,7 +14,7 @@ import pytest
 
 from icecore.catalog import TableIdentifier, load_catalog
 from icecore.catalog.rest import RestCatalog
-from icecore.catalog.views import describe_view
+from icecore.view_lineage import view_detail
 from tests.icecore.catalog.conftest import SPARK_CATALOG
 from tests.icecore.catalog.rest_reference import ReferenceServer
 
@@ -60,7 +60,7 @@ def test_views_spark_wrote_through_the_reference_server(
         assert loaded.metadata.current_version.sql("spark") == REPLACED
         assert loaded.metadata.current_version.default_namespace == ("sales",)
         assert len(loaded.metadata.versions) == 2
-        shown = describe_view(catalog, loaded)
+        shown = view_detail(loaded, catalog)
         assert shown["reads"] == ["sales.orders"] and shown["missing"] == []
     finally:
         spark.sql(f"DROP VIEW IF EXISTS {view}")

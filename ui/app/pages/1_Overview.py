@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import streamlit as st
 
 from icecore import describe, health
@@ -205,3 +207,19 @@ st.dataframe(
     hide_index=True,
     width="stretch",
 )
+
+readers = data.views_reading(context.catalog, str(table.identifier))
+if readers:
+    st.subheader(f"Views that read it ({len(readers):,})")
+    st.dataframe(
+        [
+            {
+                "view": name,
+                "open": "Views?" + urlencode({"catalog": context.catalog, "view": name}),
+            }
+            for name in readers
+        ],
+        hide_index=True,
+        width="stretch",
+        column_config={"open": st.column_config.LinkColumn("open", display_text="open →")},
+    )
