@@ -44,9 +44,11 @@ format: $(VENV)/.dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The Spark-marked tests and the others as two pytest processes side by side
+# (scripts/test-split.sh says why); PYTEST_ARGS with -m run as one process.
 test: $(VENV)/.dev lint
 	@scripts/prereqs.sh java
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
+	PATH="$(CURDIR)/$(BIN):$$PATH" scripts/test-split.sh $(PYTEST_ARGS)
 
 # For the minutes in between: the lint, then every test that needs neither the Spark fixture
 # nor more than a few seconds (README "Development" says how long it takes).
