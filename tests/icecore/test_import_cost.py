@@ -6,6 +6,11 @@ fsspec and pyarrow.compute/parquet cost from 7 to 45 MiB and up to 0.2 s each; a
 ``history`` or an app page that only reads metadata must not pay for them (issue 18 item 5;
 the figures are in bench/import_bench.results.md). Each check runs in a fresh interpreter,
 since this test process has loaded them all.
+
+pyarrow and numpy (~0.25 s and ~50 MiB together) are loaded by the first use that reads a
+manifest or data (issue 32 item 4): ``import icecore``, loading a table and the CLI's
+metadata commands on a table whose snapshot summaries answer (no delete files) need
+neither.
 """
 
 from __future__ import annotations
@@ -30,12 +35,16 @@ HEAVY = (
     "fsspec",
     "pyarrow.parquet",
 )
+ARROW = ("pyarrow", "numpy")
+"""Loaded by the first manifest or data read, not by loading a table (issue 32 item 4)."""
 SMALL_TABLE = REPO / "tests/data/metadata/spark/trips-00024.metadata.json"
+DELETE_FREE_TABLE = REPO / "tests/data/metadata/spark/trips-00004.metadata.json"
+"""Three appends: every snapshot's summary gives its live rows, so no manifest list is read."""
 
 
-def loaded_after(code: str) -> list[str]:
-    """The HEAVY modules a fresh interpreter holds after running ``code``."""
-    listing = f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+def loaded_after(code: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
+    """The ``watched`` modules a fresh interpreter holds after running ``code``."""
+    listing = f"print(json.dumps([m for m in {watched!r} if m in sys.modules]))"
     probe = f"{code}\nimport json, sys\n{listing}"
     done = subprocess.run(
         [sys.executable, "-c", probe],
@@ -50,6 +59,56 @@ def loaded_after(code: str) -> list[str]:
 
 def test_import_icecore_loads_no_heavy_dependency() -> None:
     assert loaded_after("import icecore") == []
+
+
+def cli(*argv: str) -> str:
+    """Code running the CLI in-process on ``argv`` with its output discarded."""
+    return (
+        "import contextlib, io\n"
+        "from icecore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({list(argv)!r}) == 0\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import icecore",
+        "from icecore import At, Catalog, FileIO, Schema, Snapshot, Table, load_table",
+        "import icecore.cli",
+        # Loading a table and asking what its metadata.json holds reads nothing else.
+        f"import icecore\nt = icecore.load_table({str(SMALL_TABLE)!r})\n"
+        "t.history(), t.snapshots(), t.refs(), t.snapshot(), t.metadata.current_schema()",
+        cli("history", str(DELETE_FREE_TABLE)),
+        cli("history", str(DELETE_FREE_TABLE), "--metadata"),
+        cli("tables", str(SMALL_TABLE.parent)),
+    ],
+)
+def test_loading_tables_and_metadata_commands_load_neither_pyarrow_nor_numpy(code: str) -> None:
+    watched = ARROW + tuple(m for m in HEAVY if m != "fsspec")  # fsspec reads the file
+    assert loaded_after(code, watched) == []
+
+
+def test_lazy_public_names_are_the_classes_and_are_listed() -> None:
+    # The names icecore/__init__.py loads on first access stay public API: importable,
+    # the very classes of their modules, and offered by dir() (a notebook's completion).
+    import icecore
+    from icecore.inspect.accessor import MetadataTables
+    from icecore.scan.planner import Plan, TableScan
+
+    assert (icecore.TableScan, icecore.Plan, icecore.MetadataTables) == (
+        TableScan,
+        Plan,
+        MetadataTables,
+    )
+    assert set(icecore.__all__) <= set(dir(icecore))
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        _ = icecore.nothing_here  # type: ignore[attr-defined]
+
+
+def test_a_lazy_name_loads_what_it_needs() -> None:
+    assert loaded_after("from icecore import TableScan", ARROW) == list(ARROW)
 
 
 def test_history_of_a_table_reads_metadata_only() -> None:
