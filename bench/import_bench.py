@@ -1,4 +1,4 @@
-"""What starting Icecore costs: ``import icecore`` and the CLI's ``history`` on a small table.
+"""What starting Icecore costs: ``import icecore`` and the CLI's ``history`` on small tables.
 
     python -m bench.import_bench [--before DIR] [--runs 10] [--record bench/import_bench.results.md]
 
@@ -8,7 +8,9 @@ Every run is a fresh interpreter started in the tree it measures; each tree's by
 compiled first and ``PYTHONDONTWRITEBYTECODE`` is unset, so the figures are what an
 installed package costs, not the compiler's. The child reports its own peak RSS; the parent
 times it from start to exit and prints medians (issue 18 item 5: under 0.3 s and 90 MiB for
-the import, under 0.5 s for ``history``).
+the import, under 0.5 s for ``history``). ``history`` runs on two tables: one with delete
+files (its manifest lists are read for the live row counts, so pyarrow and numpy load) and
+one without (the snapshot summaries answer; issue 32 item 4).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL_TABLE = "tests/data/metadata/spark/trips-00024.metadata.json"
+DELETE_FREE_TABLE = "tests/data/metadata/spark/trips-00004.metadata.json"
 PEAK = "import sys; sys.stderr.write(open('/proc/self/status').read())"
 CASES = {
     "import icecore": f"import icecore\n{PEAK}",
@@ -33,6 +36,11 @@ CASES = {
         "import contextlib, io\nfrom icecore.cli import main\n"
         f"with contextlib.redirect_stdout(io.StringIO()):\n    main(['history', {SMALL_TABLE!r}])\n"
         f"{PEAK}"
+    ),
+    "history (CLI, no deletes)": (
+        "import contextlib, io\nfrom icecore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['history', {DELETE_FREE_TABLE!r}])\n{PEAK}"
     ),
 }
 
