@@ -150,3 +150,28 @@ def test_postgres_uri_helpers_load_no_driver() -> None:
         "jdbc_catalog_conf('pg', 'postgresql://ann:pw@db.example/lake', '/tmp')"
     )
     assert "psycopg" not in loaded_after(code)
+
+
+SCAN_FILTERS = {
+    "no filter": "None",
+    "an expression": (
+        "UnboundPredicate(Operation.GT, Reference('zone_id'), (Literal(3),))"  # zone_id > 3
+    ),
+    "a SQL string": "'zone_id > 3'",
+}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("given", list(SCAN_FILTERS))
+def test_a_first_scan_loads_sqlglot_only_for_a_sql_filter(demo_warehouse: Path, given: str) -> None:
+    # Issue 32 item 4: a first scan of a small table to Arrow loads the SQL parser only to
+    # parse the user's SQL text, and never the SQL engine or a catalog's driver. (pandas and
+    # polars it does load: bench/import_bench.results.md, 2026-11-28, says which calls.)
+    code = (
+        "import icecore\n"
+        "from icecore.expressions.model import Literal, Operation, Reference, UnboundPredicate\n"
+        f"table = icecore.load_table({f'{demo_warehouse}::demo.zones'!r})\n"
+        f"assert table.scan({SCAN_FILTERS[given]}).plan().to_arrow().num_rows > 0\n"
+    )
+    loaded = loaded_after(code, ("sqlglot", "duckdb", "psycopg", "requests"))
+    assert loaded == (["sqlglot"] if given == "a SQL string" else [])
