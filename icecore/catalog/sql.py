@@ -43,7 +43,6 @@ from icecore.failpoints import failpoint
 from icecore.identifier import check_new_identifier, check_new_namespace, check_no_case_twin
 from icecore.io import FileIO, normalize_path
 from icecore.metadata import TableMetadata
-from icecore.metadata.builder import metadata_file_suffix
 
 DEFAULT_CATALOG_NAME = "icecore"
 """The name Icecore's pipeline gives its Spark JdbcCatalog (``catalog_name`` in the table)."""
@@ -354,6 +353,8 @@ class SqlCatalog(CatalogBase):
         )
         match = _VERSION_PREFIX.match(base_location.rsplit("/", 1)[-1])
         version = int(match.group(1)) + 1 if match else 0
+        from icecore.metadata.builder import metadata_file_suffix  # commits only: not at import
+
         location = (
             f"{folder.rstrip('/')}/{version:05d}-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
         )
@@ -809,6 +810,8 @@ class SqlCatalogAdmin:
         folder = (
             metadata.properties.get(METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
         )
+        from icecore.metadata.builder import metadata_file_suffix  # commits only: not at import
+
         location = f"{folder.rstrip('/')}/00000-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
         check_location_length(location)
         protocol, local = normalize_path(location)

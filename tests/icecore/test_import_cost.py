@@ -89,6 +89,13 @@ def test_loading_tables_and_metadata_commands_load_neither_pyarrow_nor_numpy(cod
     assert loaded_after(code, ARROW + HEAVY) == []
 
 
+def test_import_icecore_loads_neither_the_planner_nor_the_writer() -> None:
+    # Icecore's own heavy layers: planning and the metadata tables (pyarrow), and the
+    # metadata builder a commit uses (~30 ms of dataclasses), load at first use too.
+    own = ("icecore.scan.planner", "icecore.inspect", "icecore.metadata.builder")
+    assert loaded_after("import icecore", own) == []
+
+
 def test_listing_a_folder_loads_only_the_file_system_layer() -> None:
     assert loaded_after(cli("tables", str(SMALL_TABLE.parent)), ARROW + HEAVY) == ["fsspec"]
 
