@@ -9,6 +9,10 @@ rename|drop|publish ... [--dry-run]``, ``audit CATALOG [--table ns.t] [--princip
 user), ``views CATALOG``, ``view CATALOG::ns.view``. TABLE is ``CATALOG::ns.table``, a table
 directory, or a metadata.json path. ``python -m icecore`` is the same command; ``icecore app``
 serves the explorer (:mod:`icecore.launch`).
+
+Each command imports the features it runs (planner, readers, SQL, exports, audit, evolution)
+when it runs, so a metadata command on a small table loads neither them nor pyarrow and numpy
+under them (issue 32 item 4; PERFORMANCE.md "Targets": a CLI call on a small table < 0.5 s).
 """
 
 from __future__ import annotations
@@ -20,24 +24,14 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from icecore.access import os_principal
-from icecore.audit import audit_changes, select_changes
 from icecore.catalog import load_catalog, load_table
-from icecore.catalog.audit_store import audit_sink_for, reconcile, skipped_records
-from icecore.catalog.guarded import guard
 from icecore.config import read_only
 from icecore.errors import IcecoreError, NotFound, ValidationError
-from icecore.evolution.change_text import (
-    apply_schema_change,
-    apply_sort_change,
-    apply_spec_change,
-)
-from icecore.export import check_output, protected_paths, write_parquet, write_table
 from icecore.history import parse_timestamp_ms
-from icecore.inspect import METADATA_TABLES
 from icecore.launch import (
     CATALOG_ENV,
     DEFAULT_ADDRESS,
@@ -46,17 +40,16 @@ from icecore.launch import (
     require_extra,
     serve_app,
 )
-from icecore.metadata_events import metadata_events
 from icecore.point_in_time import At
-from icecore.refs.manage import ManageSnapshots
 from icecore.row_counts import rows_between, snapshot_rows
-from icecore.scan.planner import Plan
-from icecore.sql import result_cut, run_sql
 from icecore.table import Table, load_table_at
 from icecore.table_data import TableData
 from icecore.version import __version__
 
 if TYPE_CHECKING:
+    from icecore.inspect.kinds import MetadataTable
+    from icecore.refs.manage import ManageSnapshots
+    from icecore.scan.planner import Plan
     from icecore.server.limits import HttpLimits
 
 Command = Callable[[argparse.Namespace], Any]
@@ -107,10 +100,50 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one sentence instead of usage text and exit 2."""
+    """argparse that reports usage errors as one sentence instead of usage text and exit 2.
+
+    ``epilog_maker``, when set, makes the epilog when help is first shown (the ``inspect``
+    kinds come from a registry that loads pyarrow: see the module's docstring).
+    """
+
+    epilog_maker: Callable[[], str] | None = None
 
     def error(self, message: str) -> Any:
         raise UsageError(f"{message} (see icecore --help)")
+
+    def format_help(self) -> str:
+        """The help text, with the epilog made first when ``epilog_maker`` is set."""
+        if self.epilog_maker is not None:
+            self.epilog, self.epilog_maker = self.epilog_maker(), None
+        return super().format_help()
+
+
+def _metadata_tables() -> Mapping[str, MetadataTable]:
+    """The registry of metadata tables (:mod:`icecore.inspect.kinds`), imported when asked."""
+    from icecore.inspect.kinds import METADATA_TABLES
+
+    return METADATA_TABLES
+
+
+class _MetadataKinds:
+    """The ``inspect`` command's choices: the registry's kinds, read only when checked.
+
+    argparse asks a choice container only ``in`` (checking a value) and iteration (naming
+    the choices in its error), so other commands never import the registry.
+    """
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in _metadata_tables()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_metadata_tables())
+
+
+def _inspect_epilog() -> str:
+    """The ``inspect`` help's list of kinds, each with what one row of it is."""
+    return "KIND, and what one row is:\n" + "\n".join(
+        f"  {k:<22}{r.summary}" for k, r in _metadata_tables().items()
+    )
 
 
 _ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)\s*(?:<[^`>]*>)?`")
@@ -228,6 +261,8 @@ def _with_metadata_events(table: TableData, rows: list[dict[str, Any]]) -> list[
     not_read), ``changes`` (sentences) and ``details``; snapshot rows have no ``kind``.
     An event sorts after the snapshots committed at the same millisecond.
     """
+    from icecore.metadata_events import metadata_events
+
     keyed: list[tuple[int, int, dict[str, Any]]] = [
         (int(r["committed_at"].timestamp() * 1000), 0, r) for r in rows
     ]
@@ -324,6 +359,8 @@ def cmd_scan(args: argparse.Namespace) -> dict[str, Any]:
     The output is checked first: never inside a table location, never over an existing
     file without ``--force`` (:func:`icecore.export.check_output`).
     """
+    from icecore.export import check_output, protected_paths, write_parquet
+
     table = load_table(args.table)
     dirs, files = protected_paths(table)
     check_output(args.output, dirs, files, force=args.force)
@@ -343,6 +380,8 @@ def cmd_scan(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_sql(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One SELECT over the table's metadata tables and its rows (``rows``), locked down."""
+    from icecore.sql import result_cut, run_sql
+
     table = load_table(args.table)
     result = run_sql(table, args.query, filter=args.filter, at=_at(args))
     if result_cut(result):
@@ -356,6 +395,8 @@ def cmd_sql(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def cmd_changelog(args: argparse.Namespace) -> Any:
     """Rows inserted and deleted between two points (Spark's create_changelog_view)."""
+    from icecore.export import check_output, protected_paths, write_table
+
     table = load_table(args.table)
     if args.output:
         dirs, files = protected_paths(table)
@@ -390,6 +431,9 @@ def audited(table: Table) -> Table:
     that keeps no log here (a REST catalog, whose server records; a metadata.json) is used
     as it is.
     """
+    from icecore.catalog.audit_store import audit_sink_for
+    from icecore.catalog.guarded import guard
+
     catalog = table.catalog
     if catalog is None:
         return table
@@ -413,6 +457,9 @@ def cmd_audit(args: argparse.Namespace) -> list[dict[str, Any]]:
     Each intent is joined with its outcome; an intent without one is ``unknown`` unless the
     table's metadata shows the commit landed (:func:`icecore.catalog.audit_store.reconcile`).
     """
+    from icecore.audit import audit_changes, select_changes
+    from icecore.catalog.audit_store import audit_sink_for, reconcile, skipped_records
+
     catalog = load_catalog(args.catalog)
     sink = audit_sink_for(catalog)
     if sink is None:
@@ -432,6 +479,12 @@ def cmd_audit(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
     """Schema, partition spec, sort order and property changes committed as one version."""
+    from icecore.evolution.change_text import (
+        apply_schema_change,
+        apply_sort_change,
+        apply_spec_change,
+    )
+
     if not (
         args.schema_change
         or args.spec_change
@@ -745,14 +798,13 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect",
         help="a metadata table (files, manifests, partitions, ...)",
         description="A metadata table as Spark shows it, one JSON object per row.",
-        epilog="KIND, and what one row is:\n"
-        + "\n".join(f"  {k:<22}{r.summary}" for k, r in METADATA_TABLES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    insp.epilog_maker = _inspect_epilog
     insp.add_argument("table", help=table_help)
     insp.add_argument(
         "kind",
-        choices=tuple(METADATA_TABLES),
+        choices=_MetadataKinds(),
         metavar="KIND",
         help="the metadata table (below)",
     )

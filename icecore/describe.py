@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from icecore.diff import FieldChange, schema_changes
 from icecore.manifest import ManifestContent, ManifestEntryStatus
-from icecore.manifest_arrow import read_manifest
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.schema import Schema
 from icecore.transforms.temporal import TimeTransform
@@ -346,6 +345,8 @@ def _first_file_bounds(
     """Lower and upper bounds, by field id, of the first live data file that has any."""
     if snapshot is None:
         return {}
+    from icecore.manifest_arrow import read_manifest  # pyarrow: only where a manifest is read
+
     metadata = table.metadata
     for manifest in table.manifests(snapshot):
         spec = metadata.spec_by_id(manifest.partition_spec_id)

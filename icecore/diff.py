@@ -10,6 +10,10 @@ Only the manifests that are not in both manifest lists are read: a manifest is i
 so one listed by both snapshots holds the same live files on both sides, and a file is live
 in one manifest of a snapshot at most, so the files of shared manifests cancel out (two
 neighbouring snapshots of a 100,000-file table differ by a manifest or two).
+
+The manifest reader and the row-access masks (pyarrow) are imported by the functions that
+use them, so the schema comparisons the metadata log's events are made of load neither
+(issue 32 item 4).
 """
 
 from __future__ import annotations
@@ -25,11 +29,9 @@ from icecore.manifest import (
     ManifestEntry,
     ManifestFile,
 )
-from icecore.manifest_arrow import entries_from_arrow, live_files
 from icecore.metadata import Snapshot
 from icecore.partitioning import PartitionSpec
 from icecore.progress import report
-from icecore.row_access import masked_partition_fields
 from icecore.schema import Schema
 from icecore.table_data import access_of
 from icecore.types import NestedField
@@ -235,6 +237,8 @@ def _live_entries(
     shows "Reading manifests: k of n" (:mod:`icecore.progress`); ``start`` of ``total``
     were read before these.
     """
+    from icecore.manifest_arrow import entries_from_arrow, live_files
+
     found: list[ManifestEntry] = []
     schema = table.read_schema(snapshot)
     for done, (manifest, files) in enumerate(
@@ -259,6 +263,8 @@ def diff_snapshots(table: TableData, before: Snapshot | None, after: Snapshot) -
     shared_specs = _shared_data_specs(table, after, in_both)
     old_data, new_data = _by_path(old_entries, True), _by_path(new_entries, True)
     old_del, new_del = _by_path(old_entries, False), _by_path(new_entries, False)
+    from icecore.row_access import masked_partition_fields
+
     metadata = table.metadata
     schema = metadata.current_schema()
     hidden = masked_partition_fields(metadata.partition_specs, schema, access_of(table))

@@ -217,7 +217,17 @@ class FileIO:
             return self._fs(protocol), local
 
     def exists(self, path: str) -> bool:
-        """Whether a file or directory exists at ``path``."""
+        """Whether a file or directory exists at ``path``.
+
+        A local path is checked as fsspec's local filesystem checks it (``~`` expanded,
+        trailing slashes dropped, ``os.path.exists``) without loading fsspec, as
+        :meth:`read` reads it: loading a table from a local metadata file then needs no
+        fsspec (~0.1 s; issue 32 item 4).
+        """
+        protocol, local = check_path(path, allow_memory=self.allow_memory)
+        if protocol == "file":
+            with _failures("check", path):
+                return os.path.exists(os.path.expanduser(local.rstrip("/") or "/"))
         fs, local = self._resolve(path)
         with _failures("check", path):
             return bool(fs.exists(local))

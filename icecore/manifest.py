@@ -7,6 +7,10 @@ same. Manifests themselves have one decoder, the columnar one of
 :mod:`icecore.manifest_arrow`, which applies "Sequence Number Inheritance" and "First Row ID
 Inheritance" once; the :class:`ManifestEntry` and :class:`DataFile` objects here are views
 built from rows of its Arrow table (:func:`icecore.manifest_arrow.read_manifest`).
+
+The model itself needs no pyarrow: the Avro decoder (and pyarrow under it) is imported by
+the function that reads a list, so code that only names the enums and classes (the CLI's
+history, diffs of metadata) does not load it (issue 32 item 4).
 """
 
 from __future__ import annotations
@@ -15,13 +19,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
 from icecore.errors import InvalidMetadata
 from icecore.io import MAX_METADATA_BYTES, FileIO
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class ManifestContent(IntEnum):
@@ -305,6 +309,8 @@ def read_manifest_list_records(
     file_io: FileIO, path: str, format_version: int | None = None
 ) -> ManifestListRecords:
     """Decode a manifest list without building objects (see :func:`read_manifest_list`)."""
+    from icecore.avro import HEADER_METADATA_PREFIX, read_avro_polars_arrow
+
     table = read_avro_polars_arrow(file_io.read(path, limit=MAX_METADATA_BYTES), path)
     header = {
         k[len(HEADER_METADATA_PREFIX) :].decode(): v.decode()

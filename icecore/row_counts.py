@@ -21,6 +21,10 @@ Per snapshot: ``rows_added`` is the records of the data files it added; ``rows_r
 live(snapshot)`` holds exactly; it is split by what removed the rows (removed data files,
 position deletes, deletion vectors, equality deletes) where the commit's summary tells it
 apart, else the split is None with a note.
+
+The manifest list, counting and planning modules (pyarrow and numpy) are imported where a
+count needs them, so the CLI's ``history`` of a table whose summaries answer loads none of
+them (issue 32 item 4).
 """
 
 from __future__ import annotations
@@ -30,13 +34,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icecore.errors import IcecoreError
-from icecore.health import count_live_rows, format_bytes
 from icecore.lru import LRU
-from icecore.manifest import ListField, ManifestContent
 from icecore.metadata import Snapshot
 from icecore.point_in_time import At
 from icecore.progress import report
-from icecore.scan.count import CountTooLarge
 from icecore.timeline import summary_count
 
 if TYPE_CHECKING:
@@ -109,6 +110,8 @@ def _summary_live(snapshot: Snapshot) -> int | None:
 
 def _list_live(table: TableData, snapshot: Snapshot) -> int | None:
     """Live rows from the manifest list's counts when no delete file is live (else None)."""
+    from icecore.manifest import ListField, ManifestContent
+
     columns = table.manifest_list(snapshot)
     data = columns.content == int(ManifestContent.DATA)
     if columns.live_files[~data].sum() > 0:
@@ -145,6 +148,8 @@ def read_live_rows(table: TableData, snapshot: Snapshot, *, bound: int | None = 
     kept = _LIVE.get(key)
     if kept is not None and kept[0] is not None:
         return kept[0]
+    from icecore.health import count_live_rows
+
     found = count_live_rows(table, at=At(snapshot_id=snapshot.snapshot_id), read_bound=bound)
     _LIVE.put(key, (found, ""))
     return found
@@ -174,6 +179,9 @@ def live_rows(
         return None, f"its manifest list cannot be read: {error}"  # not kept: may be passing
     if from_list is not None:
         return _LIVE.put(key, (from_list, ""))
+    from icecore.health import format_bytes
+    from icecore.scan.count import CountTooLarge
+
     try:
         return read_live_rows(table, snapshot, bound=bound), ""
     except CountTooLarge as error:

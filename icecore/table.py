@@ -7,6 +7,11 @@ the features, and the features take the plain ``TableData`` below them (docs/ARC
 does every commit (``update_schema()``, ``update_spec()``, ``update_sort_order()``,
 ``set_properties()``, ``remove_properties()``, ``transaction()``; see :mod:`icecore.evolution`;
 ``manage_snapshots()``, see :mod:`icecore.refs`).
+
+Each feature is imported by the method that opens it, not by this module: loading a table
+(``import icecore``, the CLI's metadata commands) must not load the planner, the readers, or
+pyarrow and numpy under them (issue 32 item 4; PERFORMANCE.md "Targets": ``import icecore``
+under 0.3 s and 90 MiB). The imports cost nothing after the first call.
 """
 
 from __future__ import annotations
@@ -15,29 +20,22 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
-from icecore.changelog import changelog
-from icecore.diff import SnapshotDiff, diff_snapshots
 from icecore.errors import NotFound
-from icecore.evolution import (
-    Transaction,
-    UpdateSchema,
-    UpdateSortOrder,
-    UpdateSpec,
-    transaction_of,
-)
-from icecore.expressions.model import Expression
 from icecore.identifier import TableIdentifier
-from icecore.inspect.accessor import MetadataTables
 from icecore.io import FileIO
 from icecore.point_in_time import Point, point_of
-from icecore.refs.manage import ManageSnapshots
-from icecore.scan.planner import TableScan
 from icecore.table_data import TableData, TableSource, read_table_metadata
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from icecore.diff import SnapshotDiff
+    from icecore.evolution import Transaction, UpdateSchema, UpdateSortOrder, UpdateSpec
+    from icecore.expressions.model import Expression
+    from icecore.inspect.accessor import MetadataTables
+    from icecore.refs.manage import ManageSnapshots
     from icecore.scan.context import PlanContext
+    from icecore.scan.planner import TableScan
 
 __all__ = ["Table", "load_table_at"]
 
@@ -62,6 +60,8 @@ class Table(TableData):
         Call it with a kind, ``t.inspect("files", ref="audit")``, or use the kind's method,
         ``t.inspect.files(ref="audit")`` (PyIceberg's names); both give the same table.
         """
+        from icecore.inspect.accessor import MetadataTables
+
         return MetadataTables(self)
 
     def diff(
@@ -71,6 +71,8 @@ class Table(TableData):
 
         ``from_point`` None compares against an empty table.
         """
+        from icecore.diff import diff_snapshots
+
         before = self.point(from_point) if from_point is not None else None
         after = self.point(to_point) if to_point is not None else self.snapshot()
         if after is None:
@@ -92,6 +94,8 @@ class Table(TableData):
         See :func:`icecore.changelog.changelog`; ``from_point`` is exclusive (None: from the
         first snapshot), ``to_point`` inclusive (None: the current snapshot).
         """
+        from icecore.changelog import changelog
+
         return changelog(
             self,
             from_point,
@@ -119,6 +123,8 @@ class Table(TableData):
         one of the others, not both. ``context`` holds the caches plans share (default: the
         process's own).
         """
+        from icecore.scan.planner import TableScan
+
         at = point_of(at, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
         return TableScan(self, filter, at=at, case_sensitive=case_sensitive, context=context)
 
@@ -129,23 +135,33 @@ class Table(TableData):
 
         ``preview()`` instead returns the new metadata and a readable diff, writing nothing.
         """
+        from icecore.evolution import transaction_of
+
         return transaction_of(self).update_schema(case_sensitive=case_sensitive)
 
     def update_spec(self, *, case_sensitive: bool = True) -> UpdateSpec:
         """A partition spec change (new data only), committed like :meth:`update_schema`."""
+        from icecore.evolution import transaction_of
+
         return transaction_of(self).update_spec(case_sensitive=case_sensitive)
 
     def update_sort_order(self, *, case_sensitive: bool = True) -> UpdateSortOrder:
         """A new default sort order, committed like :meth:`update_schema`."""
+        from icecore.evolution import transaction_of
+
         return transaction_of(self).update_sort_order(case_sensitive=case_sensitive)
 
     def set_properties(self, properties: Mapping[str, str] | None = None, /, **more: str) -> Table:
         """Set table properties now; returns the committed table."""
+        from icecore.evolution import transaction_of
+
         transaction = transaction_of(self).set_properties(properties, **more)
         return self._committed(transaction)
 
     def remove_properties(self, *keys: str) -> Table:
         """Remove table properties now; returns the committed table."""
+        from icecore.evolution import transaction_of
+
         return self._committed(transaction_of(self).remove_properties(*keys))
 
     def manage_snapshots(self) -> ManageSnapshots:
@@ -154,10 +170,14 @@ class Table(TableData):
         Commits on ``commit()`` or on leaving its ``with`` block; ``preview()`` writes nothing
         (see :mod:`icecore.refs.manage`).
         """
+        from icecore.refs.manage import ManageSnapshots
+
         return ManageSnapshots(self)
 
     def transaction(self) -> Transaction:
         """Several changes committed as one metadata version (``commit()`` or ``with``)."""
+        from icecore.evolution import Transaction
+
         return Transaction(self)
 
     def _committed(self, transaction: Transaction) -> Table:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from icecore.access import FULL_ACCESS, Access
 from icecore.errors import NotFound, Unsupported, ValidationError
@@ -23,12 +23,16 @@ from icecore.history import HistoryEntry, history
 from icecore.identifier import TableIdentifier
 from icecore.io import MAX_METADATA_BYTES, FileIO
 from icecore.lru import LRU
-from icecore.manifest import ManifestEntry, ManifestFile
-from icecore.manifest_arrow import entries_from_arrow, live_files
-from icecore.manifest_list_columns import ManifestListColumns, read_manifest_list_columns
 from icecore.metadata import Snapshot, SnapshotRef, TableMetadata, parse_metadata
 from icecore.point_in_time import CURRENT, At, Point, Resolved, point_of, snapshot_schema
 from icecore.schema import Schema
+
+if TYPE_CHECKING:
+    # Manifests are decoded with pyarrow and numpy: imported by the methods that read them,
+    # so a table loaded for its metadata (history, refs, schema) does not load them (issue
+    # 32 item 4, PERFORMANCE.md "Targets").
+    from icecore.manifest import ManifestEntry, ManifestFile
+    from icecore.manifest_list_columns import ManifestListColumns
 
 
 class TableSource(Protocol):
@@ -210,6 +214,8 @@ class TableData:
             self.metadata.format_version,
         )
         location = snapshot.manifest_list
+        from icecore.manifest_list_columns import read_manifest_list_columns
+
         return _MANIFEST_LISTS.get_or_make(
             key,
             lambda: read_manifest_list_columns(
@@ -226,6 +232,8 @@ class TableData:
             snapshot: the snapshot (its schema decodes partition values).
             manifests: only these of its manifests (default: all of them).
         """
+        from icecore.manifest_arrow import entries_from_arrow, live_files
+
         return [
             entry
             for manifest, files in live_files(self, snapshot, self.read_schema(snapshot), manifests)

@@ -28,7 +28,6 @@ from icecore.failpoints import failpoint
 from icecore.identifier import MAX_NAMESPACE_LEVELS, check_name
 from icecore.io import MAX_METADATA_BYTES, FileInfo, FileIO, normalize_path, reason, shown
 from icecore.metadata import TableMetadata
-from icecore.metadata.builder import is_gzip
 from icecore.values import whole_number
 
 if TYPE_CHECKING:
@@ -135,6 +134,8 @@ def commit_version(
     current = current_metadata_file(io, table_location)
     if normalize_path(current) != normalize_path(base_location):
         raise CommitConflict(f"{current} was committed after {base_location}")
+    from icecore.metadata.builder import is_gzip  # the commit path only: not at import
+
     target, other = _version_paths(metadata_dir, version, is_gzip(metadata))
     if io.exists(other) or io.exists(target):
         raise CommitConflict(f"another writer created version {version} first")

@@ -43,7 +43,6 @@ from icecore.failpoints import failpoint
 from icecore.identifier import check_new_identifier, check_new_namespace, check_no_case_twin
 from icecore.io import FileIO, normalize_path
 from icecore.metadata import TableMetadata
-from icecore.metadata.builder import metadata_file_suffix
 
 if TYPE_CHECKING:
     from icecore.catalog.views import ViewStore
@@ -363,6 +362,8 @@ class SqlCatalog(CatalogBase):
         )
         match = _VERSION_PREFIX.match(base_location.rsplit("/", 1)[-1])
         version = int(match.group(1)) + 1 if match else 0
+        from icecore.metadata.builder import metadata_file_suffix  # commits only: not at import
+
         location = (
             f"{folder.rstrip('/')}/{version:05d}-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
         )
@@ -822,6 +823,8 @@ class SqlCatalogAdmin:
         folder = (
             metadata.properties.get(METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
         )
+        from icecore.metadata.builder import metadata_file_suffix  # commits only: not at import
+
         location = f"{folder.rstrip('/')}/00000-{uuid.uuid4()}{metadata_file_suffix(metadata)}"
         check_location_length(location)
         protocol, local = normalize_path(location)
