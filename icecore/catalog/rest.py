@@ -500,22 +500,28 @@ class RestCatalog(CatalogBase):
     def list_tables(self, namespace: tuple[str, ...] | None = None) -> list[TableIdentifier]:
         """Tables in ``namespace`` (every namespace when None), sorted."""
         self._require("GET /v1/{prefix}/namespaces/{namespace}/tables")
+        return self._identifiers(namespace, "tables", "table")
+
+    def _identifiers(
+        self, namespace: tuple[str, ...] | None, route: str, kind: str
+    ) -> list[TableIdentifier]:
+        """The ``identifiers`` a listing route pages through (``tables`` or ``views``), sorted."""
         namespaces = [namespace] if namespace is not None else self.list_namespaces()
-        tables: list[TableIdentifier] = []
+        found: list[TableIdentifier] = []
         for ns in namespaces:
-            path = f"namespaces/{_namespace_path(ns)}/tables"
-            for entry in self._pages(path, "identifiers", "GET tables", {}):
+            path = f"namespaces/{_namespace_path(ns)}/{route}"
+            for entry in self._pages(path, "identifiers", f"GET {route}", {}):
                 if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
                     raise InvalidMetadata(
-                        f"The REST catalog {self.uri} listed a malformed table identifier."
+                        f"The REST catalog {self.uri} listed a malformed {kind} identifier."
                     )
                 entry_ns = entry.get("namespace")
-                tables.append(
+                found.append(
                     TableIdentifier(
                         tuple(entry_ns) if isinstance(entry_ns, list) else ns, entry["name"]
                     )
                 )
-        return sorted(tables)
+        return sorted(found)
 
     def _load(self, identifier: TableIdentifier) -> tuple[str, TableMetadata, dict[str, str]]:
         self._require("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}")
@@ -562,22 +568,7 @@ class RestCatalog(CatalogBase):
         endpoint = "GET /v1/{prefix}/namespaces/{namespace}/views"
         if self._endpoints is not None and endpoint not in self._endpoints:
             return []
-        namespaces = [namespace] if namespace is not None else self.list_namespaces()
-        views: list[TableIdentifier] = []
-        for ns in namespaces:
-            path = f"namespaces/{_namespace_path(ns)}/views"
-            for entry in self._pages(path, "identifiers", "GET views", {}):
-                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-                    raise InvalidMetadata(
-                        f"The REST catalog {self.uri} listed a malformed view identifier."
-                    )
-                entry_ns = entry.get("namespace")
-                views.append(
-                    TableIdentifier(
-                        tuple(entry_ns) if isinstance(entry_ns, list) else ns, entry["name"]
-                    )
-                )
-        return sorted(views)
+        return self._identifiers(namespace, "views", "view")
 
     def load_view(self, identifier: str | TableIdentifier) -> View:
         """The view's ``LoadViewResult``: its metadata location and metadata."""

@@ -147,14 +147,16 @@ def _where(obj: Mapping[str, Any]) -> str:
     return f"Update {str(obj.get('action'))[:60]!r}"
 
 
-def _int(obj: Mapping[str, Any], key: str, where: str) -> int:
+def required_int(obj: Mapping[str, Any], key: str, where: str) -> int:
+    """``obj[key]`` as an integer (not a bool); InvalidMetadata naming ``where`` otherwise."""
     value = obj.get(key)
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidMetadata(f"{where} needs an integer {key!r}.")
     return value
 
 
-def _str(obj: Mapping[str, Any], key: str, where: str) -> str:
+def required_str(obj: Mapping[str, Any], key: str, where: str) -> str:
+    """``obj[key]`` as a string; InvalidMetadata naming ``where`` otherwise."""
     value = obj.get(key)
     if not isinstance(value, str):
         raise InvalidMetadata(f"{where} needs a string {key!r}.")
@@ -174,7 +176,7 @@ def _add_schema(obj: Mapping[str, Any], where: str) -> AddSchema:
     last = obj.get("last-column-id")
     return AddSchema(
         schema_from_json(obj.get("schema")),
-        None if last is None else _int(obj, "last-column-id", where),
+        None if last is None else required_int(obj, "last-column-id", where),
     )
 
 
@@ -195,7 +197,7 @@ def _remove_properties(obj: Mapping[str, Any], where: str) -> RemoveProperties:
 
 
 def _set_ref(obj: Mapping[str, Any], where: str) -> SetSnapshotRef:
-    name = _str(obj, "ref-name", where)
+    name = required_str(obj, "ref-name", where)
     if not name:
         raise InvalidMetadata(f"{where} needs a non-empty 'ref-name'.")
     body = {k: v for k, v in obj.items() if k not in ("action", "ref-name")}
@@ -214,35 +216,37 @@ def _set_statistics(obj: Mapping[str, Any], where: str) -> SetStatistics:
 
 
 _FROM_JSON: dict[str, Callable[[Mapping[str, Any], str], MetadataUpdate]] = {
-    "assign-uuid": lambda o, w: AssignUUID(_str(o, "uuid", w)),
-    "upgrade-format-version": lambda o, w: UpgradeFormatVersion(_int(o, "format-version", w)),
+    "assign-uuid": lambda o, w: AssignUUID(required_str(o, "uuid", w)),
+    "upgrade-format-version": lambda o, w: UpgradeFormatVersion(
+        required_int(o, "format-version", w)
+    ),
     "add-schema": _add_schema,
-    "set-current-schema": lambda o, w: SetCurrentSchema(_int(o, "schema-id", w)),
+    "set-current-schema": lambda o, w: SetCurrentSchema(required_int(o, "schema-id", w)),
     "add-spec": lambda o, w: AddPartitionSpec(partition_spec_from_json(o.get("spec"))),
-    "set-default-spec": lambda o, w: SetDefaultSpec(_int(o, "spec-id", w)),
+    "set-default-spec": lambda o, w: SetDefaultSpec(required_int(o, "spec-id", w)),
     "add-sort-order": lambda o, w: AddSortOrder(sort_order_from_json(o.get("sort-order"))),
-    "set-default-sort-order": lambda o, w: SetDefaultSortOrder(_int(o, "sort-order-id", w)),
+    "set-default-sort-order": lambda o, w: SetDefaultSortOrder(required_int(o, "sort-order-id", w)),
     "add-snapshot": lambda o, w: AddSnapshot(snapshot_from_json(o.get("snapshot"), w)),
     "set-snapshot-ref": _set_ref,
-    "remove-snapshot-ref": lambda o, w: RemoveSnapshotRef(_str(o, "ref-name", w)),
+    "remove-snapshot-ref": lambda o, w: RemoveSnapshotRef(required_str(o, "ref-name", w)),
     "remove-snapshots": lambda o, w: RemoveSnapshots(_ints(o, "snapshot-ids", w)),
-    "set-location": lambda o, w: SetLocation(_str(o, "location", w)),
+    "set-location": lambda o, w: SetLocation(required_str(o, "location", w)),
     "set-properties": _set_properties,
     "remove-properties": _remove_properties,
     "set-statistics": _set_statistics,
-    "remove-statistics": lambda o, w: RemoveStatistics(_int(o, "snapshot-id", w)),
+    "remove-statistics": lambda o, w: RemoveStatistics(required_int(o, "snapshot-id", w)),
     "set-partition-statistics": lambda o, w: SetPartitionStatistics(
         partition_statistics_file_from_json(o.get("partition-statistics"), f"of {w}")
     ),
     "remove-partition-statistics": lambda o, w: RemovePartitionStatistics(
-        _int(o, "snapshot-id", w)
+        required_int(o, "snapshot-id", w)
     ),
     "remove-schemas": lambda o, w: RemoveSchemas(_ints(o, "schema-ids", w)),
     "remove-partition-specs": lambda o, w: RemovePartitionSpecs(_ints(o, "spec-ids", w)),
     "add-encryption-key": lambda o, w: AddEncryptionKey(
         encryption_key_from_json(o.get("encryption-key"), f"of {w}")
     ),
-    "remove-encryption-key": lambda o, w: RemoveEncryptionKey(_str(o, "key-id", w)),
+    "remove-encryption-key": lambda o, w: RemoveEncryptionKey(required_str(o, "key-id", w)),
 }
 
 UPDATE_ACTIONS = frozenset(_FROM_JSON)
@@ -316,18 +320,22 @@ def _ref_requirement(obj: Mapping[str, Any], where: str) -> AssertRefSnapshotId:
 
 _REQUIREMENT_FROM_JSON: dict[str, Callable[[Mapping[str, Any], str], Requirement]] = {
     "assert-create": lambda o, w: AssertCreate(),
-    "assert-table-uuid": lambda o, w: AssertTableUUID(_str(o, "uuid", w)),
+    "assert-table-uuid": lambda o, w: AssertTableUUID(required_str(o, "uuid", w)),
     "assert-ref-snapshot-id": _ref_requirement,
-    "assert-current-schema-id": lambda o, w: AssertCurrentSchemaId(_int(o, "current-schema-id", w)),
-    "assert-last-assigned-field-id": lambda o, w: AssertLastAssignedFieldId(
-        _int(o, "last-assigned-field-id", w)
+    "assert-current-schema-id": lambda o, w: AssertCurrentSchemaId(
+        required_int(o, "current-schema-id", w)
     ),
-    "assert-default-spec-id": lambda o, w: AssertDefaultSpecId(_int(o, "default-spec-id", w)),
+    "assert-last-assigned-field-id": lambda o, w: AssertLastAssignedFieldId(
+        required_int(o, "last-assigned-field-id", w)
+    ),
+    "assert-default-spec-id": lambda o, w: AssertDefaultSpecId(
+        required_int(o, "default-spec-id", w)
+    ),
     "assert-last-assigned-partition-id": lambda o, w: AssertLastAssignedPartitionId(
-        _int(o, "last-assigned-partition-id", w)
+        required_int(o, "last-assigned-partition-id", w)
     ),
     "assert-default-sort-order-id": lambda o, w: AssertDefaultSortOrderId(
-        _int(o, "default-sort-order-id", w)
+        required_int(o, "default-sort-order-id", w)
     ),
 }
 
@@ -357,6 +365,8 @@ def requirements_from_json(value: Any) -> list[Requirement]:
 
 
 __all__ = [
+    "required_int",
+    "required_str",
     "REQUIREMENT_TYPES",
     "UPDATE_ACTIONS",
     "requirement_from_json",

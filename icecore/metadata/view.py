@@ -41,7 +41,12 @@ from icecore.metadata.updates import (
     SetProperties,
     UpgradeFormatVersion,
 )
-from icecore.metadata.updates_json import update_from_json, update_to_json
+from icecore.metadata.updates_json import (
+    required_int,
+    required_str,
+    update_from_json,
+    update_to_json,
+)
 from icecore.schema import Schema, schema_from_json, schema_to_json
 
 VIEW_FORMAT_VERSION = 1
@@ -191,20 +196,6 @@ def _object(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _int(obj: Mapping[str, Any], key: str, where: str) -> int:
-    value = obj.get(key)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidMetadata(f"{where} needs an integer {key!r}.")
-    return value
-
-
-def _str(obj: Mapping[str, Any], key: str, where: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str):
-        raise InvalidMetadata(f"{where} needs a string {key!r}.")
-    return value
-
-
 def _list(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
     value = obj.get(key)
     if not isinstance(value, list):
@@ -229,13 +220,13 @@ def _extra(obj: Mapping[str, Any], known: frozenset[str] | tuple[str, ...]) -> d
 def representation_from_json(value: Any, where: str = "A representation") -> ViewRepresentation:
     """One entry of a version's ``representations``."""
     obj = _object(value, where)
-    kind = _str(obj, "type", where)
+    kind = required_str(obj, "type", where)
     if kind.lower() != "sql":
         return ViewRepresentation(kind, "", "", extra=_extra(obj, ("type",)))
     return ViewRepresentation(
         kind,
-        _str(obj, "sql", where),
-        _str(obj, "dialect", where),
+        required_str(obj, "sql", where),
+        required_str(obj, "dialect", where),
         _extra(obj, _REPRESENTATION_KEYS),
     )
 
@@ -251,9 +242,9 @@ def view_version_from_json(value: Any, where: str = "A view version") -> ViewVer
         raise InvalidMetadata(f"{where} has a 'default-catalog' that is not a string.")
     reps = _list(obj, "representations", where)
     return ViewVersion(
-        version_id=_int(obj, "version-id", where),
-        schema_id=_int(obj, "schema-id", where),
-        timestamp_ms=_int(obj, "timestamp-ms", where),
+        version_id=required_int(obj, "version-id", where),
+        schema_id=required_int(obj, "schema-id", where),
+        timestamp_ms=required_int(obj, "timestamp-ms", where),
         summary=_strings(obj.get("summary"), f"{where}'s 'summary'"),
         representations=tuple(
             representation_from_json(r, f"{where}'s representation {i}") for i, r in enumerate(reps)
@@ -267,7 +258,9 @@ def view_version_from_json(value: Any, where: str = "A view version") -> ViewVer
 def _log_entry(value: Any, where: str) -> ViewLogEntry:
     obj = _object(value, where)
     return ViewLogEntry(
-        _int(obj, "timestamp-ms", where), _int(obj, "version-id", where), _extra(obj, _LOG_KEYS)
+        required_int(obj, "timestamp-ms", where),
+        required_int(obj, "version-id", where),
+        _extra(obj, _LOG_KEYS),
     )
 
 
@@ -281,7 +274,7 @@ def view_metadata_from_json(value: Any, location: str | None = None) -> ViewMeta
     """
     where = f"View metadata {location}" if location else "The view metadata"
     obj = _object(value, where)
-    version = _int(obj, "format-version", where)
+    version = required_int(obj, "format-version", where)
     if version != VIEW_FORMAT_VERSION:
         raise Unsupported(
             f"{where} has format-version {version}; Icecore reads views of version 1."
@@ -291,9 +284,9 @@ def view_metadata_from_json(value: Any, location: str | None = None) -> ViewMeta
     except InvalidMetadata as e:
         raise InvalidMetadata(f"{where} has an invalid schema: {e}") from e
     md = ViewMetadata(
-        view_uuid=_str(obj, "view-uuid", where),
-        location=_str(obj, "location", where),
-        current_version_id=_int(obj, "current-version-id", where),
+        view_uuid=required_str(obj, "view-uuid", where),
+        location=required_str(obj, "location", where),
+        current_version_id=required_int(obj, "current-version-id", where),
         versions=tuple(
             view_version_from_json(v, f"{where}'s version {i}")
             for i, v in enumerate(_list(obj, "versions", where))
@@ -442,7 +435,9 @@ def view_update_from_json(obj: Any) -> ViewUpdate:
     if action == "add-view-version":
         return AddViewVersion(view_version_from_json(obj.get("view-version"), "'view-version'"))
     if action == "set-current-view-version":
-        return SetCurrentViewVersion(_int(obj, "view-version-id", "set-current-view-version"))
+        return SetCurrentViewVersion(
+            required_int(obj, "view-version-id", "set-current-view-version")
+        )
     if action not in _SHARED_ACTIONS:
         raise InvalidMetadata(f"Unknown view update action {action[:100]!r}.")
     return update_from_json(obj)  # type: ignore[return-value]
@@ -480,7 +475,7 @@ def view_uuid_requirement(value: Any) -> str | None:
     for req in value:
         if not isinstance(req, Mapping) or req.get("type") != "assert-view-uuid":
             raise InvalidMetadata("A view requirement must be of type 'assert-view-uuid'.")
-        wanted = _str(req, "uuid", "Requirement assert-view-uuid")
+        wanted = required_str(req, "uuid", "Requirement assert-view-uuid")
     return wanted
 
 
