@@ -59,6 +59,9 @@ MAX_READ_BYTES = 2**30
 targets 512 MiB data files) or a Parquet column chunk fits; one ``bytes`` object larger than
 this is never what a reader of a table needs."""
 
+_PROC_FDS = "/proc/self/fd"
+"""Where Linux names a process's open descriptors (an open file reopened by its descriptor)."""
+
 _SHOWN_PATH_CHARS = 300
 """A path longer than this is cut in error messages (a request may name a huge one)."""
 
@@ -337,6 +340,37 @@ class FileIO:
         if len(data) > limit:
             raise _too_large(path, limit)
         return data
+
+    def open_native(self, path: str) -> tuple[Any, int] | None:
+        """An Arrow-native read-only file for ``path`` and its size, or None (read by ranges).
+
+        Issue 32: a Parquet file read through a Python file object holds the GIL on every
+        read, so reading threads queue behind each other; an Arrow file (``pyarrow.OSFile``)
+        reads with the GIL released and lets Arrow pre-buffer column chunks on its own I/O
+        threads. Only a local path allowed here (:func:`check_path`) is opened so, under the
+        same checks as :meth:`read`: a regular file, checked before the open and again on the
+        open descriptor, which Arrow then reopens through ``/proc/self/fd`` (the very file
+        checked, not whatever the path names by then). Where that is not possible (another
+        scheme, no ``/proc``), None: the caller reads by FileIO range reads.
+
+        Raises:
+            NotFound: the file does not exist, or is a directory.
+            IcecoreError: it is not a regular file, or cannot be opened.
+        """
+        protocol, local = check_path(path, allow_memory=self.allow_memory)
+        if protocol != "file" or not os.path.isdir(_PROC_FDS):
+            return None
+        import pyarrow as pa  # only readers of data files need it
+
+        with _failures("read", path):
+            _check_regular(path, os.stat(local).st_mode)
+            fd = os.open(local, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                info = os.fstat(fd)
+                _check_regular(path, info.st_mode)
+                return pa.OSFile(f"{_PROC_FDS}/{fd}", "rb"), info.st_size
+            finally:
+                os.close(fd)
 
     def create_exclusive(self, path: str, data: bytes) -> bool:
         """Create ``path`` holding ``data`` only if nothing exists there; never replace a file.

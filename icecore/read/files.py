@@ -99,8 +99,9 @@ class _RangeFile(_stdio.RawIOBase):
         return len(data)
 
 
-def _checked_size(io: FileIO, f: DataFile, what: str) -> int:
-    size = io.info(f.file_path).size
+def _checked_size(io: FileIO, f: DataFile, what: str, size: int | None = None) -> int:
+    """The file's size (``size`` when known), refused when under its manifest entry's."""
+    size = io.info(f.file_path).size if size is None else size
     if size < f.file_size_in_bytes:
         raise InvalidMetadata(
             f"{what} {f.file_path} is truncated: it has {size} bytes but its manifest entry "
@@ -120,7 +121,14 @@ def _format_word(path: str) -> str:
 class SourceFile:
     """A data or delete file opened for batch reads, with its columns indexed by field id.
 
-    Parquet is read with ``pre_buffer=False``, so every read of the file happens on the
+    A local Parquet file is opened as an Arrow file (:meth:`FileIO.open_native`): Arrow
+    reads it with the GIL released, each row group's column chunks pre-buffered in merged
+    ranges on Arrow's I/O threads (``pre_buffer=True``), so reading threads decode files
+    side by side (issue 32: the Python file object held the GIL per read and the parallel
+    reader trailed Polars). Nothing of Python runs on Arrow's threads there.
+
+    Any other Parquet file (S3) is read through FileIO range reads (:class:`_RangeFile`)
+    with ``pre_buffer=False``, so every read of the file happens on the
     thread that iterates its batches. With pre-buffering, Arrow reads column chunks on its
     own I/O threads, and a read of a Python file object (our FileIO range reads) yields a
     buffer owning a Python ``bytes``: the I/O thread that drops the last reference to it
@@ -146,15 +154,29 @@ class SourceFile:
         self._parquet: pq.ParquetFile | None = None
         self._file: _RangeFile | None = None
         self._avro: pa.Table | None = None
+        self._native: pa.NativeFile | None = None
         if fmt == "PARQUET":
             import pyarrow.parquet as pq  # only readers need it, not every planning process
 
-            size = _checked_size(io, f, what)
-            self._file = _RangeFile(io, f.file_path, size)
+            native = io.open_native(f.file_path)
+            source: pa.NativeFile
+            if native is not None:
+                self._native, size = native
+                try:
+                    _checked_size(io, f, what, size)
+                except InvalidMetadata:
+                    self.close()
+                    raise
+                source = self._native
+            else:
+                size = _checked_size(io, f, what)
+                self._file = _RangeFile(io, f.file_path, size)
+                source = pa.PythonFile(self._file)
             try:
-                self._parquet = pq.ParquetFile(pa.PythonFile(self._file), pre_buffer=False)
+                self._parquet = pq.ParquetFile(source, pre_buffer=native is not None)
                 schema = self._parquet.schema_arrow
             except (pa.ArrowException, OSError, ValueError) as e:
+                self.close()
                 raise _arrow_error(what, f.file_path, e) from e
         elif fmt == "AVRO":
             self._avro = read_avro_arrow(io.read(f.file_path), f.file_path)
@@ -196,12 +218,14 @@ class SourceFile:
             table = self._avro.select(tops)
             yield from table.to_batches(max_chunksize=batch_size)
             return
-        assert self._parquet is not None and self._file is not None
+        assert self._parquet is not None
         leaves = self._leaf_columns(tops)
         metadata = self._parquet.metadata
         try:
+            # A row group at a time: what is held (pre-buffered) is one row group's chunks.
             for group in range(metadata.num_row_groups):
-                self._file.prefetch(_chunk_range(metadata.row_group(group), i) for i in leaves)
+                if self._file is not None:
+                    self._file.prefetch(_chunk_range(metadata.row_group(group), i) for i in leaves)
                 batches = self._parquet.iter_batches(
                     batch_size=batch_size, row_groups=[group], columns=names, use_threads=False
                 )
@@ -213,7 +237,14 @@ class SourceFile:
         except (pa.ArrowException, OSError, ValueError) as e:
             raise _arrow_error(self.what, self.path, e) from e
         finally:
+            self.close()
+
+    def close(self) -> None:
+        """Let go of the file (its descriptor, the bytes held); :meth:`batches` ends so."""
+        if self._file is not None:
             self._file.forget()
+        if self._native is not None:
+            self._native.close()
 
     def _leaf_columns(self, tops: Sequence[int]) -> list[int]:
         """Parquet leaf column indexes under the given top-level fields (depth-first order)."""
