@@ -61,6 +61,14 @@ this is never what a reader of a table needs."""
 
 _PROC_FDS = "/proc/self/fd"
 """Where Linux names a process's open descriptors (an open file reopened by its descriptor)."""
+_HAVE_PROC_FDS = os.path.isdir(_PROC_FDS)
+
+_S3_NATIVE_PROPERTIES = frozenset(
+    {"s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.region"}
+)
+"""S3 properties Arrow's S3 filesystem takes as fsspec's does (:meth:`FileIO.open_native`)."""
+_ARROW_S3 = "arrow-s3"
+"""The key of Arrow's S3 filesystem among a FileIO's filesystems (no fsspec protocol)."""
 
 _SHOWN_PATH_CHARS = 300
 """A path longer than this is cut in error messages (a request may name a huge one)."""
@@ -347,18 +355,22 @@ class FileIO:
         Issue 32: a Parquet file read through a Python file object holds the GIL on every
         read, so reading threads queue behind each other; an Arrow file (``pyarrow.OSFile``)
         reads with the GIL released and lets Arrow pre-buffer column chunks on its own I/O
-        threads. Only a local path allowed here (:func:`check_path`) is opened so, under the
+        threads. Only a path allowed here (:func:`check_path`) is opened. A local one under the
         same checks as :meth:`read`: a regular file, checked before the open and again on the
         open descriptor, which Arrow then reopens through ``/proc/self/fd`` (the very file
-        checked, not whatever the path names by then). Where that is not possible (another
-        scheme, no ``/proc``), None: the caller reads by FileIO range reads.
+        checked, not whatever the path names by then). An S3 object with Arrow's S3
+        filesystem when the S3 properties map onto it exactly (:meth:`_open_s3_native`).
+        Otherwise (``memory://``, no ``/proc``, other S3 settings) None: the caller reads by
+        FileIO range reads.
 
         Raises:
             NotFound: the file does not exist, or is a directory.
             IcecoreError: it is not a regular file, or cannot be opened.
         """
         protocol, local = check_path(path, allow_memory=self.allow_memory)
-        if protocol != "file" or not os.path.isdir(_PROC_FDS):
+        if protocol == "s3":
+            return self._open_s3_native(path, local)
+        if protocol != "file" or not _HAVE_PROC_FDS:
             return None
         import pyarrow as pa  # only readers of data files need it
 
@@ -371,6 +383,56 @@ class FileIO:
                 return pa.OSFile(f"{_PROC_FDS}/{fd}", "rb"), info.st_size
             finally:
                 os.close(fd)
+
+    def _open_s3_native(self, path: str, key: str) -> tuple[Any, int] | None:
+        """An S3 object as an Arrow file, when FileIO's S3 settings map onto Arrow's exactly.
+
+        Only with explicit keys and region, every ``s3.*`` property one Arrow takes
+        (:data:`_S3_NATIVE_PROPERTIES`) and an endpoint that is a bare ``http(s)://host[:port]``:
+        anything else (the AWS credential chain, a path-style or signing option, an endpoint
+        with a path) is read by range reads over fsspec, whose settings are the reference.
+        """
+        fs = self._arrow_s3()
+        if fs is None:
+            return None
+        with _failures("read", path):
+            handle = fs.open_input_file(key)
+            return handle, int(handle.size())
+
+    def _arrow_s3(self) -> Any:
+        """The Arrow S3 filesystem for these properties (made once), or None: see above."""
+        props = self.properties
+        given = {k for k in props if k.startswith("s3.")}
+        if (
+            not given <= _S3_NATIVE_PROPERTIES
+            or not {
+                "s3.access-key-id",
+                "s3.secret-access-key",
+                "s3.region",
+            }
+            <= given
+        ):
+            return None
+        options: dict[str, Any] = {
+            "access_key": props["s3.access-key-id"],
+            "secret_key": props["s3.secret-access-key"],
+            "session_token": props.get("s3.session-token"),
+            "region": props["s3.region"],
+        }
+        endpoint = props.get("s3.endpoint")
+        if endpoint is not None:
+            scheme, _, host = endpoint.partition("://")
+            if scheme not in ("http", "https") or not host or any(c in host for c in "/?#@"):
+                return None
+            options |= {"scheme": scheme, "endpoint_override": host}
+        with self._lock:
+            fs = self._filesystems.get(_ARROW_S3)
+            if fs is None:
+                from pyarrow import fs as arrow_fs
+
+                fs = arrow_fs.S3FileSystem(**options)
+                self._filesystems[_ARROW_S3] = fs
+            return fs
 
     def create_exclusive(self, path: str, data: bytes) -> bool:
         """Create ``path`` holding ``data`` only if nothing exists there; never replace a file.

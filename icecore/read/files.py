@@ -121,13 +121,14 @@ def _format_word(path: str) -> str:
 class SourceFile:
     """A data or delete file opened for batch reads, with its columns indexed by field id.
 
-    A local Parquet file is opened as an Arrow file (:meth:`FileIO.open_native`): Arrow
+    A local Parquet file (and an S3 object when FileIO's S3 settings map onto Arrow's S3
+    filesystem) is opened as an Arrow file (:meth:`FileIO.open_native`): Arrow
     reads it with the GIL released, each row group's column chunks pre-buffered in merged
     ranges on Arrow's I/O threads (``pre_buffer=True``), so reading threads decode files
     side by side (issue 32: the Python file object held the GIL per read and the parallel
     reader trailed Polars). Nothing of Python runs on Arrow's threads there.
 
-    Any other Parquet file (S3) is read through FileIO range reads (:class:`_RangeFile`)
+    Any other Parquet file is read through FileIO range reads (:class:`_RangeFile`)
     with ``pre_buffer=False``, so every read of the file happens on the
     thread that iterates its batches. With pre-buffering, Arrow reads column chunks on its
     own I/O threads, and a read of a Python file object (our FileIO range reads) yields a

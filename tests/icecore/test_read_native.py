@@ -171,3 +171,75 @@ def test_a_missing_local_data_file_is_not_found(tmp_path: Path) -> None:
     task = _task(tmp_path / "gone.parquet", 100)
     with pytest.raises(NotFound, match="gone.parquet"):
         read_arrow(FileIO(), [replace(task)])
+
+
+# ---------------------------------------------------------------------------------------
+# S3 (a moto server): Arrow's S3 filesystem when FileIO's settings map onto it exactly
+
+
+@pytest.fixture
+def s3_parquet(s3_server: Any, parquet_file: Path) -> str:
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint)
+    client.create_bucket(Bucket="native-read")
+    client.put_object(Bucket="native-read", Key="t/f.parquet", Body=parquet_file.read_bytes())
+    client.put_object(
+        Bucket="native-read", Key="t/short.parquet", Body=parquet_file.read_bytes()[:1000]
+    )
+    return "s3://native-read/t/f.parquet"
+
+
+def test_an_s3_file_is_read_natively_with_the_range_readers_rows(
+    s3_server: Any, s3_parquet: str, parquet_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    size = parquet_file.stat().st_size
+    reads = _range_reads(monkeypatch)
+    native = read_arrow(FileIO(s3_server.properties), [_task(s3_parquet, size)], batch_size=5_000)
+    assert reads == []
+    assert native.column("id").to_pylist() == list(range(ROWS))
+    # A setting Arrow's S3 filesystem is not given: fsspec's range reads, the same rows.
+    other = FileIO({**s3_server.properties, "s3.path-style-access": "true"})
+    assert other.open_native(s3_parquet) is None
+    ranged = read_arrow(other, [_task(s3_parquet, size)], batch_size=5_000)
+    assert reads and set(reads) == {s3_parquet}
+    assert ranged.equals(native)
+
+
+def test_s3_native_errors_are_one_sentence(s3_server: Any, s3_parquet: str) -> None:
+    io = FileIO(s3_server.properties)
+    gone = "s3://native-read/t/gone.parquet"
+    with pytest.raises(NotFound, match="gone.parquet"):
+        read_arrow(io, [_task(gone, 100)])
+    short = "s3://native-read/t/short.parquet"
+    with pytest.raises(InvalidMetadata, match=f"^Data file {short} is truncated"):
+        read_arrow(io, [_task(short, 5_000)])
+    with pytest.raises(InvalidMetadata, match=f"^Data file {short} cannot be read as Parquet"):
+        read_arrow(io, [_task(short, 1_000)])
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"s3.endpoint": "http://127.0.0.1:1/prefix"},  # an endpoint with a path
+        {"s3.endpoint": "ftp://127.0.0.1:1"},
+        {"s3.signer": "remote"},
+        {"s3.access-key-id": None},  # the AWS credential chain: fsspec's, not Arrow's
+        {"s3.region": None},
+    ],
+)
+def test_s3_settings_arrow_would_read_differently_keep_range_reads(
+    changed: dict[str, str | None],
+) -> None:
+    props = {
+        "s3.endpoint": "http://127.0.0.1:1",
+        "s3.access-key-id": "k",
+        "s3.secret-access-key": "s",
+        "s3.region": "us-east-1",
+    }
+    for key, value in changed.items():
+        if value is None:
+            props.pop(key)
+        else:
+            props[key] = value
+    assert FileIO(props).open_native("s3://b/k.parquet") is None
