@@ -557,6 +557,16 @@ class FileIO:
             ) from e
 
 
+def check_range(path: str, start: int, end: int) -> None:
+    """Refuse a byte range over :data:`MAX_READ_BYTES`, as :meth:`FileIO.read` refuses it.
+
+    For reads FileIO does not make itself (an Arrow file from :meth:`FileIO.open_native`):
+    a Parquet column chunk that FileIO would not read in one range is not read there either.
+    """
+    if end - start > MAX_READ_BYTES:
+        raise _too_large(path, MAX_READ_BYTES)
+
+
 def _too_large(path: str, limit: int) -> IcecoreError:
     return IcecoreError(
         f"{shown(path)} is larger than {_size_text(limit)}, the most read of such a file; "

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from icecore.avro import read_avro_arrow
 from icecore.errors import InvalidMetadata, Unsupported
-from icecore.io import FileIO
+from icecore.io import FileIO, check_range
 from icecore.manifest import DataFile
 from icecore.read.name_mapping import NAME_MAPPING_PROPERTY, MappedField, apply_name_mapping
 
@@ -225,8 +225,12 @@ class SourceFile:
         try:
             # A row group at a time: what is held (pre-buffered) is one row group's chunks.
             for group in range(metadata.num_row_groups):
+                ranges = [_chunk_range(metadata.row_group(group), i) for i in leaves]
                 if self._file is not None:
-                    self._file.prefetch(_chunk_range(metadata.row_group(group), i) for i in leaves)
+                    self._file.prefetch(ranges)
+                else:  # Arrow reads the chunks: bounded as FileIO's own reads are
+                    for start, end in ranges:
+                        check_range(self.path, start, end)
                 batches = self._parquet.iter_batches(
                     batch_size=batch_size, row_groups=[group], columns=names, use_threads=False
                 )

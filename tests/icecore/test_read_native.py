@@ -243,3 +243,15 @@ def test_s3_settings_arrow_would_read_differently_keep_range_reads(
         else:
             props[key] = value
     assert FileIO(props).open_native("s3://b/k.parquet") is None
+
+
+def test_a_native_read_refuses_a_column_chunk_over_the_read_bound(
+    parquet_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arrow reads no column chunk FileIO.read would refuse (1 GiB; lowered here)."""
+    import icecore.io
+
+    size = parquet_file.stat().st_size
+    monkeypatch.setattr(icecore.io, "MAX_READ_BYTES", 1_000)
+    with pytest.raises(IcecoreError, match=f"^{parquet_file} is larger than 1000 bytes"):
+        read_arrow(FileIO(), [_task(parquet_file, size)])
