@@ -196,14 +196,16 @@ class SourceFile:
             schema = apply_name_mapping(schema, name_mapping)
         self.schema = schema
         self.index = _index_ids(schema)
+        self._num_rows = (
+            int(self._parquet.metadata.num_rows)
+            if self._parquet is not None
+            else int(self._avro.num_rows if self._avro is not None else 0)
+        )
 
     @property
     def num_rows(self) -> int:
         """Rows in the file, from its footer."""
-        if self._parquet is not None:
-            return int(self._parquet.metadata.num_rows)
-        assert self._avro is not None
-        return int(self._avro.num_rows)
+        return self._num_rows
 
     def batches(self, field_ids: set[int], batch_size: int) -> Iterator[pa.RecordBatch]:
         """Batches of the top-level columns holding any of ``field_ids`` (all rows, in order).
@@ -219,9 +221,10 @@ class SourceFile:
             table = self._avro.select(tops)
             yield from table.to_batches(max_chunksize=batch_size)
             return
-        assert self._parquet is not None
+        parquet = self._parquet
+        assert parquet is not None
         leaves = self._leaf_columns(tops)
-        metadata = self._parquet.metadata
+        metadata = parquet.metadata
         try:
             # A row group at a time: what is held (pre-buffered) is one row group's chunks.
             for group in range(metadata.num_row_groups):
@@ -231,7 +234,7 @@ class SourceFile:
                 else:  # Arrow reads the chunks: bounded as FileIO's own reads are
                     for start, end in ranges:
                         check_range(self.path, start, end)
-                batches = self._parquet.iter_batches(
+                batches = parquet.iter_batches(
                     batch_size=batch_size, row_groups=[group], columns=names, use_threads=False
                 )
                 try:
@@ -245,11 +248,16 @@ class SourceFile:
             self.close()
 
     def close(self) -> None:
-        """Let go of the file (its descriptor, the bytes held); :meth:`batches` ends so."""
+        """Let go of the file (its descriptor, the bytes held); :meth:`batches` ends so.
+
+        An Arrow file is not closed here but let go of: a row group's pre-buffered reads may
+        still be running on Arrow's I/O threads when a reader stops mid-file (a limit), and
+        they hold the file; its descriptor closes when the last of them is done.
+        """
         if self._file is not None:
             self._file.forget()
-        if self._native is not None:
-            self._native.close()
+        self._native = None
+        self._parquet = None
 
     def _leaf_columns(self, tops: Sequence[int]) -> list[int]:
         """Parquet leaf column indexes under the given top-level fields (depth-first order)."""
