@@ -437,7 +437,7 @@ def _report(
         f"`python -m bench.read_bench --rows {options.rows} --files {options.files} "
         f"--rounds {options.rounds}"
         + (f" --baseline {options.baseline}" if options.baseline is not None else "")
-        + "` (tables built or reused in {built:.0f} s). Medians (± half "
+        + f"` (tables built or reused in {built:.0f} s). Medians (± half "
         "the spread) of each reader's seconds, imports apart; ratio = peer / Icecore (below "
         "1: the peer is faster); peak = the child's peak RSS.",
         "",

@@ -62,6 +62,7 @@ def test_read_bench_builds_reads_and_agrees(tmp_path: Path) -> None:
     report = record.read_text()
     assert "Answers agree across readers." in report
     assert "| table | workload | icecore | baseline | pyiceberg | answer |" in report
+    assert re.search(r"--baseline \S+` \(tables built or reused in \d+ s\)", report)
     t1 = next(x for x in report.splitlines() if x.startswith("| t1 | count |"))
     assert re.match(r"\d+\.\d\d s \(±\d+\.\d\d\), \d+\.\d\dx", t1.split(" | ")[3]), t1
     for table in ("t1", "t2", "t3", "t4"):
