@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from icecore.avro import read_avro_arrow
 from icecore.errors import InvalidMetadata, Unsupported
-from icecore.io import FileIO, check_range
+from icecore.io import FileIO, check_range, normalize_path
 from icecore.manifest import DataFile
 from icecore.read.name_mapping import NAME_MAPPING_PROPERTY, MappedField, apply_name_mapping
 
@@ -123,13 +123,15 @@ class SourceFile:
 
     A local Parquet file (and an S3 object when FileIO's S3 settings map onto Arrow's S3
     filesystem) is opened as an Arrow file (:meth:`FileIO.open_native`): Arrow
-    reads it with the GIL released, each row group's column chunks pre-buffered in merged
-    ranges on Arrow's I/O threads (``pre_buffer=True``), so reading threads decode files
-    side by side (issue 32: the Python file object held the GIL per read and the parallel
-    reader trailed Polars). Nothing of Python runs on Arrow's threads there.
+    reads it with the GIL released, so reading threads read and decode files side by side
+    (issue 32: the Python file object held the GIL per read). Still ``pre_buffer=False``:
+    measured in fresh processes on the 2-core machine (10M rows, 3 columns), pre-buffering
+    on Arrow's I/O threads was slower (median ~1.3 s against ~1.0 s; range reads ~2.0 s),
+    its threads competing with the reading threads for the same cores. An S3 object read
+    natively is pre-buffered (its round trips are what that saves).
 
-    Any other Parquet file is read through FileIO range reads (:class:`_RangeFile`)
-    with ``pre_buffer=False``, so every read of the file happens on the
+    Any other Parquet file is read through FileIO range reads (:class:`_RangeFile`),
+    also with ``pre_buffer=False``, so every read of the file happens on the
     thread that iterates its batches. With pre-buffering, Arrow reads column chunks on its
     own I/O threads, and a read of a Python file object (our FileIO range reads) yields a
     buffer owning a Python ``bytes``: the I/O thread that drops the last reference to it
@@ -160,6 +162,9 @@ class SourceFile:
             import pyarrow.parquet as pq  # only readers need it, not every planning process
 
             native = io.open_native(f.file_path)
+            # An object store's round trips are what pre-buffering (merged, concurrent range
+            # requests on Arrow's I/O threads) saves; an Arrow file only (nothing of Python).
+            remote = native is not None and normalize_path(f.file_path)[0] != "file"
             source: pa.NativeFile
             if native is not None:
                 self._native, size = native
@@ -174,7 +179,7 @@ class SourceFile:
                 self._file = _RangeFile(io, f.file_path, size)
                 source = pa.PythonFile(self._file)
             try:
-                self._parquet = pq.ParquetFile(source, pre_buffer=native is not None)
+                self._parquet = pq.ParquetFile(source, pre_buffer=remote)
                 schema = self._parquet.schema_arrow
             except (pa.ArrowException, OSError, ValueError) as e:
                 self.close()
@@ -226,7 +231,7 @@ class SourceFile:
         leaves = self._leaf_columns(tops)
         metadata = parquet.metadata
         try:
-            # A row group at a time: what is held (pre-buffered) is one row group's chunks.
+            # A row group at a time: what is held is one row group's chunks.
             for group in range(metadata.num_row_groups):
                 ranges = [_chunk_range(metadata.row_group(group), i) for i in leaves]
                 if self._file is not None:
@@ -250,9 +255,8 @@ class SourceFile:
     def close(self) -> None:
         """Let go of the file (its descriptor, the bytes held); :meth:`batches` ends so.
 
-        An Arrow file is not closed here but let go of: a row group's pre-buffered reads may
-        still be running on Arrow's I/O threads when a reader stops mid-file (a limit), and
-        they hold the file; its descriptor closes when the last of them is done.
+        An Arrow file is not closed here but let go of: its descriptor closes when the last
+        of Arrow's readers holding it is gone (none reads it once the reader has stopped).
         """
         if self._file is not None:
             self._file.forget()
