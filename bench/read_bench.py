@@ -3,6 +3,7 @@
     python -m bench.read_bench --warehouse /tmp/readwh [--rows 10000000] [--files 200]
         [--rounds 3] [--tables t1,t2,t3,t4] [--workloads scan,filter,count,first100]
         [--readers icecore,pyiceberg,polars,duckdb,spark] [--record bench/read_bench.results.md]
+        [--baseline /path/to/another/checkout]
 
 Issue 32, Deliver 6; the workload of PERFORMANCE.md "Reading rows". The tables are built once
 by Spark into ``--warehouse`` (a SQL catalog in SQLite, ``catalog.db``, which every reader can
@@ -25,7 +26,8 @@ its import time is measured apart and left out. Spark runs every workload in one
 ``first100`` the rows matching the filter) must agree across readers: a mismatch is printed
 and makes the run fail. A reader that refuses a table is recorded as refused. The report gives
 medians and spread of each reader's seconds and the ratio peer / Icecore (below 1: the peer is
-faster), and each child's peak RSS (``VmHWM``).
+faster), and each child's peak RSS (``VmHWM``). ``--baseline`` adds Icecore from another
+checkout (``baseline``, e.g. main before a change) as one more peer of the same run.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ from bench._harness import peak_mib, publish
 TABLES = ("t1", "t2", "t3", "t4")
 WORKLOADS = ("scan", "filter", "count", "first100")
 READERS = ("icecore", "pyiceberg", "polars", "duckdb", "spark")
+BASELINE = "baseline"
+"""The reader name of ``--baseline``: Icecore from another checkout (the code before a change),
+measured in the same run as a peer, so a change is judged by a ratio, not by seconds."""
 COLUMNS = ("id", "fare", "zone")
 NAMESPACE = "bench"
 REPO = Path(__file__).resolve().parent.parent
@@ -294,14 +299,22 @@ def _arrow_of_spark(batches: Any) -> Any:
 # The run
 
 
-def _run_child(reader: str, warehouse: Path, name: str, workload: str, rows: int) -> dict[str, Any]:
+def _run_child(
+    reader: str,
+    warehouse: Path,
+    name: str,
+    workload: str,
+    rows: int,
+    baseline: Path | None = None,
+) -> dict[str, Any]:
+    """One measurement in a fresh process; ``baseline`` runs Icecore from that checkout."""
     out = subprocess.run(
         [
             sys.executable,
             "-m",
             "bench.read_bench",
             "child",
-            reader,
+            "icecore" if reader == BASELINE else reader,
             str(warehouse),
             name,
             workload,
@@ -310,7 +323,7 @@ def _run_child(reader: str, warehouse: Path, name: str, workload: str, rows: int
         capture_output=True,
         text=True,
         check=False,
-        cwd=REPO,
+        cwd=baseline if reader == BASELINE and baseline is not None else REPO,
         timeout=900,
     )
     if out.returncode != 0:
@@ -343,11 +356,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readers", default=",".join(READERS))
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--record", default=None)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="another Icecore checkout (e.g. main) measured as the peer 'baseline'",
+    )
     options = parser.parse_args(args)
     warehouse = options.warehouse.resolve()
     tables = options.tables.split(",")
     workloads = options.workloads.split(",")
     readers = options.readers.split(",")
+    if options.baseline is not None and BASELINE not in readers:
+        readers.insert(1, BASELINE)
     started = time.perf_counter()
     build(warehouse, options.rows, options.files, options.rebuild)
     built = time.perf_counter() - started
@@ -358,7 +379,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in tables:
             for workload in workloads:
                 for reader in order:
-                    found = _run_child(reader, warehouse, name, workload, options.rows)
+                    found = _run_child(
+                        reader, warehouse, name, workload, options.rows, options.baseline
+                    )
                     results.setdefault((reader, name, workload), []).append(found)
     if "spark" in readers:
         spark = _spark_all(warehouse, tables, workloads, options.rows, options.rounds)
@@ -412,7 +435,9 @@ def _report(
         f"load {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}",
         "",
         f"`python -m bench.read_bench --rows {options.rows} --files {options.files} "
-        f"--rounds {options.rounds}` (tables built or reused in {built:.0f} s). Medians (± half "
+        f"--rounds {options.rounds}"
+        + (f" --baseline {options.baseline}" if options.baseline is not None else "")
+        + f"` (tables built or reused in {built:.0f} s). Medians (± half "
         "the spread) of each reader's seconds, imports apart; ratio = peer / Icecore (below "
         "1: the peer is faster); peak = the child's peak RSS.",
         "",

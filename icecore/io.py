@@ -59,6 +59,17 @@ MAX_READ_BYTES = 2**30
 targets 512 MiB data files) or a Parquet column chunk fits; one ``bytes`` object larger than
 this is never what a reader of a table needs."""
 
+_PROC_FDS = "/proc/self/fd"
+"""Where Linux names a process's open descriptors (an open file reopened by its descriptor)."""
+_HAVE_PROC_FDS = os.path.isdir(_PROC_FDS)
+
+_S3_NATIVE_PROPERTIES = frozenset(
+    {"s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.region"}
+)
+"""S3 properties Arrow's S3 filesystem takes as fsspec's does (:meth:`FileIO.open_native`)."""
+_ARROW_S3 = "arrow-s3"
+"""The key of Arrow's S3 filesystem among a FileIO's filesystems (no fsspec protocol)."""
+
 _SHOWN_PATH_CHARS = 300
 """A path longer than this is cut in error messages (a request may name a huge one)."""
 
@@ -348,6 +359,91 @@ class FileIO:
             raise _too_large(path, limit)
         return data
 
+    def open_native(self, path: str) -> tuple[Any, int] | None:
+        """An Arrow-native read-only file for ``path`` and its size, or None (read by ranges).
+
+        Issue 32: a Parquet file read through a Python file object holds the GIL on every
+        read, so reading threads queue behind each other; an Arrow file (``pyarrow.OSFile``)
+        reads with the GIL released and lets Arrow pre-buffer column chunks on its own I/O
+        threads. Only a path allowed here (:func:`check_path`) is opened. A local one under the
+        same checks as :meth:`read`: a regular file, checked before the open and again on the
+        open descriptor, which Arrow then reopens through ``/proc/self/fd`` (the very file
+        checked, not whatever the path names by then). An S3 object with Arrow's S3
+        filesystem when the S3 properties map onto it exactly (:meth:`_open_s3_native`).
+        Otherwise (``memory://``, no ``/proc``, other S3 settings) None: the caller reads by
+        FileIO range reads.
+
+        Raises:
+            NotFound: the file does not exist, or is a directory.
+            IcecoreError: it is not a regular file, or cannot be opened.
+        """
+        protocol, local = check_path(path, allow_memory=self.allow_memory)
+        if protocol == "s3":
+            return self._open_s3_native(path, local)
+        if protocol != "file" or not _HAVE_PROC_FDS:
+            return None
+        import pyarrow as pa  # only readers of data files need it
+
+        with _failures("read", path):
+            _check_regular(path, os.stat(local).st_mode)
+            fd = os.open(local, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                info = os.fstat(fd)
+                _check_regular(path, info.st_mode)
+                return pa.OSFile(f"{_PROC_FDS}/{fd}", "rb"), info.st_size
+            finally:
+                os.close(fd)
+
+    def _open_s3_native(self, path: str, key: str) -> tuple[Any, int] | None:
+        """An S3 object as an Arrow file, when FileIO's S3 settings map onto Arrow's exactly.
+
+        Only with explicit keys and region, every ``s3.*`` property one Arrow takes
+        (:data:`_S3_NATIVE_PROPERTIES`) and an endpoint that is a bare ``http(s)://host[:port]``:
+        anything else (the AWS credential chain, a path-style or signing option, an endpoint
+        with a path) is read by range reads over fsspec, whose settings are the reference.
+        """
+        fs = self._arrow_s3()
+        if fs is None:
+            return None
+        with _failures("read", path):
+            handle = fs.open_input_file(key)
+            return handle, int(handle.size())
+
+    def _arrow_s3(self) -> Any:
+        """The Arrow S3 filesystem for these properties (made once), or None: see above."""
+        props = self.properties
+        given = {k for k in props if k.startswith("s3.")}
+        if (
+            not given <= _S3_NATIVE_PROPERTIES
+            or not {
+                "s3.access-key-id",
+                "s3.secret-access-key",
+                "s3.region",
+            }
+            <= given
+        ):
+            return None
+        options: dict[str, Any] = {
+            "access_key": props["s3.access-key-id"],
+            "secret_key": props["s3.secret-access-key"],
+            "session_token": props.get("s3.session-token"),
+            "region": props["s3.region"],
+        }
+        endpoint = props.get("s3.endpoint")
+        if endpoint is not None:
+            scheme, _, host = endpoint.partition("://")
+            if scheme not in ("http", "https") or not host or any(c in host for c in "/?#@"):
+                return None
+            options |= {"scheme": scheme, "endpoint_override": host}
+        with self._lock:
+            fs = self._filesystems.get(_ARROW_S3)
+            if fs is None:
+                from pyarrow import fs as arrow_fs
+
+                fs = arrow_fs.S3FileSystem(**options)
+                self._filesystems[_ARROW_S3] = fs
+            return fs
+
     def create_exclusive(self, path: str, data: bytes) -> bool:
         """Create ``path`` holding ``data`` only if nothing exists there; never replace a file.
 
@@ -469,6 +565,16 @@ class FileIO:
             raise IcecoreError(
                 f"Cannot move {shown(source)} to {shown(destination)}: {reason(e)}."
             ) from e
+
+
+def check_range(path: str, start: int, end: int) -> None:
+    """Refuse a byte range over :data:`MAX_READ_BYTES`, as :meth:`FileIO.read` refuses it.
+
+    For reads FileIO does not make itself (an Arrow file from :meth:`FileIO.open_native`):
+    a Parquet column chunk that FileIO would not read in one range is not read there either.
+    """
+    if end - start > MAX_READ_BYTES:
+        raise _too_large(path, MAX_READ_BYTES)
 
 
 def _too_large(path: str, limit: int) -> IcecoreError:

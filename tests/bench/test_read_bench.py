@@ -49,6 +49,8 @@ def test_read_bench_builds_reads_and_agrees(tmp_path: Path) -> None:
             "count,filter,first100",
             "--record",
             str(record),
+            "--baseline",
+            str(REPO),  # this checkout as its own baseline: the same answers
         ],
         cwd=REPO,
         capture_output=True,
@@ -59,6 +61,10 @@ def test_read_bench_builds_reads_and_agrees(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = record.read_text()
     assert "Answers agree across readers." in report
+    assert "| table | workload | icecore | baseline | pyiceberg | answer |" in report
+    assert re.search(r"--baseline \S+` \(tables built or reused in \d+ s\)", report)
+    t1 = next(x for x in report.splitlines() if x.startswith("| t1 | count |"))
+    assert re.match(r"\d+\.\d\d s \(±\d+\.\d\d\), \d+\.\d\dx", t1.split(" | ")[3]), t1
     for table in ("t1", "t2", "t3", "t4"):
         line = next(x for x in report.splitlines() if x.startswith(f"| {table} | count |"))
         assert line.endswith(f"| {_live(table):,} rows |"), line
