@@ -74,6 +74,11 @@ class RecordingIO(FileIO):
         self.opened.add(path)
         return FileIO.read(self, path, *args, **kwargs)
 
+    def open_native(self, path: str) -> tuple[Any, int] | None:
+        # Data files are opened as Arrow files where they can be: that is a read too.
+        self.opened.add(path)
+        return FileIO.open_native(self, path)
+
 
 @pytest.mark.spark
 def test_what_metadata_decides_is_not_read(demo_warehouse: Path) -> None:
