@@ -237,6 +237,18 @@ class SqlViews:
             self.admin._write(lambda conn: self.admin._run(conn, ADD_TYPE_COLUMN_SQL))
         self.catalog._has_type_column = True
 
+    def _refuse_taken(self, conn: Any, identifier: TableIdentifier) -> None:
+        """AlreadyExists when a table or a view has this exact name (in ``conn``'s transaction)."""
+        found = self.admin._run(
+            conn,
+            "SELECT iceberg_type FROM iceberg_tables WHERE catalog_name = ? "
+            "AND table_namespace = ? AND table_name = ?",
+            self._key(identifier),
+        ).fetchall()
+        if found:
+            what = "View" if found[0][0] == VIEW_TYPE else "Table"
+            raise AlreadyExists(f"{what} {identifier} already exists.")
+
     def _insert(self, identifier: TableIdentifier, location: str) -> None:
         """Add the view's row, refusing a name a table or view has (or its case twin)."""
         from icecore.catalog.sql import check_location_length
@@ -245,15 +257,7 @@ class SqlViews:
         key = self._key(identifier)
 
         def work(conn: Any) -> None:
-            found = self.admin._run(
-                conn,
-                "SELECT iceberg_type FROM iceberg_tables WHERE catalog_name = ? "
-                "AND table_namespace = ? AND table_name = ?",
-                key,
-            ).fetchall()
-            if found:
-                what = "View" if found[0][0] == VIEW_TYPE else "Table"
-                raise AlreadyExists(f"{what} {identifier} already exists.")
+            self._refuse_taken(conn, identifier)
             self.catalog._lock_names(conn, identifier.namespace)
             names = self.admin._names_in(conn, identifier.namespace)
             check_no_case_twin(identifier.name, names, "view")
@@ -379,15 +383,7 @@ class SqlViews:
         same_namespace = source.namespace == destination.namespace
 
         def work(conn: Any) -> None:
-            taken = self.admin._run(
-                conn,
-                "SELECT iceberg_type FROM iceberg_tables WHERE catalog_name = ? "
-                "AND table_namespace = ? AND table_name = ?",
-                self._key(destination),
-            ).fetchall()
-            if taken:
-                what = "View" if taken[0][0] == VIEW_TYPE else "Table"
-                raise AlreadyExists(f"{what} {destination} already exists.")
+            self._refuse_taken(conn, destination)
             self.catalog._lock_names(conn, destination.namespace)
             names = self.admin._names_in(conn, destination.namespace)
             others = [n for n in names if not (same_namespace and n == source.name)]
