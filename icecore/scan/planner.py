@@ -96,6 +96,7 @@ from icecore.scan.planned import (
 )
 from icecore.scan.planning_manifest import (
     PlanningManifest,
+    distinct_partitions_of,
     metric_column,
     planning_manifests,
 )
@@ -865,9 +866,10 @@ class TableScan:
             else:
                 might = _verdicts(metrics_filter(_Columns([t for _, _, t in batch])))
             offset = 0
-            for pm, evaluator, table in batch:
+            in_partitions = _partition_verdicts(batch, tuples)
+            for (pm, evaluator, table), in_partition in zip(batch, in_partitions, strict=True):
                 n = table.num_rows
-                verdicts = _judge_manifest(pm, evaluator, table, might[offset : offset + n], tuples)
+                verdicts = _judge_manifest(table, in_partition, might[offset : offset + n])
                 # Without a filter every file is kept: what tasks and files() read of them is
                 # taken from the columns already read (one read of the manifest, not a second
                 # one when iterated). A filter keeps some: those are read when iterated.
@@ -936,20 +938,13 @@ class TableScan:
         return kept
 
 
-def _judge_manifest(
-    pm: PlanningManifest,
-    evaluator: _SpecEvaluators,
-    table: pa.Table,
-    might: np.ndarray,
-    tuples: dict[tuple[int, tuple[Any, ...]], bool],
-) -> FileVerdicts:
+def _judge_manifest(table: pa.Table, in_partition: np.ndarray, might: np.ndarray) -> FileVerdicts:
     """One manifest's file verdicts: partition first, then metrics, as ``ManifestGroup``.
 
-    ``might`` is the metrics verdict of each of its rows.
+    ``in_partition`` and ``might`` are the partition and metrics verdicts of each of its rows.
     """
     is_data = table.column("content").to_numpy() == int(DataFileContent.DATA)
     records = table.column("record_count").to_numpy()
-    in_partition = _partition_verdicts(pm, evaluator, table, tuples)
     candidates = is_data & in_partition
     file_ok = might
     by_partition = is_data & ~in_partition
@@ -966,26 +961,39 @@ def _judge_manifest(
 
 
 def _partition_verdicts(
-    pm: PlanningManifest,
-    evaluator: _SpecEvaluators,
-    table: pa.Table,
+    batch: Sequence[tuple[PlanningManifest, _SpecEvaluators, pa.Table]],
     cache: dict[tuple[int, tuple[Any, ...]], bool],
-) -> np.ndarray:
-    """Per row, whether its partition tuple can match (evaluated once per tuple)."""
-    if isinstance(evaluator.partition_expr, AlwaysTrue):
-        return np.ones(pm.num_rows, dtype=bool)
-    if not pm.num_rows:
-        return np.zeros(0, dtype=bool)
-    partitions, keys = pm.distinct_partitions(table.column("partition").combine_chunks())
-    spec_id = evaluator.spec.spec_id
-    distinct = np.empty(len(partitions), dtype=bool)
-    for i, (values, key) in enumerate(zip(partitions, keys, strict=True)):
-        found = cache.get((spec_id, key))
-        if found is None:
-            found = evaluator.partition_matches(values)
-            cache[(spec_id, key)] = found
-        distinct[i] = found
-    return distinct[pm.codes]
+) -> list[np.ndarray]:
+    """Per manifest, per row, whether its partition tuple can match.
+
+    Each distinct tuple is evaluated once (``cache``, by spec and bit-exact key); the
+    tuples of a batch's manifests are converted together (:func:`distinct_partitions_of`).
+    """
+    out: list[np.ndarray | None] = [None] * len(batch)
+    judged: list[int] = []
+    for at, (pm, evaluator, _) in enumerate(batch):
+        if isinstance(evaluator.partition_expr, AlwaysTrue):
+            out[at] = np.ones(pm.num_rows, dtype=bool)
+        elif not pm.num_rows:
+            out[at] = np.zeros(0, dtype=bool)
+        else:
+            judged.append(at)
+    found = distinct_partitions_of(
+        [(batch[at][0], batch[at][2].column("partition")) for at in judged]
+    )
+    for at, (partitions, keys) in zip(judged, found, strict=True):
+        pm, evaluator, _ = batch[at]
+        spec_id = evaluator.spec.spec_id
+        distinct = np.empty(len(partitions), dtype=bool)
+        for i, (values, key) in enumerate(zip(partitions, keys, strict=True)):
+            verdict = cache.get((spec_id, key))
+            if verdict is None:
+                verdict = evaluator.partition_matches(values)
+                cache[(spec_id, key)] = verdict
+            distinct[i] = verdict
+        out[at] = distinct[pm.codes]
+    assert all(v is not None for v in out)
+    return out  # type: ignore[return-value]
 
 
 def _manifest_verdicts(group: SpecManifests, evaluator: _SpecEvaluators) -> np.ndarray:

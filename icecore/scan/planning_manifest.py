@@ -187,18 +187,11 @@ class PlanningManifest:
         Tuples are keyed by partition field id; each key is hashable and bit-exact (for
         caching verdicts). ``partition`` is the manifest's ``partition`` column.
         """
-        firsts = json.loads((self.source.schema.metadata or {}).get(FIRSTS_KEY, b"[]"))
-        if not firsts:
-            return [], []
-        ids, columns = partition_columns(partition.take(pa.array(firsts, _I64)))
-        if not ids:
-            return [{} for _ in firsts], [() for _ in firsts]
-        partitions = [dict(zip(ids, values, strict=True)) for values in zip(*columns, strict=True)]
-        keyed = [
-            [(fid, type(v).__name__, v if type(v) in _PLAIN else partition_value_key(v)) for v in c]
-            for fid, c in zip(ids, columns, strict=True)
-        ]
-        return partitions, list(zip(*keyed, strict=True))
+        return distinct_partitions_of([(self, partition)])[0]
+
+    def partition_firsts(self) -> list[int]:
+        """Per distinct partition tuple, the first row holding it (:attr:`codes` index them)."""
+        return list(json.loads((self.source.schema.metadata or {}).get(FIRSTS_KEY, b"[]")))
 
     def entries(self, rows: Sequence[int] | np.ndarray) -> list[ManifestEntry]:
         """The :class:`ManifestEntry` objects of the given rows, maps rebuilt from pivots."""
@@ -343,6 +336,56 @@ def _single(column: pa.ChunkedArray) -> pa.Array:
 
 
 _PLAIN = frozenset({int, str, type(None), dt.date, dt.datetime, dt.time, Decimal, bytes})
+
+_Distinct = tuple[list[dict[int, Any]], list[tuple[Any, ...]]]
+
+
+def distinct_partitions_of(items: Sequence[tuple[PlanningManifest, pa.Array]]) -> list[_Distinct]:
+    """:meth:`PlanningManifest.distinct_partitions` of many manifests, converted together.
+
+    A plan judges manifests in batches; turning each manifest's few distinct tuples into
+    Python values one manifest at a time cost a restarted plan of a million files ~0.13 ms
+    per manifest in fixed Arrow calls. Manifests whose ``partition`` columns share a type
+    (one spec) are concatenated, their tuples taken and converted in one pass.
+    """
+    out: list[_Distinct] = [([], []) for _ in items]
+    groups: dict[pa.DataType, list[tuple[int, pa.Array, list[int]]]] = {}
+    for at, (pm, partition) in enumerate(items):
+        if isinstance(partition, pa.ChunkedArray):
+            partition = partition.combine_chunks()
+        firsts = pm.partition_firsts()
+        if firsts:
+            groups.setdefault(partition.type, []).append((at, partition, firsts))
+    for group in groups.values():
+        rows: list[int] = []
+        offset = 0
+        for _, partition, firsts in group:
+            rows.extend(f + offset for f in firsts)
+            offset += len(partition)
+        whole = pa.concat_arrays([partition for _, partition, _ in group])
+        ids, columns = partition_columns(whole.take(pa.array(rows, _I64)))
+        start = 0
+        for at, _, firsts in group:
+            end = start + len(firsts)
+            if not ids:
+                out[at] = ([{} for _ in firsts], [() for _ in firsts])
+            else:
+                part = [c[start:end] for c in columns]
+                partitions = [
+                    dict(zip(ids, values, strict=True)) for values in zip(*part, strict=True)
+                ]
+                keyed = [
+                    [
+                        (fid, type(v).__name__, v if type(v) in _PLAIN else partition_value_key(v))
+                        for v in c
+                    ]
+                    for fid, c in zip(ids, part, strict=True)
+                ]
+                out[at] = (partitions, list(zip(*keyed, strict=True)))
+            start = end
+    return out
+
+
 """Types whose values are their own exact key (:func:`partition_value_key` returns them).
 
 A partition tuple's key is ``(field id, type name, exact value key)`` per field: equal only

@@ -20,7 +20,7 @@ import pytest
 import icecore
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.manifest_arrow import read_manifest_arrow
-from icecore.scan import decode_pool
+from icecore.scan import decode_pool, manifest_cache
 from icecore.scan.context import PlanContext
 from icecore.scan.manifest_cache import ManifestCache, ManifestKey
 from icecore.scan.planning_manifest import (
@@ -412,6 +412,43 @@ def test_a_plan_opens_a_batch_file_once_for_all_its_manifests(
     for key, _, alone in items:  # no plan running: each manifest opens the file itself
         _as_alone(again.get_or_load(key, lambda: pytest.fail("not on disk")), alone)
     assert len(opened) == len(items)
+
+
+def test_a_plan_reads_a_batch_files_columns_once_for_all_its_manifests(
+    tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restarted plan copies a batch file's columns out once; each key gets its own rows.
+
+    Outside a plan every read parses the file again (nothing is held between plans).
+    """
+    items = _built_together(trips)
+    ManifestCache(tmp_path).store_batch_for_handover([(key, pm) for key, pm, _ in items])
+    parsed: list[int] = []
+    real = manifest_cache._record_batches
+
+    def counting(data: pa.Buffer, schema: pa.Schema) -> object:
+        parsed.append(1)
+        return real(data, schema)
+
+    monkeypatch.setattr(manifest_cache, "_record_batches", counting)
+    names = ["content", "record_count", "file_path", "partition"]
+    fresh = ManifestCache(tmp_path)  # the next process
+    with fresh.planning():
+        during = [
+            fresh.get_or_load(key, lambda: pytest.fail("not on disk")).read(names)
+            for key, _, _ in items
+        ]
+    assert len(parsed) == 1
+    for (_, _, alone), got in zip(items, during, strict=True):
+        assert got.equals(alone.read(names))
+    parsed.clear()
+    again = ManifestCache(tmp_path)
+    after = [
+        again.get_or_load(key, lambda: pytest.fail("not on disk")).read(names)
+        for key, _, _ in items
+    ]
+    assert len(parsed) == len(items)
+    assert all(a.equals(b) for a, b in zip(during, after, strict=True))
 
 
 def test_a_batch_file_counts_once_against_the_directory_bound(tmp_path: Path, trips: Table) -> None:
