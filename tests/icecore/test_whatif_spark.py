@@ -1,0 +1,120 @@
+"""The what-if estimate against Spark's real rewrites (issue 33 deliver 4).
+
+Each case: Spark writes a table of shuffled rows in small files (a small target file size,
+so a partition holds several files); Icecore estimates, for a proposed layout and a few
+filters, the files and bytes each filter would read after a rewrite; then Spark really
+evolves the table into that layout and runs ``rewrite_data_files`` (binpack, or sort for a
+sort order), and the same filters are planned on the rewritten table. The estimate must land
+within :data:`icecore.whatif.STATED_ERROR` of what the rewritten table plans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import icecore
+from icecore.whatif import STATED_ERROR, proposed_layout, what_if
+from pipeline.spark import HADOOP_CATALOG, HADOOP_SUBDIR
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+TARGET = 96 * 1024
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    spec_changes: tuple[str, ...]
+    sort_changes: tuple[str, ...]
+    spark_changes: tuple[str, ...]
+    strategy: str
+    filters: tuple[str, ...]
+
+
+CASES = (
+    Case(
+        "identity",
+        ("add_field cat",),
+        (),
+        ("ADD PARTITION FIELD cat",),
+        "binpack",
+        ("cat = 'c3'", "cat IN ('c1', 'c6')", "amount > 90"),
+    ),
+    Case(
+        "day_bucket",
+        ("add_field ts day", "add_field id bucket[4]"),
+        (),
+        ("ADD PARTITION FIELD days(ts)", "ADD PARTITION FIELD bucket(4, id)"),
+        "binpack",
+        ("ts >= '2024-01-25'", "id = 4242", "ts < '2024-01-04' AND id = 17"),
+    ),
+    Case(
+        "sort",
+        (),
+        ("asc id",),
+        ("WRITE ORDERED BY id",),
+        "sort",
+        ("id < 5000", "id BETWEEN 60000 AND 64000", "id = 77777"),
+    ),
+)
+
+
+def _write(spark: Any, full: str) -> None:
+    spark.sql(
+        f"CREATE TABLE {full} (id bigint, cat string, ts timestamp, amount double) USING iceberg "
+        f"TBLPROPERTIES ('format-version' = '2', 'write.target-file-size-bytes' = '{TARGET}')"
+    )
+    spark.sql(
+        f"INSERT INTO {full} SELECT id, concat('c', cast(id % 8 AS string)), "
+        "timestamp_seconds(1704067200 + (id * 7919) % (30 * 86400)), (id * 31) % 100 + 0.5 "
+        "FROM range(0, 120000) ORDER BY rand(7)"
+    )
+
+
+def _planned(table: Any, flt: str) -> tuple[int, int]:
+    tasks = list(table.scan(flt).plan().tasks)
+    return len(tasks), sum(t.file_size_in_bytes for t in tasks)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_estimate_lands_within_its_stated_error_of_spark_rewrite(
+    spark: Any, demo_warehouse: Path, case: Case
+) -> None:
+    full = f"{HADOOP_CATALOG}.whatif.{case.name}"
+    root = demo_warehouse / HADOOP_SUBDIR
+    _write(spark, full)
+    before = icecore.load_table(f"{root}::whatif.{case.name}")
+    estimate = what_if(
+        before, proposed_layout(before, case.spec_changes, case.sort_changes), case.filters
+    )
+    assert estimate.sampled_rows == estimate.rows == 120000  # every row read: no sampling
+    for change in case.spark_changes:
+        spark.sql(f"ALTER TABLE {full} {change}")
+    spark.sql(
+        f"CALL {HADOOP_CATALOG}.system.rewrite_data_files(table => 'whatif.{case.name}', "
+        f"strategy => '{case.strategy}', options => map('rewrite-all', 'true'))"
+    )
+    after = icecore.load_table(f"{root}::whatif.{case.name}")
+    assert spark.sql(f"SELECT count(*) FROM {full}").collect()[0][0] == 120000
+    all_files = len(list(after.scan().plan().tasks))
+    report = []
+    for e in estimate.estimates:
+        files, size = _planned(after, e.filter)
+        now = _planned(before, e.filter)
+        assert (e.files_now, e.bytes_now) == now  # today's numbers are the plan's own
+        report.append((e.filter, e.files_after, files, e.bytes_after, size))
+    report.append(("(all)", estimate.files_after, all_files, estimate.bytes_after, 0))
+    print(case.name, report)  # the closing note quotes these (pytest -s)
+    for flt, est_files, files, est_bytes, size in report:
+        allowed = max(STATED_ERROR["files_absolute"], STATED_ERROR["files_relative"] * files)
+        assert abs(est_files - files) <= allowed, (case.name, flt, report)
+        if flt != "(all)":
+            assert abs(est_bytes - size) <= STATED_ERROR["bytes_relative"] * size + TARGET, (
+                case.name,
+                flt,
+                report,
+            )
