@@ -6,9 +6,10 @@ KIND``, ``plan TABLE``, ``scan TABLE --output F``, ``diff TABLE FROM TO``, ``cha
 [--dry-run]``, ``ref TABLE rollback|set-current|cherry-pick|fast-forward|create-branch|create-tag|
 rename|drop|publish ... [--dry-run]``, ``audit CATALOG [--table ns.t] [--principal P]
 [--since ISO8601]`` (evolve and ref record their commits in the catalog's audit log as the OS
-user), ``views CATALOG``, ``view CATALOG::ns.view``. TABLE is ``CATALOG::ns.table``, a table
-directory, or a metadata.json path. ``python -m icecore`` is the same command; ``icecore app``
-serves the explorer (:mod:`icecore.launch`).
+user), ``views CATALOG``, ``view CATALOG::ns.view``, ``whatif TABLE --spec-change ... |
+--sort-change ... --filter SQL``. TABLE is ``CATALOG::ns.table``, a table directory, or a
+metadata.json path. ``python -m icecore`` is the same command; ``icecore app`` serves the
+explorer (:mod:`icecore.launch`).
 
 Each command imports the features it runs (planner, readers, SQL, exports, audit, evolution)
 when it runs, so a metadata command on a small table loads neither them nor pyarrow and numpy
@@ -479,11 +480,7 @@ def cmd_audit(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
     """Schema, partition spec, sort order and property changes committed as one version."""
-    from icecore.evolution.change_text import (
-        apply_schema_change,
-        apply_sort_change,
-        apply_spec_change,
-    )
+    from icecore.evolution.change_text import apply_schema_change, stage_layout_changes
 
     if not (
         args.schema_change
@@ -503,17 +500,7 @@ def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
         for text in args.schema_change:
             apply_schema_change(schema, text)
         schema.commit()
-    if args.spec_change:
-        spec = transaction.update_spec()
-        for text in args.spec_change:
-            apply_spec_change(spec, text)
-        spec.commit()
-    if args.sort_change:
-        order = transaction.update_sort_order()
-        for text in args.sort_change:
-            if text.strip().lower() != "unsorted":
-                apply_sort_change(order, text)
-        order.commit()
+    stage_layout_changes(transaction, args.spec_change, args.sort_change)
     if args.set_property or args.remove_property:
         props = transaction.update_properties()
         props.set_properties(dict(_property(p) for p in args.set_property))
@@ -530,6 +517,19 @@ def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
         "default_spec_id": md.default_spec_id,
         "default_sort_order_id": md.default_sort_order_id,
     }
+
+
+def cmd_whatif(args: argparse.Namespace) -> dict[str, Any]:
+    """Files and bytes each filter would read after a rewrite into a proposed layout."""
+    from icecore.whatif import proposed_layout, what_if
+
+    if not (args.spec_change or args.sort_change):
+        raise ValidationError("Nothing proposed: give --spec-change or --sort-change.")
+    if not args.filter:
+        raise ValidationError("No filter to estimate: give --filter SQL (repeatable).")
+    table = load_table(args.table)
+    layout = proposed_layout(table, args.spec_change, args.sort_change)
+    return what_if(table, layout, args.filter).to_dict()
 
 
 def _committed_json(
@@ -713,6 +713,26 @@ def _add_selectors(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--as-of", dest="as_of", default=None, help="an ISO-8601 time")
 
 
+def _add_layout_changes(parser: argparse.ArgumentParser) -> None:
+    """``--spec-change`` and ``--sort-change``, read by ``evolve`` and ``whatif`` alike."""
+    parser.add_argument(
+        "--spec-change",
+        action="append",
+        default=[],
+        metavar="CHANGE",
+        help='e.g. "add_field ts day", "add_field id bucket[16]", "remove_field f", '
+        '"rename_field f g" (repeatable)',
+    )
+    parser.add_argument(
+        "--sort-change",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help='the new sort order, one field each: "asc ts", "desc fare month nulls-first", '
+        'or "unsorted"',
+    )
+
+
 def _add_ref_parser(sub: Any, table_help: str) -> None:
     """``ref TABLE ACTION ...``: one guarded ref operation per call (DESIGN.md "Contracts")."""
     ref = sub.add_parser(
@@ -864,28 +884,22 @@ def build_parser() -> argparse.ArgumentParser:
         help='e.g. "add_column note string doc=\'free text\'", "rename_column a b", '
         '"update_column n long", "delete_column c", "move_first c" (repeatable)',
     )
-    evo.add_argument(
-        "--spec-change",
-        action="append",
-        default=[],
-        metavar="CHANGE",
-        help='e.g. "add_field ts day", "add_field id bucket[16]", "remove_field f", '
-        '"rename_field f g" (repeatable)',
-    )
-    evo.add_argument(
-        "--sort-change",
-        action="append",
-        default=[],
-        metavar="FIELD",
-        help='the new sort order, one field each: "asc ts", "desc fare month nulls-first", '
-        'or "unsorted"',
-    )
+    _add_layout_changes(evo)
     evo.add_argument("--set-property", action="append", default=[], metavar="KEY=VALUE")
     evo.add_argument("--remove-property", action="append", default=[], metavar="KEY")
     evo.add_argument(
         "--dry-run", action="store_true", help="print the new metadata and a diff; write nothing"
     )
     evo.set_defaults(run=cmd_evolve)
+    wif = sub.add_parser(
+        "whatif", help="files and bytes each filter would read after a rewrite into a new layout"
+    )
+    wif.add_argument("table", help=table_help)
+    _add_layout_changes(wif)
+    wif.add_argument(
+        "--filter", action="append", default=[], metavar="SQL", help="a scan filter (repeatable)"
+    )
+    wif.set_defaults(run=cmd_whatif)
     _add_ref_parser(sub, table_help)
     aud = sub.add_parser(
         "audit", help="a catalog's audit log: who changed which table, how, and how it ended"

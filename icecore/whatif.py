@@ -67,6 +67,7 @@ from icecore.types import (
 from icecore.values import to_bytes, whole_number
 
 if TYPE_CHECKING:
+    from icecore.metadata import TableMetadata
     from icecore.scan.planner import Plan
     from icecore.table import Table
 
@@ -155,26 +156,22 @@ def proposed_layout(
 
     Without changes, the table's current default spec and sort order.
     """
-    from icecore.evolution.change_text import apply_sort_change, apply_spec_change
+    from icecore.evolution.change_text import stage_layout_changes
 
     transaction = table.transaction()
-    if spec_changes:
-        update = transaction.update_spec()
-        for text in spec_changes:
-            apply_spec_change(update, text)
-        update.commit()
-    if sort_changes:
-        order = transaction.update_sort_order()
-        for text in sort_changes:
-            if text.strip().lower() != "unsorted":
-                apply_sort_change(order, text)
-        order.commit()
-    metadata = transaction.preview().metadata
+    stage_layout_changes(transaction, spec_changes, sort_changes)
+    return layout_of(transaction.preview().metadata)
+
+
+def layout_of(metadata: TableMetadata) -> Layout:
+    """The layout a rewrite of a table with this metadata writes into (its defaults)."""
     raw = metadata.properties.get("write.target-file-size-bytes")
     target = whole_number(raw, negative=False) if raw is not None else None
-    schema = metadata.current_schema()
     return Layout(
-        schema, metadata.default_spec(), metadata.default_sort_order(), target or DEFAULT_TARGET
+        metadata.current_schema(),
+        metadata.default_spec(),
+        metadata.default_sort_order(),
+        target or DEFAULT_TARGET,
     )
 
 

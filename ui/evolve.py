@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icecore import describe
 from icecore.diff import FieldChange, schema_changes
@@ -36,6 +36,9 @@ from icecore.types import (
     StructType,
 )
 from ui.views import field_row
+
+if TYPE_CHECKING:
+    from icecore.whatif import WhatIf
 
 SCHEMA = "schema"
 SPEC = "spec"
@@ -180,6 +183,17 @@ def dry_run(table: Table, changes: Sequence[Change]) -> DryRun:
         schema=schema_rows(before.current_schema(), after.current_schema()),
         is_noop=preview.is_noop,
     )
+
+
+def what_if(table: Table, changes: Sequence[Change], filters: Sequence[str]) -> WhatIf:
+    """What each filter would read after a rewrite into the layout these changes make.
+
+    The layout is the dry run's own (the same staged builders); see :mod:`icecore.whatif`.
+    """
+    from icecore.whatif import layout_of
+    from icecore.whatif import what_if as estimate
+
+    return estimate(table, layout_of(stage(table, changes).preview().metadata), filters)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,13 +24,16 @@ from __future__ import annotations
 import inspect
 import json
 import shlex
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from icecore.errors import ValidationError
 from icecore.evolution.schema import UpdateSchema
 from icecore.evolution.sort import UpdateSortOrder
 from icecore.evolution.spec import UpdateSpec
+
+if TYPE_CHECKING:
+    from icecore.evolution.transaction import Transaction
 
 SCHEMA_VERBS = (
     "add_column",
@@ -132,3 +135,23 @@ __all__ = [
     "apply_sort_change",
     "apply_spec_change",
 ]
+
+
+def stage_layout_changes(
+    transaction: Transaction, spec_changes: Sequence[str], sort_changes: Sequence[str]
+) -> None:
+    """Stage partition spec lines, then sort order lines (``unsorted`` clears the order).
+
+    What ``icecore evolve`` commits and what ``icecore whatif`` estimates, read alike.
+    """
+    if spec_changes:
+        spec = transaction.update_spec()
+        for text in spec_changes:
+            apply_spec_change(spec, text)
+        spec.commit()
+    if sort_changes:
+        order = transaction.update_sort_order()
+        for text in sort_changes:
+            if text.strip().lower() != "unsorted":
+                apply_sort_change(order, text)
+        order.commit()

@@ -10,6 +10,7 @@ within :data:`icecore.whatif.STATED_ERROR` of what the rewritten table plans.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,3 +119,32 @@ def test_estimate_lands_within_its_stated_error_of_spark_rewrite(
                 flt,
                 report,
             )
+
+
+def test_cli_prints_the_estimate_and_refuses_what_it_cannot_estimate(demo_warehouse: Path) -> None:
+    """``icecore whatif``: today's numbers are ``icecore plan``'s; bad input is one sentence."""
+    from tests.icecore.test_cli import icecore_cli
+
+    table = f"{demo_warehouse}::demo.trips"
+    flt = "fare > 30"
+    result = icecore_cli(
+        "whatif", table, "--sort-change", "asc fare", "--filter", flt, "--filter", "fare < 5"
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    plan = json.loads(icecore_cli("plan", table, "--filter", flt).stdout)
+    first = out["filters"][0]
+    assert first["filter"] == flt
+    assert first["now"]["files"] == len(plan["data_files"])
+    assert out["layout"]["sort_order"].startswith("[identity(")
+    assert out["sample"]["every_row"] is True
+    assert 0 < first["estimated"]["files"] <= out["after_rewrite"]["data_files"]
+    for bad, said in (
+        (["--filter", flt], "Nothing proposed"),
+        (["--sort-change", "asc fare"], "No filter"),
+        (["--spec-change", "add_field nope day", "--filter", flt], "nope"),
+        (["--sort-change", "asc fare", "--filter", "fare >"], "filter"),
+    ):
+        failed = icecore_cli("whatif", table, *bad)
+        assert failed.returncode == 1 and said.lower() in failed.stderr.lower(), failed.stderr
+        assert len(failed.stderr.strip().splitlines()) == 1, failed.stderr

@@ -246,3 +246,33 @@ def test_read_only_mode_on_the_fixture_shows_a_dry_run_and_no_commit_control(
     assert "evo_confirm" not in keys(at.checkbox) and "evo_commit" not in keys(at.button)
     assert any("Read-only mode" in i.value for i in at.info)
     assert tree_state(demo_warehouse / "demo" / "trips") == files
+
+
+def test_a_sort_order_dry_run_estimates_what_typed_filters_would_read_after_a_rewrite(
+    demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The what-if section: today's files are the planner's; the filter text stays text."""
+    monkeypatch.setenv("ICECORE_READ_ONLY", "1")
+    monkeypatch.setenv("ICECORE_CATALOG", str(demo_warehouse))
+    files = tree_state(demo_warehouse / "demo" / "trips")
+    at = open_app(PAGE, catalog=str(demo_warehouse), table="demo.trips")
+    drive(
+        at,
+        ("radio", "evo_kind", "Sort order"),
+        ("multiselect", "evo_f_sort_columns", ["fare"]),
+    )
+    no_problems(at)
+    hostile = "fare > 30 OR pickup_zone = '**bold** <b>x</b>'"
+    drive(
+        at,
+        ("text_area", "evo_whatif_filters", f"fare > 30\n\n{hostile}\n"),
+        ("button", "evo_whatif_run", None),
+    )
+    no_problems(at)
+    shown = next(df.value for df in at.dataframe if "files after" in df.value.columns)
+    assert list(shown["filter"]) == ["fare > 30", hostile]
+    table = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    planned = len(list(table.scan("fare > 30").plan().tasks))
+    assert int(shown["files now"].iloc[0]) == planned
+    assert all(int(n) >= 0 for n in shown["files after"])
+    assert tree_state(demo_warehouse / "demo" / "trips") == files

@@ -55,6 +55,7 @@ if not changes:
 base = form.base_table(context, table, key, changes)
 dry = form.checked(base, changes)
 form.show_dry_run(dry, table, base)
+form.show_what_if(base, changes, dry)
 form.stage_button(current)
 
 if not may_commit:
