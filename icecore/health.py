@@ -214,6 +214,26 @@ def _property(metadata: TableMetadata, key_default: tuple[str, int | None]) -> i
         return default
 
 
+table_property = _property
+"""A table property as an int, with Iceberg's default when unset or not a number
+(``key_default`` as :data:`TARGET_FILE_SIZE`): the one reader of the thresholds above."""
+
+WRITER_KEYS = ("engine-name", "engine-version", "app-id", "spark.app.id", "wap.id")
+"""Summary keys that say who wrote a snapshot (Iceberg Java's SnapshotSummary and Spark's)."""
+
+
+def writer_of(snapshot: Snapshot | None) -> dict[str, str]:
+    """Who wrote ``snapshot``: its engine name and version, application id and WAP id.
+
+    Read from the summary (Iceberg writes ``engine-name``/``engine-version``, Spark adds
+    ``spark.app.id``, a staged write ``wap.id``); keys a writer left out are absent.
+    """
+    if snapshot is None or snapshot.summary is None:
+        return {}
+    props = snapshot.summary.properties
+    return {k: props[k] for k in WRITER_KEYS if props.get(k)}
+
+
 def format_bytes(n: float) -> str:
     """A byte count for people: ``512 B``, ``1.5 MiB``."""
     value = float(n)
@@ -683,5 +703,7 @@ __all__ = [
     "partition_skew",
     "small_files",
     "snapshots_to_expire",
+    "table_property",
     "totals",
+    "writer_of",
 ]
