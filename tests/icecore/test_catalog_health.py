@@ -22,9 +22,9 @@ from icecore.health import Finding, Status
 from icecore.lru import LRU
 from icecore.metadata import parse_metadata
 from icecore.metadata_bloat import metadata_parts
-from tests.ui.rows_table import CITIES, NAME, write_rows_table
+from tests.icecore.health_tables import GOLDEN, write_health_warehouse
+from tests.ui.rows_table import CITIES, NAME
 
-GOLDEN = Path(__file__).resolve().parents[1] / "data/metadata/spark/trips-00024.metadata.json"
 SPARK_CATALOGS = (("icecore", "{w}"), ("hadoop", "{w}/hadoop"))
 """(Spark catalog name, icecore catalog URI) of the fixture warehouse's two catalogs."""
 
@@ -94,25 +94,8 @@ def test_counts_stay_exact_from_manifest_lists_alone(spark: Any, demo_warehouse:
 
 @pytest.fixture
 def warehouse(tmp_path: Path) -> Path:
-    """A warehouse of three tables, one unreadable.
-
-    ``db.people`` (PyIceberg, 4 rows), ``db.broken`` (a truncated metadata.json), and
-    ``db.empty`` (no snapshot: the golden file with its snapshots removed).
-    """
-    root = tmp_path / "wh"
-    write_rows_table(root, tmp_path / "peer")
-    broken = root / "db" / "broken" / "metadata"
-    broken.mkdir(parents=True)
-    (broken / "v1.metadata.json").write_text(GOLDEN.read_text()[:500])
-    (broken / "version-hint.text").write_text("1")
-    empty = root / "db" / "empty" / "metadata"
-    empty.mkdir(parents=True)
-    obj = json.loads(GOLDEN.read_text())
-    obj.update(snapshots=[], refs={}, **{"current-snapshot-id": -1, "snapshot-log": []})
-    obj["location"] = str(root / "db" / "empty")
-    (empty / "v1.metadata.json").write_text(json.dumps(obj))
-    (empty / "version-hint.text").write_text("1")
-    return root
+    """:func:`tests.icecore.health_tables.write_health_warehouse`'s three tables."""
+    return write_health_warehouse(tmp_path)
 
 
 def test_an_unreadable_table_is_a_row_with_its_error(warehouse: Path) -> None:

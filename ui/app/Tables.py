@@ -11,12 +11,13 @@ the package is installed (:mod:`ui.app` says why it lives here).
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
 
 from icecore.errors import IcecoreError
-from ui import data, identity, views
+from ui import catalog_health, data, identity, views
 from ui.app import PAGES
 from ui.served import companions
 from ui.shell import bootstrap, show_error, stop
@@ -31,52 +32,86 @@ st.caption(
 if context.failed:
     stop()
 
-rows: list[dict[str, str | None]] = []
-lazy: list[tuple[str, str]] = []  # (catalog, table) whose location is loaded on demand
+# The catalog at a glance (DESIGN.md "Catalog health"): one row per table the session may see,
+# with its sizes, last commit and score; kept by metadata file, so a second visit reads nothing
+# but the catalog's listing (ui.catalog_health).
+rows: list[dict[str, Any]] = []
 for catalog in [context.catalog, *companions(context.catalog)]:
     try:
-        found = data.table_rows(catalog)
+        found = catalog_health.health_rows(catalog)
     except IcecoreError as error:
         show_error(error)
         continue
-    for row in found:
-        link = "Overview?" + urlencode({"catalog": catalog, "table": str(row["table"])})
-        location = row["metadata location"]
-        shown = views.short_path(location, 48) if location is not None else "loaded on demand"
-        rows.append({**row, "open": link, "metadata file": shown})
-        if row["metadata location"] is None:
-            lazy.append((catalog, str(row["table"])))
+    rows.extend(catalog_health.page_rows(catalog, found))
+for row in rows:
+    location = row["metadata location"]
+    row["metadata file"] = views.short_path(location, 48) if location is not None else ""
 
 if rows:
     st.subheader(views.count_of(len(rows), "table"))
+    left, right = st.columns([2, 1])
+    needle = left.text_input(
+        "Filter tables",
+        key="home_filter",
+        placeholder="a name, writer, operation or factor",
+        max_chars=200,
+    )
+    sort = right.selectbox("Sort by", options=list(catalog_health.SORTS), key="home_sort")
+    shown = catalog_health.sort_rows(catalog_health.filter_rows(rows, needle), sort)
+    if needle and not shown:
+        st.info("No table matches the filter.")
     st.dataframe(
-        rows,
+        shown,
         hide_index=True,
         width="stretch",
-        column_order=("table", "open", "catalog", "metadata file", "metadata location"),
+        column_order=(
+            "open",
+            "score",
+            "rows",
+            "data size",
+            "data files",
+            "avg file bytes",
+            "small-file share",
+            "delete files",
+            "deleted rows",
+            "snapshots",
+            "manifests",
+            "metadata.json bytes",
+            "last commit",
+            "operation",
+            "writer",
+            "factors",
+            "estimated",
+            "error",
+            "catalog",
+            "metadata file",
+            "metadata location",
+        ),
         column_config={
-            "open": st.column_config.LinkColumn("open", display_text="Overview →"),
+            "open": st.column_config.LinkColumn(
+                "table", display_text=r"[?&]table=([^&]+)", help="Open the table's Overview."
+            ),
+            "score": st.column_config.ProgressColumn(
+                "score",
+                min_value=0,
+                max_value=100,
+                format="%d",
+                help="100 less the points of each finding that is not ok (see 'factors'); "
+                "the Overview shows each finding.",
+            ),
+            "small-file share": st.column_config.NumberColumn(format="percent"),
+            "metadata.json bytes": st.column_config.NumberColumn(format="compact"),
+            "avg file bytes": st.column_config.NumberColumn(format="compact"),
+            "estimated": st.column_config.TextColumn(
+                help="Numbers taken from snapshot summaries rather than counted from the "
+                "manifests (a table past the live-file bound)."
+            ),
             "metadata file": st.column_config.TextColumn(
                 help="The current metadata file, shortened from the left so its name shows; "
                 "the whole path is in 'metadata location'."
             ),
         },
     )
-    if lazy:
-        # A REST catalog answers a table's location only with the whole table: one request
-        # per table, so the listing leaves it out and loads the one asked for.
-        picked = st.selectbox(
-            "Metadata location of (REST tables load on demand)",
-            options=range(len(lazy)),
-            format_func=lambda i: f"{lazy[i][1]} ({lazy[i][0]})",
-            index=None,
-            key="home_location_of",
-        )
-        if picked is not None:
-            try:
-                st.text(data.metadata_location(*lazy[picked]))
-            except IcecoreError as error:
-                show_error(error)
 elif identity.policy() is not None:
     st.info("No table of this catalog is yours to see: your grants name none of them.")
 else:

@@ -1,0 +1,57 @@
+"""The Tables page as the catalog at a glance: a row per table with its health, sortable.
+
+The numbers themselves are checked against Spark in tests/icecore/test_catalog_health.py;
+here the page must show every table (an unreadable one with its error), sort and filter them,
+and serve a second visit from the rows kept by metadata file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.icecore.health_tables import write_health_warehouse
+from tests.ui.helpers import open_app
+from tests.ui.rows_table import CITIES, NAME
+from ui import catalog_health
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = write_health_warehouse(tmp_path)
+    monkeypatch.setenv("ICECORE_CATALOG", str(root))
+    catalog_health.forget()
+    return root
+
+
+def test_the_page_shows_every_table_with_its_health_and_sorts(warehouse: Path) -> None:
+    at = open_app()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert set(table["table"]) == {NAME, "db.broken", "db.empty"}
+    by_name = table.set_index("table")
+    assert by_name.loc[NAME, "rows"] == len(CITIES)
+    assert "not valid JSON" in by_name.loc["db.broken", "error"]
+    assert by_name.loc[NAME, "open"].startswith("Overview?")
+    assert at.subheader[0].value == "3 tables"
+
+    at.selectbox(key="home_sort").set_value("table").run()
+    assert list(at.dataframe[0].value["table"]) == sorted([NAME, "db.broken", "db.empty"])
+    at.selectbox(key="home_sort").set_value("rows").run()
+    ordered = list(at.dataframe[0].value["table"])
+    assert ordered[0] == NAME and ordered[-1] == "db.broken"  # 4 rows, 0 rows, unknown last
+
+    at.text_input(key="home_filter").set_value("people").run()
+    assert list(at.dataframe[0].value["table"]) == [NAME]
+
+
+def test_a_second_visit_reuses_the_rows_of_unchanged_tables(warehouse: Path) -> None:
+    open_app()
+    kept = catalog_health._KNOWN.get(
+        str(next((warehouse / "db" / "people" / "metadata").glob("v1.metadata.json")))
+    )
+    assert kept is not None
+    kept["rows"] = 12345  # served as kept: the table's metadata file did not change
+    again = open_app().dataframe[0].value.set_index("table")
+    assert again.loc[NAME, "rows"] == 12345

@@ -1,0 +1,121 @@
+"""The Tables page's catalog table: every visible table's health row, cached by metadata file.
+
+:func:`icecore.catalog_health.catalog_health` makes the rows; this module keeps them for every
+session of the app, keyed by metadata location (a metadata.json never changes, so a table
+whose current file is the same as last time is not read again), and lays them out for
+``st.dataframe``. The session's guarded catalog lists only the tables its principal may see
+(DESIGN.md "Identity, roles and audit"); a kept row is only ever served for a table that
+listing names. A first visit reads each table under a progress bar ("Reading tables: 312 of
+1,000"); a second one asks the catalog for the current metadata files and reuses the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+from icecore.catalog_health import catalog_health
+from icecore.health import format_bytes
+from icecore.lru import LRU
+from ui import data
+
+KNOWN_ROWS = 20_000
+"""Health rows kept for every session (a row is a few KiB: tens of MiB at most)."""
+
+_KNOWN: LRU[str, dict[str, Any]] = LRU(KNOWN_ROWS)
+
+SORTS: dict[str, tuple[str, bool]] = {
+    "score (worst first)": ("score", False),
+    "data size": ("data bytes", True),
+    "rows": ("rows", True),
+    "small-file share": ("small-file share", True),
+    "delete files": ("delete files", True),
+    "snapshots": ("snapshots", True),
+    "manifests": ("manifests", True),
+    "metadata.json size": ("metadata.json bytes", True),
+    "last commit (newest first)": ("last commit", True),
+    "table": ("table", False),
+}
+"""The page's sort choices: label -> (column, descending)."""
+
+
+def health_rows(catalog: str) -> list[dict[str, Any]]:
+    """The health rows of the tables of ``catalog`` this session may see (see the module doc).
+
+    Reads what is not kept yet under a progress bar; an unreadable table is a row with its
+    error.
+    """
+    guarded = data.session_catalog(catalog)
+    with data.progress_bar("Reading the catalog's tables…"):
+        return catalog_health(guarded, known=_KNOWN)
+
+
+def forget() -> None:
+    """Forget every kept row (tests; a commit makes a new metadata file anyway)."""
+    _KNOWN.clear()
+
+
+def _writer(commit: dict[str, Any] | None) -> str:
+    if not commit:
+        return ""
+    writer = commit.get("writer") or {}
+    name = " ".join(v for k in ("engine-name", "engine-version") if (v := writer.get(k)))
+    app = writer.get("spark.app.id") or writer.get("app-id")
+    return f"{name} ({app})" if name and app else name or app or ""
+
+
+def page_rows(catalog: str, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One dataframe row per health row: numbers kept as numbers (so columns sort)."""
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        commit = r.get("last_commit")
+        factors = r.get("factors") or []
+        out.append(
+            {
+                "table": r["table"],
+                "open": "Overview?" + urlencode({"catalog": catalog, "table": r["table"]}),
+                "score": r["score"],
+                "rows": r["rows"],
+                "data bytes": r["data_bytes"],
+                "data size": format_bytes(r["data_bytes"]) if r["data_bytes"] is not None else "",
+                "data files": r["data_files"],
+                "avg file bytes": r["avg_file_bytes"],
+                "small-file share": r["small_file_share"],
+                "delete files": r["delete_files"],
+                "deleted rows": r["delete_records"],
+                "snapshots": r["snapshots"],
+                "manifests": r["manifests"],
+                "metadata.json bytes": r["metadata_bytes"],
+                "last commit": commit["time"] if commit else None,
+                "operation": commit["operation"] if commit else None,
+                "writer": _writer(commit),
+                "factors": "; ".join(f"{f['title']} (-{f['points']})" for f in factors),
+                "estimated": ", ".join(r.get("estimated") or []),
+                "error": r.get("error") or "",
+                "catalog": catalog,
+                "metadata location": r.get("metadata_location"),
+            }
+        )
+    return out
+
+
+def sort_rows(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
+    """``rows`` sorted by the :data:`SORTS` choice ``sort``; rows without the value go last."""
+    column, descending = SORTS[sort]
+    present = [r for r in rows if r.get(column) is not None]
+    missing = [r for r in rows if r.get(column) is None]
+    present.sort(key=lambda r: r[column], reverse=descending)
+    return present + missing
+
+
+def filter_rows(rows: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """The rows whose table name, writer, operation or factors contain ``text`` (any case)."""
+    needle = text.strip().lower()[:200]
+    if not needle:
+        return rows
+    fields = ("table", "writer", "operation", "factors", "error")
+    return [r for r in rows if any(needle in str(r.get(f) or "").lower() for f in fields)]
+
+
+__all__ = ["SORTS", "filter_rows", "forget", "health_rows", "page_rows", "sort_rows"]
