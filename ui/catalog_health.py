@@ -11,13 +11,20 @@ listing names. A first visit reads each table under a progress bar ("Reading tab
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode
 
+import streamlit as st
+
 from icecore.catalog_health import catalog_health
 from icecore.health import format_bytes
+from icecore.io import MAX_METADATA_BYTES
 from icecore.lru import LRU
+from icecore.metadata.serde import decode_metadata_json
+from icecore.metadata_bloat import bloat
+from icecore.table_data import TableData
 from ui import data
 
 KNOWN_ROWS = 20_000
@@ -116,6 +123,17 @@ def filter_rows(rows: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
         return rows
     fields = ("table", "writer", "operation", "factors", "error")
     return [r for r in rows if any(needle in str(r.get(f) or "").lower() for f in fields)]
+
+
+@st.cache_data(max_entries=32, show_spinner="Measuring the metadata…")
+def metadata_bloat(location: str, _table: TableData) -> dict[str, Any]:
+    """The Overview's metadata bloat section (:func:`icecore.metadata_bloat.bloat`).
+
+    Keyed by metadata location: the file never changes. Expiry is judged when first asked.
+    """
+    raw = _table.io.read(location, limit=MAX_METADATA_BYTES)
+    now_ms = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    return bloat(_table, decode_metadata_json(raw), len(raw), now_ms)
 
 
 __all__ = ["SORTS", "filter_rows", "forget", "health_rows", "page_rows", "sort_rows"]

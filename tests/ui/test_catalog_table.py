@@ -7,6 +7,7 @@ and serve a second visit from the rows kept by metadata file.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,19 @@ def test_a_second_visit_reuses_the_rows_of_unchanged_tables(warehouse: Path) -> 
     kept["rows"] = 12345  # served as kept: the table's metadata file did not change
     again = open_app().dataframe[0].value.set_index("table")
     assert again.loc[NAME, "rows"] == 12345
+
+
+def test_the_overview_shows_metadata_size_by_part_with_its_fixes(warehouse: Path) -> None:
+    at = open_app("pages/1_Overview.py", table=NAME)
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Metadata size" in [s.value for s in at.subheader]
+    metadata = json.loads((warehouse / "db/people/metadata/v1.metadata.json").read_text())
+    parts = next(df.value for df in at.dataframe if "part" in df.value.columns)
+    assert set(parts["part"]) >= {"snapshots", "schemas", "metadata-log", "other"}
+    log = parts.set_index("part").loc["metadata-log"]
+    assert log["entries"] == len(metadata["metadata-log"]) > 0
+    # PyIceberg keeps old metadata files (delete-after-commit unset): the fix says so.
+    assert "write.metadata.delete-after-commit.enabled" not in metadata.get("properties", {})
+    assert any("delete-after-commit" in m.value.replace("\\", "") for m in at.markdown)
+    lists = next(df.value for df in at.dataframe if "manifest list" in df.value.columns)
+    assert list(lists["snapshot"]) == [str(s["snapshot-id"]) for s in metadata["snapshots"]]
