@@ -229,7 +229,7 @@ def _fill(
     if live is None or live <= files_bound:
         files = snapshot_files(table, current)
         t = health.totals(current, manifests, files)
-        found = health.findings(metadata, manifests, files, t, now_ms)
+        found = health.findings(metadata, manifests, files, t, now_ms, propose_spec=False)
         data_bytes: int | None = t.data_bytes
         row.update(
             rows=t.rows,
@@ -282,6 +282,30 @@ def _fill(
     row["score"], row["factors"] = score(found, metadata_bytes)
 
 
+Located = tuple[TableIdentifier, str | None, str | None]
+"""A listed table: its identifier, its current metadata file (None for a catalog that answers
+it only with the whole table, REST), and the error asking for it raised (None if none)."""
+
+
+def locate(catalog: Catalog, *, workers: int = WORKERS) -> list[Located]:
+    """Every table ``catalog`` lists with its current metadata file, in listing order.
+
+    Asked once per visit: what is kept by metadata file (``known``) is found from it.
+    """
+    idents = catalog.list_tables()
+
+    def one(ident: TableIdentifier) -> Located:
+        if catalog.loads_whole_tables:
+            return ident, None, None
+        try:
+            return ident, catalog.metadata_location(ident), None
+        except (IcecoreError, OSError) as e:
+            return ident, None, str(e) or type(e).__name__
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(pool.map(one, idents))
+
+
 def catalog_health(
     catalog: Catalog,
     *,
@@ -289,6 +313,7 @@ def catalog_health(
     files_bound: int = FILES_BOUND,
     workers: int = WORKERS,
     known: LRU[str, Row] | None = None,
+    located: list[Located] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Row]:
     """A row per table ``catalog`` lists, in listing order (see the module doc).
@@ -301,22 +326,20 @@ def catalog_health(
         known: rows kept by metadata location, reused and filled in: a metadata file never
             changes, so a table whose location is unchanged is not read again (the page's
             cache). Rows judged at another ``now_ms`` are reused as they are.
+        located: :func:`locate`'s answer when the caller has it (default: asked here).
         progress: called as ``progress(done, total)`` on the calling thread after each
             table; the same is reported to :mod:`icecore.progress` ("Reading tables").
     """
     when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
-    idents = catalog.list_tables()
-    total = len(idents)
+    tables = located if located is not None else locate(catalog, workers=workers)
+    total = len(tables)
 
-    def one(ident: TableIdentifier) -> Row:
-        location: str | None = None
-        if not catalog.loads_whole_tables:
-            try:
-                location = catalog.metadata_location(ident)
-            except (IcecoreError, OSError) as e:
-                return {**_empty_row(str(ident), None), "error": str(e) or type(e).__name__}
-            if known is not None and (kept := known.get(location)) is not None:
-                return {**kept, "table": str(ident)}
+    def one(table: Located) -> Row:
+        ident, location, error = table
+        if error is not None:
+            return {**_empty_row(str(ident), None), "error": error}
+        if known is not None and location is not None and (kept := known.get(location)):
+            return {**kept, "table": str(ident)}
         row = table_health(catalog, ident, now_ms=when, files_bound=files_bound, location=location)
         if known is not None and row["error"] is None and row["metadata_location"]:
             known.put(str(row["metadata_location"]), row)
@@ -324,7 +347,7 @@ def catalog_health(
 
     rows: list[Row] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for done, row in enumerate(pool.map(one, idents), start=1):
+        for done, row in enumerate(pool.map(one, tables), start=1):
             rows.append(row)
             if progress is not None:
                 progress(done, total)
@@ -337,7 +360,9 @@ __all__ = [
     "METADATA_POINTS",
     "NUMBERS",
     "POINTS",
+    "Located",
     "catalog_health",
+    "locate",
     "score",
     "table_health",
 ]

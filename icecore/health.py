@@ -296,7 +296,11 @@ def small_files(metadata: TableMetadata, files: pa.Table, *, too_fine: bool = Fa
 
 
 def over_partitioning(
-    metadata: TableMetadata, files: pa.Table, spec: PartitionSpec | None = None
+    metadata: TableMetadata,
+    files: pa.Table,
+    spec: PartitionSpec | None = None,
+    *,
+    propose_spec: bool = True,
 ) -> Finding:
     """Partitions too small for the target file size: the spec, not the files, is the problem.
 
@@ -310,7 +314,8 @@ def over_partitioning(
     ``spec``: the spec to judge, the one in force at the snapshot ``files`` come from
     (:func:`icecore.metadata_log.state_at`); default the table's default spec. A past spec
     gets no coarsening proposal (the table is evolved from today's spec). The finding names
-    the spec it judged.
+    the spec it judged. ``propose_spec=False`` leaves the proposal out (its search is most of
+    the cost: a catalog of 1,000 tables wants the verdict, the Overview the proposal).
     """
     target = _property(metadata, TARGET_FILE_SIZE) or TARGET_FILE_SIZE[1]
     assert target is not None
@@ -369,7 +374,7 @@ def over_partitioning(
     )
     proposal = (
         propose(metadata, dict(zip(labels, partition_bytes.tolist(), strict=True)), threshold)
-        if too_fine and spec.spec_id == current.spec_id
+        if too_fine and propose_spec and spec.spec_id == current.spec_id
         else None
     )
     if not too_fine:
@@ -665,6 +670,8 @@ def findings(
     t: Totals,
     now_ms: int | None = None,
     spec: PartitionSpec | None = None,
+    *,
+    propose_spec: bool = True,
 ) -> list[Finding]:
     """Every health check for one snapshot, in a fixed order.
 
@@ -675,9 +682,11 @@ def findings(
         t: :func:`totals` of the same snapshot.
         now_ms: the time expiry is judged at (default: now).
         spec: the partition spec in force at the snapshot (default: the table's default).
+        propose_spec: propose a coarser spec when partitions are too fine
+            (:func:`over_partitioning`).
     """
     when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
-    too_fine = over_partitioning(metadata, files, spec)
+    too_fine = over_partitioning(metadata, files, spec, propose_spec=propose_spec)
     return [
         small_files(metadata, files, too_fine=too_fine.status is Status.WARN),
         too_fine,

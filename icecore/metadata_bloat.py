@@ -130,20 +130,19 @@ def metadata_parts(obj: Mapping[str, Any], metadata: TableMetadata, now_ms: int)
         "TBLPROPERTIES removes them.",
     }
     parts: list[Part] = []
-    measured = 0
     for name, keys in PARTS.items():
         present = [k for k in keys if k in obj]
         size = sum(_compact_size(k) + 1 + _compact_size(obj[k]) for k in present)
         count = max((_count(obj[k]) for k in present), default=0)
-        measured += size
         needs_fix = bool(unused.get(name)) or (
             name == "metadata-log" and (count >= log_max or not deletes_old) and count > 0
         )
         parts.append(Part(name, size, count, unused.get(name), fixes[name] if needs_fix else ""))
     parts.sort(key=lambda p: -p.bytes)
-    whole = _compact_size(obj)
     others = [k for k in obj if not any(k in keys for keys in PARTS.values())]
-    parts.append(Part("other", max(whole - measured, 0), len(others), None, ""))
+    # The rest, encoded once (not the whole file again): its keys, the braces and the commas.
+    rest = sum(_compact_size(k) + 1 + _compact_size(obj[k]) for k in others)
+    parts.append(Part("other", rest + 2 + max(len(obj) - 1, 0), len(others), None, ""))
     return parts
 
 

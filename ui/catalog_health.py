@@ -5,8 +5,10 @@ session of the app, keyed by metadata location (a metadata.json never changes, s
 whose current file is the same as last time is not read again), and lays them out for
 ``st.dataframe``. The session's guarded catalog lists only the tables its principal may see
 (DESIGN.md "Identity, roles and audit"); a kept row is only ever served for a table that
-listing names. A first visit reads each table under a progress bar ("Reading tables: 312 of
-1,000"); a second one asks the catalog for the current metadata files and reuses the rows.
+listing names. A first visit shows rows from each table's metadata.json and manifest list
+first (a few milliseconds a table), then reads the manifests for the full rows (file sizes,
+every check), each under a progress bar ("Reading tables: 312 of 1,000"); a second visit
+asks the catalog for the current metadata files and reuses the full rows.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from icecore.catalog_health import catalog_health
+from icecore.catalog_health import FILES_BOUND, Located, catalog_health, locate
 from icecore.health import format_bytes
 from icecore.io import MAX_METADATA_BYTES
 from icecore.lru import LRU
@@ -31,6 +33,9 @@ KNOWN_ROWS = 20_000
 """Health rows kept for every session (a row is a few KiB: tens of MiB at most)."""
 
 _KNOWN: LRU[str, dict[str, Any]] = LRU(KNOWN_ROWS)
+"""Full rows (manifests read), by metadata location."""
+_QUICK: LRU[str, dict[str, Any]] = LRU(KNOWN_ROWS)
+"""Rows from metadata.json and manifest lists alone, shown while the full rows are made."""
 
 SORTS: dict[str, tuple[str, bool]] = {
     "score (worst first)": ("score", False),
@@ -47,20 +52,47 @@ SORTS: dict[str, tuple[str, bool]] = {
 """The page's sort choices: label -> (column, descending)."""
 
 
-def health_rows(catalog: str) -> list[dict[str, Any]]:
-    """The health rows of the tables of ``catalog`` this session may see (see the module doc).
+def located(catalog: str) -> list[Located]:
+    """The tables of ``catalog`` this session may see, with their current metadata files."""
+    return locate(data.session_catalog(catalog))
 
-    Reads what is not kept yet under a progress bar; an unreadable table is a row with its
-    error.
+
+def all_known(tables: list[Located]) -> bool:
+    """Whether every table's full row is kept (a second visit: nothing to read)."""
+    return all(loc is not None and _KNOWN.get(loc) is not None for _, loc, err in tables if not err)
+
+
+def health_rows(catalog: str, tables: list[Located], *, deep: bool = True) -> list[dict[str, Any]]:
+    """The health rows of ``tables`` (:func:`located`) of ``catalog`` (see the module doc).
+
+    ``deep=False``: from metadata.json and manifest lists alone (exact counts, bytes from
+    summaries, no file-level checks), a few milliseconds a table, shown while the manifests
+    are read for the full rows. What is not kept yet is read under a progress bar; an
+    unreadable table is a row with its error.
     """
     guarded = data.session_catalog(catalog)
-    with data.progress_bar("Reading the catalog's tables…"):
-        return catalog_health(guarded, known=_KNOWN)
+    known = _KNOWN if deep else _QUICK
+
+    def make() -> list[dict[str, Any]]:
+        return catalog_health(
+            guarded, known=known, located=tables, files_bound=FILES_BOUND if deep else 0
+        )
+
+    if deep and all_known(tables):
+        return make()
+    text = (
+        "Reading each table's manifests (file sizes, scores)…"
+        if deep
+        else "Reading each table's metadata…"
+    )
+    with data.progress_bar(text):
+        return make()
 
 
 def forget() -> None:
     """Forget every kept row (tests; a commit makes a new metadata file anyway)."""
     _KNOWN.clear()
+    _QUICK.clear()
 
 
 def _writer(commit: dict[str, Any] | None) -> str:
@@ -136,4 +168,14 @@ def metadata_bloat(location: str, _table: TableData) -> dict[str, Any]:
     return bloat(_table, decode_metadata_json(raw), len(raw), now_ms)
 
 
-__all__ = ["SORTS", "filter_rows", "forget", "health_rows", "page_rows", "sort_rows"]
+__all__ = [
+    "SORTS",
+    "Located",
+    "all_known",
+    "located",
+    "filter_rows",
+    "forget",
+    "health_rows",
+    "page_rows",
+    "sort_rows",
+]

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from icecore import health
-from icecore.catalog import load_catalog
+from icecore.catalog import load_catalog, load_table
 from icecore.catalog_health import METADATA_POINTS, POINTS, catalog_health, score
 from icecore.health import Finding, Status
+from icecore.layout import snapshot_files
 from icecore.lru import LRU
 from icecore.metadata import parse_metadata
 from icecore.metadata_bloat import metadata_parts
@@ -196,3 +197,21 @@ def test_a_part_is_its_key_and_compact_value_with_the_fix_for_what_is_unused() -
     expirable = len(health.snapshots_to_expire(metadata, far_future))
     assert expirable > 0 and aged["snapshots"].unused == expirable
     assert "expire_snapshots" in aged["snapshots"].fix
+
+
+@pytest.mark.spark
+def test_the_catalog_verdict_on_too_fine_partitions_skips_only_the_proposal(
+    spark: Any, demo_warehouse: Path
+) -> None:
+    # demo.trips is partitioned too finely (tests/pipeline/test_maintenance_estimates.py):
+    # the catalog row warns without paying for the coarser-spec search; the Overview proposes.
+    table = load_table(f"{demo_warehouse}::demo.trips")
+    files = snapshot_files(table, table.snapshot())
+    with_proposal = health.over_partitioning(table.metadata, files)
+    without = health.over_partitioning(table.metadata, files, propose_spec=False)
+    assert with_proposal.status is without.status is Status.WARN
+    assert with_proposal.spec_changes and not without.spec_changes
+    row = next(
+        r for r in catalog_health(load_catalog(str(demo_warehouse))) if r["table"] == "demo.trips"
+    )
+    assert "over_partitioning" in [f["check"] for f in row["factors"]]

@@ -35,20 +35,83 @@ if context.failed:
 # The catalog at a glance (DESIGN.md "Catalog health"): one row per table the session may see,
 # with its sizes, last commit and score; kept by metadata file, so a second visit reads nothing
 # but the catalog's listing (ui.catalog_health).
-rows: list[dict[str, Any]] = []
+TABLE_LAYOUT: dict[str, Any] = {
+    "column_order": (
+        "open",
+        "score",
+        "rows",
+        "data size",
+        "data files",
+        "avg file bytes",
+        "small-file share",
+        "delete files",
+        "deleted rows",
+        "snapshots",
+        "manifests",
+        "metadata.json bytes",
+        "last commit",
+        "operation",
+        "writer",
+        "factors",
+        "estimated",
+        "error",
+        "catalog",
+        "metadata file",
+        "metadata location",
+    ),
+    "column_config": {
+        "open": st.column_config.LinkColumn(
+            "table", display_text=r"[?&]table=([^&]+)", help="Open the table's Overview."
+        ),
+        "score": st.column_config.ProgressColumn(
+            "score",
+            min_value=0,
+            max_value=100,
+            format="%d",
+            help="100 less the points of each finding that is not ok (see 'factors'); "
+            "the Overview shows each finding.",
+        ),
+        "small-file share": st.column_config.NumberColumn(format="percent"),
+        "metadata.json bytes": st.column_config.NumberColumn(format="compact"),
+        "avg file bytes": st.column_config.NumberColumn(format="compact"),
+        "estimated": st.column_config.TextColumn(
+            help="Numbers taken from snapshot summaries rather than counted from the "
+            "manifests (a table past the live-file bound)."
+        ),
+        "metadata file": st.column_config.TextColumn(
+            help="The current metadata file, shortened from the left so its name shows; "
+            "the whole path is in 'metadata location'."
+        ),
+    },
+}
+"""The catalog table's columns: the name links to the Overview; numbers stay numbers."""
+
+catalogs: list[tuple[str, list[catalog_health.Located]]] = []
 for catalog in [context.catalog, *companions(context.catalog)]:
     try:
-        found = catalog_health.health_rows(catalog)
+        catalogs.append((catalog, catalog_health.located(catalog)))
     except IcecoreError as error:
         show_error(error)
-        continue
-    rows.extend(catalog_health.page_rows(catalog, found))
-for row in rows:
-    location = row["metadata location"]
-    row["metadata file"] = views.short_path(location, 48) if location is not None else ""
 
-if rows:
-    st.subheader(views.count_of(len(rows), "table"))
+
+def table_rows(deep: bool) -> list[dict[str, Any]]:
+    """Every catalog's page rows, each with its shortened metadata file name."""
+    out: list[dict[str, Any]] = []
+    for catalog, tables in catalogs:
+        try:
+            found = catalog_health.health_rows(catalog, tables, deep=deep)
+        except IcecoreError as error:
+            show_error(error)
+            continue
+        out.extend(catalog_health.page_rows(catalog, found))
+    for row in out:
+        location = row["metadata location"]
+        row["metadata file"] = views.short_path(location, 48) if location is not None else ""
+    return out
+
+
+listed = sum(len(tables) for _, tables in catalogs)
+if listed:
     left, right = st.columns([2, 1])
     needle = left.text_input(
         "Filter tables",
@@ -57,61 +120,26 @@ if rows:
         max_chars=200,
     )
     sort = right.selectbox("Sort by", options=list(catalog_health.SORTS), key="home_sort")
-    shown = catalog_health.sort_rows(catalog_health.filter_rows(rows, needle), sort)
-    if needle and not shown:
-        st.info("No table matches the filter.")
-    st.dataframe(
-        shown,
-        hide_index=True,
-        width="stretch",
-        column_order=(
-            "open",
-            "score",
-            "rows",
-            "data size",
-            "data files",
-            "avg file bytes",
-            "small-file share",
-            "delete files",
-            "deleted rows",
-            "snapshots",
-            "manifests",
-            "metadata.json bytes",
-            "last commit",
-            "operation",
-            "writer",
-            "factors",
-            "estimated",
-            "error",
-            "catalog",
-            "metadata file",
-            "metadata location",
-        ),
-        column_config={
-            "open": st.column_config.LinkColumn(
-                "table", display_text=r"[?&]table=([^&]+)", help="Open the table's Overview."
-            ),
-            "score": st.column_config.ProgressColumn(
-                "score",
-                min_value=0,
-                max_value=100,
-                format="%d",
-                help="100 less the points of each finding that is not ok (see 'factors'); "
-                "the Overview shows each finding.",
-            ),
-            "small-file share": st.column_config.NumberColumn(format="percent"),
-            "metadata.json bytes": st.column_config.NumberColumn(format="compact"),
-            "avg file bytes": st.column_config.NumberColumn(format="compact"),
-            "estimated": st.column_config.TextColumn(
-                help="Numbers taken from snapshot summaries rather than counted from the "
-                "manifests (a table past the live-file bound)."
-            ),
-            "metadata file": st.column_config.TextColumn(
-                help="The current metadata file, shortened from the left so its name shows; "
-                "the whole path is in 'metadata location'."
-            ),
-        },
-    )
+    slot = st.empty()
+
+    def show(rows: list[dict[str, Any]], note: str | None) -> None:
+        """The catalog table in ``slot`` (drawn again when the full rows are ready)."""
+        shown = catalog_health.sort_rows(catalog_health.filter_rows(rows, needle), sort)
+        with slot.container():
+            st.subheader(views.count_of(len(rows), "table"))
+            if note:
+                st.caption(note)
+            if needle and not shown:
+                st.info("No table matches the filter.")
+            st.dataframe(shown, hide_index=True, width="stretch", **TABLE_LAYOUT)
+
+    if not all(catalog_health.all_known(tables) for _, tables in catalogs):
+        show(
+            table_rows(deep=False),
+            "From each table's metadata and manifest list; reading the manifests for file "
+            "sizes and scores…",
+        )
+    show(table_rows(deep=True), None)
 elif identity.policy() is not None:
     st.info("No table of this catalog is yours to see: your grants name none of them.")
 else:
