@@ -181,6 +181,18 @@ def table_health(
 
     ``location``: its current metadata file when the caller already asked the catalog.
     """
+    return _table_health(catalog, ident, now_ms, files_bound, location)[0]
+
+
+def _table_health(
+    catalog: Catalog, ident: TableIdentifier, now_ms: int, files_bound: int, location: str | None
+) -> tuple[Row, bool]:
+    """:func:`table_health`'s row, and whether it may be kept by its metadata location.
+
+    A row is kept when read, or when the metadata it read is corrupt (InvalidMetadata): the
+    file never changes, so reading it again gives the same error. A missing file or a failed
+    read may be passing (storage, network), and is tried again on the next call.
+    """
     row = _empty_row(str(ident), location)
     try:
         if location is None:
@@ -196,9 +208,13 @@ def table_health(
         metadata = parse_metadata_dict(obj, location)
         table = TableData(ident, metadata, location, io, catalog)
         _fill(row, table, obj, len(raw), now_ms, files_bound)
+    except InvalidMetadata as e:
+        row["error"] = str(e)
+        return row, True
     except (IcecoreError, OSError) as e:
         row["error"] = str(e) or type(e).__name__
-    return row
+        return row, False
+    return row, True
 
 
 def _fill(
@@ -325,7 +341,9 @@ def catalog_health(
         workers: tables read at once.
         known: rows kept by metadata location, reused and filled in: a metadata file never
             changes, so a table whose location is unchanged is not read again (the page's
-            cache). Rows judged at another ``now_ms`` are reused as they are.
+            cache), a corrupt one included; a table that could not be read for another
+            reason (missing, storage) is tried again. Rows judged at another ``now_ms`` are
+            reused as they are.
         located: :func:`locate`'s answer when the caller has it (default: asked here).
         progress: called as ``progress(done, total)`` on the calling thread after each
             table; the same is reported to :mod:`icecore.progress` ("Reading tables").
@@ -340,8 +358,8 @@ def catalog_health(
             return {**_empty_row(str(ident), None), "error": error}
         if known is not None and location is not None and (kept := known.get(location)):
             return {**kept, "table": str(ident)}
-        row = table_health(catalog, ident, now_ms=when, files_bound=files_bound, location=location)
-        if known is not None and row["error"] is None and row["metadata_location"]:
+        row, keep = _table_health(catalog, ident, when, files_bound, location)
+        if known is not None and keep and row["metadata_location"]:
             known.put(str(row["metadata_location"]), row)
         return row
 

@@ -125,7 +125,18 @@ def test_known_rows_are_reused_by_metadata_location(warehouse: Path) -> None:
     kept["rows"] = -1  # a reused row is the kept one, not read again
     again = {r["table"]: r for r in catalog_health(load_catalog(str(warehouse)), known=known)}
     assert again[NAME]["rows"] == -1
-    assert again["db.broken"]["error"]  # errors are never kept: read again each time
+    # A corrupt metadata file stays corrupt: its row is kept too. A missing one is asked again.
+    broken = next(r for r in first if r["table"] == "db.broken")
+    assert known.get(broken["metadata_location"]) is not None
+    lost = warehouse / "db/lost/metadata"
+    lost.mkdir(parents=True)
+    obj = json.loads((warehouse / "db/people/metadata/v1.metadata.json").read_text())
+    for snapshot in obj["snapshots"]:
+        snapshot["manifest-list"] = str(warehouse / "nowhere" / "snap.avro")
+    (lost / "v1.metadata.json").write_text(json.dumps(obj))
+    (lost / "version-hint.text").write_text("1")
+    rows = {r["table"]: r for r in catalog_health(load_catalog(str(warehouse)), known=known)}
+    assert rows["db.lost"]["error"] and known.get(rows["db.lost"]["metadata_location"]) is None
 
 
 def test_the_cli_prints_the_rows_as_json(warehouse: Path) -> None:

@@ -8,14 +8,17 @@ and serve a second visit from the rows kept by metadata file.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.icecore.health_tables import write_health_warehouse
 from tests.ui.helpers import open_app
 from tests.ui.rows_table import CITIES, NAME
-from ui import catalog_health
+from ui import catalog_health, data
 
 
 @pytest.fixture
@@ -72,3 +75,29 @@ def test_the_overview_shows_metadata_size_by_part_with_its_fixes(warehouse: Path
     assert any("delete-after-commit" in m.value.replace("\\", "") for m in at.markdown)
     lists = next(df.value for df in at.dataframe if "manifest list" in df.value.columns)
     assert list(lists["snapshot"]) == [str(s["snapshot-id"]) for s in metadata["snapshots"]]
+
+
+def test_a_first_visit_shows_progress_and_a_second_one_none(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    told: list[tuple[str, int, int]] = []
+    real = data.reporting
+
+    @contextmanager
+    def recording(listener: Any) -> Iterator[None]:
+        def both(what: str, done: int, total: int) -> None:
+            told.append((what, done, total))
+            listener(what, done, total)
+
+        with real(both):
+            yield
+
+    monkeypatch.setattr(data, "reporting", recording)
+    assert not open_app().exception
+    # Both stages (quick rows, then full rows) count every table of the catalog.
+    assert [t for t in told if t[0] == "Reading tables"] == [
+        ("Reading tables", k, 3) for k in (1, 2, 3)
+    ] * 2
+    told.clear()
+    assert not open_app().exception
+    assert told == []
