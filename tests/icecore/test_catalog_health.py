@@ -22,7 +22,8 @@ from icecore.health import Finding, Status
 from icecore.layout import snapshot_files
 from icecore.lru import LRU
 from icecore.metadata import parse_metadata
-from icecore.metadata_bloat import metadata_parts
+from icecore.metadata_bloat import manifest_lists, metadata_parts
+from tests.icecore.fakes import DEMO_TABLES
 from tests.icecore.health_tables import GOLDEN, write_health_warehouse
 from tests.ui.rows_table import CITIES, NAME
 
@@ -226,3 +227,23 @@ def test_the_catalog_verdict_on_too_fine_partitions_skips_only_the_proposal(
         r for r in catalog_health(load_catalog(str(demo_warehouse))) if r["table"] == "demo.trips"
     )
     assert "over_partitioning" in [f["check"] for f in row["factors"]]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("spark_name", "spec"), DEMO_TABLES)
+def test_manifests_per_snapshot_match_spark_s_all_manifests(
+    spark: Any, demo_warehouse: Path, spark_name: str, spec: str
+) -> None:
+    table = load_table(spec.format(w=demo_warehouse))
+    lists = manifest_lists(table, last=len(table.metadata.snapshots))
+    per_snapshot = {
+        r.reference_snapshot_id: (r.manifests, r.deletes)
+        for r in spark.sql(
+            "SELECT reference_snapshot_id, count(*) AS manifests, count_if(content = 1) AS deletes"
+            f" FROM {spark_name}.all_manifests GROUP BY reference_snapshot_id"
+        ).collect()
+    }
+    ours = {m.snapshot_id: (m.manifests, m.delete_manifests) for m in lists if m.manifests}
+    assert ours == per_snapshot
+    times = [m.timestamp_ms for m in lists]
+    assert times == sorted(times, reverse=True)  # newest first
