@@ -147,7 +147,8 @@ def _list_counts(manifests: list[ManifestFile]) -> tuple[int, int, int, int] | N
     return out[0], out[1], out[2], out[3]
 
 
-def _empty_row(name: str, location: str | None) -> Row:
+def empty_row(name: str, location: str | None) -> Row:
+    """A row with the table's name and location and nothing measured (not read yet)."""
     return {
         "table": name,
         "metadata_location": location,
@@ -193,7 +194,7 @@ def _table_health(
     file never changes, so reading it again gives the same error. A missing file or a failed
     read may be passing (storage, network), and is tried again on the next call.
     """
-    row = _empty_row(str(ident), location)
+    row = empty_row(str(ident), location)
     try:
         if location is None:
             location, io = _open(catalog, ident)
@@ -355,7 +356,7 @@ def catalog_health(
     def one(table: Located) -> Row:
         ident, location, error = table
         if error is not None:
-            return {**_empty_row(str(ident), None), "error": error}
+            return {**empty_row(str(ident), None), "error": error}
         if known is not None and location is not None and (kept := known.get(location)):
             return {**kept, "table": str(ident)}
         row, keep = _table_health(catalog, ident, when, files_bound, location)
@@ -380,6 +381,7 @@ __all__ = [
     "POINTS",
     "Located",
     "catalog_health",
+    "empty_row",
     "locate",
     "score",
     "table_health",

@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from icecore.catalog_health import FILES_BOUND, Located, catalog_health, locate
+from icecore.catalog_health import FILES_BOUND, Located, catalog_health, empty_row, locate
 from icecore.health import format_bytes
 from icecore.io import MAX_METADATA_BYTES
 from icecore.lru import LRU
@@ -55,6 +55,22 @@ SORTS: dict[str, tuple[str, bool]] = {
 def located(catalog: str) -> list[Located]:
     """The tables of ``catalog`` this session may see, with their current metadata files."""
     return locate(data.session_catalog(catalog))
+
+
+def loads_whole_tables(catalog: str) -> bool:
+    """Whether a table's metadata file is known only by loading the table (REST).
+
+    Its health costs one ``loadTable`` per table (the metadata, and credentials vended for
+    it): the page lists such a catalog's names and reads their health when asked.
+    """
+    return data.session_catalog(catalog).loads_whole_tables
+
+
+def listing_rows(tables: list[Located]) -> list[dict[str, Any]]:
+    """Rows of names only (nothing read), for a catalog whose health was not asked for."""
+    return [
+        {**empty_row(str(ident), location), "error": error} for ident, location, error in tables
+    ]
 
 
 def all_known(tables: list[Located]) -> bool:
@@ -171,6 +187,8 @@ def metadata_bloat(location: str, _table: TableData) -> dict[str, Any]:
 __all__ = [
     "SORTS",
     "Located",
+    "listing_rows",
+    "loads_whole_tables",
     "all_known",
     "located",
     "filter_rows",

@@ -94,10 +94,25 @@ for catalog in [context.catalog, *companions(context.catalog)]:
         show_error(error)
 
 
+# A REST catalog names a table's metadata file only by loading the whole table (one request
+# each, with credentials vended for it): its tables are listed by name, and their health and
+# locations are read when asked.
+lazy = {c for c, _ in catalogs if catalog_health.loads_whole_tables(c)}
+if lazy and not st.toggle(
+    "Read the health of REST tables (one loadTable request per table)", key="home_rest_health"
+):
+    skipped = lazy
+else:
+    skipped = set()
+
+
 def table_rows(deep: bool) -> list[dict[str, Any]]:
     """Every catalog's page rows, each with its shortened metadata file name."""
     out: list[dict[str, Any]] = []
     for catalog, tables in catalogs:
+        if catalog in skipped:
+            out.extend(catalog_health.page_rows(catalog, catalog_health.listing_rows(tables)))
+            continue
         try:
             found = catalog_health.health_rows(catalog, tables, deep=deep)
         except IcecoreError as error:
@@ -133,13 +148,27 @@ if listed:
                 st.info("No table matches the filter.")
             st.dataframe(shown, hide_index=True, width="stretch", **TABLE_LAYOUT)
 
-    if not all(catalog_health.all_known(tables) for _, tables in catalogs):
+    if not all(catalog_health.all_known(t) for c, t in catalogs if c not in skipped):
         show(
             table_rows(deep=False),
             "From each table's metadata and manifest list; reading the manifests for file "
             "sizes and scores…",
         )
     show(table_rows(deep=True), None)
+    names = [(c, str(ident)) for c, tables in catalogs if c in skipped for ident, _, _ in tables]
+    if names:
+        picked = st.selectbox(
+            "Metadata location of (REST tables load on demand)",
+            options=range(len(names)),
+            format_func=lambda i: f"{names[i][1]} ({names[i][0]})",
+            index=None,
+            key="home_location_of",
+        )
+        if picked is not None:
+            try:
+                st.text(data.metadata_location(*names[picked]))
+            except IcecoreError as error:
+                show_error(error)
 elif identity.policy() is not None:
     st.info("No table of this catalog is yours to see: your grants name none of them.")
 else:
