@@ -96,6 +96,13 @@ def cmd_view(args: argparse.Namespace) -> dict[str, Any]:
     return view_detail(catalog.load_view(name), catalog)
 
 
+def cmd_health(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every table of a catalog at a glance, with a score (DESIGN.md "Catalog health")."""
+    from icecore.catalog_health import catalog_health
+
+    return catalog_health(load_catalog(args.catalog), files_bound=args.files_bound)
+
+
 class UsageError(Exception):
     """The command line itself is wrong (unknown command, missing argument)."""
 
@@ -798,6 +805,19 @@ def build_parser() -> argparse.ArgumentParser:
     tables = sub.add_parser("tables", help="list a catalog's tables")
     tables.add_argument("catalog", help="warehouse folder, sqlite:///file.db or metadata.json")
     tables.set_defaults(run=cmd_tables)
+    health_cmd = sub.add_parser(
+        "health", help="every table of a catalog: sizes, last commit, score and its factors"
+    )
+    health_cmd.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI")
+    health_cmd.add_argument(
+        "--files-bound",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="read the manifests (exact bytes, small-file share) of tables with at most N live "
+        "files; above it those are estimates from the snapshot summary (100000)",
+    )
+    health_cmd.set_defaults(run=cmd_health)
     views = sub.add_parser("views", help="list a catalog's views")
     views.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI or a name")
     views.set_defaults(run=cmd_views)

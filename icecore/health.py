@@ -214,6 +214,26 @@ def _property(metadata: TableMetadata, key_default: tuple[str, int | None]) -> i
         return default
 
 
+table_property = _property
+"""A table property as an int, with Iceberg's default when unset or not a number
+(``key_default`` as :data:`TARGET_FILE_SIZE`): the one reader of the thresholds above."""
+
+WRITER_KEYS = ("engine-name", "engine-version", "app-id", "spark.app.id", "wap.id")
+"""Summary keys that say who wrote a snapshot (Iceberg Java's SnapshotSummary and Spark's)."""
+
+
+def writer_of(snapshot: Snapshot | None) -> dict[str, str]:
+    """Who wrote ``snapshot``: its engine name and version, application id and WAP id.
+
+    Read from the summary (Iceberg writes ``engine-name``/``engine-version``, Spark adds
+    ``spark.app.id``, a staged write ``wap.id``); keys a writer left out are absent.
+    """
+    if snapshot is None or snapshot.summary is None:
+        return {}
+    props = snapshot.summary.properties
+    return {k: props[k] for k in WRITER_KEYS if props.get(k)}
+
+
 def format_bytes(n: float) -> str:
     """A byte count for people: ``512 B``, ``1.5 MiB``."""
     value = float(n)
@@ -276,7 +296,11 @@ def small_files(metadata: TableMetadata, files: pa.Table, *, too_fine: bool = Fa
 
 
 def over_partitioning(
-    metadata: TableMetadata, files: pa.Table, spec: PartitionSpec | None = None
+    metadata: TableMetadata,
+    files: pa.Table,
+    spec: PartitionSpec | None = None,
+    *,
+    propose_spec: bool = True,
 ) -> Finding:
     """Partitions too small for the target file size: the spec, not the files, is the problem.
 
@@ -290,7 +314,8 @@ def over_partitioning(
     ``spec``: the spec to judge, the one in force at the snapshot ``files`` come from
     (:func:`icecore.metadata_log.state_at`); default the table's default spec. A past spec
     gets no coarsening proposal (the table is evolved from today's spec). The finding names
-    the spec it judged.
+    the spec it judged. ``propose_spec=False`` leaves the proposal out (its search is most of
+    the cost: a catalog of 1,000 tables wants the verdict, the Overview the proposal).
     """
     target = _property(metadata, TARGET_FILE_SIZE) or TARGET_FILE_SIZE[1]
     assert target is not None
@@ -349,7 +374,7 @@ def over_partitioning(
     )
     proposal = (
         propose(metadata, dict(zip(labels, partition_bytes.tolist(), strict=True)), threshold)
-        if too_fine and spec.spec_id == current.spec_id
+        if too_fine and propose_spec and spec.spec_id == current.spec_id
         else None
     )
     if not too_fine:
@@ -645,6 +670,8 @@ def findings(
     t: Totals,
     now_ms: int | None = None,
     spec: PartitionSpec | None = None,
+    *,
+    propose_spec: bool = True,
 ) -> list[Finding]:
     """Every health check for one snapshot, in a fixed order.
 
@@ -655,9 +682,11 @@ def findings(
         t: :func:`totals` of the same snapshot.
         now_ms: the time expiry is judged at (default: now).
         spec: the partition spec in force at the snapshot (default: the table's default).
+        propose_spec: propose a coarser spec when partitions are too fine
+            (:func:`over_partitioning`).
     """
     when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
-    too_fine = over_partitioning(metadata, files, spec)
+    too_fine = over_partitioning(metadata, files, spec, propose_spec=propose_spec)
     return [
         small_files(metadata, files, too_fine=too_fine.status is Status.WARN),
         too_fine,
@@ -683,5 +712,7 @@ __all__ = [
     "partition_skew",
     "small_files",
     "snapshots_to_expire",
+    "table_property",
     "totals",
+    "writer_of",
 ]

@@ -237,6 +237,19 @@ def test_the_landing_page_lists_rest_tables_without_loading_them(
     assert backing in [t.value for t in at.text]
 
 
+def test_the_health_of_rest_tables_is_read_when_asked(sales: RestServer, sent: Requests) -> None:
+    at = open_app(catalog="sales")
+    assert sent.loads(TABLE) == 0, sent.sent
+    at.toggle(key="home_rest_health").set_value(True).run()
+    no_problems(at)
+    assert sent.loads(TABLE) >= 1, sent.sent
+    listing = next(df.value for df in at.dataframe if "table" in df.value.columns)
+    row = listing.set_index("table").loc[TABLE]
+    # The fixture appended 3 rows, then 1 row: two snapshots, a data file each.
+    assert (row["rows"], row["snapshots"], row["data files"]) == (4, 2, 2)
+    assert row["error"] == ""
+
+
 def test_a_rest_commit_is_checked_for_the_session_s_role(
     sales: RestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

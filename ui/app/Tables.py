@@ -11,12 +11,13 @@ the package is installed (:mod:`ui.app` says why it lives here).
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 import streamlit as st
 
 from icecore.errors import IcecoreError
-from ui import data, identity, views
+from ui import catalog_health, data, identity, views
 from ui.app import PAGES
 from ui.served import companions
 from ui.shell import bootstrap, show_error, stop
@@ -31,50 +32,141 @@ st.caption(
 if context.failed:
     stop()
 
-rows: list[dict[str, str | None]] = []
-lazy: list[tuple[str, str]] = []  # (catalog, table) whose location is loaded on demand
+# The catalog at a glance (DESIGN.md "Catalog health"): one row per table the session may see,
+# with its sizes, last commit and score; kept by metadata file, so a second visit reads nothing
+# but the catalog's listing (ui.catalog_health).
+TABLE_LAYOUT: dict[str, Any] = {
+    "column_order": (
+        "open",
+        "score",
+        "rows",
+        "data size",
+        "data files",
+        "avg file bytes",
+        "small-file share",
+        "delete files",
+        "deleted rows",
+        "snapshots",
+        "manifests",
+        "metadata.json bytes",
+        "last commit",
+        "operation",
+        "writer",
+        "factors",
+        "estimated",
+        "error",
+        "catalog",
+        "metadata file",
+        "metadata location",
+    ),
+    "column_config": {
+        "open": st.column_config.LinkColumn(
+            "table", display_text=r"[?&]table=([^&]+)", help="Open the table's Overview."
+        ),
+        "score": st.column_config.ProgressColumn(
+            "score",
+            min_value=0,
+            max_value=100,
+            format="%d",
+            help="100 less the points of each finding that is not ok (see 'factors'); "
+            "the Overview shows each finding.",
+        ),
+        "small-file share": st.column_config.NumberColumn(format="percent"),
+        "metadata.json bytes": st.column_config.NumberColumn(format="compact"),
+        "avg file bytes": st.column_config.NumberColumn(format="compact"),
+        "estimated": st.column_config.TextColumn(
+            help="Numbers taken from snapshot summaries rather than counted from the "
+            "manifests (a table past the live-file bound)."
+        ),
+        "metadata file": st.column_config.TextColumn(
+            help="The current metadata file, shortened from the left so its name shows; "
+            "the whole path is in 'metadata location'."
+        ),
+    },
+}
+"""The catalog table's columns: the name links to the Overview; numbers stay numbers."""
+
+catalogs: list[tuple[str, list[catalog_health.Located]]] = []
 for catalog in [context.catalog, *companions(context.catalog)]:
     try:
-        found = data.table_rows(catalog)
+        catalogs.append((catalog, catalog_health.located(catalog)))
     except IcecoreError as error:
         show_error(error)
-        continue
-    for row in found:
-        link = "Overview?" + urlencode({"catalog": catalog, "table": str(row["table"])})
-        location = row["metadata location"]
-        shown = views.short_path(location, 48) if location is not None else "loaded on demand"
-        rows.append({**row, "open": link, "metadata file": shown})
-        if row["metadata location"] is None:
-            lazy.append((catalog, str(row["table"])))
 
-if rows:
-    st.subheader(views.count_of(len(rows), "table"))
-    st.dataframe(
-        rows,
-        hide_index=True,
-        width="stretch",
-        column_order=("table", "open", "catalog", "metadata file", "metadata location"),
-        column_config={
-            "open": st.column_config.LinkColumn("open", display_text="Overview →"),
-            "metadata file": st.column_config.TextColumn(
-                help="The current metadata file, shortened from the left so its name shows; "
-                "the whole path is in 'metadata location'."
-            ),
-        },
+
+# A REST catalog names a table's metadata file only by loading the whole table (one request
+# each, with credentials vended for it): its tables are listed by name, and their health and
+# locations are read when asked.
+lazy = {c for c, _ in catalogs if catalog_health.loads_whole_tables(c)}
+if lazy and not st.toggle(
+    "Read the health of REST tables (one loadTable request per table)", key="home_rest_health"
+):
+    skipped = lazy
+else:
+    skipped = set()
+
+
+def table_rows(deep: bool) -> list[dict[str, Any]]:
+    """Every catalog's page rows, each with its shortened metadata file name."""
+    out: list[dict[str, Any]] = []
+    for catalog, tables in catalogs:
+        if catalog in skipped:
+            out.extend(catalog_health.page_rows(catalog, catalog_health.listing_rows(tables)))
+            continue
+        try:
+            found = catalog_health.health_rows(catalog, tables, deep=deep)
+        except IcecoreError as error:
+            show_error(error)
+            continue
+        out.extend(catalog_health.page_rows(catalog, found))
+    for row in out:
+        location = row["metadata location"]
+        row["metadata file"] = views.short_path(location, 48) if location is not None else ""
+    return out
+
+
+listed = sum(len(tables) for _, tables in catalogs)
+if listed:
+    left, right = st.columns([2, 1])
+    needle = left.text_input(
+        "Filter tables",
+        key="home_filter",
+        placeholder="a name, writer, operation or factor",
+        max_chars=200,
     )
-    if lazy:
-        # A REST catalog answers a table's location only with the whole table: one request
-        # per table, so the listing leaves it out and loads the one asked for.
+    sort = right.selectbox("Sort by", options=list(catalog_health.SORTS), key="home_sort")
+    slot = st.empty()
+
+    def show(rows: list[dict[str, Any]], note: str | None) -> None:
+        """The catalog table in ``slot`` (drawn again when the full rows are ready)."""
+        shown = catalog_health.sort_rows(catalog_health.filter_rows(rows, needle), sort)
+        with slot.container():
+            st.subheader(views.count_of(len(rows), "table"))
+            if note:
+                st.caption(note)
+            if needle and not shown:
+                st.info("No table matches the filter.")
+            st.dataframe(shown, hide_index=True, width="stretch", **TABLE_LAYOUT)
+
+    if not all(catalog_health.all_known(t) for c, t in catalogs if c not in skipped):
+        show(
+            table_rows(deep=False),
+            "From each table's metadata and manifest list; reading the manifests for file "
+            "sizes and scores…",
+        )
+    show(table_rows(deep=True), None)
+    names = [(c, str(ident)) for c, tables in catalogs if c in skipped for ident, _, _ in tables]
+    if names:
         picked = st.selectbox(
             "Metadata location of (REST tables load on demand)",
-            options=range(len(lazy)),
-            format_func=lambda i: f"{lazy[i][1]} ({lazy[i][0]})",
+            options=range(len(names)),
+            format_func=lambda i: f"{names[i][1]} ({names[i][0]})",
             index=None,
             key="home_location_of",
         )
         if picked is not None:
             try:
-                st.text(data.metadata_location(*lazy[picked]))
+                st.text(data.metadata_location(*names[picked]))
             except IcecoreError as error:
                 show_error(error)
 elif identity.policy() is not None:

@@ -8,7 +8,7 @@ import streamlit as st
 
 from icecore import describe, health
 from icecore.errors import IcecoreError
-from ui import data, views
+from ui import catalog_health, data, views
 from ui.shell import (
     TIME_CURRENT,
     bootstrap,
@@ -133,6 +133,60 @@ for finding in health.findings(metadata, manifests, files, totals, spec=state.sp
                 hide_index=True,
                 width="stretch",
             )
+
+st.subheader("Metadata size")
+try:
+    bloat = catalog_health.metadata_bloat(table.metadata_location, table)
+except IcecoreError as error:
+    show_error(error)
+else:
+    lists = bloat["manifest_lists"]
+    st.caption(
+        f"metadata.json: {health.format_bytes(bloat['file_bytes'])} (every reader loads it whole, "
+        "every commit rewrites it)"
+        + (
+            f" · current manifest list: {health.format_bytes(lists[0]['list_bytes'])}, "
+            f"{lists[0]['manifests']:,} manifests"
+            if lists
+            else ""
+        )
+    )
+    for fix in bloat["fixes"]:
+        st.markdown(f"- {escape_markdown(fix)}")
+    with st.expander("metadata.json by part, manifests per snapshot"):
+        total_json = bloat["json_bytes"] or 1
+        st.dataframe(
+            [
+                {
+                    "part": p["part"],
+                    "size": health.format_bytes(p["bytes"]),
+                    "share": p["bytes"] / total_json,
+                    "entries": p["count"],
+                    "unused": p["unused"],
+                    "fix": p["fix"],
+                }
+                for p in bloat["parts"]
+            ],
+            hide_index=True,
+            width="stretch",
+            column_config={"share": st.column_config.NumberColumn(format="percent")},
+        )
+        st.dataframe(
+            [
+                {
+                    "snapshot": str(m["snapshot_id"]),
+                    "committed": views.format_ms(m["timestamp_ms"]),
+                    "operation": m["operation"],
+                    "manifests": m["manifests"],
+                    "delete manifests": m["delete_manifests"],
+                    "manifest list": health.format_bytes(m["list_bytes"]),
+                    "manifests' size": health.format_bytes(m["manifest_bytes"]),
+                }
+                for m in lists
+            ],
+            hide_index=True,
+            width="stretch",
+        )
 
 st.subheader("Schema")
 schema = state.schema

@@ -1,0 +1,388 @@
+"""Every table of a catalog at a glance: sizes, last commit and a health score (issue 34, 1).
+
+DESIGN.md "Catalog health": ``icecore health CATALOG`` and the Tables page show one row per
+table the caller may see (the catalog given is filtered already: a
+:class:`~icecore.catalog.guarded.GuardedCatalog` lists only granted tables). A row holds:
+
+* ``rows``, ``data_files``, ``data_bytes``, ``avg_file_bytes``, ``small_file_share``,
+  ``delete_files``, ``delete_records`` (the rows the delete files cover: positions, keys,
+  deletion vector cardinalities) of the current snapshot; rows are record counts before
+  deletes, as Spark's ``files`` table sums them;
+* ``snapshots``, ``manifests`` (of the current snapshot), ``manifest_list_bytes``,
+  ``metadata_bytes`` (the metadata.json file) and ``metadata_parts``
+  (:func:`icecore.metadata_bloat.metadata_parts`);
+* ``last_commit``: the newest snapshot's time, operation and writer (:func:`icecore.health.
+  writer_of`);
+* ``score`` and ``factors`` (below); ``error`` when the table could not be read: that row
+  keeps its name and the one-sentence error, every number None, and the others go on.
+
+Cost and exactness, for 1,000 tables: one metadata.json read and one manifest list read per
+table (the manifest list's ``added/existing_files_count`` and ``_rows_count`` give exact file
+and record counts). Data bytes and the small-file share need each file's size, which only the
+manifests hold: they are read (as planning reads them, decoded once and cached on disk) when
+the current snapshot has at most ``files_bound`` live files, and then every number is exact.
+Above the bound the counts stay exact, ``data_bytes`` is the summary's ``total-files-size``
+(the writer's claim, data and delete files together), ``small_file_share`` is None, the
+file-level checks are skipped, and ``estimated`` names the numbers that are estimates.
+
+The score starts at 100 and loses the points of each finding of :func:`icecore.health.findings`
+that is not ok (:data:`POINTS`: a warning its full weight, an info the lesser weight), plus
+:data:`METADATA_POINTS` when metadata.json is past
+:data:`~icecore.metadata_bloat.LARGE_METADATA_BYTES`; it never goes below 0. Each lost point
+is a factor: ``{check, status, points, title, detail}``, the finding's own words, so the score
+says why it is what it is and what fixes it (the Maintenance page runs the fix).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from icecore import health
+from icecore.errors import IcecoreError, InvalidMetadata
+from icecore.identifier import TableIdentifier
+from icecore.io import MAX_METADATA_BYTES
+from icecore.layout import snapshot_files
+from icecore.lru import LRU
+from icecore.manifest import ManifestContent, ManifestFile
+from icecore.metadata.serde import decode_metadata_json, parse_metadata_dict
+from icecore.metadata_bloat import LARGE_METADATA_BYTES, metadata_parts, part_json
+from icecore.progress import report
+from icecore.table_data import TableData
+
+if TYPE_CHECKING:
+    from icecore.catalog import Catalog
+
+FILES_BOUND = 100_000
+"""Live files up to which a table's manifests are read for exact bytes and file sizes."""
+
+WORKERS = 4
+"""Tables read at once: reads wait on storage, and manifest decoding releases the GIL."""
+
+POINTS: dict[str, tuple[int, int]] = {
+    "small_files": (25, 0),
+    "deletes": (20, 5),
+    "over_partitioning": (15, 0),
+    "manifests": (15, 0),
+    "partition_skew": (10, 0),
+    "snapshots_to_expire": (10, 0),
+}
+"""Points a finding costs: (as a warning, as an info), by :attr:`icecore.health.Finding.check`."""
+
+METADATA_POINTS = 10
+"""Points a metadata.json past :data:`~icecore.metadata_bloat.LARGE_METADATA_BYTES` costs."""
+
+NUMBERS = (
+    "rows",
+    "data_bytes",
+    "data_files",
+    "avg_file_bytes",
+    "small_file_share",
+    "delete_files",
+    "delete_records",
+    "snapshots",
+    "manifests",
+    "manifest_list_bytes",
+    "metadata_bytes",
+)
+"""A row's numbers, in the order the page shows them."""
+
+Row = dict[str, Any]
+
+
+def _iso(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="seconds")
+
+
+def score(findings: list[health.Finding], metadata_bytes: int) -> tuple[int, list[Row]]:
+    """The score and the factors that lowered it, from the findings (see the module doc)."""
+    factors: list[Row] = []
+    for f in findings:
+        warn, info = POINTS.get(f.check, (0, 0))
+        points = (
+            warn
+            if f.status is health.Status.WARN
+            else info
+            if f.status is health.Status.INFO
+            else 0
+        )
+        if points:
+            factors.append(
+                {
+                    "check": f.check,
+                    "status": str(f.status),
+                    "points": points,
+                    "title": f.title,
+                    "detail": f.detail,
+                }
+            )
+    if metadata_bytes >= LARGE_METADATA_BYTES:
+        factors.append(
+            {
+                "check": "metadata_size",
+                "status": str(health.Status.WARN),
+                "points": METADATA_POINTS,
+                "title": "Large metadata.json",
+                "detail": f"metadata.json is {health.format_bytes(metadata_bytes)}: every reader "
+                "loads it whole and every commit rewrites it (see its parts).",
+            }
+        )
+    factors.sort(key=lambda f: -int(f["points"]))
+    return max(0, 100 - sum(int(f["points"]) for f in factors)), factors
+
+
+def _list_counts(manifests: list[ManifestFile]) -> tuple[int, int, int, int] | None:
+    """(data files, rows, delete files, delete records) from the manifest list, if complete."""
+    out = [0, 0, 0, 0]
+    for m in manifests:
+        counts = (m.added_files_count, m.existing_files_count)
+        rows = (m.added_rows_count, m.existing_rows_count)
+        if None in counts or None in rows:
+            return None
+        at = 0 if m.content is ManifestContent.DATA else 2
+        out[at] += sum(c for c in counts if c is not None)
+        out[at + 1] += sum(r for r in rows if r is not None)
+    return out[0], out[1], out[2], out[3]
+
+
+def empty_row(name: str, location: str | None) -> Row:
+    """A row with the table's name and location and nothing measured (not read yet)."""
+    return {
+        "table": name,
+        "metadata_location": location,
+        **dict.fromkeys(NUMBERS),
+        "last_commit": None,
+        "score": None,
+        "factors": [],
+        "estimated": [],
+        "metadata_parts": [],
+        "error": None,
+    }
+
+
+def _open(catalog: Catalog, ident: TableIdentifier) -> tuple[str, Any]:
+    """(metadata location, FileIO) of a table: a REST catalog answers both with the table."""
+    if catalog.loads_whole_tables:
+        loaded = catalog.load_table(ident)
+        return loaded.metadata_location, loaded.io
+    return catalog.metadata_location(ident), catalog.io
+
+
+def table_health(
+    catalog: Catalog,
+    ident: TableIdentifier,
+    *,
+    now_ms: int,
+    files_bound: int = FILES_BOUND,
+    location: str | None = None,
+) -> Row:
+    """One table's row (see the module doc); an unreadable table's row carries its error.
+
+    ``location``: its current metadata file when the caller already asked the catalog.
+    """
+    return _table_health(catalog, ident, now_ms, files_bound, location)[0]
+
+
+def _table_health(
+    catalog: Catalog, ident: TableIdentifier, now_ms: int, files_bound: int, location: str | None
+) -> tuple[Row, bool]:
+    """:func:`table_health`'s row, and whether it may be kept by its metadata location.
+
+    A row is kept when read, or when the metadata it read is corrupt (InvalidMetadata): the
+    file never changes, so reading it again gives the same error. A missing file or a failed
+    read may be passing (storage, network), and is tried again on the next call.
+    """
+    row = empty_row(str(ident), location)
+    try:
+        if location is None:
+            location, io = _open(catalog, ident)
+            row["metadata_location"] = location
+        else:
+            io = catalog.io
+        raw = io.read(location, limit=MAX_METADATA_BYTES)
+        try:
+            obj = decode_metadata_json(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            raise InvalidMetadata(f"Table metadata file {location} is not valid JSON: {e}.") from e
+        metadata = parse_metadata_dict(obj, location)
+        table = TableData(ident, metadata, location, io, catalog)
+        _fill(row, table, obj, len(raw), now_ms, files_bound)
+    except InvalidMetadata as e:
+        row["error"] = str(e)
+        return row, True
+    except (IcecoreError, OSError) as e:
+        row["error"] = str(e) or type(e).__name__
+        return row, False
+    return row, True
+
+
+def _fill(
+    row: Row, table: TableData, obj: Any, metadata_bytes: int, now_ms: int, files_bound: int
+) -> None:
+    metadata = table.metadata
+    current = metadata.current_snapshot()
+    newest = max(metadata.snapshots, key=lambda s: s.timestamp_ms, default=None)
+    manifests = table.manifests(current) if current is not None else []
+    row["snapshots"] = len(metadata.snapshots)
+    row["manifests"] = len(manifests)
+    row["manifest_list_bytes"] = (
+        table.io.info(current.manifest_list).size
+        if current is not None and current.manifest_list
+        else 0
+    )
+    row["metadata_bytes"] = metadata_bytes
+    row["metadata_parts"] = [part_json(p) for p in metadata_parts(obj, metadata, now_ms)]
+    if newest is not None:
+        row["last_commit"] = {
+            "time": _iso(newest.timestamp_ms),
+            "snapshot_id": newest.snapshot_id,
+            "operation": newest.summary.get("operation") if newest.summary else None,
+            "writer": health.writer_of(newest),
+        }
+    counts = _list_counts(manifests)
+    live = (counts[0] + counts[2]) if counts is not None else None
+    if live is None or live <= files_bound:
+        files = snapshot_files(table, current)
+        t = health.totals(current, manifests, files)
+        found = health.findings(metadata, manifests, files, t, now_ms, propose_spec=False)
+        data_bytes: int | None = t.data_bytes
+        row.update(
+            rows=t.rows,
+            data_files=t.data_files,
+            delete_files=t.delete_files,
+            delete_records=t.delete_records,
+        )
+        small = next(f for f in found if f.check == "small_files")
+        share = dict(small.evidence).get("share of data files")
+        row["small_file_share"] = float(share) if share is not None else None
+    else:
+        assert counts is not None
+        data_files, rows, delete_files, delete_records = counts
+        summary = current.summary.properties if current and current.summary else {}
+        claimed = summary.get("total-files-size")
+        data_bytes = int(claimed) if claimed is not None and claimed.isdigit() else None
+        row.update(
+            rows=rows,
+            data_files=data_files,
+            delete_files=delete_files,
+            delete_records=delete_records,
+        )
+        # The file-level checks (small files, partitions, skew) need the files: not judged.
+        row["estimated"] = ["data_bytes", "avg_file_bytes", "small_file_share", "score"]
+        t = health.Totals(
+            current.snapshot_id if current else None,
+            data_files,
+            data_bytes or 0,
+            rows,
+            0,
+            0,
+            delete_files,
+            0,
+            delete_records,
+            sum(1 for m in manifests if m.content is ManifestContent.DATA),
+            sum(1 for m in manifests if m.content is ManifestContent.DELETES),
+            sum(m.manifest_length for m in manifests),
+            {},
+        )
+        found = [
+            health.deletes(t),
+            health.manifests(metadata, manifests),
+            health.expiry(metadata, now_ms),
+        ]
+    row["data_bytes"] = data_bytes
+    data_files_n = int(row["data_files"] or 0)
+    row["avg_file_bytes"] = (
+        round(data_bytes / data_files_n) if data_bytes is not None and data_files_n else 0
+    )
+    row["score"], row["factors"] = score(found, metadata_bytes)
+
+
+Located = tuple[TableIdentifier, str | None, str | None]
+"""A listed table: its identifier, its current metadata file (None for a catalog that answers
+it only with the whole table, REST), and the error asking for it raised (None if none)."""
+
+
+def locate(catalog: Catalog, *, workers: int = WORKERS) -> list[Located]:
+    """Every table ``catalog`` lists with its current metadata file, in listing order.
+
+    Asked once per visit: what is kept by metadata file (``known``) is found from it.
+    """
+    idents = catalog.list_tables()
+
+    def one(ident: TableIdentifier) -> Located:
+        if catalog.loads_whole_tables:
+            return ident, None, None
+        try:
+            return ident, catalog.metadata_location(ident), None
+        except (IcecoreError, OSError) as e:
+            return ident, None, str(e) or type(e).__name__
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return list(pool.map(one, idents))
+
+
+def catalog_health(
+    catalog: Catalog,
+    *,
+    now_ms: int | None = None,
+    files_bound: int = FILES_BOUND,
+    workers: int = WORKERS,
+    known: LRU[str, Row] | None = None,
+    located: list[Located] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Row]:
+    """A row per table ``catalog`` lists, in listing order (see the module doc).
+
+    Args:
+        catalog: the catalog, as the caller may see it (guarded for a principal).
+        now_ms: when expiry is judged (default: now).
+        files_bound: live files up to which manifests are read (exact bytes and sizes).
+        workers: tables read at once.
+        known: rows kept by metadata location, reused and filled in: a metadata file never
+            changes, so a table whose location is unchanged is not read again (the page's
+            cache), a corrupt one included; a table that could not be read for another
+            reason (missing, storage) is tried again. Rows judged at another ``now_ms`` are
+            reused as they are.
+        located: :func:`locate`'s answer when the caller has it (default: asked here).
+        progress: called as ``progress(done, total)`` on the calling thread after each
+            table; the same is reported to :mod:`icecore.progress` ("Reading tables").
+    """
+    when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    tables = located if located is not None else locate(catalog, workers=workers)
+    total = len(tables)
+
+    def one(table: Located) -> Row:
+        ident, location, error = table
+        if error is not None:
+            return {**empty_row(str(ident), None), "error": error}
+        if known is not None and location is not None and (kept := known.get(location)):
+            return {**kept, "table": str(ident)}
+        row, keep = _table_health(catalog, ident, when, files_bound, location)
+        if known is not None and keep and row["metadata_location"]:
+            known.put(str(row["metadata_location"]), row)
+        return row
+
+    rows: list[Row] = []
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for done, row in enumerate(pool.map(one, tables), start=1):
+            rows.append(row)
+            if progress is not None:
+                progress(done, total)
+            report("Reading tables", done, total)
+    return rows
+
+
+__all__ = [
+    "FILES_BOUND",
+    "METADATA_POINTS",
+    "NUMBERS",
+    "POINTS",
+    "Located",
+    "catalog_health",
+    "empty_row",
+    "locate",
+    "score",
+    "table_health",
+]

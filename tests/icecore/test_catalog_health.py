@@ -1,0 +1,249 @@
+"""``icecore health CATALOG``: every table's numbers against Spark, unreadable tables, the score.
+
+Spark is the oracle for the numbers (its ``files``, ``snapshots`` and ``manifests`` metadata
+tables and ``count(*)``) on the session's fixture warehouse; the rest runs on a small
+PyIceberg-written table and hand-made metadata whose answers are worked out by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icecore import health
+from icecore.catalog import load_catalog, load_table
+from icecore.catalog_health import METADATA_POINTS, POINTS, catalog_health, score
+from icecore.health import Finding, Status
+from icecore.layout import snapshot_files
+from icecore.lru import LRU
+from icecore.metadata import parse_metadata
+from icecore.metadata_bloat import manifest_lists, metadata_parts
+from tests.icecore.fakes import DEMO_TABLES
+from tests.icecore.health_tables import GOLDEN, write_health_warehouse
+from tests.ui.rows_table import CITIES, NAME
+
+SPARK_CATALOGS = (("icecore", "{w}"), ("hadoop", "{w}/hadoop"))
+"""(Spark catalog name, icecore catalog URI) of the fixture warehouse's two catalogs."""
+
+
+def _spark_numbers(spark: Any, name: str) -> dict[str, int]:
+    files = spark.sql(
+        f"""SELECT count_if(content = 0), sum(if(content = 0, file_size_in_bytes, 0)),
+          sum(if(content = 0, record_count, 0)), count_if(content <> 0),
+          sum(if(content <> 0, record_count, 0))
+        FROM {name}.files"""
+    ).collect()[0]
+    data_files, data_bytes, rows, delete_files, delete_records = (v or 0 for v in files)
+    return {
+        "data_files": data_files,
+        "data_bytes": data_bytes,
+        "rows": rows,
+        "delete_files": delete_files,
+        "delete_records": delete_records,
+        "snapshots": spark.sql(f"SELECT count(*) FROM {name}.snapshots").collect()[0][0],
+        "manifests": spark.sql(f"SELECT count(*) FROM {name}.manifests").collect()[0][0],
+    }
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("spark_catalog", "uri"), SPARK_CATALOGS)
+def test_every_table_s_numbers_match_spark(
+    spark: Any, demo_warehouse: Path, spark_catalog: str, uri: str
+) -> None:
+    rows = catalog_health(load_catalog(uri.format(w=demo_warehouse)))
+    listed = {
+        f"demo.{r.tableName}" for r in spark.sql(f"SHOW TABLES IN {spark_catalog}.demo").collect()
+    }
+    assert {r["table"] for r in rows} == listed
+    for row in rows:
+        name = f"{spark_catalog}.{row['table']}"
+        assert row["error"] is None, row["error"]
+        expected = _spark_numbers(spark, name)
+        assert {k: row[k] for k in expected} == expected, name
+        assert row["avg_file_bytes"] == round(expected["data_bytes"] / expected["data_files"])
+        if expected["delete_files"] == 0:  # rows are before deletes: equal to count(*) without
+            assert row["rows"] == spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
+        newest = spark.sql(
+            f"SELECT committed_at, operation, summary FROM {name}.snapshots "
+            "ORDER BY committed_at DESC LIMIT 1"
+        ).collect()[0]
+        assert row["last_commit"]["operation"] == newest.operation
+        assert row["last_commit"]["writer"].get("engine-name") == newest.summary.get("engine-name")
+        assert row["last_commit"]["writer"].get("spark.app.id") == newest.summary.get(
+            "spark.app.id"
+        )
+        assert 0 <= row["score"] <= 100
+        assert row["score"] == 100 - sum(f["points"] for f in row["factors"])
+        assert row["estimated"] == []
+
+
+@pytest.mark.spark
+def test_counts_stay_exact_from_manifest_lists_alone(spark: Any, demo_warehouse: Path) -> None:
+    # files_bound=0: no manifest is read; the manifest lists' counts must still equal Spark's.
+    rows = catalog_health(load_catalog(str(demo_warehouse)), files_bound=0)
+    for row in rows:
+        name = f"icecore.{row['table']}"
+        expected = _spark_numbers(spark, name)
+        for key in ("data_files", "rows", "delete_files", "delete_records", "manifests"):
+            assert row[key] == expected[key], (name, key)
+        assert "data_bytes" in row["estimated"] and row["small_file_share"] is None
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    """:func:`tests.icecore.health_tables.write_health_warehouse`'s three tables."""
+    return write_health_warehouse(tmp_path)
+
+
+def test_an_unreadable_table_is_a_row_with_its_error(warehouse: Path) -> None:
+    rows = {r["table"]: r for r in catalog_health(load_catalog(str(warehouse)))}
+    assert set(rows) == {NAME, "db.broken", "db.empty"}
+    broken = rows["db.broken"]
+    assert "not valid JSON" in broken["error"] and "v1.metadata.json" in broken["error"]
+    assert broken["score"] is None and broken["rows"] is None
+    people = rows[NAME]
+    assert people["error"] is None
+    assert (people["rows"], people["data_files"], people["snapshots"]) == (len(CITIES), 1, 1)
+    empty = rows["db.empty"]
+    assert empty["error"] is None and empty["snapshots"] == 0 and empty["rows"] == 0
+    assert empty["last_commit"] is None
+
+
+def test_known_rows_are_reused_by_metadata_location(warehouse: Path) -> None:
+    known: LRU[str, dict[str, Any]] = LRU(16)
+    seen: list[tuple[int, int]] = []
+    first = catalog_health(
+        load_catalog(str(warehouse)), known=known, progress=lambda *a: seen.append(a)
+    )
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+    kept = known.get(next(r["metadata_location"] for r in first if r["table"] == NAME))
+    assert kept is not None
+    kept["rows"] = -1  # a reused row is the kept one, not read again
+    again = {r["table"]: r for r in catalog_health(load_catalog(str(warehouse)), known=known)}
+    assert again[NAME]["rows"] == -1
+    # A corrupt metadata file stays corrupt: its row is kept too. A missing one is asked again.
+    broken = next(r for r in first if r["table"] == "db.broken")
+    assert known.get(broken["metadata_location"]) is not None
+    lost = warehouse / "db/lost/metadata"
+    lost.mkdir(parents=True)
+    obj = json.loads((warehouse / "db/people/metadata/v1.metadata.json").read_text())
+    for snapshot in obj["snapshots"]:
+        snapshot["manifest-list"] = str(warehouse / "nowhere" / "snap.avro")
+    (lost / "v1.metadata.json").write_text(json.dumps(obj))
+    (lost / "version-hint.text").write_text("1")
+    rows = {r["table"]: r for r in catalog_health(load_catalog(str(warehouse)), known=known)}
+    assert rows["db.lost"]["error"] and known.get(rows["db.lost"]["metadata_location"]) is None
+
+
+def test_the_cli_prints_the_rows_as_json(warehouse: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "icecore", "health", str(warehouse)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {r["table"]: r for r in json.loads(done.stdout)}
+    assert rows[NAME]["rows"] == len(CITIES) and rows["db.broken"]["error"]
+
+
+def _finding(check: str, status: Status) -> Finding:
+    return Finding(check, status, check.title(), f"{check} detail.", ())
+
+
+def test_the_score_loses_each_finding_s_points_and_names_it() -> None:
+    found = [
+        _finding("small_files", Status.WARN),
+        _finding("deletes", Status.INFO),
+        _finding("manifests", Status.OK),
+    ]
+    got, factors = score(found, 0)
+    assert got == 100 - POINTS["small_files"][0] - POINTS["deletes"][1]
+    assert [(f["check"], f["points"]) for f in factors] == [
+        ("small_files", POINTS["small_files"][0]),
+        ("deletes", POINTS["deletes"][1]),
+    ]
+    assert factors[0]["detail"] == "small_files detail."
+    big, factors = score([], 11 * 2**20)
+    assert big == 100 - METADATA_POINTS and factors[0]["check"] == "metadata_size"
+    every = [_finding(check, Status.WARN) for check in POINTS]
+    assert score(every, 11 * 2**20)[0] == 0  # never below 0
+
+
+# --- metadata bloat ----------------------------------------------------------------------
+
+
+def test_parts_add_up_to_a_java_written_metadata_file() -> None:
+    # Iceberg Java writes metadata.json compactly: the parts must add up to the file's bytes.
+    raw = GOLDEN.read_bytes()
+    obj = json.loads(raw)
+    metadata = parse_metadata(raw, location=str(GOLDEN))
+    parts = metadata_parts(obj, metadata, now_ms=metadata.last_updated_ms)
+    assert sum(p.bytes for p in parts) == len(raw)
+    by = {p.part: p for p in parts}
+    assert by["snapshots"].count == len(obj["snapshots"])
+    assert by["metadata-log"].count == len(obj["metadata-log"])
+    assert parts[-1].part == "other"
+
+
+def test_a_part_is_its_key_and_compact_value_with_the_fix_for_what_is_unused() -> None:
+    raw = GOLDEN.read_bytes()
+    obj = json.loads(raw)
+    obj["properties"] = {"a": "bc"}
+    # Only the current schema, which every snapshot names, and one that nothing uses.
+    current = next(s for s in obj["schemas"] if s["schema-id"] == obj["current-schema-id"])
+    obj["schemas"] = [current, dict(current, **{"schema-id": 99})]
+    for snapshot in obj["snapshots"]:
+        snapshot["schema-id"] = current["schema-id"]
+    metadata = parse_metadata(json.dumps(obj), location="m.json")
+    by = {p.part: p for p in metadata_parts(obj, metadata, now_ms=metadata.last_updated_ms)}
+    assert by["properties"].bytes == len('"properties":{"a":"bc"}')
+    assert by["schemas"].unused == 1 and "clean_expired_metadata" in by["schemas"].fix
+    far_future = metadata.last_updated_ms + 365 * 24 * 3600 * 1000
+    aged = {p.part: p for p in metadata_parts(obj, metadata, now_ms=far_future)}
+    expirable = len(health.snapshots_to_expire(metadata, far_future))
+    assert expirable > 0 and aged["snapshots"].unused == expirable
+    assert "expire_snapshots" in aged["snapshots"].fix
+
+
+@pytest.mark.spark
+def test_the_catalog_verdict_on_too_fine_partitions_skips_only_the_proposal(
+    spark: Any, demo_warehouse: Path
+) -> None:
+    # demo.trips is partitioned too finely (tests/pipeline/test_maintenance_estimates.py):
+    # the catalog row warns without paying for the coarser-spec search; the Overview proposes.
+    table = load_table(f"{demo_warehouse}::demo.trips")
+    files = snapshot_files(table, table.snapshot())
+    with_proposal = health.over_partitioning(table.metadata, files)
+    without = health.over_partitioning(table.metadata, files, propose_spec=False)
+    assert with_proposal.status is without.status is Status.WARN
+    assert with_proposal.spec_changes and not without.spec_changes
+    row = next(
+        r for r in catalog_health(load_catalog(str(demo_warehouse))) if r["table"] == "demo.trips"
+    )
+    assert "over_partitioning" in [f["check"] for f in row["factors"]]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("spark_name", "spec"), DEMO_TABLES)
+def test_manifests_per_snapshot_match_spark_s_all_manifests(
+    spark: Any, demo_warehouse: Path, spark_name: str, spec: str
+) -> None:
+    table = load_table(spec.format(w=demo_warehouse))
+    lists = manifest_lists(table, last=len(table.metadata.snapshots))
+    per_snapshot = {
+        r.reference_snapshot_id: (r.manifests, r.deletes)
+        for r in spark.sql(
+            "SELECT reference_snapshot_id, count(*) AS manifests, count_if(content = 1) AS deletes"
+            f" FROM {spark_name}.all_manifests GROUP BY reference_snapshot_id"
+        ).collect()
+    }
+    ours = {m.snapshot_id: (m.manifests, m.delete_manifests) for m in lists if m.manifests}
+    assert ours == per_snapshot
+    times = [m.timestamp_ms for m in lists]
+    assert times == sorted(times, reverse=True)  # newest first

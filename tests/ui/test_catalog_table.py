@@ -1,0 +1,103 @@
+"""The Tables page as the catalog at a glance: a row per table with its health, sortable.
+
+The numbers themselves are checked against Spark in tests/icecore/test_catalog_health.py;
+here the page must show every table (an unreadable one with its error), sort and filter them,
+and serve a second visit from the rows kept by metadata file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.icecore.health_tables import write_health_warehouse
+from tests.ui.helpers import open_app
+from tests.ui.rows_table import CITIES, NAME
+from ui import catalog_health, data
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = write_health_warehouse(tmp_path)
+    monkeypatch.setenv("ICECORE_CATALOG", str(root))
+    catalog_health.forget()
+    return root
+
+
+def test_the_page_shows_every_table_with_its_health_and_sorts(warehouse: Path) -> None:
+    at = open_app()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert set(table["table"]) == {NAME, "db.broken", "db.empty"}
+    by_name = table.set_index("table")
+    assert by_name.loc[NAME, "rows"] == len(CITIES)
+    assert "not valid JSON" in by_name.loc["db.broken", "error"]
+    assert by_name.loc[NAME, "open"].startswith("Overview?")
+    assert at.subheader[0].value == "3 tables"
+
+    at.selectbox(key="home_sort").set_value("table").run()
+    assert list(at.dataframe[0].value["table"]) == sorted([NAME, "db.broken", "db.empty"])
+    at.selectbox(key="home_sort").set_value("rows").run()
+    ordered = list(at.dataframe[0].value["table"])
+    assert ordered[0] == NAME and ordered[-1] == "db.broken"  # 4 rows, 0 rows, unknown last
+
+    at.text_input(key="home_filter").set_value("people").run()
+    assert list(at.dataframe[0].value["table"]) == [NAME]
+
+
+def test_a_second_visit_reuses_the_rows_of_unchanged_tables(warehouse: Path) -> None:
+    open_app()
+    kept = catalog_health._KNOWN.get(
+        str(next((warehouse / "db" / "people" / "metadata").glob("v1.metadata.json")))
+    )
+    assert kept is not None
+    kept["rows"] = 12345  # served as kept: the table's metadata file did not change
+    again = open_app().dataframe[0].value.set_index("table")
+    assert again.loc[NAME, "rows"] == 12345
+
+
+def test_the_overview_shows_metadata_size_by_part_with_its_fixes(warehouse: Path) -> None:
+    at = open_app("pages/1_Overview.py", table=NAME)
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Metadata size" in [s.value for s in at.subheader]
+    metadata = json.loads((warehouse / "db/people/metadata/v1.metadata.json").read_text())
+    parts = next(df.value for df in at.dataframe if "part" in df.value.columns)
+    assert set(parts["part"]) >= {"snapshots", "schemas", "metadata-log", "other"}
+    log = parts.set_index("part").loc["metadata-log"]
+    assert log["entries"] == len(metadata["metadata-log"]) > 0
+    # PyIceberg keeps old metadata files (delete-after-commit unset): the fix says so.
+    assert "write.metadata.delete-after-commit.enabled" not in metadata.get("properties", {})
+    assert any("delete-after-commit" in m.value.replace("\\", "") for m in at.markdown)
+    lists = next(df.value for df in at.dataframe if "manifest list" in df.value.columns)
+    assert list(lists["snapshot"]) == [str(s["snapshot-id"]) for s in metadata["snapshots"]]
+
+
+def test_a_first_visit_shows_progress_and_a_second_one_none(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    told: list[tuple[str, int, int]] = []
+    real = data.reporting
+
+    @contextmanager
+    def recording(listener: Any) -> Iterator[None]:
+        def both(what: str, done: int, total: int) -> None:
+            told.append((what, done, total))
+            listener(what, done, total)
+
+        with real(both):
+            yield
+
+    monkeypatch.setattr(data, "reporting", recording)
+    assert not open_app().exception
+    # Both stages (quick rows, then full rows) count every table of the catalog.
+    assert [t for t in told if t[0] == "Reading tables"] == [
+        ("Reading tables", k, 3) for k in (1, 2, 3)
+    ] * 2
+    told.clear()
+    assert not open_app().exception
+    assert told == []
