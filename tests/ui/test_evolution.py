@@ -233,13 +233,20 @@ def test_a_filesystem_table_shows_the_warning_and_its_commit_reaches_spark(
     )
 
 
-def test_read_only_mode_on_the_fixture_shows_a_dry_run_and_no_commit_control(
+def _open_fixture_read_only(
     demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[AppTest, object]:
+    """The page on the shared fixture's trips, read-only, and the table folder's state."""
     monkeypatch.setenv("ICECORE_READ_ONLY", "1")
     monkeypatch.setenv("ICECORE_CATALOG", str(demo_warehouse))
     files = tree_state(demo_warehouse / "demo" / "trips")
-    at = open_app(PAGE, catalog=str(demo_warehouse), table="demo.trips")
+    return open_app(PAGE, catalog=str(demo_warehouse), table="demo.trips"), files
+
+
+def test_read_only_mode_on_the_fixture_shows_a_dry_run_and_no_commit_control(
+    demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at, files = _open_fixture_read_only(demo_warehouse, monkeypatch)
     drive(at, ("text_input", "evo_f_add_name", "note"))
     no_problems(at)
     assert "added note" in code_blocks(at)[0]
@@ -252,10 +259,7 @@ def test_a_sort_order_dry_run_estimates_what_typed_filters_would_read_after_a_re
     demo_warehouse: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The what-if section: today's files are the planner's; the filter text stays text."""
-    monkeypatch.setenv("ICECORE_READ_ONLY", "1")
-    monkeypatch.setenv("ICECORE_CATALOG", str(demo_warehouse))
-    files = tree_state(demo_warehouse / "demo" / "trips")
-    at = open_app(PAGE, catalog=str(demo_warehouse), table="demo.trips")
+    at, files = _open_fixture_read_only(demo_warehouse, monkeypatch)
     drive(
         at,
         ("radio", "evo_kind", "Sort order"),
