@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import tempfile
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -395,3 +396,52 @@ def test_blocks_inflating_past_the_bound_are_refused(monkeypatch: pytest.MonkeyP
         read_avro_polars_arrow(forged, "bomb.avro")
     monkeypatch.setattr(icecore.avro, "MAX_DECODED_BYTES", 5 << 20)
     assert read_avro_polars_arrow(buf.getvalue(), "bomb.avro").num_rows == 1
+
+
+TIMES_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "t",
+    "fields": [
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "clock", "type": {"type": "long", "logicalType": "time-micros"}},
+        {"name": "raw", "type": "bytes"},
+        {"name": "tag", "type": {"type": "fixed", "name": "f4", "size": 4}},
+        {"name": "ratio", "type": ["null", "double"], "default": None},
+    ],
+}
+
+
+@pytest.mark.parametrize("which", ["manifest-like", "times"])
+def test_datafusion_decodes_as_polars_does(which: str) -> None:
+    """The fast decoder's table, in polars' shapes, is polars' own table, value for value."""
+    import polars as pl
+
+    from icecore.avro import _decode_datafusion
+
+    if which == "times":
+        buf = io.BytesIO()
+        rows = [
+            {
+                "at": dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i),
+                "clock": dt.time(10, 0, i % 60),
+                "raw": bytes([i % 256]) * (i % 5),
+                "tag": b"abcd",
+                "ratio": None if i % 3 else float(i) / 7,
+            }
+            for i in range(40)
+        ]
+        fastavro.writer(buf, fastavro.parse_schema(TIMES_SCHEMA), rows, codec="deflate")
+        data = buf.getvalue()
+    else:
+        data = _write(200)
+    fast = _decode_datafusion(data)
+    assert fast is not None
+    assert fast.equals(pl.read_avro(io.BytesIO(data)).to_arrow())
+
+
+def test_datafusion_refusing_a_file_leaves_no_scratch_file(tmp_path: Path) -> None:
+    from icecore import avro
+
+    before = set(Path(avro._SCRATCH or tempfile.gettempdir()).glob("icecore-*.avro"))
+    assert avro._decode_datafusion(b"Obj\x01not an avro file") is None
+    assert set(Path(avro._SCRATCH or tempfile.gettempdir()).glob("icecore-*.avro")) == before
