@@ -25,9 +25,9 @@ that snapshot's operation and writer:
   fall (nothing compacted them away), they reach at least :data:`DELETE_PILE_UP` more than,
   and at least twice, the level before the run; flagged at the run's first rise.
 * ``manifests``: manifests per snapshot climb: along a run in which the count never falls,
-  it passes the table's ``commit.manifest.min-count-to-merge`` (the count Iceberg's merging
-  appends keep a table under; fast appends such as streaming writes never merge) and at
-  least doubles the level before the run; flagged at the run's first rise.
+  it grows by at least the table's ``commit.manifest.min-count-to-merge`` over the level
+  before the run: more than Iceberg's merging appends let it grow before they merge (fast
+  appends, such as Spark's streaming writes, never merge); flagged at the run's first rise.
 
 ``before`` is the healthy value the regression is measured against, ``after`` the
 regressed one.
@@ -289,7 +289,7 @@ def regressions(
     found += _pile_up(
         points,
         "manifests",
-        lambda level, value: value > min_count_to_merge and value >= 2 * level,
+        lambda level, value: value >= level + min_count_to_merge,
     )
     order = {p.snapshot_id: i for i, p in enumerate(points)}
     return sorted(found, key=lambda r: (order[r.snapshot_id], r.what))
