@@ -37,6 +37,11 @@ def trend_of(table: Table, branch: str) -> Trend:
     )
 
 
+def retention_ready(table: Table) -> bool:
+    """Whether the table's costs are already read (showing them then costs nothing)."""
+    return table.metadata_location in _RETENTION
+
+
 def retention_of(table: Table) -> Retention:
     """Every snapshot's and ref's cost (:func:`icecore.retention.retention`), read once."""
     return data.shared_with_progress(

@@ -84,7 +84,8 @@ def story(evo: EvoCatalogs, tmp_path_factory: pytest.TempPathFactory) -> Story:
     rewrite = _latest(spark, full)
     source = tmp_path_factory.mktemp("stream_source")
     for i in range(4):
-        (source / f"batch{i}.json").write_text(json.dumps({"id": 100_000 + i, "payload": "s"}))
+        rows = [{"id": 100_000 + 2 * i + j, "payload": "s"} for j in range(2)]
+        (source / f"batch{i}.json").write_text("\n".join(json.dumps(r) for r in rows))
     query = (
         spark.readStream.schema("id bigint, payload string")
         .option("maxFilesPerTrigger", 1)
@@ -103,9 +104,10 @@ def story(evo: EvoCatalogs, tmp_path_factory: pytest.TempPathFactory) -> Story:
         ).collect()
     ][-4:]
     deletes = []
-    # Each delete hits another data file: Iceberg keeps one position delete file per data
-    # file (a second delete of the same file replaces it), so these four pile up.
-    for key in (1, 10_001, 100_000, 100_001):
+    # Each delete hits another data file and leaves a row in it (a file losing every row is
+    # dropped, not deleted from): Iceberg keeps one position delete file per data file (a
+    # second delete of the same file replaces it), so these four pile up.
+    for key in (1, 10_001, 100_000, 100_002):
         spark.sql(f"DELETE FROM {full} WHERE id = {key}")
         deletes.append(_latest(spark, full))
     spark.sql(f"ALTER TABLE {full} CREATE BRANCH old AS OF VERSION {healthy[-1]}")
@@ -287,20 +289,26 @@ def test_retention_equals_what_spark_expiry_deletes(evo: EvoCatalogs) -> None:
     table = icecore.load_table(str(folder))
     side = {r.name: r for r in retention(table).refs}["side"]
     assert side.cost.files["data"] >= 1 and side.snapshots
-    assert by_ref["side"].snapshots == side.snapshots
+    # Expiring ``middle`` cut main's lineage at its child: the snapshots before it (``first``
+    # among them) are now reached through the branch alone.
+    assert set(by_ref["side"].snapshots) < set(side.snapshots)
+    assert first in side.snapshots
+    ids = {int(r[0]) for r in spark.sql(f"SELECT snapshot_id FROM {full}.snapshots").collect()}
     before = _on_disk(folder)
     spark.sql(f"ALTER TABLE {full} DROP BRANCH side")
     # older_than is exclusive: just after the newest commit, so every unreferenced one goes.
-    newest = spark.sql(f"SELECT unix_millis(max(committed_at)) FROM {full}.snapshots").first()
-    now = int(newest[0]) + 1
+    (newest,) = spark.sql(
+        "SELECT date_format(max(committed_at) + INTERVAL 1 millisecond, "
+        f"'yyyy-MM-dd HH:mm:ss.SSS') FROM {full}.snapshots"
+    ).first()
     spark.sql(
         f"CALL {evo.fs}.system.expire_snapshots(table => 'db.{name}', "
-        f"older_than => TIMESTAMP_MILLIS({now}), retain_last => 100)"
+        f"older_than => TIMESTAMP '{newest}', retain_last => 100)"
     )
     gone = _freed(before, _on_disk(folder))
     assert gone == (side.cost.exclusive_files, side.cost.exclusive_bytes)
     kept = {int(r[0]) for r in spark.sql(f"SELECT snapshot_id FROM {full}.snapshots").collect()}
-    assert first in kept and not kept & set(side.snapshots)
+    assert kept == ids - set(side.snapshots)
 
 
 # Pages -------------------------------------------------------------------------------------
@@ -336,11 +344,17 @@ def test_overview_shows_the_trend_and_its_regressions(evo: EvoCatalogs, story: S
     assert list(line["y"]) == counts
 
 
-def test_history_shows_what_each_ref_costs(evo: EvoCatalogs, story: Story) -> None:
+def test_history_shows_what_each_ref_costs(
+    evo: EvoCatalogs, story: Story, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.ui.helpers import no_problems, open_app
     from ui import app
 
+    monkeypatch.setenv("ICECORE_CATALOG", str(evo.warehouse / "hadoop"))
     at = open_app(app.HISTORY.file, catalog=str(evo.warehouse / "hadoop"), table="db.story")
+    no_problems(at)
+    assert not [d for d in at.dataframe if "snapshots only it keeps" in d.value.columns]
+    at.button(key="history_retention").click().run()
     no_problems(at)
     shown = _frame(at, "snapshots only it keeps").set_index("ref")
     costs = {r.name: r for r in retention(icecore.load_table(story.arg)).refs}

@@ -24,7 +24,7 @@ from ui.shell import (
 # Live rows after deletes are counted at once up to this many data files, else on demand.
 AUTO_COUNT_FILES = 2_000
 
-AUTO_TREND_SNAPSHOTS = 500
+AUTO_TREND_SNAPSHOTS = 200
 """A branch history up to this many snapshots is read for the trend at once, else on demand."""
 
 LIVE_HELP = "Rows a reader sees: every delete applied."

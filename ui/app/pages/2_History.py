@@ -55,8 +55,6 @@ WINDOW_STEPS = 200
 """The window slider moves in at most this many steps across the table's history."""
 MAX_JUMP = 200
 """Longest text the jump box takes (an id, a ref name or an ISO-8601 time)."""
-AUTO_RETENTION_SNAPSHOTS = 500
-"""Up to this many snapshots, what each ref costs is read at once (else behind a button)."""
 COSTLIEST = 100
 """The snapshots shown by what they alone keep, costliest first."""
 AUTO_COUNT_BYTES = 512 * 2**20
@@ -416,7 +414,8 @@ st.caption(
 )
 if not metadata.snapshots:
     st.caption("The table has no snapshot yet.")
-elif len(metadata.snapshots) <= AUTO_RETENTION_SNAPSHOTS or st.button(
+elif cost.retention_ready(table) or st.button(
+    # The page reads metadata only (long histories); this reads every manifest: on demand.
     "Read what each ref costs",
     key="history_retention",
     help=f"Reads the manifest lists of {len(metadata.snapshots):,} snapshots and their manifests.",
