@@ -46,7 +46,7 @@ import numpy as np
 from icecore.errors import NotFound
 from icecore.health import MANIFEST_MIN_COUNT_TO_MERGE, _property
 from icecore.metadata import MAIN_BRANCH, Snapshot
-from icecore.snapshot_walk import Walk, walk
+from icecore.snapshot_walk import ManifestFiles, Walk, walk
 
 if TYPE_CHECKING:
     from icecore.table_data import TableData
@@ -159,26 +159,48 @@ def writer(snapshot: Snapshot) -> dict[str, str]:
     return {k: v for k in WRITER_KEYS if (v := summary.get(k)) is not None}
 
 
-def _point(snapshot: Snapshot, walked: Walk) -> TrendPoint:
-    data_files = data_bytes = rows = delete_files = delete_bytes = 0
-    added_files = added_bytes = 0
-    seen: set[str] = set()  # a deletion vector's Puffin file holds many entries: count it once
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """One manifest's live files summed once (a long history lists it in many snapshots)."""
+
+    data_files: int
+    data_bytes: int
+    rows: int
+    added_files: int
+    added_bytes: int
+    deletes: Mapping[str, int]
+    """Delete files by path -> size (a Puffin file holds many deletion vectors: one file)."""
+
+
+def _sums(m: ManifestFiles) -> _Sums:
+    is_data = m.is_data
+    added = is_data & m.added
+    deletes = {m.paths[i]: int(m.sizes[i]) for i in np.flatnonzero(~is_data)}
+    return _Sums(
+        data_files=int(is_data.sum()),
+        data_bytes=int(m.sizes[is_data].sum()),
+        rows=int(m.records[is_data].sum()),
+        added_files=int(added.sum()),
+        added_bytes=int(m.sizes[added].sum()),
+        deletes=deletes,
+    )
+
+
+def _point(snapshot: Snapshot, walked: Walk, sums: Mapping[str, _Sums]) -> TrendPoint:
+    data_files = data_bytes = rows = added_files = added_bytes = 0
+    deletes: dict[str, int] = {}
     keys = walked.listed[snapshot.snapshot_id]
     for key in keys:
-        m = walked.manifests[key]
-        is_data = m.is_data
-        data_files += int(is_data.sum())
-        data_bytes += int(m.sizes[is_data].sum())
-        rows += int(m.records[is_data].sum())
-        for i in np.flatnonzero(~is_data):
-            if m.paths[i] not in seen:
-                seen.add(m.paths[i])
-                delete_files += 1
-                delete_bytes += int(m.sizes[i])
-        if m.manifest.added_snapshot_id == snapshot.snapshot_id:
-            added = is_data & m.added
-            added_files += int(added.sum())
-            added_bytes += int(m.sizes[added].sum())
+        m = sums[key]
+        data_files += m.data_files
+        data_bytes += m.data_bytes
+        rows += m.rows
+        if m.deletes:
+            deletes.update(m.deletes)
+        if walked.manifests[key].manifest.added_snapshot_id == snapshot.snapshot_id:
+            added_files += m.added_files
+            added_bytes += m.added_bytes
+    delete_files, delete_bytes = len(deletes), sum(deletes.values())
     return TrendPoint(
         snapshot_id=snapshot.snapshot_id,
         parent_id=snapshot.parent_snapshot_id,
@@ -310,7 +332,8 @@ def trend(table: TableData, branch: str = MAIN_BRANCH) -> Trend:
         raise NotFound(f"The table has no branch {branch!r}; its branches: {names}.")
     lineage = tuple(reversed(metadata.ancestors_of(ref.snapshot_id)))
     walked = walk(table, lineage)
-    points = tuple(_point(s, walked) for s in lineage)
+    sums = {key: _sums(m) for key, m in walked.manifests.items()}
+    points = tuple(_point(s, walked, sums) for s in lineage)
     merge = _property(metadata, MANIFEST_MIN_COUNT_TO_MERGE)
     assert merge is not None
     return Trend(branch, points, tuple(regressions(points, min_count_to_merge=merge)))

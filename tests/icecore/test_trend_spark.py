@@ -321,10 +321,13 @@ def _frame(at: Any, column: str) -> Any:
     return found[0]
 
 
-def test_overview_shows_the_trend_and_its_regressions(evo: EvoCatalogs, story: Story) -> None:
+def test_overview_shows_the_trend_and_its_regressions(
+    evo: EvoCatalogs, story: Story, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.ui.helpers import figures, no_problems, open_app
     from ui import app
 
+    monkeypatch.setenv("ICECORE_CATALOG", str(evo.warehouse / "hadoop"))
     at = open_app(app.OVERVIEW.file, catalog=str(evo.warehouse / "hadoop"), table="db.story")
     no_problems(at)
     shown = _frame(at, "began at snapshot")
