@@ -100,16 +100,19 @@ def walk(table: TableData, snapshots: Iterable[Snapshot]) -> Walk:
     chosen = tuple(snapshots)
     listed: dict[int, tuple[str, ...]] = {}
     found: dict[str, ManifestFile] = {}
+    keyed: dict[str, str] = {}  # raw path -> key: a long history lists each path many times
     told = listening()
     for done, snapshot in enumerate(chosen, start=1):
         columns = table.manifest_list(snapshot)
         raw = columns.records.column(MANIFEST_PATH)
         keys = []
         for i, path in enumerate(raw.to_pylist() if raw is not None else ()):
-            key = _key(path)
+            key = keyed.get(path)
+            if key is None:
+                key = keyed[path] = _key(path)
+                if key not in found:
+                    found[key] = columns.manifest(i)
             keys.append(key)
-            if key not in found:
-                found[key] = columns.manifest(i)
         listed[snapshot.snapshot_id] = tuple(keys)
         if told:
             report("Reading manifest lists", done, len(chosen))
