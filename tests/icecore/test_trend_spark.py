@@ -221,6 +221,20 @@ def test_branch_trend_and_cli(story: Story, capsys: pytest.CaptureFixture[str]) 
     }
     assert cli_main(["trend", story.arg, "--branch", "nope"]) == 1
     assert "no branch 'nope'" in capsys.readouterr().err
+    # Nothing expired yet: the table's snapshots reach every data file and manifest on disk.
+    assert cli_main(["retention", story.arg]) == 0
+    out = json.loads(capsys.readouterr().out)
+    disk = _on_disk(Path(story.arg))
+    assert (out["total"]["files"], out["total"]["bytes"]) == (len(disk), sum(disk.values()))
+    assert [r["name"] for r in out["refs"]] == ["main", "old"]
+    assert {s["snapshot_id"] for s in out["snapshots"]} == {
+        *story.healthy,
+        story.rewrite,
+        *story.streaming,
+        *story.deletes,
+        story.branch,
+        story.compaction,
+    }
 
 
 # Retention ---------------------------------------------------------------------------------
