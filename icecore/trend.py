@@ -6,6 +6,9 @@ needed: every snapshot of a branch still holds its manifest list, so the walk
 
 * ``data_bytes``, ``data_files``, ``rows`` (before deletes), ``avg_file_bytes``,
   ``delete_files``, ``delete_bytes``: its live files, counted from manifests (exact);
+  ``delete_files`` counts entries (each deletion vector once, as Spark's ``delete_files``
+  table and the Overview's totals do), ``delete_bytes`` each file once (a Puffin file holds
+  many deletion vectors);
 * ``manifests``: the entries of its manifest list (exact);
 * ``added_data_files``, ``added_data_bytes``, ``avg_added_file_bytes``: the data files it
   added (ADDED entries of the manifests it wrote, spec "Manifest Entry Fields"; exact);
@@ -168,6 +171,7 @@ class _Sums:
     rows: int
     added_files: int
     added_bytes: int
+    delete_entries: int
     deletes: Mapping[str, int]
     """Delete files by path -> size (a Puffin file holds many deletion vectors: one file)."""
 
@@ -182,12 +186,13 @@ def _sums(m: ManifestFiles) -> _Sums:
         rows=int(m.records[is_data].sum()),
         added_files=int(added.sum()),
         added_bytes=int(m.sizes[added].sum()),
+        delete_entries=int((~is_data).sum()),
         deletes=deletes,
     )
 
 
 def _point(snapshot: Snapshot, walked: Walk, sums: Mapping[str, _Sums]) -> TrendPoint:
-    data_files = data_bytes = rows = added_files = added_bytes = 0
+    data_files = data_bytes = rows = added_files = added_bytes = delete_files = 0
     deletes: dict[str, int] = {}
     keys = walked.listed[snapshot.snapshot_id]
     for key in keys:
@@ -196,11 +201,12 @@ def _point(snapshot: Snapshot, walked: Walk, sums: Mapping[str, _Sums]) -> Trend
         data_bytes += m.data_bytes
         rows += m.rows
         if m.deletes:
+            delete_files += m.delete_entries
             deletes.update(m.deletes)
         if walked.manifests[key].manifest.added_snapshot_id == snapshot.snapshot_id:
             added_files += m.added_files
             added_bytes += m.added_bytes
-    delete_files, delete_bytes = len(deletes), sum(deletes.values())
+    delete_bytes = sum(deletes.values())
     return TrendPoint(
         snapshot_id=snapshot.snapshot_id,
         parent_id=snapshot.parent_snapshot_id,

@@ -382,3 +382,21 @@ def test_history_shows_what_each_ref_costs(
     # The branch alone keeps its own commit: one snapshot, with its data file.
     assert costs["old"].snapshots == (story.branch,)
     assert costs["old"].cost.files["data"] == 1
+
+
+def test_deletion_vectors_counted_as_spark_counts_delete_files(
+    spark: Any, demo_warehouse: Path
+) -> None:
+    """The shared v3 table (read only): many deletion vectors share one Puffin file."""
+    result = trend(icecore.load_table(f"{demo_warehouse}::demo.events_v3"))
+    full = "icecore.demo.events_v3"
+    assert any(p.delete_files for p in result.points)
+    for p in result.points:
+        files = _spark_files(spark, full, p.snapshot_id)
+        assert p.delete_files == files.get(1, (0, 0))[0] + files.get(2, (0, 0))[0]
+        assert (p.data_files, p.data_bytes) == files.get(0, (0, 0))
+        (puffin_bytes,) = spark.sql(
+            "SELECT coalesce(sum(size), 0) FROM (SELECT DISTINCT file_path, file_size_in_bytes "
+            f"AS size FROM {full}.delete_files VERSION AS OF {p.snapshot_id})"
+        ).first()
+        assert p.delete_bytes == puffin_bytes
