@@ -1,12 +1,21 @@
 """The regression rules of icecore.trend on series written here by hand.
 
-Every series and its expected regressions are set by hand from the rules the module states
+Every series and its expected regressions are set by hand from the rules the module states;
+the empty table is the hand-written one of the evolution tests
 (Spark-written histories are checked in test_trend_spark.py).
 """
 
 from __future__ import annotations
 
-from icecore.trend import TrendPoint, regressions
+from pathlib import Path
+
+import pytest
+
+import icecore
+from icecore.errors import NotFound
+from icecore.retention import retention
+from icecore.trend import TrendPoint, regressions, trend
+from tests.icecore.evolution.hand_table import write_table
 
 WRITER = {"engine-name": "spark", "spark.app.id": "batch"}
 
@@ -105,3 +114,12 @@ def test_manifests_within_the_merge_count_are_healthy() -> None:
     assert not regressions(
         [point(i, manifests=n) for i, n in enumerate(counts, start=1)], min_count_to_merge=4
     )
+
+
+def test_a_table_without_snapshots_has_an_empty_trend_and_costs_nothing(tmp_path: Path) -> None:
+    table = icecore.load_table(str(write_table(tmp_path, 2)))
+    assert trend(table).to_dict() == {"branch": "main", "snapshots": [], "regressions": []}
+    costs = retention(table).to_dict()
+    assert (costs["snapshots"], costs["refs"], costs["total"]["bytes"]) == ([], [], 0)
+    with pytest.raises(NotFound, match="no branch 'audit'"):
+        trend(table, "audit")
