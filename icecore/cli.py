@@ -281,6 +281,20 @@ def _with_metadata_events(table: TableData, rows: list[dict[str, Any]]) -> list[
     return [r for _, _, r in keyed]
 
 
+def cmd_trend(args: argparse.Namespace) -> dict[str, Any]:
+    """A branch's history as numbers per snapshot, and its regressions (:mod:`icecore.trend`)."""
+    from icecore.trend import trend
+
+    return jsonable(trend(load_table(args.table), args.branch).to_dict())
+
+
+def cmd_retention(args: argparse.Namespace) -> dict[str, Any]:
+    """Bytes and files each snapshot and ref alone keeps alive (:mod:`icecore.retention`)."""
+    from icecore.retention import retention
+
+    return jsonable(retention(load_table(args.table)).to_dict())
+
+
 def cmd_inspect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One metadata table (files, manifests, partitions, ...) as a JSON list of objects."""
     table = load_table(args.table)
@@ -834,6 +848,17 @@ def build_parser() -> argparse.ArgumentParser:
         "location, format version) from the metadata log, as events among the snapshots",
     )
     hist.set_defaults(run=cmd_history)
+    trd = sub.add_parser(
+        "trend", help="a branch's size, files, deletes and manifests per snapshot, and regressions"
+    )
+    trd.add_argument("table", help=table_help)
+    trd.add_argument("--branch", default="main", help="the branch whose history to follow (main)")
+    trd.set_defaults(run=cmd_trend)
+    ret = sub.add_parser(
+        "retention", help="bytes and files each snapshot, tag and branch alone keeps alive"
+    )
+    ret.add_argument("table", help=table_help)
+    ret.set_defaults(run=cmd_retention)
     insp = sub.add_parser(
         "inspect",
         help="a metadata table (files, manifests, partitions, ...)",

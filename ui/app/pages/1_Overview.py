@@ -8,7 +8,8 @@ import streamlit as st
 
 from icecore import describe, health
 from icecore.errors import IcecoreError
-from ui import catalog_health, data, views
+from icecore.metadata import MAIN_BRANCH
+from ui import catalog_health, cost, data, views
 from ui.shell import (
     TIME_CURRENT,
     bootstrap,
@@ -22,6 +23,9 @@ from ui.shell import (
 
 # Live rows after deletes are counted at once up to this many data files, else on demand.
 AUTO_COUNT_FILES = 2_000
+
+AUTO_TREND_SNAPSHOTS = 200
+"""A branch history up to this many snapshots is read for the trend at once, else on demand."""
 
 LIVE_HELP = "Rows a reader sees: every delete applied."
 """The live-rows tile's help (its label stays short enough for the tile: a long one is cut)."""
@@ -187,6 +191,59 @@ else:
             hide_index=True,
             width="stretch",
         )
+
+st.subheader("Trend")
+st.caption(
+    "Each snapshot of the branch, from its own manifests: data bytes and files, average file "
+    "size (all live files, and the files the snapshot added), delete files and manifests. A "
+    "regression is marked at the snapshot where it began, with the writer from its summary."
+)
+branches = sorted(metadata.branches(), key=lambda name: (name != MAIN_BRANCH, name))
+if branches:
+    branch = (
+        st.selectbox("Branch", branches, key="overview_trend_branch")
+        if len(branches) > 1
+        else branches[0]
+    )
+    head = metadata.refs[branch].snapshot_id
+    length = len(metadata.ancestors_of(head))
+    if length <= AUTO_TREND_SNAPSHOTS or st.button(
+        "Read the trend",
+        key="overview_trend",
+        help=f"Reads the manifest lists of {length:,} snapshots and their manifests.",
+    ):
+        try:
+            result = cost.trend_of(table, branch)
+        except IcecoreError as error:  # an old snapshot's files gone: the rest still shows
+            show_error(error)
+            result = None
+        if result is not None:
+            st.plotly_chart(cost.trend_figure(result), key="overview_trend_chart")
+        if result is not None and result.regressions:
+            st.markdown(f"**Regressions ({len(result.regressions):,})**")
+            st.dataframe(
+                [
+                    {
+                        "began at snapshot": str(r.snapshot_id),
+                        "committed": r.time,
+                        "what": r.what,
+                        "before": r.before,
+                        "after": r.after,
+                        "operation": r.operation,
+                        "writer": ", ".join(f"{k}={v}" for k, v in r.writer.items()),
+                        "snapshots": r.snapshots,
+                        "last snapshot": str(r.last_snapshot_id),
+                    }
+                    for r in result.regressions
+                ],
+                hide_index=True,
+                width="stretch",
+                key="overview_regressions",
+            )
+        elif result is not None:
+            st.caption("No regression in this branch's history.")
+else:
+    st.caption("The table has no snapshot yet.")
 
 st.subheader("Schema")
 schema = state.schema

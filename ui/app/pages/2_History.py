@@ -23,7 +23,7 @@ from icecore.point_in_time import At
 from icecore.row_counts import SnapshotRows
 from icecore.table import Table
 from icecore.timeline import TimelinePoint, bin_width_ms, in_window
-from ui import data, figures, refs, views
+from ui import cost, data, figures, refs, views
 from ui.shell import (
     TABLE_COLUMNS,
     TIME_CURRENT,
@@ -55,6 +55,8 @@ WINDOW_STEPS = 200
 """The window slider moves in at most this many steps across the table's history."""
 MAX_JUMP = 200
 """Longest text the jump box takes (an id, a ref name or an ISO-8601 time)."""
+COSTLIEST = 100
+"""The snapshots shown by what they alone keep, costliest first."""
 AUTO_COUNT_BYTES = 512 * 2**20
 """Live rows of the snapshots on a page are counted without asking while the snapshots
 with delete files hold at most this many bytes of data files (else behind a button)."""
@@ -402,3 +404,72 @@ with right:
         f"{escape_markdown(table.metadata_location)} (last updated "
         f"{views.format_ms(metadata.last_updated_ms)})."
     )
+
+st.subheader("What each ref costs")
+st.caption(
+    "Bytes and files kept alive by a ref alone: the snapshots only it reaches (a branch: its "
+    "head and ancestors; a tag: its snapshot) and the manifest lists, manifests, data and "
+    "delete files no other snapshot reaches. Dropping the ref and expiring those snapshots "
+    "deletes exactly these; counted from the manifests."
+)
+if not metadata.snapshots:
+    st.caption("The table has no snapshot yet.")
+elif cost.retention_ready(table) or st.button(
+    # The page reads metadata only (long histories); this reads every manifest: on demand.
+    "Read what each ref costs",
+    key="history_retention",
+    help=f"Reads the manifest lists of {len(metadata.snapshots):,} snapshots and their manifests.",
+):
+    kept = guarded(lambda: cost.retention_of(table))
+
+    def _kinds(by: Any) -> dict[str, str]:
+        return {
+            f"{kind.replace('_', ' ')}s": f"{by.files[kind]:,} ({format_bytes(by.bytes[kind])})"
+            for kind in ("data", "delete", "manifest", "manifest_list")
+        }
+
+    st.dataframe(
+        [
+            {
+                "ref": r.name,
+                "type": r.kind,
+                "snapshots only it keeps": len(r.snapshots),
+                "exclusive bytes": r.cost.exclusive_bytes,
+                "exclusive files": r.cost.exclusive_files,
+                "size": format_bytes(r.cost.exclusive_bytes),
+                **_kinds(r.cost),
+            }
+            for r in kept.refs
+        ],
+        hide_index=True,
+        width="stretch",
+        key="history_ref_costs",
+    )
+    st.caption(
+        f"The table's snapshots reach {kept.total.exclusive_files:,} files "
+        f"({format_bytes(kept.total.exclusive_bytes)}) in all."
+    )
+    with st.expander(f"Snapshots by what they alone keep (the {COSTLIEST} costliest)"):
+        st.caption(
+            "Expiring a snapshot deletes exactly these; a snapshot a ref points at can be "
+            "expired only once the ref is dropped."
+        )
+        costliest = sorted(kept.snapshots, key=lambda c: -c.cost.exclusive_bytes)[:COSTLIEST]
+        st.dataframe(
+            [
+                {
+                    "snapshot": str(c.snapshot_id),
+                    "committed": views.format_ms(c.timestamp_ms),
+                    "operation": c.operation,
+                    "refs": ", ".join(c.refs),
+                    "kept only by": c.owner,
+                    "exclusive bytes": c.cost.exclusive_bytes,
+                    "exclusive files": c.cost.exclusive_files,
+                    **_kinds(c.cost),
+                }
+                for c in costliest
+            ],
+            hide_index=True,
+            width="stretch",
+            key="history_snapshot_costs",
+        )
