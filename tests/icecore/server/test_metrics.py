@@ -97,7 +97,10 @@ def test_two_servers_over_one_postgres_catalog_keep_one_store(
     uri = with_catalog_tables(pg_server.create_database(f"m_{uuid.uuid4().hex[:8]}"))
     catalog = load_catalog(uri)
     assert isinstance(catalog, SqlCatalog)
-    servers = [start_server(tmp_path / f"wh{i}", catalog=uri) for i in range(2)]
+    servers = [
+        start_server(tmp_path / f"wh{i}", "--allow-location", str(tmp_path), catalog=uri)
+        for i in range(2)
+    ]
     try:
         base = servers[0].url
         assert requests.post(f"{base}/v1/namespaces", json={"namespace": ["m"]}, timeout=10).ok
