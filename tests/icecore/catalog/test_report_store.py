@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -268,7 +269,8 @@ def test_retention_holds_over_100000_sqlite_reports(tmp_path: Path) -> None:
     assert store.append(kept(n=-1))  # creates the table
     now = time.time_ns() // 1_000_000
     body = json.dumps(SCAN)
-    with catalog._connect() as conn:
+    with closing(catalog._connect()) as conn:  # one transaction: a bulk insert
+        conn.execute("BEGIN")
         conn.executemany(
             f"INSERT INTO {REPORTS_TABLE} (sql_catalog, table_name, received_ms, principal, "
             "report_type, report) VALUES (?, ?, ?, ?, ?, ?)",
@@ -277,6 +279,7 @@ def test_retention_holds_over_100000_sqlite_reports(tmp_path: Path) -> None:
                 for i in range(BULK)
             ],
         )
+        conn.execute("COMMIT")
     assert stored_count(catalog, "db.t") == BULK + 1
     started = time.perf_counter()
     store.append(kept(n=7))
