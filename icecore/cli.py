@@ -499,6 +499,30 @@ def cmd_audit(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [c.to_dict() for c in reconcile(changes, catalog)]
 
 
+def cmd_workload(args: argparse.Namespace) -> dict[str, Any]:
+    """What engines asked of a table, from the reports they sent its REST server (DESIGN.md).
+
+    Reads the table's catalog's report store (:mod:`icecore.catalog.report_store`), where
+    ``serve-rest`` keeps every ``ScanReport`` and ``CommitReport`` posted to ``/metrics``.
+    """
+    from icecore.catalog.report_store import report_store_for
+    from icecore.workload import workload
+
+    table = load_table(args.table)
+    store = report_store_for(table.catalog) if table.catalog is not None else None  # type: ignore[arg-type]
+    if store is None:
+        raise ValidationError(
+            f"The catalog of {args.table} keeps no metrics reports Icecore can read: they are "
+            "kept by serve-rest in a SQL catalog's database or beside a local warehouse folder."
+        )
+    since = parse_timestamp_ms(args.since) if args.since else None
+    found = workload(store.read(str(table.identifier), since))
+    skipped = getattr(store, "skipped", 0)
+    if skipped:
+        print(f"note: {skipped:,} unreadable reports were skipped.", file=sys.stderr)
+    return found
+
+
 def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
     """Schema, partition spec, sort order and property changes committed as one version."""
     from icecore.evolution.change_text import apply_schema_change, stage_layout_changes
@@ -954,6 +978,12 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--principal", default=None, metavar="P", help="one person's (name or id)")
     aud.add_argument("--since", default=None, metavar="ISO8601", help="changes from this time on")
     aud.set_defaults(run=cmd_audit)
+    wl = sub.add_parser(
+        "workload", help="what engines asked of a table: the scan and commit reports they sent"
+    )
+    wl.add_argument("table", help=table_help)
+    wl.add_argument("--since", default=None, metavar="ISO8601", help="reports from this time on")
+    wl.set_defaults(run=cmd_workload)
     srv = sub.add_parser("serve-rest", help="serve a catalog over the Iceberg REST protocol")
     srv.add_argument("catalog", help="the catalog to serve, as load_catalog takes it")
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")

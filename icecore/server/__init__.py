@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from icecore.catalog import load_catalog
 from icecore.catalog.audit_store import audit_sink_for
+from icecore.catalog.report_store import report_store_for
 from icecore.config import is_catalog_name, load_config
 from icecore.server.app import create_app
 from icecore.server.auth import (
@@ -121,6 +122,7 @@ def serve(
         verifier=verifier,
         name=served_name(catalog, config.catalogs, name),
         audit=audit_sink_for(backing),
+        reports=None if read_only else report_store_for(backing),
     )
     uvicorn.run(
         limits.wrap(app), host=host, port=port, log_level="warning", access_log=False, **run_options

@@ -23,6 +23,7 @@ import bisect
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,14 @@ from icecore.access import Policy, Principal, Role
 from icecore.audit import AuditSink, new_event_id
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.guarded import GuardedCatalog, commit_all, guard
+from icecore.catalog.report_store import (
+    MAX_REPORT_BYTES,
+    InvalidReport,
+    KeptReport,
+    ReportStore,
+    ReportsUnavailable,
+    validate_report,
+)
 from icecore.errors import CommitConflict, CommitStateUnknown, Forbidden, IcecoreError, NotFound
 from icecore.failpoints import failpoint
 from icecore.identifier import check_new_identifier, check_new_namespace, check_no_case_twin
@@ -111,6 +120,8 @@ class Endpoint:
     advertised: bool = True
     """Listed by ``GET /v1/config``; False where the backing catalog cannot do it (it
     answers 406 then), so clients do not try."""
+    max_body_bytes: int | None = None
+    """A tighter bound on its request body than the server's (413 above)."""
 
     @property
     def spec_name(self) -> str:
@@ -209,6 +220,7 @@ class CatalogService:
         policy: the deployment's grants (icecore.toml), None for none.
         name: the catalog's name as grants spell it (``CATALOG::ns.table``).
         audit: where changes are recorded (:func:`icecore.catalog.audit_store.audit_sink_for`).
+        reports: where metrics reports are kept (:mod:`icecore.catalog.report_store`).
     """
 
     def __init__(
@@ -221,7 +233,9 @@ class CatalogService:
         policy: Policy | None = None,
         name: str = "",
         audit: AuditSink | None = None,
+        reports: ReportStore | None = None,
     ) -> None:
+        self.reports = reports
         self.locations = ServedLocations.for_catalog(catalog, allow_locations)
         self.backend = Backend(catalog, self.locations)
         self.catalog = catalog
@@ -388,7 +402,9 @@ class CatalogService:
             Endpoint("HEAD", table, self.table_exists),
             Endpoint("POST", table, self.commit, writes=True),
             Endpoint("DELETE", table, self.drop_table, writes=True),
-            Endpoint("POST", table + "/metrics", self.report_metrics),
+            Endpoint(
+                "POST", table + "/metrics", self.report_metrics, max_body_bytes=MAX_REPORT_BYTES
+            ),
             Endpoint("POST", "/v1/tables/rename", self.rename_table, writes=True),
             Endpoint(
                 "POST",
@@ -836,13 +852,34 @@ class CatalogService:
         return Response(status_code=204)
 
     def report_metrics(self, call: Call) -> Any:
-        """``POST .../metrics``: scan and commit reports are accepted and not kept.
+        """``POST .../metrics`` (spec ``reportMetrics``): a scan or commit report, kept.
 
         A report for a table the catalog does not hold is the spec's 404 (``reportMetrics``
         documents ``NoSuchTableException``), found as ``HEAD`` finds it, without a read;
-        the viewer role on the table, as ``HEAD``.
+        the viewer role on the table, as ``HEAD``. A body that is not a ``ScanReport`` or
+        ``CommitReport`` is the spec's 400; a valid one is kept in the catalog's report
+        store (:mod:`icecore.catalog.report_store`, DESIGN.md "Workload") with the
+        principal when sign-in exists. A store that cannot be written is logged, and the
+        report still answered 204: a client's scan or commit never fails for its report.
         """
-        return self.table_exists(call)
+        response = self.table_exists(call)
+        try:
+            report = validate_report(call.body)
+        except InvalidReport as e:
+            raise bad_request(str(e)) from None
+        if self.reports is not None:
+            principal = call.principal
+            kept = KeptReport(
+                time_ms=time.time_ns() // 1_000_000,
+                table=str(self._table(call)),
+                principal=None if principal.source == "anonymous" else principal.display,
+                report=report,
+            )
+            try:
+                self.reports.append(kept)
+            except ReportsUnavailable as e:
+                log.warning("%s", e)
+        return response
 
     def drop_table(self, call: Call) -> Any:
         """``DELETE .../tables/{t}``: remove the table from the catalog.
@@ -955,6 +992,7 @@ def create_app(
     verifier: TokenVerifier | None = None,
     name: str = "",
     audit: AuditSink | None = None,
+    reports: ReportStore | None = None,
 ) -> Starlette:
     """The ASGI application serving ``catalog`` (see the module docstring).
 
@@ -974,6 +1012,7 @@ def create_app(
         verifier: checks bearer JWTs of ``[auth]``'s issuer (with a policy).
         name: the catalog's name as grants spell it (``CATALOG::ns.table``).
         audit: the catalog's audit log, where every change and refused change is recorded.
+        reports: where the metrics reports clients post are kept (None: not kept).
 
     Raises:
         ValueError: an ``allow_locations`` prefix that is no local folder or object store.
@@ -986,6 +1025,7 @@ def create_app(
         policy=policy,
         name=name,
         audit=audit,
+        reports=reports,
     )
     auth = Authenticator(issuer, verifier if policy is not None else None, policy is not None)
 
@@ -1005,7 +1045,8 @@ def create_app(
                 principal = await principal_of(request)
                 if endpoint.writes and read_only:
                     raise RestError(403, "ForbiddenException", "This catalog is served read-only.")
-                body = _json_body(await read_body(request, max_body_bytes))
+                limit = min(max_body_bytes, endpoint.max_body_bytes or max_body_bytes)
+                body = _json_body(await read_body(request, limit))
                 call = Call(
                     dict(request.path_params),
                     dict(request.query_params),

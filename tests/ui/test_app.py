@@ -54,7 +54,7 @@ def test_landing_shows_one_sentence_for_an_unknown_catalog(
     assert "does not exist" in at.error[0].value
 
 
-CATALOG_PAGES = (app.ACTIVITY.file, app.VIEWS.file)
+CATALOG_PAGES = (app.ACTIVITY.file, app.VIEWS.file, app.WORKLOAD.file)
 """Pages of a whole catalog: they need no table."""
 
 

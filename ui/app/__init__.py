@@ -72,6 +72,12 @@ VIEWS = Page(
     "pages/10_Views.py", "Views", "a catalog's views: SQL per dialect, versions, what they read"
 )
 
+WORKLOAD = Page(
+    "pages/11_Workload.py",
+    "Workload",
+    "what engines ask of a table: filters, pruning, planning time, commits",
+)
+
 PAGES: tuple[Page, ...] = (
     OVERVIEW,
     HISTORY,
@@ -83,5 +89,6 @@ PAGES: tuple[Page, ...] = (
     MAINTENANCE,
     ACTIVITY,
     VIEWS,
+    WORKLOAD,
 )
 """Every page in the sidebar's order (Streamlit orders the files by their number)."""

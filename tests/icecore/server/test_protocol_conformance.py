@@ -113,6 +113,19 @@ def test_404_types_name_what_is_missing(rest_server: RestServer, tmp_path: Path)
     _error(
         requests.post(f"{url}/absent/metrics", json=report, timeout=10), 404, "NoSuchTableException"
     )
+    # ... and a present one answers the spec's 400 to a report that is not a ScanReport.
+    _error(
+        requests.post(f"{url}/present/metrics", json=report, timeout=10), 400, "BadRequestException"
+    )
+    report.update(
+        {
+            "filter": True,
+            "schema-id": 0,
+            "projected-field-ids": [],
+            "projected-field-names": [],
+            "metrics": {},
+        }
+    )
     assert requests.post(f"{url}/present/metrics", json=report, timeout=10).status_code == 204
 
 

@@ -189,7 +189,20 @@ def test_a_viewer_loads_and_probes_and_a_missing_granted_table_is_404(
     loaded = service.load_table(_call(VIC, namespace="sales", table="orders"))
     assert loaded["metadata-location"] == service.catalog.metadata_location(_ident("sales.orders"))
     assert service.table_exists(_call(VIC, namespace="sales", table="orders")).status_code == 204
-    assert service.report_metrics(_call(VIC, namespace="sales", table="orders")).status_code == 204
+    report = {
+        "report-type": "commit-report",
+        "table-name": "sales.orders",
+        "snapshot-id": 1,
+        "sequence-number": 1,
+        "operation": "append",
+        "metrics": {},
+    }
+    assert (
+        service.report_metrics(
+            _call(VIC, namespace="sales", table="orders", body=report)
+        ).status_code
+        == 204
+    )
     with pytest.raises(RestError) as missing:
         service.load_table(_call(VIC, namespace="sales", table="nope"))
     assert missing.value.code == 404
