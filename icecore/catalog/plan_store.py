@@ -236,8 +236,8 @@ class SqlPlanStore:
         """The principal's unexpired plans, oldest first."""
         rows = self._select(
             f"SELECT plan_id, expires_at FROM {PLAN_TABLE} WHERE sql_catalog = ? AND "
-            "principal = ? AND record_key LIKE 'plan:%' AND expires_at >= ? ORDER BY expires_at",
-            (self.scope, principal, time.time()),
+            "principal = ? AND record_key LIKE ? AND expires_at >= ? ORDER BY expires_at",
+            (self.scope, principal, "plan:%", time.time()),
         )
         return [(str(p), float(e)) for p, e in rows]
 

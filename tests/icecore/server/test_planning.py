@@ -241,3 +241,48 @@ def test_plans_live_in_the_catalog_database(server: RestServer) -> None:
     keys = {str(key) for key, _ in rows}
     assert {task_key(token) for token in tokens} <= keys
     assert not any(token in keys for token in tokens)  # keyed by hash, not by the token
+
+
+def test_two_servers_over_one_postgresql_catalog_serve_the_same_plan(
+    pg_server: Any, tmp_path: Path
+) -> None:
+    import uuid as uuid_module
+
+    from tests.pg_server import with_catalog_tables
+
+    uri = with_catalog_tables(pg_server.create_database(f"p_{uuid_module.uuid4().hex[:8]}"))
+    bare = uri.replace(f":{pg_server.password}@", "@") + "?catalog=pgplans"
+    tables = tmp_path / "wh" / "tables"
+    env = {"PGPASSWORD": pg_server.password, "ICECORE_PLAN_PAGE_FILES": "1"}
+    one = start_server(tmp_path / "wh", "--allow-location", str(tables), catalog=bare, env=env)
+    two = start_server(tmp_path / "wh", "--allow-location", str(tables), catalog=bare, env=env)
+    try:
+        peer = RestCatalog("pg", uri=one.url)
+        peer.create_namespace("pl", {"location": str(tables / "pl")})
+        table = peer.create_table("pl.t", Schema(NestedField(1, "id", LongType())))
+        for i in range(3):
+            table.append(pa.table({"id": pa.array([i, i + 10], pa.int64())}))
+        body = {"filter": {"type": "lt", "term": "id", "value": 12}}
+        planned = _plan(one, body).json()
+        assert "plan-tasks" in planned, planned
+        tokens = planned["plan-tasks"]
+        assert len(tokens) == 3
+        # Every token is served by the other process, which never saw the plan being made.
+        paths = []
+        for token in tokens:
+            page = requests.post(two.url + TASKS.format("t"), json={"plan-task": token}, timeout=30)
+            assert page.status_code == 200, page.text
+            paths += [t["data-file"]["file-path"] for t in page.json()["file-scan-tasks"]]
+        remote = RestCatalog("pg2", uri=two.url, **{"scan-planning-mode": "server"})
+        served = remote.load_table("pl.t").scan(row_filter="id < 12")
+        local = RestCatalog("pg3", uri=one.url).load_table("pl.t").scan(row_filter="id < 12")
+        assert sorted(paths) == sorted(t.file.file_path for t in local.plan_files())
+        assert arrow_rows(served.to_arrow()) == arrow_rows(local.to_arrow())
+        plan_url = two.url + PLAN.format("t") + "/" + planned["plan-id"]
+        assert requests.get(plan_url, timeout=30).json() == planned
+        assert requests.delete(plan_url, timeout=30).status_code == 204
+        gone = requests.post(one.url + TASKS.format("t"), json={"plan-task": tokens[0]}, timeout=30)
+        assert gone.status_code == 404
+    finally:
+        stop_server(one)
+        stop_server(two)
