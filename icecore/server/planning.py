@@ -49,12 +49,14 @@ from starlette.responses import Response
 
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.plan_store import PlanRecord, PlanStore, plan_key, plan_store_for, task_key
-from icecore.errors import FilterError, InvalidMetadata, NotFound, Unsupported
+from icecore.errors import FilterError, Forbidden, InvalidMetadata, NotFound, Unsupported
 from icecore.expressions.json_expr import decode_literals, expression_from_json
 from icecore.manifest import DataFile, DataFileContent
 from icecore.partitioning import PartitionSpec
+from icecore.row_access import masked_ids
 from icecore.schema import Schema
 from icecore.server.errors import RestError, bad_request, no_such_table
+from icecore.table_data import access_of
 from icecore.values import to_json
 
 if TYPE_CHECKING:
@@ -132,14 +134,18 @@ def _bound_map(values: Mapping[int, bytes] | None, ids: frozenset[int]) -> dict[
 
 
 def content_file_json(
-    f: DataFile, spec: PartitionSpec | None, schema: Schema, stats_ids: frozenset[int]
+    f: DataFile,
+    spec: PartitionSpec | None,
+    schema: Schema,
+    stats_ids: frozenset[int],
+    hidden: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """The spec's ``ContentFile`` JSON (``DataFile``, ``PositionDeleteFile``, ...) of ``f``."""
     partition: list[Any] = []
     if spec is not None:
         types = {p.field_id: p.field_type for p in spec.partition_type(schema).fields}
         for field in spec.fields:
-            value = f.partition.get(field.field_id)
+            value = None if field.source_id in hidden else f.partition.get(field.field_id)
             partition.append(to_json(types[field.field_id], value) if value is not None else None)
     out: dict[str, Any] = {
         "content": _CONTENT[DataFileContent(f.content)],
@@ -179,23 +185,33 @@ def content_file_json(
 
 
 def scan_tasks_json(
-    tasks: Sequence[Any], specs: Mapping[int, PartitionSpec], schema: Schema, stats: frozenset[int]
+    tasks: Sequence[Any],
+    specs: Mapping[int, PartitionSpec],
+    schema: Schema,
+    stats: frozenset[int],
+    hidden: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
-    """The spec's ``ScanTasks`` for ``tasks``: each distinct delete file listed once."""
+    """The spec's ``ScanTasks`` for ``tasks``: each distinct delete file listed once.
+
+    ``hidden``: ids of columns masked for the principal; partition values derived from them
+    are served as null (as :meth:`icecore.scan.planner.Plan.files` shows them).
+    """
     deletes: list[dict[str, Any]] = []
     index: dict[str, int] = {}
     file_tasks: list[dict[str, Any]] = []
     for task in tasks:
         data = task.data_file
         entry: dict[str, Any] = {
-            "data-file": content_file_json(data, specs.get(data.spec_id), schema, stats)
+            "data-file": content_file_json(data, specs.get(data.spec_id), schema, stats, hidden)
         }
         refs = []
         for d in task.delete_files:
             at = index.get(d.file_path)
             if at is None:
                 at = index[d.file_path] = len(deletes)
-                deletes.append(content_file_json(d, specs.get(d.spec_id), schema, frozenset()))
+                deletes.append(
+                    content_file_json(d, specs.get(d.spec_id), schema, frozenset(), hidden)
+                )
             refs.append(at)
         if refs:
             entry["delete-file-references"] = refs
@@ -266,7 +282,9 @@ class PlanningRoutes:
         case_sensitive = _flag(body, "case-sensitive", True)
         _flag(body, "use-snapshot-schema", False)
         try:
-            table: Table = self.service.catalog.load_table(identifier)
+            # Loaded as the principal sees it: a filter on a column masked for them is
+            # refused (403) by the planner, since the files it keeps would reveal values.
+            table: Table = self.service._as(call).load_table(identifier)
         except NotFound:
             raise no_such_table(identifier) from None
         try:
@@ -284,6 +302,13 @@ class PlanningRoutes:
             scan = table.scan(filter_expr, snapshot_id=snapshot_id, case_sensitive=case_sensitive)
         except (FilterError, Unsupported) as e:
             raise bad_request(str(e)) from None
+        hidden = masked_ids(schema, access_of(table))
+        if stats & hidden:
+            name = schema.find_column_name(min(stats & hidden))
+            raise Forbidden(
+                f"Column {name} is masked for you on {identifier}, so its statistics are not "
+                "served; ask for the statistics of other columns."
+            )
         plan = scan.plan()
         tasks = plan.tasks
         if len(tasks) > MAX_PLAN_FILES:
@@ -292,7 +317,7 @@ class PlanningRoutes:
                 "served plan may have; narrow the filter."
             )
         specs = table.metadata.specs_by_id()
-        return self._keep(call, identifier, tasks, specs, schema, stats)
+        return self._keep(call, identifier, tasks, specs, schema, stats, hidden)
 
     def _keep(
         self,
@@ -302,6 +327,7 @@ class PlanningRoutes:
         specs: Mapping[int, PartitionSpec],
         schema: Schema,
         stats: frozenset[int],
+        hidden: frozenset[int],
     ) -> dict[str, Any]:
         """Keep the plan (and its pages), forget the principal's oldest beyond the cap."""
         who, name = self._who(call), str(identifier)
@@ -312,12 +338,14 @@ class PlanningRoutes:
         expires = time.time() + PLAN_TTL_S
         result: dict[str, Any] = {"status": "completed", "plan-id": plan_id}
         if len(tasks) <= PAGE_FILES:
-            result.update(scan_tasks_json(tasks, specs, schema, stats))
+            result.update(scan_tasks_json(tasks, specs, schema, stats, hidden))
         else:
             tokens = []
             for start in range(0, len(tasks), PAGE_FILES):
                 token = secrets.token_urlsafe(32)
-                page = scan_tasks_json(tasks[start : start + PAGE_FILES], specs, schema, stats)
+                page = scan_tasks_json(
+                    tasks[start : start + PAGE_FILES], specs, schema, stats, hidden
+                )
                 # One page at a time: the server holds one page of JSON, never the plan's.
                 self.store.put([PlanRecord(task_key(token), plan_id, name, who, expires, page)])
                 tokens.append(token)
