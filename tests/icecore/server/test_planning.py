@@ -21,7 +21,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType
 
-from icecore.catalog.plan_store import task_key
+from icecore.catalog.plan_store import PLAN_FILE, task_key
 from icecore.catalog.sql import SqlCatalog
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 from tests.oracle import arrow_rows
@@ -283,6 +283,31 @@ def test_two_servers_over_one_postgresql_catalog_serve_the_same_plan(
         assert requests.delete(plan_url, timeout=30).status_code == 204
         gone = requests.post(one.url + TASKS.format("t"), json={"plan-task": tokens[0]}, timeout=30)
         assert gone.status_code == 404
+    finally:
+        stop_server(one)
+        stop_server(two)
+
+
+def test_a_folder_catalog_keeps_plans_in_a_file_beside_its_tables(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    env = {"ICECORE_PLAN_PAGE_FILES": "1"}
+    one = start_server(warehouse, catalog=str(warehouse), env=env)
+    two = start_server(warehouse, catalog=str(warehouse), env=env)
+    try:
+        peer = RestCatalog("fs", uri=one.url)
+        peer.create_namespace("pl")
+        table = peer.create_table("pl.t", Schema(NestedField(1, "id", LongType())))
+        for i in range(2):
+            table.append(pa.table({"id": pa.array([i], pa.int64())}))
+        tokens = _plan(one, {}).json()["plan-tasks"]
+        assert (warehouse / PLAN_FILE).is_file()
+        pages = [
+            requests.post(two.url + TASKS.format("t"), json={"plan-task": t}, timeout=30)
+            for t in tokens
+        ]
+        assert [p.status_code for p in pages] == [200, 200]
+        # The file is no namespace: listing the warehouse shows only the one made.
+        assert peer.list_namespaces() == [("pl",)]
     finally:
         stop_server(one)
         stop_server(two)
