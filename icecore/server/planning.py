@@ -32,9 +32,9 @@ who planned: any other table, principal, an expired or a cancelled one is 404
 ``NoSuchPlanTaskException`` / ``NoSuchPlanIdException``, the same answer as for a token that
 never existed. The roles are ``loadTable``'s: viewer on the table.
 
-Not served yet: incremental append scans (``start-snapshot-id``/``end-snapshot-id``: 400),
-filters on transforms. Icecore binds a filter to the snapshot's own schema whatever
-``use-snapshot-schema`` says.
+``start-snapshot-id``/``end-snapshot-id`` plan an incremental append scan as Iceberg Java's
+(:func:`appended_tasks`). Not served yet: filters on transforms. Icecore binds a filter to
+the snapshot's own schema whatever ``use-snapshot-schema`` says.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ import os
 import secrets
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
@@ -60,6 +61,7 @@ from icecore.table_data import access_of
 from icecore.values import to_json
 
 if TYPE_CHECKING:
+    from icecore.metadata import Snapshot
     from icecore.server.app import Call, CatalogService, Endpoint
     from icecore.table import Table
 
@@ -219,6 +221,90 @@ def scan_tasks_json(
     return {"delete-files": deletes, "file-scan-tasks": file_tasks}
 
 
+MAX_APPEND_SNAPSHOTS = 1000
+"""Append snapshots one incremental scan may span (400 beyond: narrow the range)."""
+
+
+@dataclass(frozen=True)
+class _AppendedTask:
+    """A file an incremental append scan plans: no deletes, as Iceberg Java's."""
+
+    data_file: DataFile
+    delete_files: tuple[DataFile, ...] = ()
+
+
+def appended_tasks(
+    table: Table, start: int | None, end: int, filter_expr: Any, case_sensitive: bool
+) -> list[_AppendedTask]:
+    """The files an incremental append scan from ``start`` (exclusive) to ``end`` plans.
+
+    As Iceberg Java's ``BaseIncrementalAppendScan``: the ``append`` snapshots after ``start``
+    up to ``end`` (``end``'s ancestors; ``start`` must be one, or None for all of them), and
+    of each the data files it ADDED that the filter does not prune (partition and metrics,
+    as a scan of that snapshot prunes them), without delete files. A file added and later
+    removed within the range is still planned, as Java plans it.
+
+    Raises:
+        RestError: 400 when a snapshot is unknown, ``start`` is not an ancestor of ``end``,
+            or the range spans more than :data:`MAX_APPEND_SNAPSHOTS` appends.
+    """
+    metadata = table.metadata
+    chain = []
+    current = metadata.snapshot_by_id(end)
+    if current is None:
+        raise bad_request(f"Snapshot {end} is not in the table.")
+    while current is not None and current.snapshot_id != start:
+        chain.append(current)
+        parent = current.parent_snapshot_id
+        current = metadata.snapshot_by_id(parent) if parent is not None else None
+    if start is not None and current is None:
+        raise bad_request(f"Snapshot {start} is not an ancestor of snapshot {end}.")
+    appends = [
+        s
+        for s in reversed(chain)
+        if s.summary is not None and s.summary.get("operation") == "append"
+    ]
+    if len(appends) > MAX_APPEND_SNAPSHOTS:
+        raise bad_request(
+            f"The range spans {len(appends):,} appends, more than the {MAX_APPEND_SNAPSHOTS:,} "
+            "an incremental scan may; narrow it."
+        )
+    found: list[_AppendedTask] = []
+    for snapshot in appends:
+        added = _added_paths(table, snapshot)
+        scan = table.scan(
+            filter_expr, snapshot_id=snapshot.snapshot_id, case_sensitive=case_sensitive
+        )
+        found += [_AppendedTask(t.data_file) for t in scan.plan().tasks if t.file_path in added]
+    return found
+
+
+def _added_paths(table: Table, snapshot: Snapshot) -> frozenset[str]:
+    """Data files ``snapshot`` itself ADDED (from the manifests it wrote)."""
+    from icecore.manifest import ManifestContent, ManifestEntryStatus
+    from icecore.manifest_arrow import read_manifest
+
+    metadata = table.metadata
+    schema = metadata.schema_by_id(snapshot.schema_id) if snapshot.schema_id is not None else None
+    schema = schema or metadata.current_schema()
+    added: set[str] = set()
+    for manifest in table.manifests(snapshot):
+        if manifest.added_snapshot_id != snapshot.snapshot_id:
+            continue
+        if manifest.content is ManifestContent.DELETES:
+            continue
+        spec = metadata.spec_by_id(manifest.partition_spec_id)
+        if spec is None:
+            raise NotFound(f"Partition spec {manifest.partition_spec_id} is not defined.")
+        for entry in read_manifest(table.io, manifest, schema, spec, metadata.format_version):
+            if (
+                entry.snapshot_id == snapshot.snapshot_id
+                and entry.status is ManifestEntryStatus.ADDED
+            ):
+                added.add(entry.data_file.file_path)
+    return frozenset(added)
+
+
 class PlanningRoutes:
     """The 4 scan-planning routes over a :class:`~icecore.server.app.CatalogService`."""
 
@@ -275,9 +361,13 @@ class PlanningRoutes:
         unknown = sorted(str(k) for k in body if k not in _REQUEST_FIELDS)
         if unknown:
             raise bad_request(f"A plan request has no field {unknown[0][:80]!r}.")
-        if body.get("start-snapshot-id") is not None or body.get("end-snapshot-id") is not None:
-            raise bad_request("Incremental scans (start-snapshot-id) are not served yet.")
         snapshot_id = _optional_int(body, "snapshot-id")
+        start = _optional_int(body, "start-snapshot-id")
+        end = _optional_int(body, "end-snapshot-id")
+        if start is not None and end is None:
+            raise bad_request("'start-snapshot-id' needs an 'end-snapshot-id'.")
+        if end is not None and snapshot_id is not None:
+            raise bad_request("Give 'snapshot-id' or an incremental range, not both.")
         _optional_int(body, "min-rows-requested")
         case_sensitive = _flag(body, "case-sensitive", True)
         _flag(body, "use-snapshot-schema", False)
@@ -288,7 +378,7 @@ class PlanningRoutes:
         except NotFound:
             raise no_such_table(identifier) from None
         try:
-            scan = table.scan(snapshot_id=snapshot_id, case_sensitive=case_sensitive)
+            scan = table.scan(snapshot_id=snapshot_id or end, case_sensitive=case_sensitive)
         except NotFound as e:
             raise bad_request(str(e)) from None
         schema = scan.schema
@@ -309,8 +399,10 @@ class PlanningRoutes:
                 f"Column {name} is masked for you on {identifier}, so its statistics are not "
                 "served; ask for the statistics of other columns."
             )
-        plan = scan.plan()
-        tasks = plan.tasks
+        if end is not None:
+            tasks: Sequence[Any] = appended_tasks(table, start, end, filter_expr, case_sensitive)
+        else:
+            tasks = scan.plan().tasks
         if len(tasks) > MAX_PLAN_FILES:
             raise bad_request(
                 f"The plan has {len(tasks):,} data files, more than the {MAX_PLAN_FILES:,} a "

@@ -174,6 +174,7 @@ def test_stats_fields_and_partition_values_are_the_spec_json(server: RestServer)
         ({"snapshot-id": "1"}, 400, "BadRequestException"),
         ({"case-sensitive": "yes"}, 400, "BadRequestException"),
         ({"start-snapshot-id": 1, "end-snapshot-id": 2}, 400, "BadRequestException"),
+        ({"start-snapshot-id": 1}, 400, "BadRequestException"),
         ({"unknown": 1}, 400, "BadRequestException"),
         ([1, 2], 400, "BadRequestException"),
     ],

@@ -139,3 +139,58 @@ def test_served_plans_are_icecore_plans_and_read_the_same_rows(
     served_scan = remote_table.scan(**kwargs)
     assert served_scan._should_use_server_side_planning()
     assert arrow_rows(served_scan.to_arrow()) == arrow_rows(expected)
+
+
+def _java_appends(spark: Any, table: str, start: int | None, end: int, flt: str) -> set[str]:
+    """Iceberg Java's incremental append scan: the data files it plans."""
+    jvm = spark.sparkContext._jvm
+    name = f"icecore.demo.{table}"
+    java_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession, name
+    )
+    scan = java_table.newIncrementalAppendScan().toSnapshot(end)
+    if start is not None:
+        scan = scan.fromSnapshotExclusive(start)
+    if flt:
+        converter = jvm.org.apache.spark.sql.execution.datasources.SparkExpressionConverter
+        spark_expr = converter.collectResolvedSparkExpression(spark._jsparkSession, name, flt)
+        scan = scan.filter(converter.convertToIcebergExpression(spark_expr))
+    found: set[str] = set()
+    tasks = scan.planFiles()
+    iterator = tasks.iterator()
+    while iterator.hasNext():
+        task = iterator.next()
+        assert task.deletes().size() == 0
+        found.add(str(task.file().location()))
+    tasks.close()
+    return found
+
+
+@pytest.mark.parametrize("flt", ["", "trip_id < 2000000", "payment_type IN ('cash', 'dispute')"])
+def test_incremental_append_scans_plan_what_java_plans(
+    spark: Any, demo_warehouse: Path, served: RestServer, flt: str
+) -> None:
+    direct = icecore.load_table(f"{demo_warehouse}::demo.trips")
+    metadata = direct.metadata
+    chain = []
+    current = metadata.snapshot_by_id(metadata.current_snapshot_id)
+    while current is not None:
+        chain.append(current.snapshot_id)
+        parent = current.parent_snapshot_id
+        current = metadata.snapshot_by_id(parent) if parent is not None else None
+    chain.reverse()
+    assert len(chain) >= 3
+    row_filter = _pyiceberg_filter(flt)
+    for start, end in [
+        (None, chain[-1]),
+        (chain[0], chain[-1]),
+        (chain[1], chain[len(chain) // 2]),
+    ]:
+        request = PlanTableScanRequest(
+            start_snapshot_id=start,
+            end_snapshot_id=end,
+            filter=None if row_filter == AlwaysTrue() else row_filter,
+        )
+        served_files = _served_plan(served, "trips", request)
+        assert all(not deletes for deletes in served_files.values())
+        assert set(served_files) == _java_appends(spark, "trips", start, end, flt)
