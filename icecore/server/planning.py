@@ -135,20 +135,29 @@ def _bound_map(values: Mapping[int, bytes] | None, ids: frozenset[int]) -> dict[
     return {"keys": keys, "values": [_hex(values[k]) for k in keys]} if keys else None
 
 
+def partition_layout(spec: PartitionSpec | None, schema: Schema) -> list[tuple[int, int, Any]]:
+    """``(partition field id, source column id, result type)`` of each field of ``spec``."""
+    if spec is None:
+        return []
+    types = {p.field_id: p.field_type for p in spec.partition_type(schema).fields}
+    return [(f.field_id, f.source_id, types[f.field_id]) for f in spec.fields]
+
+
 def content_file_json(
     f: DataFile,
-    spec: PartitionSpec | None,
-    schema: Schema,
+    layout: Sequence[tuple[int, int, Any]],
     stats_ids: frozenset[int],
     hidden: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
-    """The spec's ``ContentFile`` JSON (``DataFile``, ``PositionDeleteFile``, ...) of ``f``."""
+    """The spec's ``ContentFile`` JSON (``DataFile``, ``PositionDeleteFile``, ...) of ``f``.
+
+    ``layout``: :func:`partition_layout` of the file's spec; ``hidden``: masked column ids,
+    whose partition values are served as null.
+    """
     partition: list[Any] = []
-    if spec is not None:
-        types = {p.field_id: p.field_type for p in spec.partition_type(schema).fields}
-        for field in spec.fields:
-            value = None if field.source_id in hidden else f.partition.get(field.field_id)
-            partition.append(to_json(types[field.field_id], value) if value is not None else None)
+    for field_id, source_id, field_type in layout:
+        value = None if source_id in hidden else f.partition.get(field_id)
+        partition.append(to_json(field_type, value) if value is not None else None)
     out: dict[str, Any] = {
         "content": _CONTENT[DataFileContent(f.content)],
         "file-path": f.file_path,
@@ -200,20 +209,26 @@ def scan_tasks_json(
     """
     deletes: list[dict[str, Any]] = []
     index: dict[str, int] = {}
+    layouts: dict[int, list[tuple[int, int, Any]]] = {}
+
+    def layout(spec_id: int) -> list[tuple[int, int, Any]]:
+        found = layouts.get(spec_id)
+        if found is None:
+            found = layouts[spec_id] = partition_layout(specs.get(spec_id), schema)
+        return found
+
     file_tasks: list[dict[str, Any]] = []
     for task in tasks:
         data = task.data_file
         entry: dict[str, Any] = {
-            "data-file": content_file_json(data, specs.get(data.spec_id), schema, stats, hidden)
+            "data-file": content_file_json(data, layout(data.spec_id), stats, hidden)
         }
         refs = []
         for d in task.delete_files:
             at = index.get(d.file_path)
             if at is None:
                 at = index[d.file_path] = len(deletes)
-                deletes.append(
-                    content_file_json(d, specs.get(d.spec_id), schema, frozenset(), hidden)
-                )
+                deletes.append(content_file_json(d, layout(d.spec_id), frozenset(), hidden))
             refs.append(at)
         if refs:
             entry["delete-file-references"] = refs
@@ -511,4 +526,10 @@ def _columns(schema: Schema, names: Any, what: str, case_sensitive: bool) -> lis
     return ids
 
 
-__all__ = ["PlanningRoutes", "content_file_json", "scan_tasks_json"]
+__all__ = [
+    "PlanningRoutes",
+    "appended_tasks",
+    "content_file_json",
+    "partition_layout",
+    "scan_tasks_json",
+]

@@ -30,6 +30,7 @@ from pyiceberg.expressions.parser import parse
 import icecore
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.sql import SqlCatalog, SqlCatalogAdmin, create_sqlite_catalog
+from icecore.errors import FilterError
 from icecore.expressions.json_expr import decode_literals, expression_from_json
 from tests.icecore.scan.test_planner import FILTERS, REFS
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
@@ -121,7 +122,17 @@ def test_served_plans_are_icecore_plans_and_read_the_same_rows(
     expr = expression_from_json(request.model_dump(by_alias=True, mode="json").get("filter"))
     scan = direct.scan(snapshot_id=snapshot_id, case_sensitive=True)
     expr = decode_literals(expr, scan.schema, True)
-    plan = direct.scan(expr, snapshot_id=snapshot_id, case_sensitive=True).plan()
+    try:
+        plan = direct.scan(expr, snapshot_id=snapshot_id, case_sensitive=True).plan()
+    except FilterError:
+        # A column the snapshot's schema lacks (renamed since): Icecore binds to the
+        # snapshot's schema, as Spark's VERSION AS OF does, and the server answers 400.
+        body = request.model_dump_json(by_alias=True, exclude_none=True)
+        url = f"{served.url}/v1/namespaces/demo/tables/{table}/plan"
+        answer = requests.post(url, data=body, timeout=120)
+        assert answer.status_code == 400
+        assert "not in the table's schema" in answer.json()["error"]["message"]
+        return
     ours = {t.file_path: {d.file_path for d in t.delete_files} for t in plan.tasks}
     assert _served_plan(served, table, request) == ours
 
