@@ -23,6 +23,7 @@ from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringT
 
 from icecore.catalog.plan_store import PLAN_FILE, task_key
 from icecore.catalog.sql import SqlCatalog
+from icecore.server.errors import RestError
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
 from tests.oracle import arrow_rows
 
@@ -312,3 +313,22 @@ def test_a_folder_catalog_keeps_plans_in_a_file_beside_its_tables(tmp_path: Path
     finally:
         stop_server(one)
         stop_server(two)
+
+
+def test_a_plan_with_more_files_than_the_bound_is_refused(
+    server: RestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icecore.server import planning
+    from icecore.server.app import Call, CatalogService
+
+    monkeypatch.setattr(planning, "MAX_PLAN_FILES", 5)
+    routes = planning.PlanningRoutes(CatalogService(SqlCatalog(server.catalog_db)))
+    call = Call({"namespace": "pl", "table": "t"}, {}, {})
+    with pytest.raises(RestError) as refused:
+        routes.plan_table_scan(call)
+    assert refused.value.code == 400 and "6 data files" in refused.value.message
+    narrowed = Call({"namespace": "pl", "table": "t"}, {}, {"filter": FILTER_ID_BELOW_20})
+    assert routes.plan_table_scan(narrowed)["status"] == "completed"
+
+
+FILTER_ID_BELOW_20 = {"type": "lt", "term": "id", "value": 20}

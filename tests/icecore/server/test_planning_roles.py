@@ -61,3 +61,21 @@ def test_a_masked_column_is_neither_filtered_on_nor_its_statistics_served(
     assert routes.plan_table_scan(_call(ANA, "customers", {"stats-fields": ["id"]}))
     # Unmasked on orders, the same requests are served.
     assert routes.plan_table_scan(_call(ANA, "orders", on_email))["status"] == "completed"
+
+
+def test_a_principal_keeps_a_bounded_number_of_plans(
+    service: CatalogService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icecore.server import planning
+
+    monkeypatch.setattr(planning, "PLANS_PER_PRINCIPAL", 2)
+    routes = PlanningRoutes(service)
+    ids = [routes.plan_table_scan(_call(VIC, "orders", {}))["plan-id"] for _ in range(3)]
+    with pytest.raises(RestError) as forgotten:
+        routes.fetch_planning_result(_call(VIC, "orders", plan_id=ids[0]))
+    assert forgotten.value.code == 404
+    for kept in ids[1:]:
+        assert routes.fetch_planning_result(_call(VIC, "orders", plan_id=kept))["plan-id"] == kept
+    # Another principal's plans do not count against VIC's.
+    routes.plan_table_scan(_call(ANA, "orders", {}))
+    assert routes.fetch_planning_result(_call(VIC, "orders", plan_id=ids[2]))
