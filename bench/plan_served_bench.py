@@ -93,7 +93,7 @@ def _rss_mib(pid: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--table", required=True, help="table folder or metadata.json")
+    parser.add_argument("--table", help="table folder or metadata.json")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--filters", default="none", help="of bench.plan_bench: none,sel,...")
     parser.add_argument("--record", default=None, help="append the report to this file")
@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child(*args.child)
         return 0
+    if not args.table:
+        parser.error("--table is required")
     chosen = {n: f for n, f in filters().items() if n in args.filters.split(",")}
     with tempfile.TemporaryDirectory(prefix="plan-served-bench-") as work:
         db, identifier = register(args.table, Path(work))

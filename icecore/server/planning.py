@@ -195,6 +195,19 @@ def content_file_json(
     return out
 
 
+def _complete(task: Any) -> DataFile:
+    """The task's data file with every field, built once.
+
+    A planned task's ``data_file`` is a view that decodes the manifest again for each field
+    it does not keep (:class:`icecore.scan.task.PlannedDataFile`); the JSON reads a dozen,
+    so the complete file is asked of the task's source once, as the view itself does.
+    """
+    source = getattr(task, "_source", None)
+    if source is not None:
+        return source.data_file(task._position)  # type: ignore[no-any-return]
+    return task.data_file  # type: ignore[no-any-return]
+
+
 def scan_tasks_json(
     tasks: Sequence[Any],
     specs: Mapping[int, PartitionSpec],
@@ -219,7 +232,7 @@ def scan_tasks_json(
 
     file_tasks: list[dict[str, Any]] = []
     for task in tasks:
-        data = task.data_file
+        data = _complete(task)
         entry: dict[str, Any] = {
             "data-file": content_file_json(data, layout(data.spec_id), stats, hidden)
         }
