@@ -79,6 +79,7 @@ from icecore.server.errors import (
     plain_text,
 )
 from icecore.server.locations import ServedLocations
+from icecore.server.planning import PlanningRoutes
 from icecore.server.principals import ANONYMOUS, Authenticator, TokenVerifier
 from icecore.server.vend import DELEGATION_HEADER, wants_vended
 from icecore.server.views import ViewRoutes
@@ -126,7 +127,8 @@ class Endpoint:
     @property
     def spec_name(self) -> str:
         """How ``GET /v1/config`` lists it (``{prefix}`` in the spec's spelling)."""
-        return f"{self.method} {self.path.replace('/v1/', '/v1/{prefix}/', 1)}"
+        path = self.path.replace("/v1/", "/v1/{prefix}/", 1).replace("{plan_id}", "{plan-id}")
+        return f"{self.method} {path}"
 
 
 def namespace_of(text: str) -> tuple[str, ...]:
@@ -414,6 +416,7 @@ class CatalogService:
                 advertised=supports_transactions(self.catalog),
             ),
             *ViewRoutes(self).endpoints(),
+            *PlanningRoutes(self).endpoints(),
         ]
 
     # Namespaces ----------------------------------------------------------------------------
