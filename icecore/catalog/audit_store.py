@@ -64,7 +64,7 @@ from icecore.audit import (
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.guarded import GuardedCatalog, change_summary
-from icecore.catalog.sql import SqlCatalog, first_line
+from icecore.catalog.sql import SqlCatalog, create_own_table, first_line
 from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable, IcecoreError, ValidationError
 from icecore.io import FileIO, normalize_path
@@ -126,16 +126,14 @@ class SqlAuditLog:
             f"sql_catalog VARCHAR(255) NOT NULL, {columns})"
         )
         try:
-            with closing(cat._connect()) as conn:
-                conn.execute(ddl)
+            create_own_table(
+                cat._connect, cat._driver_errors(), cat._table_names, AUDIT_TABLE, [ddl]
+            )
         except cat._driver_errors() as e:
-            # Two first writers at once: PostgreSQL may refuse the second CREATE even with
-            # IF NOT EXISTS (a unique violation in its catalog); the table is there then.
-            if AUDIT_TABLE not in cat._table_names():
-                raise AuditLogUnavailable(
-                    f"Cannot create the audit log table {AUDIT_TABLE} in {cat.where} "
-                    f"({first_line(e)}); the change was not made."
-                ) from e
+            raise AuditLogUnavailable(
+                f"Cannot create the audit log table {AUDIT_TABLE} in {cat.where} "
+                f"({first_line(e)}); the change was not made."
+            ) from e
         self._ready = True
 
     def append(self, event: AuditEvent) -> None:

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from icecore.catalog.base import Catalog
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.guarded import GuardedCatalog
-from icecore.catalog.sql import SqlCatalog, first_line
+from icecore.catalog.sql import SqlCatalog, create_own_table, first_line
 from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable
 from icecore.io import normalize_path
@@ -153,13 +153,9 @@ class SqlPlanStore:
             "NOT NULL, payload TEXT NOT NULL, PRIMARY KEY (sql_catalog, record_key))"
         )
         try:
-            if PLAN_TABLE not in self._table_names():
-                with closing(self._connect()) as conn:
-                    conn.execute(ddl)
+            create_own_table(self._connect, self._errors, self._table_names, PLAN_TABLE, [ddl])
         except self._errors as e:
-            # Two first writers at once: PostgreSQL may refuse the second CREATE.
-            if PLAN_TABLE not in self._table_names():
-                raise self._failed(e) from e
+            raise self._failed(e) from e
         self._ready = True
 
     def put(self, records: list[PlanRecord]) -> None:

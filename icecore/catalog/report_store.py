@@ -46,7 +46,7 @@ from typing import Any, Literal, Protocol
 from icecore.catalog.base import Catalog
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.guarded import GuardedCatalog
-from icecore.catalog.sql import SqlCatalog, first_line
+from icecore.catalog.sql import SqlCatalog, create_own_table, first_line
 from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable, ValidationError
 from icecore.io import normalize_path
@@ -389,17 +389,13 @@ class SqlReportStore:
             f"ON {REPORTS_TABLE} (sql_catalog, table_name, seq)",
         )
         try:
-            with closing(cat._connect()) as conn:
-                for statement in statements:
-                    conn.execute(statement)
+            create_own_table(
+                cat._connect, cat._driver_errors(), cat._table_names, REPORTS_TABLE, statements
+            )
         except cat._driver_errors() as e:
-            # Two first writers at once: PostgreSQL may refuse the second CREATE even with
-            # IF NOT EXISTS (a unique violation in its catalog); the table is there then.
-            if REPORTS_TABLE not in cat._table_names():
-                raise ReportsUnavailable(
-                    f"Cannot create the reports table {REPORTS_TABLE} in {cat.where} "
-                    f"({first_line(e)})."
-                ) from e
+            raise ReportsUnavailable(
+                f"Cannot create the reports table {REPORTS_TABLE} in {cat.where} ({first_line(e)})."
+            ) from e
         self._ready = True
 
     def append(self, report: KeptReport) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,6 +105,31 @@ def first_line(error: BaseException) -> str:
     """A driver error's first line: messages stay one sentence (PostgreSQL adds a LINE/caret)."""
     lines = str(error).strip().splitlines()
     return lines[0].strip().rstrip(".") if lines else type(error).__name__
+
+
+def create_own_table(
+    connect: Callable[[], Any],
+    errors: tuple[type[Exception], ...],
+    table_names: Callable[[], set[str]],
+    table: str,
+    statements: Sequence[str],
+) -> None:
+    """Create one of Icecore's own tables (audit log, reports, scan plans) in a catalog's database.
+
+    ``statements`` are ``CREATE ... IF NOT EXISTS``. Two first writers at once: PostgreSQL
+    may refuse the second CREATE even then (a unique violation in its catalog); the table is
+    there, and that is success.
+
+    Raises:
+        the driver's error (one of ``errors``) when the table is still missing.
+    """
+    try:
+        with closing(connect()) as conn:
+            for statement in statements:
+                conn.execute(statement)
+    except errors:
+        if table not in table_names():
+            raise
 
 
 def sqlite_jdbc_properties(path: str | Path, warehouse: str | Path) -> dict[str, str]:
