@@ -48,6 +48,7 @@ from icecore.table_data import TableData
 from icecore.version import __version__
 
 if TYPE_CHECKING:
+    from icecore.catalog.report_store import KeptReport
     from icecore.inspect.kinds import MetadataTable
     from icecore.refs.manage import ManageSnapshots
     from icecore.scan.planner import Plan
@@ -505,18 +506,23 @@ def cmd_workload(args: argparse.Namespace) -> dict[str, Any]:
     Reads the table's catalog's report store (:mod:`icecore.catalog.report_store`), where
     ``serve-rest`` keeps every ``ScanReport`` and ``CommitReport`` posted to ``/metrics``.
     """
-    from icecore.catalog.report_store import report_store_for
     from icecore.workload import workload
 
     table = load_table(args.table)
+    return workload(_kept_reports(table, args.table, args.since))
+
+
+def _kept_reports(table: Table, name: str, since: str | None) -> list[KeptReport]:
+    """The reports serve-rest kept for ``table`` (since ``since``), read from its catalog."""
+    from icecore.catalog.report_store import report_store_for
+
     store = report_store_for(table.catalog) if table.catalog is not None else None  # type: ignore[arg-type]
     if store is None:
         raise ValidationError(
-            f"The catalog of {args.table} keeps no metrics reports Icecore can read: they are "
+            f"The catalog of {name} keeps no metrics reports Icecore can read: they are "
             "kept by serve-rest in a SQL catalog's database or beside a local warehouse folder."
         )
-    since = parse_timestamp_ms(args.since) if args.since else None
-    found = workload(store.read(str(table.identifier), since))
+    found = store.read(str(table.identifier), parse_timestamp_ms(since) if since else None)
     skipped = getattr(store, "skipped", 0)
     if skipped:
         print(f"note: {skipped:,} unreadable reports were skipped.", file=sys.stderr)
@@ -566,15 +572,26 @@ def cmd_evolve(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_whatif(args: argparse.Namespace) -> dict[str, Any]:
     """Files and bytes each filter would read after a rewrite into a proposed layout."""
-    from icecore.whatif import proposed_layout, what_if
+    from icecore.whatif import proposed_layout, recorded_filters, what_if
 
     if not (args.spec_change or args.sort_change):
         raise ValidationError("Nothing proposed: give --spec-change or --sort-change.")
-    if not args.filter:
-        raise ValidationError("No filter to estimate: give --filter SQL (repeatable).")
     table = load_table(args.table)
     layout = proposed_layout(table, args.spec_change, args.sort_change)
-    return what_if(table, layout, args.filter).to_dict()
+    filters: list[Any] = list(args.filter)
+    masked = 0
+    if args.since is not None or not filters:
+        recorded, masked = recorded_filters(
+            _kept_reports(table, args.table, args.since), layout.schema
+        )
+        filters.extend(recorded)
+    if not filters:
+        raise ValidationError(
+            "No filter to estimate: give --filter SQL (repeatable), or plan scans through "
+            "serve-rest first (engines' own reports mask their filters' values; "
+            f"{masked:,} such scans were seen)."
+        )
+    return {**what_if(table, layout, filters).to_dict(), "masked_scans_not_estimated": masked}
 
 
 def _committed_json(
@@ -967,6 +984,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_layout_changes(wif)
     wif.add_argument(
         "--filter", action="append", default=[], metavar="SQL", help="a scan filter (repeatable)"
+    )
+    wif.add_argument(
+        "--since",
+        metavar="ISO8601",
+        help="also the filters of the plans serve-rest served since then (without --filter: "
+        "all it kept)",
     )
     wif.set_defaults(run=cmd_whatif)
     _add_ref_parser(sub, table_help)

@@ -33,6 +33,7 @@ measures it against Spark's real rewrites of copies of a table.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Iterator, Sequence
@@ -43,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 
 from icecore.compute import pc
-from icecore.errors import ValidationError
+from icecore.errors import FilterError, Unsupported, ValidationError
 from icecore.expressions.evaluator import row_evaluator
 from icecore.expressions.metrics_eval import metrics_evaluator
 from icecore.expressions.projection import inclusive_projection
@@ -67,6 +68,8 @@ from icecore.types import (
 from icecore.values import to_bytes, whole_number
 
 if TYPE_CHECKING:
+    from icecore.catalog.report_store import KeptReport
+    from icecore.expressions.model import Expression
     from icecore.metadata import TableMetadata
     from icecore.scan.planner import Plan
     from icecore.table import Table
@@ -175,10 +178,47 @@ def layout_of(metadata: TableMetadata) -> Layout:
     )
 
 
+def recorded_filters(
+    reports: Sequence[KeptReport], schema: Schema, *, limit: int = MAX_FILTERS
+) -> tuple[list[Expression], int]:
+    """The distinct filters of plans serve-rest served (newest first); engine scans not used.
+
+    Only a served plan's report (:data:`~icecore.catalog.report_store.SERVED_PLAN_KEY`)
+    carries the filter's values: Iceberg Java masks every literal of its own ScanReports
+    (``(3-digit-int)``, ``(timestamp)``, ``(hash-...)``), which keeps the filter's shape
+    and the columns it reads (the Workload page groups by them) but not what it selects,
+    so those scans are counted, not estimated. Full-table scans read everything under any
+    layout and are left out.
+    """
+    from icecore.catalog.report_store import SERVED_PLAN_KEY
+    from icecore.expressions.json_expr import decode_literals, expression_from_json
+
+    found: dict[str, Expression] = {}
+    masked = 0
+    for kept in sorted(reports, key=lambda k: -k.time_ms):
+        report = kept.report
+        if report.get("report-type") != "scan-report":
+            continue
+        node = report.get("filter", True)
+        if node is True or node == {"type": "true"} or node == "true":
+            continue
+        if (report.get("metadata") or {}).get(SERVED_PLAN_KEY) != "true":
+            masked += 1
+            continue
+        key = json.dumps(node, sort_keys=True)
+        if key in found or len(found) >= limit:
+            continue
+        try:
+            found[key] = decode_literals(expression_from_json(node), schema, False)
+        except (FilterError, Unsupported):
+            continue  # a column since dropped or renamed: nothing to estimate
+    return list(found.values()), masked
+
+
 def what_if(
     table: Table,
     layout: Layout,
-    filters: Sequence[str],
+    filters: Sequence[str | Expression],
     *,
     sample_rows: int = SAMPLE_ROWS,
     case_sensitive: bool = False,
@@ -204,8 +244,9 @@ def what_if(
     ratio = _compression(plan, chosen)
     files = list(_rewrite(sample, groups, group_specs, layout, weight, bytes_per_row, ratio))
     judged = []
-    for text, b in zip(filters, bound, strict=True):
-        planned = table.scan(text, case_sensitive=case_sensitive).plan()
+    for given, b in zip(filters, bound, strict=True):
+        text = given if isinstance(given, str) else str(b.filter)
+        planned = table.scan(given, case_sensitive=case_sensitive).plan()
         now = list(planned.tasks)
         in_partition = row_evaluator(
             inclusive_projection(schema, layout.spec, case_sensitive)(b.pruning)

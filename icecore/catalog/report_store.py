@@ -91,6 +91,11 @@ class Retention:
         return now_ms - int(self.max_age.total_seconds() * 1000)
 
 
+SERVED_PLAN_KEY = "icecore.served-plan"
+"""Metadata key of a ScanReport the server wrote for a plan it served itself: its filter
+carries the client's literals, where engines' own reports mask them."""
+
+
 @dataclass(frozen=True, slots=True)
 class KeptReport:
     """One report as kept.

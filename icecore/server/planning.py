@@ -41,6 +41,7 @@ the snapshot's own schema whatever ``use-snapshot-schema`` says.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import time
@@ -52,6 +53,12 @@ from starlette.responses import Response
 
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.plan_store import PlanRecord, PlanStore, plan_key, plan_store_for, task_key
+from icecore.catalog.report_store import (
+    SERVED_PLAN_KEY,
+    KeptReport,
+    ReportsUnavailable,
+    validate_report,
+)
 from icecore.errors import FilterError, Forbidden, InvalidMetadata, NotFound, Unsupported
 from icecore.expressions.json_expr import decode_literals, expression_from_json
 from icecore.manifest import DataFile, DataFileContent
@@ -62,9 +69,13 @@ from icecore.schema import Schema
 from icecore.server.errors import RestError, bad_request, no_such_table
 from icecore.table_data import access_of
 from icecore.values import to_json
+from icecore.version import __version__
+
+log = logging.getLogger("icecore.server")
 
 if TYPE_CHECKING:
     from icecore.metadata import Snapshot
+    from icecore.scan.planner import Plan
     from icecore.server.app import Call, CatalogService, Endpoint
     from icecore.table import Table
 
@@ -436,17 +447,94 @@ class PlanningRoutes:
                 f"Column {name} is masked for you on {identifier}, so its statistics are not "
                 "served; ask for the statistics of other columns."
             )
+        began = time.perf_counter_ns()
+        plan = None
         if end is not None:
             tasks: Sequence[Any] = appended_tasks(table, start, end, filter_expr, case_sensitive)
         else:
-            tasks = scan.plan().tasks
+            plan = scan.plan()
+            tasks = plan.tasks
         if len(tasks) > MAX_PLAN_FILES:
             raise bad_request(
                 f"The plan has {len(tasks):,} data files, more than the {MAX_PLAN_FILES:,} a "
                 "served plan may have; narrow the filter."
             )
         specs = table.metadata.specs_by_id()
-        return self._keep(call, identifier, tasks, specs, schema, stats, hidden)
+        result = self._keep(call, identifier, tasks, specs, schema, stats, hidden)
+        if plan is not None:
+            self._report(call, identifier, body, plan, schema, time.perf_counter_ns() - began)
+        return result
+
+    def _report(
+        self,
+        call: Call,
+        identifier: TableIdentifier,
+        body: Mapping[str, Any],
+        plan: Plan,
+        schema: Schema,
+        planning_ns: int,
+    ) -> None:
+        """Keep a served plan as a ScanReport, its filter with the values the client sent.
+
+        Engines' own reports mask their filters' literals (Java's ``(3-digit-int)``); a plan
+        this server made knows them, so the workload (DESIGN.md "Workload") and ``icecore
+        whatif --since`` can use its filter as it was. Marked by the ``icecore.served-plan``
+        metadata key; a store that cannot be written is logged, as for ``/metrics``.
+        """
+        reports = self.service.reports
+        snapshot_id = plan.report.snapshot_id
+        if reports is None or snapshot_id is None:
+            return
+        counted = plan.report
+        selected = body.get("select")
+        names = (
+            [str(n) for n in selected if isinstance(n, str)]
+            if isinstance(selected, list)
+            else [f.name for f in schema.fields]
+        )
+        ids = [i for i in (schema.find_id_by_name(n, False) for n in names) if i is not None]
+
+        def counter(value: int) -> dict[str, Any]:
+            return {"unit": "count", "value": int(value)}
+
+        report = {
+            "report-type": "scan-report",
+            "table-name": str(identifier),
+            "snapshot-id": snapshot_id,
+            "filter": body.get("filter", True),
+            "schema-id": int(schema.schema_id),
+            "projected-field-ids": ids,
+            "projected-field-names": names[: len(ids)],
+            "metrics": {
+                "total-planning-duration": {
+                    "count": 1,
+                    "time-unit": "nanoseconds",
+                    "total-duration": int(planning_ns),
+                },
+                "result-data-files": counter(len(plan.tasks)),
+                "result-delete-files": counter(len(plan.delete_files)),
+                "total-data-manifests": counter(counted.data_manifests),
+                "skipped-data-manifests": counter(counted.data_manifests_pruned),
+                "skipped-data-files": counter(counted.data_files - counted.data_files_planned),
+                "total-file-size-in-bytes": counter(sum(t.file_size_in_bytes for t in plan.tasks)),
+            },
+            "metadata": {
+                "engine-name": "icecore",
+                "engine-version": __version__,
+                SERVED_PLAN_KEY: "true",
+            },
+        }
+        principal = call.principal
+        kept = KeptReport(
+            time_ms=time.time_ns() // 1_000_000,
+            table=str(identifier),
+            principal=None if principal.source == "anonymous" else principal.display,
+            report=validate_report(report),
+        )
+        try:
+            reports.append(kept)
+        except ReportsUnavailable as e:
+            log.warning("%s", e)
 
     def _keep(
         self,

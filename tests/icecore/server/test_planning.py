@@ -332,3 +332,41 @@ def test_a_plan_with_more_files_than_the_bound_is_refused(
 
 
 FILTER_ID_BELOW_20 = {"type": "lt", "term": "id", "value": 20}
+
+
+def test_a_served_plan_is_kept_with_its_values_and_whatif_estimates_it(
+    server: RestServer,
+) -> None:
+    """The workload keeps a served plan's filter as sent (engines' own reports mask it).
+
+    ``icecore whatif`` estimates exactly those filters, and counts the masked ones apart.
+    """
+    from icecore.catalog.report_store import report_store_for
+    from icecore.whatif import proposed_layout, recorded_filters, what_if
+    from icecore.workload import workload
+
+    flt = {"type": "lt", "term": "id", "value": 21}
+    answer = _plan(server, {"filter": flt})
+    assert answer.status_code == 200, answer.text
+    direct = SqlCatalog(server.catalog_db)
+    planned = direct.load_table("pl.t").scan(filter="id < 21").plan()
+    kept = [
+        k
+        for k in report_store_for(direct).read("pl.t")  # type: ignore[union-attr]
+        if k.report.get("filter") == flt
+    ]
+    assert kept, "the served plan was not kept"
+    report = kept[-1].report
+    assert report["metrics"]["result-data-files"]["value"] == len(planned.tasks)
+    assert report["metadata"]["engine-name"] == "icecore"
+    scans = workload(kept)["scans"]
+    assert "21" in scans[-1]["filter"] and "21" not in scans[-1]["filter_group"]
+    masked = {**kept[-1].report, "metadata": {"engine-name": "spark"}}
+    engine_scan = type(kept[-1])(kept[-1].time_ms, "pl.t", None, masked)
+    table = direct.load_table("pl.t")
+    layout = proposed_layout(table, (), ("asc id",))
+    found, not_used = recorded_filters([*kept, engine_scan], layout.schema)
+    assert len(found) == 1 and not_used == 1
+    (estimate,) = what_if(table, layout, found).estimates
+    assert estimate.files_now == len(planned.tasks)
+    assert estimate.files_after >= 1
