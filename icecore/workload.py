@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from icecore.catalog.report_store import KeptReport
+from icecore.catalog.report_store import PLAN_ID_KEY, KeptReport
 from icecore.transforms.bucket import hash_string
 
 _TIME_UNITS_MS = {
@@ -245,6 +245,7 @@ def scan_entry(kept: KeptReport) -> dict[str, Any]:
         "total_file_size_in_bytes": counter(metrics, "total-file-size-in-bytes"),
         "planning_ms": timer_ms(metrics, "total-planning-duration"),
         "full_scan": is_full_scan(report.get("filter")),
+        "plan_id": (report.get("metadata") or {}).get(PLAN_ID_KEY),
     }
 
 

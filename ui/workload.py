@@ -10,16 +10,23 @@ table (any role), as the Activity page does for the audit log.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from icecore.access import Role
 from icecore.catalog import TableIdentifier
 from icecore.catalog.guarded import GuardedCatalog
-from icecore.catalog.report_store import KeptReport, report_store_for
-from icecore.errors import ValidationError
+from icecore.catalog.report_store import PLAN_ID_KEY, KeptReport, report_store_for
+from icecore.errors import FilterError, Unsupported, ValidationError
+from icecore.expressions.json_expr import decode_literals, expression_from_json
+from icecore.scan.context import bind_filter
 from icecore.workload import catalog_summary, workload
+
+if TYPE_CHECKING:
+    from icecore.table import Table
 
 SINCE_CHOICES: dict[str, dt.timedelta | None] = {
     "Any time": None,
@@ -95,3 +102,37 @@ def scans_over_time(scans: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {"hour": h, "engine": e, "principal": p, "scans": n}
         for (h, e, p), n in sorted(counts.items())
     ]
+
+
+PLAN_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
+"""What a plan id from a link may be (the server makes them with ``secrets.token_urlsafe``)."""
+
+
+def served_plan_link(catalog: str, table: str, plan_id: str) -> str:
+    """Scan preview of a served plan: its filter and snapshot, with the pruning explained."""
+    return "Scan_preview?" + urlencode({"catalog": catalog, "table": table, "plan": plan_id})
+
+
+def served_plan(catalog: GuardedCatalog, table: Table, plan_id: str) -> tuple[str, int] | None:
+    """The filter (as SQL the Scan preview reads) and snapshot of a plan serve-rest served.
+
+    Found in the table's kept reports (a served plan is kept as a ScanReport naming its plan
+    id); None for an id that is not one, or not of this table. The id comes from a link:
+    allow-listed before use, compared, never used as a path or query text.
+    """
+    if not PLAN_ID.fullmatch(plan_id):
+        return None
+    name = str(table.identifier)
+    for kept in reversed(visible_reports(catalog, name).reports):
+        meta = kept.report.get("metadata") or {}
+        if meta.get(PLAN_ID_KEY) != plan_id or kept.table != name:
+            continue
+        schema = table.metadata.current_schema()
+        node = kept.report.get("filter", True)
+        try:
+            expr = decode_literals(expression_from_json(node), schema, False)
+            text = str(bind_filter(schema, expr, False).filter)
+        except (FilterError, Unsupported):
+            return None
+        return ("" if text == "true" else text), int(kept.report["snapshot-id"])
+    return None

@@ -94,6 +94,9 @@ class Retention:
 SERVED_PLAN_KEY = "icecore.served-plan"
 """Metadata key of a ScanReport the server wrote for a plan it served itself: its filter
 carries the client's literals, where engines' own reports mask them."""
+PLAN_ID_KEY = "icecore.plan-id"
+"""Metadata key of a served plan's report: the plan id the server answered (a link to the
+plan's pruning explanation in the app names it)."""
 
 
 @dataclass(frozen=True, slots=True)

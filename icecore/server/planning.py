@@ -54,6 +54,7 @@ from starlette.responses import Response
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.plan_store import PlanRecord, PlanStore, plan_key, plan_store_for, task_key
 from icecore.catalog.report_store import (
+    PLAN_ID_KEY,
     SERVED_PLAN_KEY,
     KeptReport,
     ReportsUnavailable,
@@ -462,7 +463,8 @@ class PlanningRoutes:
         specs = table.metadata.specs_by_id()
         result = self._keep(call, identifier, tasks, specs, schema, stats, hidden)
         if plan is not None:
-            self._report(call, identifier, body, plan, schema, time.perf_counter_ns() - began)
+            elapsed = time.perf_counter_ns() - began
+            self._report(call, identifier, body, plan, schema, elapsed, str(result["plan-id"]))
         return result
 
     def _report(
@@ -473,6 +475,7 @@ class PlanningRoutes:
         plan: Plan,
         schema: Schema,
         planning_ns: int,
+        plan_id: str,
     ) -> None:
         """Keep a served plan as a ScanReport, its filter with the values the client sent.
 
@@ -522,6 +525,7 @@ class PlanningRoutes:
                 "engine-name": "icecore",
                 "engine-version": __version__,
                 SERVED_PLAN_KEY: "true",
+                PLAN_ID_KEY: plan_id,
             },
         }
         principal = call.principal

@@ -12,6 +12,7 @@ import copy
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote_plus
 
 import pytest
 
@@ -101,3 +102,46 @@ def test_a_catalog_without_reports_says_so(tmp_path: Path, monkeypatch: pytest.M
     at = open_app(app.WORKLOAD.file)
     no_problems(at)
     assert "No reports yet" in at.info[0].value
+
+
+def test_a_served_plan_opens_in_scan_preview_with_its_filter_and_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan id in a link: Scan preview explains the plan serve-rest served (its values).
+
+    An id that is not one (or is hostile) is a warning, and nothing is set.
+    """
+    from icecore.catalog.report_store import PLAN_ID_KEY, SERVED_PLAN_KEY
+    from tests.ui.rows_table import NAME, write_rows_table
+
+    root = tmp_path / "wh"
+    write_rows_table(root, tmp_path / "scratch")
+    catalog = FilesystemCatalog(str(root))
+    snapshot = catalog.load_table(NAME).metadata.current_snapshot()
+    assert snapshot is not None
+    flt = {
+        "type": "and",
+        "left": {"type": "gt", "term": "id", "value": 1},
+        "right": {"type": "eq", "term": "city", "value": "a'b"},
+    }
+    report = scan(1, 1, 10, flt)
+    report["snapshot-id"] = snapshot.snapshot_id
+    report["table-name"] = NAME
+    report["metadata"] = {"engine-name": "icecore", SERVED_PLAN_KEY: "true", PLAN_ID_KEY: "p_1-x"}
+    store = report_store_for(catalog)
+    assert store is not None
+    store.append(KeptReport(time.time_ns() // 1_000_000, NAME, None, report))
+    monkeypatch.setenv("ICECORE_CATALOG", str(root))
+    page = open_app(app.WORKLOAD.file, catalog=str(root), table=NAME)
+    no_problems(page)
+    served = next(df.value for df in page.dataframe if "open" in df.value.columns)
+    link = f"Scan_preview?catalog={quote_plus(str(root))}&table={NAME}&plan=p_1-x"
+    assert list(served["open"]) == [link]
+    at = open_app(app.SCAN_PREVIEW.file, catalog=str(root), table=NAME, plan="p_1-x")
+    no_problems(at)
+    assert at.text_input(key="scan_filter").value == "(id > 1 AND city = 'a\\'b')"
+    assert at.query_params["snapshot"] == str(snapshot.snapshot_id)
+    for hostile in ("nope", "../../etc/passwd", "x" * 500):
+        at = open_app(app.SCAN_PREVIEW.file, catalog=str(root), table=NAME, plan=hostile)
+        assert any("No plan served" in w.value for w in at.warning)
+        assert at.text_input(key="scan_filter").value == ""

@@ -92,6 +92,32 @@ st.dataframe(found["columns"], hide_index=True)
 st.subheader("Full-table scans")
 st.dataframe(found["full_scans"], hide_index=True)
 
+served = [s for s in reversed(scans) if s.get("plan_id")]
+if served:
+    st.subheader("Plans served by Icecore")
+    st.caption(
+        "Scans planned by this server (REST scan planning): their filters keep their values. "
+        "Open one to see what it pruned, and why, in Scan preview."
+    )
+    st.dataframe(
+        [
+            {
+                "time": s["time"],
+                "principal": s["principal"],
+                "filter": s["filter"],
+                "files planned": s["result_data_files"],
+                "files skipped": s["skipped_data_files"],
+                "planning ms": s["planning_ms"],
+                "open": workload.served_plan_link(context.catalog, table, str(s["plan_id"])),
+            }
+            for s in served
+        ],
+        hide_index=True,
+        column_config={
+            "open": st.column_config.LinkColumn("explain", display_text="pruning →"),
+        },
+    )
+
 st.subheader("Scans")
 st.dataframe(list(reversed(scans)), hide_index=True)
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from icecore.describe import quote_name
 from icecore.errors import FilterError, IcecoreError
-from ui import data, figures
+from ui import data, figures, identity, workload
 from ui.app import SQL
 from ui.shell import (
     TABLE_COLUMNS,
@@ -19,6 +21,7 @@ from ui.shell import (
     require_point,
     require_table,
     set_filter,
+    set_selection,
     show_error,
     stop,
 )
@@ -30,6 +33,27 @@ MAX_LIMIT = 100_000
 context = bootstrap("Scan preview")
 table, snapshot = require_table(context)
 selection = context.selection
+served = st.query_params.get("plan")
+if served:  # a plan serve-rest served (a Workload page link): its filter and snapshot
+    del st.query_params["plan"]
+    try:
+        catalog = identity.guarded(data.open_catalog(context.catalog), context.catalog)
+        found = workload.served_plan(catalog, table, served)
+    except IcecoreError as error:
+        show_error(error)
+        found = None
+    if found is None:
+        st.warning(
+            "No plan served by Icecore's REST server with that id is kept for this table "
+            "(served plans are kept with the table's scan reports).",
+            icon=":material/search_off:",
+        )
+    else:
+        text, snapshot_id = found
+        set_selection(
+            replace(selection, filter=text or None, snapshot=str(snapshot_id), ref=None, as_of=None)
+        )
+        st.rerun()
 location = table.metadata_location
 point = require_point(context)
 
