@@ -90,7 +90,7 @@ class PlanStore(Protocol):
     """Keeps plan records where every server process of a catalog reads them."""
 
     def put(self, records: list[PlanRecord]) -> None:
-        """Keep ``records`` (one transaction), after deleting every expired record."""
+        """Keep ``records`` in one transaction (replacing a key's record), expired ones gone."""
         ...
 
     def get(self, key: str) -> PlanRecord | None:
@@ -159,8 +159,12 @@ class SqlPlanStore:
         self._ready = True
 
     def put(self, records: list[PlanRecord]) -> None:
-        """Delete the expired records, then INSERT ``records`` in one transaction."""
+        """Drop the expired records, then replace ``records`` (DELETE + INSERT) in one go.
+
+        A submitted plan's record becomes its completed or failed one.
+        """
         self._create()
+        replace = self._sql(f"DELETE FROM {PLAN_TABLE} WHERE sql_catalog = ? AND record_key = ?")
         insert = self._sql(
             f"INSERT INTO {PLAN_TABLE} (record_key, sql_catalog, plan_id, table_name, principal, "
             "expires_at, payload) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -174,6 +178,7 @@ class SqlPlanStore:
                 conn.execute("BEGIN")
                 try:
                     for r in records:
+                        conn.execute(replace, (self.scope, r.key))
                         conn.execute(
                             insert,
                             (

@@ -44,6 +44,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,12 +82,13 @@ if TYPE_CHECKING:
     from icecore.table import Table
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, *, zero: bool = False) -> int:
+    """A positive integer setting (``zero``: 0 allowed too); anything else is the default."""
     try:
         value = int(os.environ.get(name, default))
     except ValueError:
         return default
-    return value if value > 0 else default
+    return value if value > 0 or (zero and value == 0) else default
 
 
 PAGE_FILES = _env_int("ICECORE_PLAN_PAGE_FILES", 1000)
@@ -100,6 +102,26 @@ PLANS_PER_PRINCIPAL = _env_int("ICECORE_PLANS_PER_PRINCIPAL", 32)
 
 MAX_PLAN_FILES = _env_int("ICECORE_PLAN_MAX_FILES", 2_000_000)
 """Data files one served plan may have (400 beyond: narrow the filter)."""
+PLAN_WAIT_S = _env_int("ICECORE_PLAN_WAIT_S", 20, zero=True)
+"""How long planTableScan waits for a plan before answering ``submitted`` (it goes on)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A checked plan request: what planning it needs."""
+
+    identifier: TableIdentifier
+    body: Mapping[str, Any]
+    table: Table
+    scan: Any
+    schema: Schema
+    filter_expr: Any
+    case_sensitive: bool
+    start: int | None
+    end: int | None
+    stats: frozenset[int]
+    hidden: frozenset[int]
+
 
 _REQUEST_FIELDS = frozenset(
     {
@@ -402,7 +424,66 @@ class PlanningRoutes:
     # Handlers --------------------------------------------------------------------------------
 
     def plan_table_scan(self, call: Call) -> Any:
-        """``POST .../plan``: plan now; ``completed`` with the tasks or with plan tasks."""
+        """``POST .../plan``: ``completed`` (tasks or plan tasks), or ``submitted`` if long.
+
+        The request is checked here (its 400s and 403s answered at once); the plan is then made
+        on a thread of its own, waited for up to :data:`PLAN_WAIT_S`. A plan done by then is
+        answered ``completed``; a longer one ``submitted`` (the spec's ``AsyncPlanningResult``)
+        and goes on: ``fetchPlanningResult`` answers ``submitted`` until it is kept, then the
+        completed plan (or ``failed`` with the error). Its record is written first, so another
+        ``serve-rest`` process over the same catalog answers the same. A plan cancelled (or
+        expired) while it was being made is dropped when it ends. The principal's oldest
+        plans beyond :data:`PLANS_PER_PRINCIPAL` are forgotten when a new one is submitted.
+        """
+        prepared = self._prepare(call)
+        who, name = self._who(call), str(prepared.identifier)
+        live = self.store.live_plans(who)
+        for old, _ in live[: max(0, len(live) - PLANS_PER_PRINCIPAL + 1)]:
+            self.store.drop_plan(old)
+        plan_id = secrets.token_urlsafe(24)
+        submitted = {"status": "submitted", "plan-id": plan_id}
+        self.store.put(
+            [PlanRecord(plan_key(plan_id), plan_id, name, who, time.time() + PLAN_TTL_S, submitted)]
+        )
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                outcome["result"] = self._make(call, prepared, plan_id)
+            except BaseException as e:  # noqa: BLE001 - kept as the plan's failure, below
+                outcome["error"] = e
+                self._failed(plan_id, name, who, e)
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="icecore-plan", daemon=True).start()
+        if PLAN_WAIT_S <= 0 or not done.wait(PLAN_WAIT_S):  # 0: every plan is submitted
+            return submitted
+        if "error" in outcome:
+            self.store.drop_plan(plan_id)  # answered now: nothing to fetch later
+            raise outcome["error"]
+        return outcome["result"]
+
+    def _failed(self, plan_id: str, name: str, who: str, error: BaseException) -> None:
+        """Keep a background plan's failure for fetchPlanningResult (``FailedPlanningResult``)."""
+        if isinstance(error, RestError):
+            code, kind, message = error.code, error.type, error.message
+        elif isinstance(error, Forbidden):
+            code, kind, message = 403, "ForbiddenException", str(error)
+        else:
+            log.exception("A served plan failed", exc_info=error)
+            code, kind = 500, "InternalServerError"
+            message = "The plan failed unexpectedly; the error is in the server's log."
+        if self.store.get(plan_key(plan_id)) is None:
+            return  # cancelled or expired meanwhile
+        failed = {"status": "failed", "error": {"message": message, "type": kind, "code": code}}
+        self.store.put(
+            [PlanRecord(plan_key(plan_id), plan_id, name, who, time.time() + PLAN_TTL_S, failed)]
+        )
+
+    def _prepare(self, call: Call) -> _Prepared:
+        """A plan request, checked: every 400 and 403 it earns is raised here."""
         identifier = self._identifier(call)
         body = call.body if call.body is not None else {}
         if not isinstance(body, Mapping):
@@ -448,23 +529,32 @@ class PlanningRoutes:
                 f"Column {name} is masked for you on {identifier}, so its statistics are not "
                 "served; ask for the statistics of other columns."
             )
+        return _Prepared(
+            identifier, body, table, scan, schema, filter_expr, case_sensitive, start, end, stats,
+            hidden,
+        )  # fmt: skip
+
+    def _make(self, call: Call, p: _Prepared, plan_id: str) -> dict[str, Any]:
+        """Plan, keep the plan and its pages under ``plan_id``, and report it (see above)."""
         began = time.perf_counter_ns()
         plan = None
-        if end is not None:
-            tasks: Sequence[Any] = appended_tasks(table, start, end, filter_expr, case_sensitive)
+        if p.end is not None:
+            tasks: Sequence[Any] = appended_tasks(
+                p.table, p.start, p.end, p.filter_expr, p.case_sensitive
+            )
         else:
-            plan = scan.plan()
+            plan = p.scan.plan()
             tasks = plan.tasks
         if len(tasks) > MAX_PLAN_FILES:
             raise bad_request(
                 f"The plan has {len(tasks):,} data files, more than the {MAX_PLAN_FILES:,} a "
                 "served plan may have; narrow the filter."
             )
-        specs = table.metadata.specs_by_id()
-        result = self._keep(call, identifier, tasks, specs, schema, stats, hidden)
+        specs = p.table.metadata.specs_by_id()
+        result = self._keep(call, p.identifier, plan_id, tasks, specs, p.schema, p.stats, p.hidden)
         if plan is not None:
             elapsed = time.perf_counter_ns() - began
-            self._report(call, identifier, body, plan, schema, elapsed, str(result["plan-id"]))
+            self._report(call, p.identifier, p.body, plan, p.schema, elapsed, plan_id)
         return result
 
     def _report(
@@ -544,18 +634,15 @@ class PlanningRoutes:
         self,
         call: Call,
         identifier: TableIdentifier,
+        plan_id: str,
         tasks: Sequence[Any],
         specs: Mapping[int, PartitionSpec],
         schema: Schema,
         stats: frozenset[int],
         hidden: frozenset[int],
     ) -> dict[str, Any]:
-        """Keep the plan (and its pages), forget the principal's oldest beyond the cap."""
+        """Keep the plan (and its pages) under its submitted record (dropped if cancelled)."""
         who, name = self._who(call), str(identifier)
-        live = self.store.live_plans(who)
-        for old, _ in live[: max(0, len(live) - PLANS_PER_PRINCIPAL + 1)]:
-            self.store.drop_plan(old)
-        plan_id = secrets.token_urlsafe(24)
         expires = time.time() + PLAN_TTL_S
         result: dict[str, Any] = {"status": "completed", "plan-id": plan_id}
         if len(tasks) <= PAGE_FILES:
@@ -571,15 +658,24 @@ class PlanningRoutes:
                 self.store.put([PlanRecord(task_key(token), plan_id, name, who, expires, page)])
                 tokens.append(token)
             result["plan-tasks"] = tokens
+        if self.store.get(plan_key(plan_id)) is None:  # cancelled (or expired) meanwhile
+            self.store.drop_plan(plan_id)
+            return {"status": "cancelled"}
         self.store.put([PlanRecord(plan_key(plan_id), plan_id, name, who, expires, result)])
         return result
 
     def fetch_planning_result(self, call: Call) -> Any:
-        """``GET .../plan/{plan-id}``: the completed plan again, while it lives."""
+        """``GET .../plan/{plan-id}``: ``submitted`` while it is made, then the plan.
+
+        As ``FetchPlanningResult``: ``submitted`` alone (``EmptyPlanningResult``), a failed
+        plan with its error, a completed plan as it was answered, while it lives.
+        """
         identifier = self._identifier(call)
         record = self._record(call, identifier, plan_key(call.params["plan_id"][:200]))
         if record is None:
             raise no_such_plan_id()
+        if record.payload.get("status") == "submitted":
+            return {"status": "submitted"}
         return record.payload
 
     def cancel_planning(self, call: Call) -> Any:

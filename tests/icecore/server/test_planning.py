@@ -370,3 +370,59 @@ def test_a_served_plan_is_kept_with_its_values_and_whatif_estimates_it(
     (estimate,) = what_if(table, layout, found).estimates
     assert estimate.files_now == len(planned.tasks)
     assert estimate.files_after >= 1
+
+
+def test_a_long_plan_is_submitted_then_fetched_completed_or_failed(tmp_path: Path) -> None:
+    """``ICECORE_PLAN_WAIT_S=0``: every plan answers ``submitted`` and is polled to the end.
+
+    A completed plan pages through its tasks as an at-once one does; a plan over the file
+    bound ends ``failed`` with the 400 it would have been answered; one cancelled while it
+    is made is gone.
+    """
+    s = start_server(
+        tmp_path / "warehouse",
+        env={
+            "ICECORE_PLAN_WAIT_S": "0",
+            "ICECORE_PLAN_PAGE_FILES": "2",
+            "ICECORE_PLAN_MAX_FILES": "3",
+        },
+    )
+    try:
+        peer = RestCatalog("peer", uri=s.url)
+        peer.create_namespace("pl")
+        table = peer.create_table("pl.t", Schema(NestedField(1, "id", LongType(), required=False)))
+        for i in range(3):
+            table.append(pa.table({"id": pa.array([i], pa.int64())}))
+
+        def poll(plan_id: str) -> dict[str, Any]:
+            url = s.url + PLAN.format("t") + "/" + plan_id
+            for _ in range(600):
+                answer = requests.get(url, timeout=30)
+                assert answer.status_code == 200, answer.text
+                if answer.json()["status"] != "submitted":
+                    return answer.json()
+                assert answer.json() == {"status": "submitted"}
+                time.sleep(0.05)
+            raise AssertionError("the plan never ended")
+
+        first = _plan(s, {"filter": {"type": "lt", "term": "id", "value": 2}})
+        assert first.status_code == 200 and first.json()["status"] == "submitted", first.text
+        done = poll(first.json()["plan-id"])
+        assert done["status"] == "completed"
+        files = [t["data-file"]["file-path"] for t in done.get("file-scan-tasks", [])]
+        for token in done.get("plan-tasks", []):
+            page = requests.post(s.url + TASKS.format("t"), json={"plan-task": token}, timeout=30)
+            files += [t["data-file"]["file-path"] for t in page.json()["file-scan-tasks"]]
+        direct = SqlCatalog(s.catalog_db).load_table("pl.t")
+        assert sorted(files) == sorted(t.file_path for t in direct.scan("id < 2").plan().tasks)
+        table.append(pa.table({"id": pa.array([9], pa.int64())}))  # 4 files: over the bound
+        big = _plan(s, {}).json()
+        failed = poll(big["plan-id"])
+        assert failed["status"] == "failed"
+        assert failed["error"]["code"] == 400 and "more than the 3" in failed["error"]["message"]
+        gone = _plan(s, {}).json()
+        url = s.url + PLAN.format("t") + "/" + gone["plan-id"]
+        assert requests.delete(url, timeout=30).status_code == 204
+        assert requests.get(url, timeout=30).status_code == 404
+    finally:
+        stop_server(s)
