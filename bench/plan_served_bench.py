@@ -64,7 +64,15 @@ def measure(tool: str, db: str, url: str, identifier: str, flt: str) -> dict[str
     base = f"{url}/v1/namespaces/{namespace}/tables/{name}"
     body = {"filter": expression_to_json(parse_filter(flt))} if flt else {}
     result = _post(base + "/plan", body)
-    files, requests_made = len(result.get("file-scan-tasks", [])), 1
+    requests_made = 1
+    while result.get("status") == "submitted":  # a long plan: polled, as Java's client does
+        time.sleep(0.2)
+        with urllib.request.urlopen(f"{base}/plan/{result['plan-id']}", timeout=60) as answer:
+            result = {**json.loads(answer.read()), "plan-id": result["plan-id"]}
+        requests_made += 1
+    if result.get("status") != "completed":
+        raise RuntimeError(f"the served plan ended {result.get('status')}: {result}")
+    files = len(result.get("file-scan-tasks", []))
     pending = list(result.get("plan-tasks", []))
     while pending:
         page = _post(base + "/tasks", {"plan-task": pending.pop()})
