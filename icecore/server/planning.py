@@ -41,6 +41,7 @@ the snapshot's own schema whatever ``use-snapshot-schema`` says.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -55,8 +56,10 @@ from starlette.responses import Response
 from icecore.catalog.base import TableIdentifier
 from icecore.catalog.plan_store import PlanRecord, PlanStore, plan_key, plan_store_for, task_key
 from icecore.catalog.report_store import (
+    MAX_REPORT_BYTES,
     PLAN_ID_KEY,
     SERVED_PLAN_KEY,
+    InvalidReport,
     KeptReport,
     ReportsUnavailable,
     validate_report,
@@ -619,14 +622,20 @@ class PlanningRoutes:
             },
         }
         principal = call.principal
-        kept = KeptReport(
-            time_ms=time.time_ns() // 1_000_000,
-            table=str(identifier),
-            principal=None if principal.source == "anonymous" else principal.display,
-            report=validate_report(report),
-        )
         try:
+            # Kept as /metrics keeps what clients post: a filter deeper or bigger than a
+            # report may be (a plan request allows more) is not kept; the plan stands.
+            if len(json.dumps(report, separators=(",", ":"))) > MAX_REPORT_BYTES:
+                raise InvalidReport(f"the report is over {MAX_REPORT_BYTES:,} bytes")
+            kept = KeptReport(
+                time_ms=time.time_ns() // 1_000_000,
+                table=str(identifier),
+                principal=None if principal.source == "anonymous" else principal.display,
+                report=validate_report(report),
+            )
             reports.append(kept)
+        except InvalidReport as e:
+            log.info("A served plan of %s is not kept as a report: %s.", identifier, e)
         except ReportsUnavailable as e:
             log.warning("%s", e)
 

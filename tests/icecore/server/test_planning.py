@@ -426,3 +426,21 @@ def test_a_long_plan_is_submitted_then_fetched_completed_or_failed(tmp_path: Pat
         assert requests.get(url, timeout=30).status_code == 404
     finally:
         stop_server(s)
+
+
+def test_a_plan_whose_filter_is_too_big_to_report_is_planned_and_not_kept(
+    server: RestServer,
+) -> None:
+    """A plan request may be deeper and bigger than a /metrics report: planned all the same."""
+    from icecore.catalog.report_store import report_store_for
+
+    deep: dict[str, Any] = {"type": "lt", "term": "id", "value": 21}
+    for _ in range(40):  # 80 levels: past a report's 64, within a plan's 100
+        deep = {"type": "not", "child": {"type": "not", "child": deep}}
+    answer = _plan(server, {"filter": deep})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "completed"
+    big = {"type": "in", "term": "id", "values": list(range(20_000))}
+    assert _plan(server, {"filter": big}).status_code == 200
+    kept = report_store_for(SqlCatalog(server.catalog_db)).read("pl.t")  # type: ignore[union-attr]
+    assert all(k.report.get("filter") not in (deep, big) for k in kept)
