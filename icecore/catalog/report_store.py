@@ -91,6 +91,8 @@ class Retention:
         return now_ms - int(self.max_age.total_seconds() * 1000)
 
 
+RESERVED_PREFIX = "icecore."
+"""Report metadata keys only the server writes (a client's report carrying one is a 400)."""
 SERVED_PLAN_KEY = "icecore.served-plan"
 """Metadata key of a ScanReport the server wrote for a plan it served itself: its filter
 carries the client's literals, where engines' own reports mask them."""

@@ -42,6 +42,7 @@ from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.guarded import GuardedCatalog, commit_all, guard
 from icecore.catalog.report_store import (
     MAX_REPORT_BYTES,
+    RESERVED_PREFIX,
     InvalidReport,
     KeptReport,
     ReportStore,
@@ -870,6 +871,11 @@ class CatalogService:
             report = validate_report(call.body)
         except InvalidReport as e:
             raise bad_request(str(e)) from None
+        if any(str(k).startswith(RESERVED_PREFIX) for k in report.get("metadata") or {}):
+            # Only this server marks the plans it served (their filters are trusted as such).
+            raise bad_request(
+                f"Report metadata keys starting with {RESERVED_PREFIX!r} are Icecore's own."
+            )
         if self.reports is not None:
             principal = call.principal
             kept = KeptReport(

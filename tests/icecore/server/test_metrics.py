@@ -115,3 +115,12 @@ def test_two_servers_over_one_postgres_catalog_keep_one_store(
             stop_server(server)
     found = SqlReportStore(catalog).read("m.t")
     assert [r.report["schema-id"] for r in found] == list(range(6))
+
+
+def test_a_client_cannot_pose_as_a_plan_icecore_served(server: RestServer) -> None:
+    """``icecore.*`` metadata marks the server's own served plans: a client's is a 400."""
+    forged = copy.deepcopy(SCAN)
+    forged["metadata"] = {"engine-name": "spark", "icecore.served-plan": "true"}
+    answer = _post(server.url, "t", forged)
+    assert answer.status_code == 400, answer.text
+    assert "icecore." in answer.json()["error"]["message"]
