@@ -140,12 +140,16 @@ if listed:
     def show(rows: list[dict[str, Any]], note: str | None) -> None:
         """The catalog table in ``slot`` (drawn again when the full rows are ready)."""
         shown = catalog_health.sort_rows(catalog_health.filter_rows(rows, needle), sort)
+        slot.empty()  # the quick rows' elements go before the full rows are drawn
         with slot.container():
             st.subheader(views.count_of(len(rows), "table"))
-            if note:
-                st.caption(note)
+            # The same elements each time (a caption, a message, the table): a redraw
+            # replaces them one for one, and leaves none of the quick draw behind.
+            st.caption(note or "Every table's manifests read: sizes, small files and scores.")
             if needle and not shown:
                 st.info("No table matches the filter.")
+            else:
+                st.empty()
             st.dataframe(shown, hide_index=True, width="stretch", **TABLE_LAYOUT)
 
     if not all(catalog_health.all_known(t) for c, t in catalogs if c not in skipped):
