@@ -19,7 +19,7 @@ import pytest
 
 import icecore
 from icecore.whatif import STATED_ERROR, proposed_layout, what_if
-from pipeline.spark import HADOOP_CATALOG, HADOOP_SUBDIR
+from tests.icecore.evolution.conftest import EvoCatalogs, register_catalogs
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -81,14 +81,20 @@ def _planned(table: Any, flt: str) -> tuple[int, int]:
     return len(tasks), sum(t.file_size_in_bytes for t in tasks)
 
 
+@pytest.fixture(scope="module")
+def cats(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> EvoCatalogs:
+    """A private Hadoop catalog: the shared fixture warehouse stays as the demo wrote it."""
+    return register_catalogs(spark, tmp_path_factory.mktemp("whatif"))
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_estimate_lands_within_its_stated_error_of_spark_rewrite(
-    spark: Any, demo_warehouse: Path, case: Case
+    spark: Any, cats: EvoCatalogs, case: Case
 ) -> None:
-    full = f"{HADOOP_CATALOG}.whatif.{case.name}"
-    root = demo_warehouse / HADOOP_SUBDIR
+    full = f"{cats.fs}.db.{case.name}"
+    root = cats.warehouse / "hadoop"
     _write(spark, full)
-    before = icecore.load_table(f"{root}::whatif.{case.name}")
+    before = icecore.load_table(f"{root}::db.{case.name}")
     estimate = what_if(
         before, proposed_layout(before, case.spec_changes, case.sort_changes), case.filters
     )
@@ -96,10 +102,10 @@ def test_estimate_lands_within_its_stated_error_of_spark_rewrite(
     for change in case.spark_changes:
         spark.sql(f"ALTER TABLE {full} {change}")
     spark.sql(
-        f"CALL {HADOOP_CATALOG}.system.rewrite_data_files(table => 'whatif.{case.name}', "
+        f"CALL {cats.fs}.system.rewrite_data_files(table => 'db.{case.name}', "
         f"strategy => '{case.strategy}', options => map('rewrite-all', 'true'))"
     )
-    after = icecore.load_table(f"{root}::whatif.{case.name}")
+    after = icecore.load_table(f"{root}::db.{case.name}")
     assert spark.sql(f"SELECT count(*) FROM {full}").collect()[0][0] == 120000
     all_files = len(list(after.scan().plan().tasks))
     report = []

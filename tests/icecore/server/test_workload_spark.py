@@ -15,6 +15,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
@@ -24,9 +25,27 @@ import pytest
 from icecore.workload import mask
 from tests.conftest import REPO
 from tests.icecore.server.conftest import RestServer, start_server, stop_server
-from tests.icecore.server.test_spark import CATALOG_NAME, _register
 
 TABLE = "wl.t"
+
+
+CATALOG_NAME = f"wl_{uuid.uuid4().hex[:8]}"
+"""The served catalog's name, this module's own: Spark keeps a catalog it loaded once, so a
+name another module registered (with another server's address) cannot be reused."""
+REST = f"served_{CATALOG_NAME}"
+
+
+def _register(spark: Any, server: RestServer) -> None:
+    """Spark's REST catalog on ``server`` and its JdbcCatalog on the same database."""
+    from pipeline.spark import jdbc_catalog_conf
+
+    spark.conf.set(f"spark.sql.catalog.{REST}", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set(f"spark.sql.catalog.{REST}.type", "rest")
+    spark.conf.set(f"spark.sql.catalog.{REST}.uri", server.url)
+    for key, value in jdbc_catalog_conf(
+        CATALOG_NAME, str(server.catalog_db), server.warehouse
+    ).items():
+        spark.conf.set(key, value)
 
 
 @pytest.fixture(scope="module")
@@ -62,22 +81,22 @@ def raw_reports(server: RestServer) -> list[dict[str, Any]]:
 @pytest.mark.spark
 def test_workload_lists_what_spark_reported(spark: Any, served: RestServer) -> None:
     _register(spark, served)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS served.wl")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {REST}.wl")
     spark.sql(
-        "CREATE TABLE served.wl.t (id BIGINT, name STRING, day DATE) USING iceberg "
+        f"CREATE TABLE {REST}.wl.t (id BIGINT, name STRING, day DATE) USING iceberg "
         "PARTITIONED BY (day) TBLPROPERTIES ('format-version'='2')"
     )
     spark.sql(
-        "INSERT INTO served.wl.t VALUES (1, 'a', DATE'2024-01-01'), (2, 'b', DATE'2024-01-02')"
+        f"INSERT INTO {REST}.wl.t VALUES (1, 'a', DATE'2024-01-01'), (2, 'b', DATE'2024-01-02')"
     )
-    spark.sql("INSERT INTO served.wl.t VALUES (150, 'c', DATE'2024-01-03')")
-    spark.sql("INSERT INTO served.wl.t VALUES (7, 'd', DATE'2024-01-01')")
+    spark.sql(f"INSERT INTO {REST}.wl.t VALUES (150, 'c', DATE'2024-01-03')")
+    spark.sql(f"INSERT INTO {REST}.wl.t VALUES (7, 'd', DATE'2024-01-01')")
 
     queries = {
-        "id": "SELECT name FROM served.wl.t WHERE id > 100",
-        "day": "SELECT id FROM served.wl.t WHERE day = DATE'2024-01-01'",
-        "all": "SELECT * FROM served.wl.t",
-        "name": "SELECT id FROM served.wl.t WHERE name = 'c'",
+        "id": f"SELECT name FROM {REST}.wl.t WHERE id > 100",
+        "day": f"SELECT id FROM {REST}.wl.t WHERE day = DATE'2024-01-01'",
+        "all": f"SELECT * FROM {REST}.wl.t",
+        "name": f"SELECT id FROM {REST}.wl.t WHERE name = 'c'",
     }
     got = {k: spark.sql(q).collect() for k, q in queries.items()}
     assert [r[0] for r in got["id"]] == ["c"] and len(got["all"]) == 4
