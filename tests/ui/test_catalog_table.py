@@ -101,3 +101,24 @@ def test_a_first_visit_shows_progress_and_a_second_one_none(
     told.clear()
     assert not open_app().exception
     assert told == []
+
+
+def test_the_page_shows_where_alerts_go_and_the_last_ones_sent(
+    warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icecore.catalog.alert_store import FileAlertStore, SentAlert
+
+    at = open_app()
+    assert not [e for e in at.expander if e.label.startswith("Alerts")]  # no [alerts]: nothing
+    config = tmp_path / "icecore.toml"
+    config.write_text('[alerts]\nwebhook = "https://hooks.example:8443/services/SECRET"\n')
+    monkeypatch.setenv("ICECORE_CONFIG", str(config))
+    alert = {"event": "score_below", "table": NAME, "score": 40, "threshold": 50}
+    FileAlertStore(warehouse).add(SentAlert(f"{NAME}|score_below|x", 1_700_000_000_000, alert))
+    at = open_app()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = [e.label for e in at.expander]
+    assert "Alerts go to https://hooks.example:8443" in labels
+    assert "SECRET" not in " ".join(labels)
+    shown = at.dataframe[-1].value
+    assert list(shown["table"]) == [NAME] and list(shown["about"]) == ["score 40 < 50"]
