@@ -112,7 +112,8 @@ def run_alerts(
 
     Returns the JSON ``icecore alerts`` prints: ``webhook`` (scheme and host only),
     ``dry_run``, ``sent`` (or ``would_send``), ``failed``, ``already_sent`` (a count) and
-    ``remembered`` (whether sent alerts are kept for this catalog).
+    ``remembered`` (whether what is sent now is kept for this catalog: not for an object
+    store or a REST catalog, nor when Icecore runs read-only; then each run sends again).
 
     Raises:
         ValidationError: sending was asked for and ``[alerts]`` names no webhook.
@@ -129,7 +130,7 @@ def run_alerts(
         "webhook": config.host,
         "dry_run": dry_run,
         "already_sent": len(events) - len(new),
-        "remembered": store is not None,
+        "remembered": store is not None and store.writable,
     }
     if dry_run:
         return {**out, "would_send": new}

@@ -61,6 +61,11 @@ class SentAlert:
 class AlertStore(Protocol):
     """Where a catalog's sent alerts are kept."""
 
+    @property
+    def writable(self) -> bool:
+        """Whether :meth:`add` records (False when Icecore runs read-only)."""
+        ...
+
     def keys(self) -> set[str]:
         """Every key sent (and still kept)."""
         ...
@@ -103,6 +108,11 @@ class SqlAlertStore:
     def __init__(self, catalog: SqlCatalog) -> None:
         self.catalog = catalog
         self._ready = False
+
+    @property
+    def writable(self) -> bool:
+        """Whether :meth:`add` records (the catalog is not open read-only)."""
+        return not self.catalog.read_only
 
     def _create(self) -> None:
         cat = self.catalog
@@ -197,6 +207,11 @@ class FileAlertStore:
     def __init__(self, root: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(root) / ALERTS_FILE
         self.read_only = read_only
+
+    @property
+    def writable(self) -> bool:
+        """Whether :meth:`add` records (Icecore does not run read-only)."""
+        return not self.read_only
 
     def _all(self) -> list[SentAlert]:
         try:

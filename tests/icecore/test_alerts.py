@@ -411,3 +411,17 @@ def test_sending_without_a_webhook_is_one_sentence(warehouse: Path) -> None:
 def test_the_config_keeps_the_raw_file_for_alerts(tmp_path: Path, listener: Listener) -> None:
     config = load_config(_config(tmp_path, listener.url, score_below=70))
     assert alert_config(config).score_below == 70
+
+
+def test_a_read_only_deployment_sends_but_remembers_nothing(
+    listener: Listener, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ICECORE_READ_ONLY", "1")
+    small = next(
+        r["score"] for r in catalog_health(load_catalog(str(warehouse))) if r["table"] == SMALL
+    )
+    config = parse_alerts({"webhook": listener.url, **FAST, "score_below": small + 1})
+    for _ in range(2):
+        out = run_alerts(load_catalog(str(warehouse)), config, catalog_name="wh")
+        assert len(out["sent"]) == 1 and out["remembered"] is False
+    assert len(listener.bodies) == 2 and not (warehouse / ALERTS_FILE).exists()
