@@ -425,3 +425,17 @@ def test_a_read_only_deployment_sends_but_remembers_nothing(
         out = run_alerts(load_catalog(str(warehouse)), config, catalog_name="wh")
         assert len(out["sent"]) == 1 and out["remembered"] is False
     assert len(listener.bodies) == 2 and not (warehouse / ALERTS_FILE).exists()
+
+
+def test_a_warehouse_file_keeps_the_newest_alerts_past_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icecore.catalog import alert_store
+    from icecore.catalog.alert_store import FileAlertStore, SentAlert
+
+    monkeypatch.setattr(alert_store, "MAX_KEPT", 10)
+    store = FileAlertStore(tmp_path)
+    for i in range(1, 13):
+        store.add(SentAlert(f"k{i}", i, {"event": "job_failed", "table": "db.t"}))
+    assert store.keys() == {f"k{i}" for i in range(3, 13)}  # the newest ten
+    assert [s.key for s in store.recent(2)] == ["k12", "k11"]
