@@ -14,6 +14,8 @@ regression's metric and starting snapshot, or the score's ten-point bucket (a sc
 keeps falling alerts again at each new bucket; one that stays alerts once). Alerts whose
 key the catalog's store (:mod:`icecore.catalog.alert_store`) holds are not sent again; an
 alert is recorded only once the webhook accepted it, so one that failed is sent next run.
+Once one alert fails (its retries and ``max_seconds`` spent), the run gives up on the rest
+(failed, sent next run): a dead hook costs one alert's bound, not one per alert.
 """
 
 from __future__ import annotations
@@ -138,11 +140,19 @@ def run_alerts(
     outcome: dict[int, bool] = {}
 
     def done(i: int) -> Callable[[bool], None]:
-        return lambda ok: outcome.__setitem__(i, ok)
+        def record(ok: bool) -> None:
+            outcome[i] = ok
+            if not ok:
+                # The hook is down or refuses: the rest would wait out their retries one
+                # after another; they end at once instead and go out on the next run.
+                sender.close()
+
+        return record
 
     for i, event in enumerate(new):
         sender.submit(event, done=done(i))
-    # Sent one after another, each within max_seconds: the run ends when the last one does.
+    # Sent one after another; after a failure the rest end at once (see done), so this
+    # waits for at most one alert's max_seconds beyond those the hook accepted.
     sender.flush(config.max_seconds * max(1, len(new)))
     sender.close()
     sent = [e for i, e in enumerate(new) if outcome.get(i)]

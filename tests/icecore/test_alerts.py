@@ -275,19 +275,19 @@ SMALL = "db.small"
 """A table of five one-row appends: five small files, so its score is lowered."""
 
 
-def _write_small(peer: Any, location: Path | None = None) -> Path:
-    """``db.small`` in the PyIceberg catalog ``peer``: five appends; its metadata file."""
+def _write_small(peer: Any, location: Path | None = None, name: str = SMALL) -> Path:
+    """``name`` in the PyIceberg catalog ``peer``: five one-row appends; its metadata file."""
     import pyarrow as pa
 
     rows = pa.table({"id": pa.array([1], pa.int64())})
     if "db" not in {n[0] for n in peer.list_namespaces()}:
         peer.create_namespace("db")
     table = peer.create_table(
-        SMALL, schema=rows.schema, **({"location": str(location)} if location else {})
+        name, schema=rows.schema, **({"location": str(location)} if location else {})
     )
     for _ in range(5):
         table.append(rows)
-    return Path(peer.load_table(SMALL).metadata_location.removeprefix("file://"))
+    return Path(peer.load_table(name).metadata_location.removeprefix("file://"))
 
 
 @pytest.fixture
@@ -439,3 +439,26 @@ def test_a_warehouse_file_keeps_the_newest_alerts_past_its_bound(
         store.add(SentAlert(f"k{i}", i, {"event": "job_failed", "table": "db.t"}))
     assert store.keys() == {f"k{i}" for i in range(3, 13)}  # the newest ten
     assert [s.key for s in store.recent(2)] == ["k12", "k11"]
+
+
+def test_after_one_alert_fails_a_run_gives_up_on_the_rest(tmp_path: Path) -> None:
+    from pyiceberg.catalog.sql import SqlCatalog as PeerCatalog
+
+    peer = PeerCatalog("p", uri=f"sqlite:///{tmp_path / 'p.db'}", warehouse=str(tmp_path))
+    for name in ("db.a", "db.b", "db.c"):
+        _write_small(peer, name=name)
+    uri = f"sqlite:///{tmp_path / 'p.db'}"
+    score = max(r["score"] for r in catalog_health(load_catalog(uri)))
+    listener = Listener([500] * 10)
+    try:
+        config = parse_alerts(
+            {"webhook": listener.url, **FAST, "retries": 0, "score_below": score + 1}
+        )
+        out = run_alerts(load_catalog(uri), config, catalog_name=uri)
+        assert out["sent"] == [] and len(out["failed"]) == 3
+        assert listener.attempts == 1  # the other two were not tried: the hook is failing
+        listener.script = []
+        again = run_alerts(load_catalog(uri), config, catalog_name=uri)
+        assert len(again["sent"]) == 3 and listener.wait("bodies", 3)  # sent on the next run
+    finally:
+        listener.close()
