@@ -126,13 +126,30 @@ def run_alerts(
         )
     store = store if store is not None else alert_store_for(catalog)
     events = evaluate(catalog, config, catalog_name=catalog_name, now_ms=now)
-    known = store.keys() if store is not None else set()
+    remembered = store is not None and store.writable
+    if dry_run or store is None:
+        return _send(events, set(), config, store, dry_run, remembered)
+    with store.run_lock():  # a second run waits, then finds what this one sent
+        return _send(events, store.keys(), config, store, dry_run, remembered)
+
+
+def _send(
+    events: list[dict[str, Any]],
+    known: set[str],
+    config: AlertConfig,
+    store: AlertStore | None,
+    dry_run: bool,
+    remembered: bool,
+) -> dict[str, Any]:
+    """Send the events whose key is not in ``known`` and record those the hook accepted."""
+    if dry_run and store is not None:
+        known = store.keys()
     new = [e for e in events if alert_key(e) not in known]
     out: dict[str, Any] = {
         "webhook": config.host,
         "dry_run": dry_run,
         "already_sent": len(events) - len(new),
-        "remembered": store is not None and store.writable,
+        "remembered": remembered,
     }
     if dry_run:
         return {**out, "would_send": new}

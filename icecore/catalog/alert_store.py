@@ -7,11 +7,14 @@ audit log and the metrics reports are (:mod:`icecore.catalog.report_store`):
 
 - a SQL catalog (SQLite or PostgreSQL): the table ``icecore_alerts`` in the catalog's own
   database, created by the first alert, rows keyed by the catalog's ``catalog_name``; each
-  alert one INSERT. A read-only catalog records nothing.
+  alert one INSERT. A read-only catalog records nothing. Runs are not serialized here yet:
+  two at once over one SQL catalog may both send a new alert.
 - a warehouse folder on a local file system: the JSON-lines file
   ``<warehouse>/icecore-alerts.jsonl`` (a file, never taken for a namespace), appended
   under an exclusive ``flock``; past :data:`MAX_KEPT` lines (by a tenth) the newest are
-  rewritten and swapped in. Read-only (``ICECORE_READ_ONLY``) writes nothing.
+  rewritten and swapped in. A run holds ``<warehouse>/icecore-alerts.lock`` from reading
+  the keys to recording, so two runs at once never send one alert twice. Read-only
+  (``ICECORE_READ_ONLY``) writes nothing.
 - an object-store warehouse or a REST catalog: None (nothing is remembered: every run sends
   what it finds; say ``--dry-run`` to look first).
 """
@@ -22,7 +25,8 @@ import datetime as dt
 import fcntl
 import json
 import os
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,6 +44,9 @@ ALERTS_TABLE = "icecore_alerts"
 
 ALERTS_FILE = "icecore-alerts.jsonl"
 """The sent alerts' file at a warehouse folder's root."""
+
+ALERTS_LOCK = "icecore-alerts.lock"
+"""Held (``flock``) by an ``icecore alerts`` run over a warehouse folder, start to end."""
 
 MAX_KEPT = 10_000
 """Sent alerts a warehouse file keeps (the newest); older keys may alert again."""
@@ -76,6 +83,10 @@ class AlertStore(Protocol):
 
     def recent(self, limit: int) -> list[SentAlert]:
         """The newest ``limit`` sent alerts, newest first."""
+        ...
+
+    def run_lock(self) -> AbstractContextManager[object]:
+        """Held by one run from reading the keys to recording what it sent."""
         ...
 
 
@@ -147,6 +158,10 @@ class SqlAlertStore:
             raise AlertLogUnavailable(
                 f"Cannot read the sent alerts in {cat.where} ({first_line(e)})."
             ) from e
+
+    def run_lock(self) -> AbstractContextManager[object]:
+        """Nothing yet: two runs at once over one SQL catalog may both send an alert."""
+        return nullcontext()
 
     def keys(self) -> set[str]:
         """Every key sent by this catalog."""
@@ -225,6 +240,30 @@ class FileAlertStore:
             data = handle.read()
         return [s for s in map(_parse, data.splitlines()) if s is not None]
 
+    @contextmanager
+    def run_lock(self) -> Iterator[object]:
+        """An exclusive ``flock`` on :data:`ALERTS_LOCK`, held for one run.
+
+        A second run waits for the first, then finds what it sent (none is sent twice).
+        Read-only: no lock (nothing is kept).
+
+        Raises:
+            AlertLogUnavailable: the lock file could not be opened.
+        """
+        if self.read_only:
+            yield None
+            return
+        where = self.path.with_name(ALERTS_LOCK)
+        try:
+            fd = os.open(where, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise AlertLogUnavailable(f"Cannot open {where} ({e.strerror or e}).") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield None
+        finally:
+            os.close(fd)
+
     def keys(self) -> set[str]:
         """Every key sent (and still kept)."""
         return {s.key for s in self._all()}
@@ -292,6 +331,7 @@ def alert_store_for(catalog: Catalog) -> AlertStore | None:
 
 __all__ = [
     "ALERTS_FILE",
+    "ALERTS_LOCK",
     "ALERTS_TABLE",
     "MAX_KEPT",
     "AlertLogUnavailable",

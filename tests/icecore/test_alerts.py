@@ -462,3 +462,23 @@ def test_after_one_alert_fails_a_run_gives_up_on_the_rest(tmp_path: Path) -> Non
         assert len(again["sent"]) == 3 and listener.wait("bodies", 3)  # sent on the next run
     finally:
         listener.close()
+
+
+@pytest.mark.slow
+def test_two_runs_at_once_over_a_warehouse_send_each_alert_once(
+    listener: Listener, warehouse: Path, tmp_path: Path
+) -> None:
+    small = next(
+        r["score"] for r in catalog_health(load_catalog(str(warehouse))) if r["table"] == SMALL
+    )
+    config = _config(tmp_path, listener.url, **FAST, score_below=small + 1)
+    env = {**os.environ, "ICECORE_CONFIG": str(config)}
+    command = [sys.executable, "-m", "icecore", "alerts", str(warehouse)]
+    runs = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for _ in range(2)
+    ]
+    outs = [json.loads(run.communicate(timeout=120)[0]) for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert sorted(len(out["sent"]) for out in outs) == [0, 1]
+    assert len(listener.bodies) == 1
