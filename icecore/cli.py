@@ -71,6 +71,19 @@ def cmd_tables(args: argparse.Namespace) -> list[dict[str, str]]:
     ]
 
 
+def cmd_alerts(args: argparse.Namespace) -> dict[str, Any]:
+    """Send ``[alerts]``'s webhook what is new in a catalog (:mod:`icecore.alert_rules`)."""
+    from icecore.alert_rules import run_alerts
+    from icecore.alerts import alert_config
+
+    return run_alerts(
+        load_catalog(args.catalog),
+        alert_config(),
+        catalog_name=args.catalog,
+        dry_run=args.dry_run,
+    )
+
+
 def cmd_views(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every view of a catalog: its current version id and SQL dialects (DESIGN.md "Views")."""
     from icecore.view_lineage import view_summary
@@ -873,6 +886,15 @@ def build_parser() -> argparse.ArgumentParser:
         "files; above it those are estimates from the snapshot summary (100000)",
     )
     health_cmd.set_defaults(run=cmd_health)
+    alerts_cmd = sub.add_parser(
+        "alerts",
+        help="send the webhook of [alerts] in icecore.toml each new low score and regression",
+    )
+    alerts_cmd.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI")
+    alerts_cmd.add_argument(
+        "--dry-run", action="store_true", help="print what would be sent; send nothing"
+    )
+    alerts_cmd.set_defaults(run=cmd_alerts)
     views = sub.add_parser("views", help="list a catalog's views")
     views.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI or a name")
     views.set_defaults(run=cmd_views)

@@ -72,6 +72,9 @@ class Config:
         path: the file read.
         read_only: ``read_only`` when the file sets it to a boolean, else None.
         catalogs: the named catalogs by name, in file order.
+        raw: the whole file as parsed, for the sections other modules read themselves
+            (``[alerts]``: :func:`icecore.alerts.alert_config`); never printed (it may hold
+            secrets).
     """
 
     path: Path
@@ -79,6 +82,7 @@ class Config:
     catalogs: Mapping[str, CatalogEntry] = field(default_factory=dict)
     auth: AuthConfig | None = None
     grants: tuple[Grant, ...] = ()
+    raw: Mapping[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def policy(self) -> Policy | None:
@@ -126,6 +130,7 @@ def load_config(path: Path | None = None) -> Config:
         catalogs=MappingProxyType(_catalogs(raw.get(CATALOGS, {}), where)),
         auth=parse_auth(raw.get("auth"), str(where)),
         grants=parse_grants(raw.get("grants"), str(where)),
+        raw=MappingProxyType(raw),
     )
 
 

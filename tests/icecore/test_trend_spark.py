@@ -22,10 +22,14 @@ from typing import Any
 import pytest
 
 import icecore
+from icecore.alert_rules import run_alerts
+from icecore.alerts import parse_alerts
+from icecore.catalog import load_catalog
 from icecore.cli import main as cli_main
 from icecore.retention import retention
 from icecore.trend import trend
 from tests.icecore.evolution.conftest import EvoCatalogs, register_catalogs
+from tests.icecore.test_alerts import Listener
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -235,6 +239,34 @@ def test_branch_trend_and_cli(story: Story, capsys: pytest.CaptureFixture[str]) 
         story.branch,
         story.compaction,
     }
+
+
+def test_a_small_files_regression_alerts_the_webhook_once_with_its_snapshot(
+    evo: EvoCatalogs, story: Story
+) -> None:
+    """Issue 34 deliver 6: ``icecore alerts`` sends the story's regressions to a listener."""
+    listener = Listener()
+    try:
+        config = parse_alerts({"webhook": listener.url, "backoff": 0.01, "score_below": 0})
+        catalog = str(evo.warehouse / "hadoop")
+        first = run_alerts(load_catalog(catalog), config, catalog_name=catalog)
+        mine = [e for e in first["sent"] if e["table"] == "db.story"]
+        assert {(e["what"], e["snapshot_id"]) for e in mine} == {
+            ("avg_added_file_bytes", story.streaming[0]),
+            ("manifests", story.streaming[0]),
+            ("delete_files", story.deletes[0]),
+        }
+        small = next(e for e in mine if e["what"] == "avg_added_file_bytes")
+        assert small["event"] == "regression" and small["operation"] == "append"
+        assert small["writer"]["spark.sql.streaming.queryId"] == story.query_id
+        assert small["after"] * 10 <= small["before"]
+        assert listener.wait("bodies", len(first["sent"]))
+        assert small in listener.bodies
+        again = run_alerts(load_catalog(catalog), config, catalog_name=catalog)
+        assert again["sent"] == [] and again["already_sent"] == len(first["sent"])
+        assert len(listener.bodies) == len(first["sent"])
+    finally:
+        listener.close()
 
 
 # Retention ---------------------------------------------------------------------------------

@@ -101,3 +101,49 @@ def test_a_first_visit_shows_progress_and_a_second_one_none(
     told.clear()
     assert not open_app().exception
     assert told == []
+
+
+def test_the_page_shows_where_alerts_go_and_the_last_ones_sent(
+    warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icecore.catalog.alert_store import FileAlertStore, SentAlert
+
+    at = open_app()
+    assert not [e for e in at.expander if e.label.startswith("Alerts")]  # no [alerts]: nothing
+    config = tmp_path / "icecore.toml"
+    config.write_text('[alerts]\nwebhook = "https://hooks.example:8443/services/SECRET"\n')
+    monkeypatch.setenv("ICECORE_CONFIG", str(config))
+    alert = {"event": "score_below", "table": NAME, "score": 40, "threshold": 50}
+    FileAlertStore(warehouse).add(SentAlert(f"{NAME}|score_below|x", 1_700_000_000_000, alert))
+    at = open_app()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = [e.label for e in at.expander]
+    assert "Alerts go to https://hooks.example:8443" in labels
+    assert "SECRET" not in " ".join(labels)
+    shown = at.dataframe[-1].value
+    assert list(shown["table"]) == [NAME] and list(shown["about"]) == ["score 40 < 50"]
+
+
+def test_a_principal_sees_only_the_alerts_of_tables_granted_to_it(
+    warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ui.identity
+    from icecore.access import Principal
+    from icecore.catalog.alert_store import FileAlertStore, SentAlert
+
+    config = tmp_path / "icecore.toml"
+    config.write_text(
+        '[alerts]\nwebhook = "https://hooks.example/x"\n\n'
+        '[[grants]]\ngroup = "g"\nrole = "viewer"\ntables = ["db.empty"]\n'
+    )
+    monkeypatch.setenv("ICECORE_CONFIG", str(config))
+    principal = Principal("g", name="g", groups=("g",), source="oidc")
+    monkeypatch.setattr(ui.identity, "current_principal", lambda: principal)
+    store = FileAlertStore(warehouse)
+    for i, table in enumerate((NAME, "db.empty")):
+        alert = {"event": "job_failed", "table": table, "job": "expire", "error": "Failed."}
+        store.add(SentAlert(f"{table}|job_failed|{i}", 1_700_000_000_000 + i, alert))
+    at = open_app()
+    assert not at.exception, [e.value for e in at.exception]
+    assert list(at.dataframe[0].value["table"]) == ["db.empty"]  # the grants hold
+    assert list(at.dataframe[-1].value["table"]) == ["db.empty"]

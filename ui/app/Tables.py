@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from icecore.errors import IcecoreError
-from ui import catalog_health, data, identity, views
+from ui import alerts, catalog_health, data, identity, views
 from ui.app import PAGES
 from ui.served import companions
 from ui.shell import bootstrap, show_error, stop
@@ -173,6 +173,13 @@ if listed:
                 st.text(data.metadata_location(*names[picked]))
             except IcecoreError as error:
                 show_error(error)
+    if (hook := alerts.webhook_host()) is not None:
+        with st.expander(f"Alerts go to {hook}"):
+            sent = [r for c, _ in catalogs for r in alerts.recent_alerts(c)]
+            if sent:
+                st.dataframe(sent, hide_index=True, width="stretch")
+            else:
+                st.caption("None sent yet: `icecore alerts CATALOG` sends what is new.")
 elif identity.policy() is not None:
     st.info("No table of this catalog is yours to see: your grants name none of them.")
 else:

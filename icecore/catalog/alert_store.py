@@ -1,0 +1,344 @@
+"""Which alerts a catalog has sent, so each is sent once (:mod:`icecore.alerts`).
+
+``icecore alerts`` evaluates every table on each run; an alert whose key (table, event and
+the snapshot or score bucket it is about, :func:`icecore.alert_rules.alert_key`) was sent
+before is not sent again. The sent alerts are kept where the catalog is, placed as the
+audit log and the metrics reports are (:mod:`icecore.catalog.report_store`):
+
+- a SQL catalog (SQLite or PostgreSQL): the table ``icecore_alerts`` in the catalog's own
+  database, created by the first alert, rows keyed by the catalog's ``catalog_name``; each
+  alert one INSERT. A read-only catalog records nothing. Runs are not serialized here yet:
+  two at once over one SQL catalog may both send a new alert.
+- a warehouse folder on a local file system: the JSON-lines file
+  ``<warehouse>/icecore-alerts.jsonl`` (a file, never taken for a namespace), appended
+  under an exclusive ``flock``; past :data:`MAX_KEPT` lines (by a tenth) the newest are
+  rewritten and swapped in. A run holds ``<warehouse>/icecore-alerts.lock`` from reading
+  the keys to recording, so two runs at once never send one alert twice. Read-only
+  (``ICECORE_READ_ONLY``) writes nothing.
+- an object-store warehouse or a REST catalog: None (nothing is remembered: every run sends
+  what it finds; say ``--dry-run`` to look first).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from icecore.catalog.base import Catalog
+from icecore.catalog.filesystem import FilesystemCatalog
+from icecore.catalog.guarded import GuardedCatalog
+from icecore.catalog.sql import SqlCatalog, create_own_table, first_line
+from icecore.config import read_only as config_read_only
+from icecore.errors import CatalogUnavailable
+from icecore.io import normalize_path
+
+ALERTS_TABLE = "icecore_alerts"
+"""The sent alerts' table in a SQL catalog's database."""
+
+ALERTS_FILE = "icecore-alerts.jsonl"
+"""The sent alerts' file at a warehouse folder's root."""
+
+ALERTS_LOCK = "icecore-alerts.lock"
+"""Held (``flock``) by an ``icecore alerts`` run over a warehouse folder, start to end."""
+
+MAX_KEPT = 10_000
+"""Sent alerts a warehouse file keeps (the newest); older keys may alert again."""
+
+
+class AlertLogUnavailable(CatalogUnavailable):
+    """The sent alerts could not be read or written."""
+
+
+@dataclass(frozen=True, slots=True)
+class SentAlert:
+    """One alert sent: its key, when, and the payload (no secret: see :mod:`icecore.alerts`)."""
+
+    key: str
+    time_ms: int
+    payload: dict[str, Any]
+
+
+class AlertStore(Protocol):
+    """Where a catalog's sent alerts are kept."""
+
+    @property
+    def writable(self) -> bool:
+        """Whether :meth:`add` records (False when Icecore runs read-only)."""
+        ...
+
+    def keys(self) -> set[str]:
+        """Every key sent (and still kept)."""
+        ...
+
+    def add(self, sent: SentAlert) -> bool:
+        """Record one sent alert; False when nothing may be written (read-only)."""
+        ...
+
+    def recent(self, limit: int) -> list[SentAlert]:
+        """The newest ``limit`` sent alerts, newest first."""
+        ...
+
+    def run_lock(self) -> AbstractContextManager[object]:
+        """Held by one run from reading the keys to recording what it sent."""
+        ...
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch, as the sent alerts are stamped."""
+    return int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+
+
+def _line(sent: SentAlert) -> bytes:
+    body = {"key": sent.key, "time_ms": sent.time_ms, "payload": sent.payload}
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def _parse(line: bytes | str) -> SentAlert | None:
+    try:
+        body = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(body, dict):
+        return None
+    key, time_ms, payload = body.get("key"), body.get("time_ms"), body.get("payload")
+    if not isinstance(key, str) or not isinstance(time_ms, int) or not isinstance(payload, dict):
+        return None
+    return SentAlert(key, time_ms, payload)
+
+
+class SqlAlertStore:
+    """The sent alerts in a SQL catalog's database (see the module)."""
+
+    def __init__(self, catalog: SqlCatalog) -> None:
+        self.catalog = catalog
+        self._ready = False
+
+    @property
+    def writable(self) -> bool:
+        """Whether :meth:`add` records (the catalog is not open read-only)."""
+        return not self.catalog.read_only
+
+    def _create(self) -> None:
+        cat = self.catalog
+        if self._ready or ALERTS_TABLE in cat._table_names():
+            self._ready = True
+            return
+        statements = (
+            f"CREATE TABLE IF NOT EXISTS {ALERTS_TABLE} (seq {cat.serial_key}, "
+            "sql_catalog VARCHAR(255) NOT NULL, alert_key TEXT NOT NULL, "
+            "sent_ms BIGINT NOT NULL, payload TEXT NOT NULL)",
+            f"CREATE INDEX IF NOT EXISTS {ALERTS_TABLE}_by_key "
+            f"ON {ALERTS_TABLE} (sql_catalog, alert_key)",
+        )
+        try:
+            create_own_table(
+                cat._connect, cat._driver_errors(), cat._table_names, ALERTS_TABLE, statements
+            )
+        except cat._driver_errors() as e:
+            raise AlertLogUnavailable(
+                f"Cannot create the alerts table {ALERTS_TABLE} in {cat.where} ({first_line(e)})."
+            ) from e
+        self._ready = True
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        cat = self.catalog
+        if ALERTS_TABLE not in cat._table_names():
+            return []
+        try:
+            with closing(cat._connect()) as conn:
+                return list(conn.execute(sql, params).fetchall())
+        except cat._driver_errors() as e:
+            raise AlertLogUnavailable(
+                f"Cannot read the sent alerts in {cat.where} ({first_line(e)})."
+            ) from e
+
+    def run_lock(self) -> AbstractContextManager[object]:
+        """Nothing yet: two runs at once over one SQL catalog may both send an alert."""
+        return nullcontext()
+
+    def keys(self) -> set[str]:
+        """Every key sent by this catalog."""
+        mark = self.catalog.placeholder
+        rows = self._rows(
+            f"SELECT alert_key FROM {ALERTS_TABLE} WHERE sql_catalog = {mark}",
+            (self.catalog.catalog_name,),
+        )
+        return {str(r[0]) for r in rows}
+
+    def add(self, sent: SentAlert) -> bool:
+        """INSERT one sent alert (its own transaction).
+
+        Raises:
+            AlertLogUnavailable: the database refused or could not be reached.
+        """
+        cat = self.catalog
+        if cat.read_only:
+            return False
+        mark = cat.placeholder
+        try:
+            self._create()
+            with closing(cat._connect()) as conn:
+                conn.execute(
+                    f"INSERT INTO {ALERTS_TABLE} (sql_catalog, alert_key, sent_ms, payload) "
+                    f"VALUES ({mark}, {mark}, {mark}, {mark})",
+                    (
+                        cat.catalog_name,
+                        sent.key,
+                        sent.time_ms,
+                        json.dumps(sent.payload, ensure_ascii=False),
+                    ),
+                )
+        except cat._driver_errors() as e:
+            raise AlertLogUnavailable(
+                f"Cannot record the sent alert in {cat.where} ({first_line(e)})."
+            ) from e
+        return True
+
+    def recent(self, limit: int) -> list[SentAlert]:
+        """The newest ``limit`` sent alerts, newest first."""
+        mark = self.catalog.placeholder
+        rows = self._rows(
+            f"SELECT alert_key, sent_ms, payload FROM {ALERTS_TABLE} WHERE sql_catalog = {mark} "
+            f"ORDER BY seq DESC LIMIT {max(0, int(limit))}",
+            (self.catalog.catalog_name,),
+        )
+        found = [
+            _parse(json.dumps({"key": r[0], "time_ms": int(r[1]), "payload": json.loads(r[2])}))
+            for r in rows
+        ]
+        return [s for s in found if s is not None]
+
+
+class FileAlertStore:
+    """The sent alerts as a JSON-lines file at a local warehouse's root (see the module)."""
+
+    def __init__(self, root: str | Path, *, read_only: bool = False) -> None:
+        self.path = Path(root) / ALERTS_FILE
+        self.read_only = read_only
+
+    @property
+    def writable(self) -> bool:
+        """Whether :meth:`add` records (Icecore does not run read-only)."""
+        return not self.read_only
+
+    def _all(self) -> list[SentAlert]:
+        try:
+            handle = self.path.open("rb")
+        except FileNotFoundError:
+            return []
+        except OSError as e:
+            raise AlertLogUnavailable(f"Cannot read {self.path} ({e.strerror or e}).") from e
+        with handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+            data = handle.read()
+        return [s for s in map(_parse, data.splitlines()) if s is not None]
+
+    @contextmanager
+    def run_lock(self) -> Iterator[object]:
+        """An exclusive ``flock`` on :data:`ALERTS_LOCK`, held for one run.
+
+        A second run waits for the first, then finds what it sent (none is sent twice).
+        Read-only: no lock (nothing is kept).
+
+        Raises:
+            AlertLogUnavailable: the lock file could not be opened.
+        """
+        if self.read_only:
+            yield None
+            return
+        where = self.path.with_name(ALERTS_LOCK)
+        try:
+            fd = os.open(where, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise AlertLogUnavailable(f"Cannot open {where} ({e.strerror or e}).") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield None
+        finally:
+            os.close(fd)
+
+    def keys(self) -> set[str]:
+        """Every key sent (and still kept)."""
+        return {s.key for s in self._all()}
+
+    def add(self, sent: SentAlert) -> bool:
+        """Append one line under an exclusive lock; keep the newest :data:`MAX_KEPT` when past.
+
+        Raises:
+            AlertLogUnavailable: the file could not be written.
+        """
+        if self.read_only:
+            return False
+        line = _line(sent)
+        try:
+            while True:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                        continue  # a trim replaced the file while we waited: use the new one
+                    self._append_locked(fd, line)
+                    return True
+                finally:
+                    os.close(fd)
+        except OSError as e:
+            raise AlertLogUnavailable(
+                f"Cannot record the sent alert in {self.path} ({e.strerror or e})."
+            ) from e
+
+    def _append_locked(self, fd: int, line: bytes) -> None:
+        size = os.fstat(fd).st_size
+        held = os.pread(fd, size, 0) if size else b""
+        lines = held.splitlines(keepends=True)
+        if len(lines) < MAX_KEPT + MAX_KEPT // 10:
+            tail = line if not held or held.endswith(b"\n") else b"\n" + line
+            view = memoryview(tail)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            return
+        kept = [x if x.endswith(b"\n") else x + b"\n" for x in lines[-(MAX_KEPT - 1) :]]
+        temp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        with open(temp, "wb") as handle:
+            handle.write(b"".join(kept) + line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, self.path)
+
+    def recent(self, limit: int) -> list[SentAlert]:
+        """The newest ``limit`` sent alerts, newest first."""
+        return list(reversed(self._all()))[: max(0, limit)]
+
+
+def alert_store_for(catalog: Catalog) -> AlertStore | None:
+    """The sent-alerts store of ``catalog``, or None when it keeps none (see the module)."""
+    inner: Any = catalog.inner if isinstance(catalog, GuardedCatalog) else catalog
+    if isinstance(inner, SqlCatalog):
+        return SqlAlertStore(inner)
+    if isinstance(inner, FilesystemCatalog):
+        protocol, local = normalize_path(inner.warehouse_root)
+        if protocol == "file":
+            return FileAlertStore(Path(local), read_only=config_read_only())
+    return None
+
+
+__all__ = [
+    "ALERTS_FILE",
+    "ALERTS_LOCK",
+    "ALERTS_TABLE",
+    "MAX_KEPT",
+    "AlertLogUnavailable",
+    "AlertStore",
+    "FileAlertStore",
+    "SentAlert",
+    "SqlAlertStore",
+    "alert_store_for",
+    "now_ms",
+]
