@@ -25,6 +25,7 @@ import math
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -69,6 +70,48 @@ def cmd_tables(args: argparse.Namespace) -> list[dict[str, str]]:
         }
         for ident in catalog.list_tables()
     ]
+
+
+def cmd_maintain(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run the jobs the policies say are due (DESIGN.md "Catalog health", maintenance).
+
+    ``--every`` repeats a round until Ctrl-C (between rounds); each round's JSON is printed as
+    it ends and the last is the command's answer. A failed job or an unreadable table makes
+    the command exit 1 (after its JSON).
+    """
+    from icecore import maintenance_policies as mp
+
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1.")
+    every_ms = mp.parse_duration(args.every, "--every") if args.every else None
+    policies = mp.load_policies()
+    catalog = load_catalog(args.catalog)
+    while True:
+        plans = mp.evaluate(catalog, policies)
+        if args.dry_run:
+            return [p.to_dict() for p in plans]
+        results = mp.run_due(
+            catalog, args.catalog, plans, master=args.master, concurrency=args.concurrency
+        )
+        if mp.failed(results):
+            raise MaintainFailed(results)
+        if every_ms is None:
+            return results
+        json.dump(results, sys.stdout, default=str, ensure_ascii=False)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        try:
+            time.sleep(every_ms / 1000)
+        except KeyboardInterrupt:
+            return results
+
+
+class MaintainFailed(IcecoreError):
+    """A policy job failed or a table could not be judged: the JSON is printed, then exit 1."""
+
+    def __init__(self, results: list[dict[str, Any]]) -> None:
+        super().__init__("A maintenance job failed or a table could not be judged; see the JSON.")
+        self.results = results
 
 
 def cmd_views(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -873,6 +916,17 @@ def build_parser() -> argparse.ArgumentParser:
         "files; above it those are estimates from the snapshot summary (100000)",
     )
     health_cmd.set_defaults(run=cmd_health)
+    mnt = sub.add_parser(
+        "maintain", help="run the maintenance jobs the [[policies]] of icecore.toml say are due"
+    )
+    mnt.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI or a name")
+    mnt.add_argument("--dry-run", action="store_true", help="print what is due; run nothing")
+    mnt.add_argument("--every", metavar="DURATION", help="repeat every DURATION (1h, 30m ...)")
+    mnt.add_argument("--master", help="Spark master URL (default ICECORE_SPARK_MASTER or local[*])")
+    mnt.add_argument(
+        "--concurrency", type=int, default=2, metavar="N", help="tables maintained at once (2)"
+    )
+    mnt.set_defaults(run=cmd_maintain)
     views = sub.add_parser("views", help="list a catalog's views")
     views.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI or a name")
     views.set_defaults(run=cmd_views)
@@ -1127,6 +1181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run(args)
         if getattr(args, "summary", False):
             result = summarize(result)
+    except MaintainFailed as e:
+        json.dump(e.results, sys.stdout, indent=2, default=str, ensure_ascii=False)
+        sys.stdout.write("\n")
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except (UsageError, IcecoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
