@@ -72,12 +72,14 @@ def cmd_tables(args: argparse.Namespace) -> list[dict[str, str]]:
     ]
 
 
-def cmd_maintain(args: argparse.Namespace) -> list[dict[str, Any]]:
+def cmd_maintain(args: argparse.Namespace) -> Any:
     """Run the jobs the policies say are due (DESIGN.md "Catalog health", maintenance).
 
-    ``--every`` repeats a round until Ctrl-C (between rounds); each round's JSON is printed as
-    it ends and the last is the command's answer. A failed job or an unreadable table makes
-    the command exit 1 (after its JSON).
+    One round: the JSON list (one object per table) is the answer, exit 1 when a job failed
+    or a table could not be judged. ``--every``: a round, then a wait, again and again; each
+    round's list is printed as one line as it ends, and Ctrl-C (between rounds or during one:
+    the jobs' processes get it too, and a stopped job commits nothing) ends the command with
+    ``{"rounds", "failed_rounds"}``, exit 1 when a round failed.
     """
     from icecore import maintenance_policies as mp
 
@@ -86,30 +88,41 @@ def cmd_maintain(args: argparse.Namespace) -> list[dict[str, Any]]:
     every_ms = mp.parse_duration(args.every, "--every") if args.every else None
     policies = mp.load_policies()
     catalog = load_catalog(args.catalog)
-    while True:
+
+    def one_round() -> list[dict[str, Any]]:
         plans = mp.evaluate(catalog, policies)
         if args.dry_run:
             return [p.to_dict() for p in plans]
-        results = mp.run_due(
+        return mp.run_due(
             catalog, args.catalog, plans, master=args.master, concurrency=args.concurrency
         )
+
+    if every_ms is None:
+        results = one_round()
         if mp.failed(results):
             raise MaintainFailed(results)
-        if every_ms is None:
-            return results
-        json.dump(results, sys.stdout, default=str, ensure_ascii=False)
-        sys.stdout.write("\n")
-        sys.stdout.flush()
-        try:
+        return results
+    rounds = failed_rounds = 0
+    try:
+        while True:
+            results = one_round()
+            rounds += 1
+            failed_rounds += int(mp.failed(results))
+            json.dump(results, sys.stdout, default=str, ensure_ascii=False)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
             time.sleep(every_ms / 1000)
-        except KeyboardInterrupt:
-            return results
+    except KeyboardInterrupt:
+        summary = {"rounds": rounds, "failed_rounds": failed_rounds}
+        if failed_rounds:
+            raise MaintainFailed(summary) from None
+        return summary
 
 
 class MaintainFailed(IcecoreError):
     """A policy job failed or a table could not be judged: the JSON is printed, then exit 1."""
 
-    def __init__(self, results: list[dict[str, Any]]) -> None:
+    def __init__(self, results: Any) -> None:
         super().__init__("A maintenance job failed or a table could not be judged; see the JSON.")
         self.results = results
 

@@ -7,7 +7,9 @@ naming the file and the key.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +24,7 @@ from icecore.maintenance_policies import (
     parse_duration,
     table_lock,
 )
+from tests.icecore.evolution.hand_table import write_table
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -176,3 +179,53 @@ def test_the_table_lock_excludes_another_process_and_dies_with_its_holder(
         assert fd is not None
         with table_lock("cat", "n.t") as again:
             assert again is None
+
+
+def test_every_repeats_rounds_until_ctrl_c(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    write_table(warehouse, 2)
+    config = tmp_path / "icecore.toml"
+    config.write_text('[[policies]]\ntables = ["db.*"]\nexpire_retain_last = 2\n')
+    process = subprocess.Popen(
+        [sys.executable, "-m", "icecore", "maintain", str(warehouse), "--every", "1s"],
+        cwd=REPO,
+        env={**os.environ, "ICECORE_CONFIG": str(config), "ICECORE_MAINTAIN_LOCKS": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    rounds = [json.loads(process.stdout.readline()) for _ in range(2)]
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    for found in rounds:
+        (row,) = found
+        assert row["table"] == "db.t"
+        assert row["policies"]["expire_retain_last"] == {
+            "value": 2,
+            "source": f"{config} [[policies]] entry 1 (tables = ['db.*'])",
+        }
+    assert json.loads(out)["rounds"] >= 2
+
+
+def test_a_bad_table_property_fails_that_table_and_the_command(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    folder = write_table(warehouse, 2)
+    metadata = folder / "metadata" / "v1.metadata.json"
+    raw = json.loads(metadata.read_text())
+    raw["properties"]["icecore.policy.expire_retain_last"] = "none"
+    metadata.write_text(json.dumps(raw))
+    write_table(warehouse, 2, name="ok")
+    done = subprocess.run(
+        [sys.executable, "-m", "icecore", "maintain", str(warehouse)],
+        cwd=REPO,
+        env={**os.environ, "ICECORE_CONFIG": str(tmp_path / "none.toml")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    rows = {r["table"]: r for r in json.loads(done.stdout)}
+    assert "icecore.policy.expire_retain_last" in rows["db.t"]["error"]
+    assert "error" not in rows["db.ok"]
