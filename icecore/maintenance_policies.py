@@ -463,7 +463,8 @@ def lock_path(catalog_uri: str, table: str) -> Path:
 def table_lock(catalog_uri: str, table: str) -> Iterator[int | None]:
     """Hold the table's lock: yields its file descriptor, or None when another holds it.
 
-    Never waits: a table whose job is running is skipped, not queued.
+    Never waits: a table whose job is running is skipped, not queued. A process given the
+    descriptor (``pass_fds``) holds the lock with this one, until both have closed it.
     """
     fd = os.open(lock_path(catalog_uri, table), os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -472,11 +473,10 @@ def table_lock(catalog_uri: str, table: str) -> Iterator[int | None]:
         except BlockingIOError:
             yield None
             return
-        try:
-            yield fd
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        yield fd
     finally:
+        # Closed, never unlocked: an unlock would free the lock for a job process that
+        # inherited the descriptor too; the lock ends when the last holder closes it.
         os.close(fd)
 
 

@@ -8,16 +8,20 @@ makes when run by ``icecore maintain`` (an intent, then a failed outcome).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from icecore.access import os_principal
-from icecore.catalog import load_catalog
+from icecore.catalog import FilesystemCatalog, TableIdentifier, load_catalog
 from icecore.catalog.audit_store import audit_sink_for
 from icecore.catalog.guarded import guard
+from icecore.failpoints import ENV
+from icecore.maintenance_policies import LOCK_ENV, table_lock
+from tests.icecore.evolution.hand_table import write_table
 from tests.ui.helpers import no_problems, open_app, tiny_warehouse
-from ui import app
+from ui import app, jobs
 
 
 def test_the_page_shows_each_policy_s_source_and_the_last_jobs(
@@ -61,3 +65,42 @@ def test_the_page_shows_each_policy_s_source_and_the_last_jobs(
         "master refused",
     )
     assert run["metadata before"] == before
+
+
+def test_an_app_job_and_icecore_maintain_share_one_lock_per_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(jobs.JOBS_ENV, str(tmp_path / "jobs"))
+    monkeypatch.setenv(LOCK_ENV, str(tmp_path / "locks"))
+    write_table(tmp_path / "wh", 2)
+    catalog = FilesystemCatalog(str(tmp_path / "wh"))
+    guarded = guard(catalog, os_principal(), None, name="wh", audit=audit_sink_for(catalog))
+    ident = TableIdentifier(("db",), "t")
+
+    def start() -> str:
+        argv = ["expire_snapshots", f"{catalog.uri}::db.t", "--dry-run"]
+        before = catalog.metadata_location(ident)
+        return jobs.launch_maintenance(
+            guarded, ident, argv, job="expire_snapshots", table="wh::db.t", before=before
+        )
+
+    # icecore maintain holds the table: the app refuses to start a job, and says why.
+    with table_lock(catalog.uri, "db.t") as held:
+        assert held is not None
+        with pytest.raises(jobs.JobRunning, match="icecore maintain is running a job"):
+            start()
+    # The app's job holds maintain's lock for as long as it runs (stalled here), not longer.
+    monkeypatch.setenv(ENV, "job-before-outcome=stall")
+    job_id = start()
+    deadline = time.monotonic() + 120
+    while not any("estimate from metadata" in line for line in jobs.status(job_id).log_tail):
+        assert time.monotonic() < deadline, "the job never got to its estimate"
+        time.sleep(0.05)
+    with table_lock(catalog.uri, "db.t") as held:
+        assert held is None
+    jobs.cancel(job_id, by="the test")
+    while jobs.status(job_id).state is jobs.State.RUNNING:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with table_lock(catalog.uri, "db.t") as held:
+        assert held is not None
