@@ -148,23 +148,40 @@ def test_maintain_compacts_a_table_of_small_files_keeping_its_rows(
     assert "runs" not in _row(again, f"db.{name}")
 
 
-def test_a_dry_run_shows_the_due_job_and_writes_nothing(
+def test_a_dry_run_shows_the_due_jobs_and_writes_nothing(
     evo: EvoCatalogs, spark: Any, tmp_path: Path
 ) -> None:
     name = "maintain_dry"
     _small_files_table(evo, name)
-    env = _env(tmp_path, _compact(f"db.{name}"))
+    full = evo.spark_name("sql", name)
+    policy = _compact(f"db.{name}") + (
+        'expire_older_than = "1s"\nexpire_retain_last = 1\nrewrite_manifests_per_snapshot = 4\n'
+    )
+    env = _env(tmp_path, policy)
+    snapshots = [
+        int(r[0].timestamp() * 1000)
+        for r in spark.sql(f"SELECT committed_at FROM {full}.snapshots ORDER BY 1").collect()
+    ]
+    manifests = int(spark.sql(f"SELECT count(*) FROM {full}.manifests").collect()[0][0])
+    # Every snapshot but the newest is more than a second old (waited for, not slept).
+    while time.time() * 1000 < snapshots[-2] + 1500:
+        time.sleep(0.1)
     before = tree_state(evo.warehouse)
 
     code, out, err = maintain(evo.sql_uri, "--dry-run", env=env)
 
     assert code == 0, err
     row = _row(out, f"db.{name}")
-    (due,) = row["due"]
-    assert due["job"] == "rewrite_data_files"
-    _, files = _spark_counts(spark, evo.spark_name("sql", name))
-    assert due["estimate"]["rewritten_files_count"] == files == 8
+    due = {d["job"]: d for d in row["due"]}
+    assert list(due) == ["rewrite_data_files", "expire_snapshots", "rewrite_manifests"]
+    _, files = _spark_counts(spark, full)
+    assert due["rewrite_data_files"]["estimate"]["rewritten_files_count"] == files == 8
+    # retain_last 1 keeps the newest; every older snapshot is past the second.
+    assert due["expire_snapshots"]["estimate"]["expired_snapshots_count"] == len(snapshots) - 1
+    assert "--retain-last" in due["expire_snapshots"]["command"]
+    assert due["rewrite_manifests"]["estimate"]["rewritten_manifests_count"] == manifests > 4
     assert row["policies"]["compact_small_file_share"]["value"] == 0.5
+    assert row["policies"]["expire_older_than"]["value"] == "1s"
     assert "runs" not in row
     assert tree_state(evo.warehouse) == before
 
