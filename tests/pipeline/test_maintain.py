@@ -148,6 +148,7 @@ def test_maintain_compacts_a_table_of_small_files_keeping_its_rows(
     assert "runs" not in _row(again, f"db.{name}")
 
 
+@pytest.mark.slow
 def test_a_dry_run_shows_the_due_jobs_and_writes_nothing(
     evo: EvoCatalogs, spark: Any, tmp_path: Path
 ) -> None:
@@ -216,6 +217,7 @@ def _held(path: Path) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_two_maintain_processes_never_run_two_jobs_on_one_table(
     evo: EvoCatalogs, tmp_path: Path
 ) -> None:
