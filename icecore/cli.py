@@ -25,6 +25,7 @@ import math
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -82,6 +83,64 @@ def cmd_alerts(args: argparse.Namespace) -> dict[str, Any]:
         catalog_name=args.catalog,
         dry_run=args.dry_run,
     )
+
+
+def cmd_maintain(args: argparse.Namespace) -> Any:
+    """Run the jobs the policies say are due (DESIGN.md "Catalog health", maintenance).
+
+    One round: the JSON list (one object per table) is the answer, exit 1 when a job failed
+    or a table could not be judged. ``--every``: a round, then a wait, again and again; each
+    round's list is printed as one line as it ends, and Ctrl-C (between rounds or during one:
+    the jobs' processes get it too, and a stopped job commits nothing) ends the command with
+    ``{"rounds", "failed_rounds"}``, exit 1 when a round failed.
+    """
+    from icecore import maintenance_policies as mp
+
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1.")
+    every_ms = mp.parse_duration(args.every, "--every") if args.every else None
+    policies = mp.load_policies()
+    catalog = load_catalog(args.catalog)
+
+    def one_round() -> list[dict[str, Any]]:
+        plans = mp.evaluate(catalog, policies)
+        if args.dry_run:
+            return [p.to_dict() for p in plans]
+        return mp.run_due(
+            catalog, args.catalog, plans, master=args.master, concurrency=args.concurrency
+        )
+
+    if every_ms is None:
+        results = one_round()
+        if mp.failed(results):
+            from icecore.alerts import flush
+
+            flush(30.0)  # a failed job's alert goes out before the command ends (bounded)
+            raise MaintainFailed(results)
+        return results
+    rounds = failed_rounds = 0
+    try:
+        while True:
+            results = one_round()
+            rounds += 1
+            failed_rounds += int(mp.failed(results))
+            json.dump(results, sys.stdout, default=str, ensure_ascii=False)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            time.sleep(every_ms / 1000)
+    except KeyboardInterrupt:
+        summary = {"rounds": rounds, "failed_rounds": failed_rounds}
+        if failed_rounds:
+            raise MaintainFailed(summary) from None
+        return summary
+
+
+class MaintainFailed(IcecoreError):
+    """A policy job failed or a table could not be judged: the JSON is printed, then exit 1."""
+
+    def __init__(self, results: Any) -> None:
+        super().__init__("A maintenance job failed or a table could not be judged; see the JSON.")
+        self.results = results
 
 
 def cmd_views(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -895,6 +954,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print what would be sent; send nothing"
     )
     alerts_cmd.set_defaults(run=cmd_alerts)
+
+    mnt = sub.add_parser(
+        "maintain", help="run the maintenance jobs the [[policies]] of icecore.toml say are due"
+    )
+    mnt.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI or a name")
+    mnt.add_argument("--dry-run", action="store_true", help="print what is due; run nothing")
+    mnt.add_argument("--every", metavar="DURATION", help="repeat every DURATION (1h, 30m ...)")
+    mnt.add_argument("--master", help="Spark master URL (default ICECORE_SPARK_MASTER or local[*])")
+    mnt.add_argument(
+        "--concurrency", type=int, default=2, metavar="N", help="tables maintained at once (2)"
+    )
+    mnt.set_defaults(run=cmd_maintain)
     views = sub.add_parser("views", help="list a catalog's views")
     views.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI or a name")
     views.set_defaults(run=cmd_views)
@@ -1149,6 +1220,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run(args)
         if getattr(args, "summary", False):
             result = summarize(result)
+    except MaintainFailed as e:
+        json.dump(e.results, sys.stdout, indent=2, default=str, ensure_ascii=False)
+        sys.stdout.write("\n")
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except (UsageError, IcecoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -16,6 +16,10 @@ folder: :func:`launch` with ``one_per_table`` checks and takes the table's lock
 the table's guard file, so two starts cannot both see the table free. The lock is held for
 as long as the job it names is running; once that job has ended (finished, cancelled, or its
 process gone without a status) the lock is stale and the next start takes it over.
+:func:`launch_maintenance` also takes ``icecore maintain``'s lock on the table
+(:func:`icecore.maintenance_policies.table_lock`) and hands it to the job process, which holds
+it until it ends: ``maintain`` skips the table meanwhile, and the app refuses a job while a
+``maintain`` job runs on it.
 
 The ``sh`` is this process's child, and a finished child stays a zombie until its parent
 waits for it. Each job therefore gets a daemon thread that waits for its ``sh`` (the pattern
@@ -56,6 +60,7 @@ from icecore.catalog import TableIdentifier
 from icecore.catalog.audit_store import JOB_AUDIT_ENV, job_audit_env
 from icecore.catalog.guarded import GuardedCatalog
 from icecore.errors import IcecoreError
+from icecore.maintenance_policies import table_lock
 from pipeline.progress import PROGRESS_ENV
 from ui.shell import CONFIG_ENV, DEFAULT_CONFIG
 
@@ -151,6 +156,7 @@ def launch(
     *,
     one_per_table: bool = False,
     env: Mapping[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
     **request: Any,
 ) -> str:
     """Start ``python -m <module> argv...`` in the background; return its job id.
@@ -165,13 +171,14 @@ def launch(
             (checked and taken atomically across processes; see the module docstring).
         env: more environment variables for the job (never a secret: job.json does not
             hold them, but ``/proc`` shows a process's environment to its user).
+        pass_fds: file descriptors the job inherits (a lock it holds while it runs).
         **request: what the job folder's ``job.json`` records (``job``, ``table``...).
 
     Raises:
         JobRunning: ``one_per_table`` and a job is running on the table.
     """
     if not one_per_table:
-        return _start(argv, module, request, env)
+        return _start(argv, module, request, env, pass_fds)
     table = str(request.get("table") or "")
     if not table:
         raise ValueError("one_per_table needs the table the job runs on")
@@ -179,7 +186,7 @@ def launch(
         holder = running_job(table)
         if holder is not None:
             raise JobRunning(_refusal(holder, table))
-        job_id = _start(argv, module, request, env)
+        job_id = _start(argv, module, request, env, pass_fds)
         _write_atomic(_lock_path(table), job_id)
     return job_id
 
@@ -229,23 +236,35 @@ def launch_maintenance(
     )
     handed = {JOB_AUDIT_ENV: job_audit_env(catalog, event_id, action, dotted)}
     try:
-        return launch(
-            argv,
-            one_per_table=True,
-            env=handed if catalog.audit is not None else None,
-            job=job,
-            table=table,
-            before=before,
-            audit_event=event_id,
-            **request,
-        )
+        # ``icecore maintain``'s lock on the table too: taken here, inherited by the job.
+        with table_lock(catalog.uri, dotted) as held:
+            if held is None:
+                raise JobRunning(
+                    f"icecore maintain is running a job on {table}; wait for it to end "
+                    "before starting another."
+                )
+            return launch(
+                argv,
+                one_per_table=True,
+                env=handed if catalog.audit is not None else None,
+                pass_fds=(held,),
+                job=job,
+                table=table,
+                before=before,
+                audit_event=event_id,
+                **request,
+            )
     except (JobRunning, OSError) as e:
         catalog.record_outcome(event_id, action, dotted, "failed", before, None, str(e))
         raise
 
 
 def _start(
-    argv: list[str], module: str, request: dict[str, Any], env: Mapping[str, str] | None = None
+    argv: list[str],
+    module: str,
+    request: dict[str, Any],
+    env: Mapping[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> str:
     job_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     folder = jobs_dir() / job_id
@@ -262,6 +281,7 @@ def _start(
         cwd=REPO,
         env={**os.environ, **(env or {}), PROGRESS_ENV: str(folder / PROGRESS_FILE)},
         start_new_session=True,
+        pass_fds=pass_fds,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -13,11 +13,12 @@ import time
 
 import streamlit as st
 
-from icecore import health
+from icecore import health, maintenance_policies
 from icecore.access import Role
+from icecore.config import config_path
 from icecore.errors import IcecoreError
 from icecore.maintenance import ESTIMATE_LABELS, Job, evolve_command
-from ui import data, evolve_form, identity, jobs, views
+from ui import activity, data, evolve_form, identity, jobs, policy_runs, views
 from ui.app import EVOLUTION, HISTORY
 from ui.shell import allowed, bootstrap, escape_markdown, require_table, show_error, stop
 
@@ -32,6 +33,54 @@ table_key = f"{context.catalog}::{table.identifier}"
 st.title(f"Maintain {escape_markdown(table.identifier)}")
 if not allowed(context, Role.OWNER, "Running maintenance jobs"):
     stop()
+
+
+def show_policies() -> None:
+    """The table's maintenance policies, their sources, and its last jobs (ui/policy_runs.py)."""
+    with st.expander("Maintenance by policy", icon=":material/schedule:"):
+        st.caption(
+            "`icecore maintain CATALOG` runs the jobs these policies make due ([[policies]] in "
+            "icecore.toml; a table property `icecore.policy.<key>` overrides the file)."
+        )
+        try:
+            rows = policy_runs.policy_rows(table)
+        except IcecoreError as error:
+            show_error(error)
+            return
+        if rows:
+            st.dataframe(rows, hide_index=True)
+        else:
+            st.caption("No policy names this table: `icecore maintain` leaves it alone.")
+        try:
+            catalog = data.session_catalog(context.catalog)
+            found = activity.visible_activity(catalog)
+        except IcecoreError as error:
+            show_error(error)
+            return
+        runs = policy_runs.last_runs(found.changes, str(table.identifier))
+        st.markdown("**Last jobs** (from the audit log, newest first)")
+        if runs:
+            st.dataframe(runs, hide_index=True)
+        else:
+            st.caption("None recorded." if found.kept else "This catalog keeps no audit log.")
+        if rows and st.button("What is due now", key="mt_policy_due"):
+            plan = maintenance_policies.plan_table(
+                data.open_catalog(context.catalog),
+                table.identifier,
+                maintenance_policies.load_policies(),
+                str(config_path()),
+                int(time.time() * 1000),
+            )
+            if plan.error:
+                st.error(plan.error, icon=":material/error:")
+            st.dataframe(
+                [{"job": d["job"], "due": "yes", "why": d["reason"]} for d in plan.due]
+                + [{"job": d["job"], "due": "no", "why": d["reason"]} for d in plan.not_due],
+                hide_index=True,
+            )
+
+
+show_policies()
 evolve_form.stop_unless_writable(context.read_only, table, "maintenance is hidden.")
 st.caption(
     "What the table's health findings would take to fix, the Spark job that fixes each, and "
