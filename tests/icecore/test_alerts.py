@@ -217,9 +217,8 @@ def test_retry_after_is_respected_within_the_bound(tmp_path: Path) -> None:
         assert post(config, b"{}") is True and listener.attempts == 2
         assert time.monotonic() - started >= 1.0  # waited as asked, not the 0.01 s backoff
         listener.script = [(503, "3600")]
-        started = time.monotonic()
         assert post(config, b"{}") is False  # the wait asked for passes the bound: given up
-        assert listener.attempts == 3 and time.monotonic() - started < 5
+        assert listener.attempts == 3  # no retry after it: not waited for
     finally:
         listener.close()
 
@@ -239,18 +238,16 @@ def test_a_silent_listener_never_blocks_the_caller_beyond_the_timeout(
     try:
         monkeypatch.setenv(
             "ICECORE_CONFIG",
-            str(_config(tmp_path, url, timeout=1.0, max_seconds=1.5, retries=0)),
+            str(_config(tmp_path, url, timeout=60.0, max_seconds=60.0, retries=0)),
         )
-        started = time.monotonic()
+        # No clock: the POST cannot end before the socket is closed below, so a caller that
+        # returns, and a flush that gives up, did not wait for it.
         assert send_alert({"event": "job_failed", "table": "db.t", "job": "expire"}) is True
-        queued = time.monotonic() - started
-        flushed = alerts.flush(0.2)
-        waited = time.monotonic() - started
-        assert queued < 0.5  # back well before the 1 s POST timeout could pass
-        assert flushed is False and waited < 0.9  # flush ends at its own timeout
-        # The sender itself gives up within max_seconds: the queue drains.
-        assert alerts.flush(5.0)
         sender = alerts.sender_for(alert_config())
+        assert sender.sent == 0 and sender.failed == 0  # still pending: not waited for
+        assert alerts.flush(0.2) is False  # flush ends at its own timeout
+        sock.close()  # the pending connection is reset: the sender fails it, the queue drains
+        assert alerts.flush(60.0)
         assert sender.failed >= 1 and sender.sent == 0
     finally:
         sock.close()
