@@ -300,7 +300,8 @@ def test_a_reader_an_owner_and_a_viewer_sign_in_and_see_what_their_roles_allow(
         ana, _ = _sign_in(browser, base, "ana", authorize)
         sidebar = ana.get_by_test_id("stSidebar")
         sidebar.get_by_text(f"Signed in as {USERS['ana'].name}").wait_for()
-        assert sidebar.get_by_role("button", name="Sign out").is_visible()
+        # The sidebar renders element by element while the page's script runs: wait.
+        sidebar.get_by_role("button", name="Sign out").wait_for(state="visible")
         ana.get_by_role("heading", name="2 tables").wait_for()
         assert _namespaces(ana) == ["db"], "sales.orders is outside her grants"
         _shot(ana, "sign_in_reader_tables")
