@@ -6,14 +6,23 @@ before is not sent again. The sent alerts are kept where the catalog is, placed 
 audit log and the metrics reports are (:mod:`icecore.catalog.report_store`):
 
 - a SQL catalog (SQLite or PostgreSQL): the table ``icecore_alerts`` in the catalog's own
-  database, created by the first alert, rows keyed by the catalog's ``catalog_name``; each
-  alert one INSERT. A read-only catalog records nothing. Runs are not serialized here yet:
-  two at once over one SQL catalog may both send a new alert.
+  database, created by the first alert, rows keyed by the catalog's ``catalog_name``, one
+  per alert key (a unique index on ``(sql_catalog, alert_key)``). A run *claims* each new
+  alert before sending it: ``INSERT ... ON CONFLICT DO NOTHING``, and only the process whose
+  row went in (the row count is 1) sends it, so two runs at once (``icecore alerts`` in two
+  shells, on two hosts over one PostgreSQL) send each alert once. When the send fails
+  (retries spent, or the run is interrupted) the claim is released (its row DELETEd): the
+  next run sends it again. A process killed outright between claim and answer leaves its
+  claim, and that alert is taken as sent (at most once, never twice). A read-only catalog
+  records nothing (every run sends what it finds). A table made before the unique index
+  gets it on the next run (duplicate keys, from the days before, are dropped first).
 - a warehouse folder on a local file system: the JSON-lines file
   ``<warehouse>/icecore-alerts.jsonl`` (a file, never taken for a namespace), appended
   under an exclusive ``flock``; past :data:`MAX_KEPT` lines (by a tenth) the newest are
   rewritten and swapped in. A run holds ``<warehouse>/icecore-alerts.lock`` from reading
-  the keys to recording, so two runs at once never send one alert twice. Read-only
+  the keys to recording, so two runs at once never send one alert twice: holding the lock
+  is the claim, and an alert is recorded only once the hook accepted it (one that failed,
+  or a run killed before recording, sends again next run). Read-only
   (``ICECORE_READ_ONLY``) writes nothing.
 - an object-store warehouse or a REST catalog: None (nothing is remembered: every run sends
   what it finds; say ``--dry-run`` to look first).
@@ -34,7 +43,7 @@ from typing import Any, Protocol
 from icecore.catalog.base import Catalog
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.guarded import GuardedCatalog
-from icecore.catalog.sql import SqlCatalog, create_own_table, first_line
+from icecore.catalog.sql import OwnTable, SqlCatalog, first_line
 from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable
 from icecore.io import normalize_path
@@ -81,6 +90,18 @@ class AlertStore(Protocol):
         """Record one sent alert; False when nothing may be written (read-only)."""
         ...
 
+    def claim(self, sent: SentAlert) -> bool:
+        """Whether this run may send ``sent`` (no other run has, or is sending, its key).
+
+        Called under :meth:`run_lock` for keys not in :meth:`keys`; each claim won is then
+        :meth:`settle` d with whether the hook accepted it.
+        """
+        ...
+
+    def settle(self, sent: SentAlert, delivered: bool) -> None:
+        """End a claim: keep it when ``delivered``, else release it (sent again next run)."""
+        ...
+
     def recent(self, limit: int) -> list[SentAlert]:
         """The newest ``limit`` sent alerts, newest first."""
         ...
@@ -118,7 +139,21 @@ class SqlAlertStore:
 
     def __init__(self, catalog: SqlCatalog) -> None:
         self.catalog = catalog
-        self._ready = False
+        self._table = OwnTable.of(
+            catalog,
+            ALERTS_TABLE,
+            (
+                f"CREATE TABLE IF NOT EXISTS {ALERTS_TABLE} (seq {catalog.serial_key}, "
+                "sql_catalog VARCHAR(255) NOT NULL, alert_key TEXT NOT NULL, "
+                "sent_ms BIGINT NOT NULL, payload TEXT NOT NULL)",
+                # A table from before the unique index may hold a key twice: keep the first.
+                f"DELETE FROM {ALERTS_TABLE} WHERE seq NOT IN (SELECT MIN(seq) FROM "
+                f"{ALERTS_TABLE} GROUP BY sql_catalog, alert_key)",
+                f"CREATE UNIQUE INDEX IF NOT EXISTS {ALERTS_TABLE}_key "
+                f"ON {ALERTS_TABLE} (sql_catalog, alert_key)",
+            ),
+            upgrade=True,
+        )
 
     @property
     def writable(self) -> bool:
@@ -127,25 +162,11 @@ class SqlAlertStore:
 
     def _create(self) -> None:
         cat = self.catalog
-        if self._ready or ALERTS_TABLE in cat._table_names():
-            self._ready = True
-            return
-        statements = (
-            f"CREATE TABLE IF NOT EXISTS {ALERTS_TABLE} (seq {cat.serial_key}, "
-            "sql_catalog VARCHAR(255) NOT NULL, alert_key TEXT NOT NULL, "
-            "sent_ms BIGINT NOT NULL, payload TEXT NOT NULL)",
-            f"CREATE INDEX IF NOT EXISTS {ALERTS_TABLE}_by_key "
-            f"ON {ALERTS_TABLE} (sql_catalog, alert_key)",
-        )
-        try:
-            create_own_table(
-                cat._connect, cat._driver_errors(), cat._table_names, ALERTS_TABLE, statements
-            )
-        except cat._driver_errors() as e:
-            raise AlertLogUnavailable(
+        self._table.ensure(
+            lambda e: AlertLogUnavailable(
                 f"Cannot create the alerts table {ALERTS_TABLE} in {cat.where} ({first_line(e)})."
-            ) from e
-        self._ready = True
+            )
+        )
 
     def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         cat = self.catalog
@@ -160,7 +181,7 @@ class SqlAlertStore:
             ) from e
 
     def run_lock(self) -> AbstractContextManager[object]:
-        """Nothing yet: two runs at once over one SQL catalog may both send an alert."""
+        """Nothing: each alert is claimed on its own (:meth:`claim`), the database decides."""
         return nullcontext()
 
     def keys(self) -> set[str]:
@@ -173,21 +194,37 @@ class SqlAlertStore:
         return {str(r[0]) for r in rows}
 
     def add(self, sent: SentAlert) -> bool:
-        """INSERT one sent alert (its own transaction).
+        """Record one sent alert (a claim kept); False when nothing may be written (read-only).
+
+        Raises:
+            AlertLogUnavailable: the database refused or could not be reached.
+        """
+        if self.catalog.read_only:
+            return False
+        self.claim(sent)
+        return True
+
+    def claim(self, sent: SentAlert) -> bool:
+        """INSERT the alert's row unless its key has one; whether this INSERT made it.
+
+        ``ON CONFLICT DO NOTHING`` against the unique index (SQLite 3.24+ and PostgreSQL
+        spell it alike) makes check-and-insert one statement: of two runs at once, exactly
+        one sees a row count of 1. A read-only catalog claims without recording (True).
 
         Raises:
             AlertLogUnavailable: the database refused or could not be reached.
         """
         cat = self.catalog
         if cat.read_only:
-            return False
+            return True
         mark = cat.placeholder
         try:
             self._create()
             with closing(cat._connect()) as conn:
-                conn.execute(
+                cursor = conn.execute(
                     f"INSERT INTO {ALERTS_TABLE} (sql_catalog, alert_key, sent_ms, payload) "
-                    f"VALUES ({mark}, {mark}, {mark}, {mark})",
+                    f"VALUES ({mark}, {mark}, {mark}, {mark}) "
+                    "ON CONFLICT (sql_catalog, alert_key) DO NOTHING",
                     (
                         cat.catalog_name,
                         sent.key,
@@ -195,11 +232,33 @@ class SqlAlertStore:
                         json.dumps(sent.payload, ensure_ascii=False),
                     ),
                 )
+                return bool(cursor.rowcount == 1)
         except cat._driver_errors() as e:
             raise AlertLogUnavailable(
                 f"Cannot record the sent alert in {cat.where} ({first_line(e)})."
             ) from e
-        return True
+
+    def settle(self, sent: SentAlert, delivered: bool) -> None:
+        """Keep the claim when ``delivered``; else DELETE its row, so the next run sends it.
+
+        Raises:
+            AlertLogUnavailable: the database refused or could not be reached.
+        """
+        cat = self.catalog
+        if delivered or cat.read_only:
+            return
+        mark = cat.placeholder
+        try:
+            with closing(cat._connect()) as conn:
+                conn.execute(
+                    f"DELETE FROM {ALERTS_TABLE} WHERE sql_catalog = {mark} "
+                    f"AND alert_key = {mark} AND sent_ms = {mark}",
+                    (cat.catalog_name, sent.key, sent.time_ms),
+                )
+        except cat._driver_errors() as e:
+            raise AlertLogUnavailable(
+                f"Cannot release the unsent alert in {cat.where} ({first_line(e)})."
+            ) from e
 
     def recent(self, limit: int) -> list[SentAlert]:
         """The newest ``limit`` sent alerts, newest first."""
@@ -292,6 +351,19 @@ class FileAlertStore:
             raise AlertLogUnavailable(
                 f"Cannot record the sent alert in {self.path} ({e.strerror or e})."
             ) from e
+
+    def claim(self, sent: SentAlert) -> bool:
+        """True: :meth:`run_lock` held from reading the keys is this store's claim."""
+        return True
+
+    def settle(self, sent: SentAlert, delivered: bool) -> None:
+        """Record ``sent`` when ``delivered`` (:meth:`add`); an unsent one is sent next run.
+
+        Raises:
+            AlertLogUnavailable: the file could not be written.
+        """
+        if delivered:
+            self.add(sent)
 
     def _append_locked(self, fd: int, line: bytes) -> None:
         size = os.fstat(fd).st_size

@@ -1,0 +1,184 @@
+"""Each alert sent once by runs at once over a SQL catalog, and a failed send said by the exit code.
+
+:mod:`icecore.catalog.alert_store`: a run claims an alert (``INSERT ... ON CONFLICT DO
+NOTHING``) before sending it, only the winner sends, and a send that failed releases the
+claim. ``icecore alerts`` exits 3 when an alert could not be delivered, its JSON printed.
+Real SQLite and PostgreSQL (``pg_server``), a real listener on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icecore.alert_rules import run_alerts
+from icecore.alerts import parse_alerts
+from icecore.catalog import SqlCatalog, TableIdentifier, load_catalog
+from icecore.catalog.alert_store import ALERTS_TABLE, SentAlert, SqlAlertStore
+from icecore.catalog.sql import SqlCatalogAdmin
+from icecore.catalog_health import catalog_health
+from icecore.cli import ALERTS_UNDELIVERED_EXIT, main
+from tests.icecore.test_alerts import FAST, SMALL, Listener, _config, _write_small
+
+
+def _small_catalog(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A SQL catalog (``backend``) holding only ``db.small``, whose score is lowered; its URI."""
+    from pyiceberg.catalog.sql import SqlCatalog as PeerCatalog
+
+    if backend == "sqlite":
+        uri = f"sqlite:///{tmp_path / 'cat.db'}"
+        _write_small(PeerCatalog("peer", uri=uri, warehouse=str(tmp_path)))
+        return uri
+    from tests.pg_server import with_catalog_tables
+
+    pg = request.getfixturevalue("pg_server")
+    uri = with_catalog_tables(pg.create_database(f"al_{uuid.uuid4().hex[:8]}"))
+    scratch = tmp_path / "peer"
+    scratch.mkdir()
+    peer = PeerCatalog("peer", uri=f"sqlite:///{scratch / 'p.db'}", warehouse=str(scratch))
+    metadata = _write_small(peer)
+    catalog = load_catalog(uri)
+    assert isinstance(catalog, SqlCatalog)
+    admin = SqlCatalogAdmin(catalog)
+    admin.create_namespace(("db",), {})
+    admin.register_table(TableIdentifier(("db",), "small"), str(metadata))
+    return uri
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    found = Listener()
+    yield found
+    found.close()
+
+
+def _store(uri: str) -> SqlAlertStore:
+    catalog = load_catalog(uri)
+    assert isinstance(catalog, SqlCatalog)
+    return SqlAlertStore(catalog)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_two_runs_at_once_over_a_sql_catalog_send_each_alert_once(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, listener: Listener
+) -> None:
+    uri = _small_catalog(backend, request, tmp_path)
+    (row,) = catalog_health(load_catalog(uri))
+    config = parse_alerts({"webhook": listener.url, **FAST, "score_below": row["score"] + 1})
+    outs: dict[str, dict[str, Any]] = {}
+
+    def run(name: str) -> None:
+        try:
+            # Each run its own catalog object: its own connections, as a second process has.
+            outs[name] = run_alerts(load_catalog(uri), config, catalog_name=uri)
+        finally:
+            with listener.changed:
+                listener.changed.notify_all()
+
+    listener.hold.clear()  # the first run's POST waits: it has read the keys, not recorded
+    first = threading.Thread(target=run, args=("first",))
+    first.start()
+    second = threading.Thread(target=run, args=("second",))
+    try:
+        assert listener.wait("attempts", 1)
+        second.start()
+        # The second run either ends (the first holds the claim) or POSTs too (the race).
+        with listener.changed:
+            assert listener.changed.wait_for(lambda: listener.attempts >= 2 or "second" in outs, 60)
+    finally:
+        listener.hold.set()
+        first.join(60)
+        if second.is_alive() or second.ident is not None:
+            second.join(60)
+    assert listener.attempts == 1 and len(listener.bodies) == 1
+    assert [len(outs[n]["sent"]) for n in ("first", "second")] == [1, 0]
+    assert outs["second"]["already_sent"] == 1 and outs["second"]["failed"] == []
+    assert listener.bodies[0]["table"] == SMALL
+    assert [s.payload["table"] for s in _store(uri).recent(5)] == [SMALL]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_claim_is_won_once_and_a_released_one_can_be_won_again(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    uri = _small_catalog(backend, request, tmp_path)
+    one, two = _store(uri), _store(uri)
+    alert = SentAlert("db.small|score_below|below50:40", 7, {"event": "score_below"})
+    assert one.claim(alert) is True
+    assert two.claim(SentAlert(alert.key, 8, alert.payload)) is False
+    assert two.keys() == {alert.key}  # a claim being sent counts as sent for other runs
+    one.settle(alert, delivered=False)  # the hook failed: released
+    assert two.keys() == set()
+    again = SentAlert(alert.key, 9, alert.payload)
+    assert two.claim(again) is True and one.claim(alert) is False
+    two.settle(again, delivered=True)
+    assert [s.time_ms for s in one.recent(5)] == [9]
+
+
+def test_a_table_from_before_the_unique_key_is_brought_up_to_date(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    uri = _small_catalog("sqlite", request, tmp_path)
+    store = _store(uri)
+    cat = store.catalog
+    with closing(cat._connect()) as conn:  # the table as the first release made it
+        conn.execute(
+            f"CREATE TABLE {ALERTS_TABLE} (seq {cat.serial_key}, sql_catalog VARCHAR(255) NOT "
+            "NULL, alert_key TEXT NOT NULL, sent_ms BIGINT NOT NULL, payload TEXT NOT NULL)"
+        )
+        for ms in (1, 2):  # two runs at once sent one alert twice
+            conn.execute(
+                f"INSERT INTO {ALERTS_TABLE} (sql_catalog, alert_key, sent_ms, payload) "
+                "VALUES (?, 'k', ?, '{}')",
+                (cat.catalog_name, ms),
+            )
+    assert store.claim(SentAlert("k", 3, {})) is False
+    assert store.claim(SentAlert("j", 4, {})) is True
+    assert sorted((s.key, s.time_ms) for s in store.recent(5)) == [("j", 4), ("k", 1)]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("hook", ["answers 500", "refuses connections"])
+def test_the_cli_exits_3_when_an_alert_was_not_delivered(
+    hook: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    listener: Listener,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    uri = _small_catalog("sqlite", request, tmp_path)
+    (row,) = catalog_health(load_catalog(uri))
+    if hook == "answers 500":
+        listener.script = [500] * 10
+        url = listener.url
+    else:
+        url = f"http://127.0.0.1:{_closed_port()}/hook"
+    settings = {**FAST, "retries": 2, "score_below": row["score"] + 1}
+    monkeypatch.setenv("ICECORE_CONFIG", str(_config(tmp_path, url, **settings)))
+    assert main(["alerts", uri]) == ALERTS_UNDELIVERED_EXIT
+    out, err = capsys.readouterr()
+    printed = json.loads(out)
+    assert printed["sent"] == [] and [e["table"] for e in printed["failed"]] == [SMALL]
+    assert "could not be delivered" in err and "/hook" not in out + err
+    if hook == "answers 500":
+        assert listener.attempts == 3  # the first try and its two retries
+    assert _store(uri).keys() == set()  # not remembered: the next run sends it
+    # Delivered: exit 0.
+    listener.script = []
+    monkeypatch.setenv("ICECORE_CONFIG", str(_config(tmp_path, listener.url, **settings)))
+    assert main(["alerts", uri]) == 0
+    assert [e["table"] for e in json.loads(capsys.readouterr().out)["sent"]] == [SMALL]
