@@ -102,6 +102,20 @@ def evaluate(
     return events
 
 
+CLAIM_MARGIN_MS = 60_000
+"""Added to a run's sending bound before its unsettled claims lapse (slow database, clocks)."""
+
+
+def claim_until(config: AlertConfig, count: int, now: int) -> int:
+    """When claims made at ``now`` for ``count`` alerts lapse if their run never settles them.
+
+    A run sends its alerts one after another, each within ``max_seconds``
+    (:mod:`icecore.alerts`), and settles them all at the end: a live run's claims never
+    lapse first; a dead run's alerts go out with the first run after this.
+    """
+    return now + int(config.max_seconds * 1000) * max(1, count) + CLAIM_MARGIN_MS
+
+
 def run_alerts(
     catalog: Catalog,
     config: AlertConfig,
@@ -157,8 +171,9 @@ def _send(
     # Claim each alert before sending it: of two runs at once, one wins each key (the
     # store's claim), and only the winner sends; one another run holds is already sent.
     stamp = now_ms()
+    until = claim_until(config, len(new), stamp)
     claims = [SentAlert(alert_key(e), stamp, e) for e in new]
-    won = [c for c in claims if store is None or store.claim(c)]
+    won = [c for c in claims if store is None or store.claim(c, until)]
     out["already_sent"] += len(claims) - len(won)
     sender = AlertSender(config, queue_size=max(1, len(won)))
     outcome: dict[int, bool] = {}
@@ -191,4 +206,4 @@ def _send(
     }
 
 
-__all__ = ["SCORE_BUCKET", "alert_key", "evaluate", "run_alerts"]
+__all__ = ["CLAIM_MARGIN_MS", "SCORE_BUCKET", "alert_key", "claim_until", "evaluate", "run_alerts"]

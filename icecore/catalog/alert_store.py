@@ -10,12 +10,17 @@ audit log and the metrics reports are (:mod:`icecore.catalog.report_store`):
   per alert key (a unique index on ``(sql_catalog, alert_key)``). A run *claims* each new
   alert before sending it: ``INSERT ... ON CONFLICT DO NOTHING``, and only the process whose
   row went in (the row count is 1) sends it, so two runs at once (``icecore alerts`` in two
-  shells, on two hosts over one PostgreSQL) send each alert once. When the send fails
-  (retries spent, or the run is interrupted) the claim is released (its row DELETEd): the
-  next run sends it again. A process killed outright between claim and answer leaves its
-  claim, and that alert is taken as sent (at most once, never twice). A read-only catalog
-  records nothing (every run sends what it finds). A table made before the unique index
-  gets it on the next run (duplicate keys, from the days before, are dropped first).
+  shells, on two hosts over one PostgreSQL) send each alert once. A claim is *pending*
+  (``pending_until`` set) while its run sends; delivered, it becomes a sent alert
+  (``pending_until`` cleared); not delivered (retries spent, the run interrupted), it is
+  released (its row DELETEd) and the next run sends it. A run killed outright mid-send
+  leaves a pending claim that lapses at its ``pending_until`` (the run's whole sending
+  bound, :func:`icecore.alert_rules.claim_until`): after that no run counts it as sent and
+  the next one takes it over (``UPDATE ... WHERE pending_until < now``, again one winner),
+  so a crash delays an alert but never suppresses it; the hook may then see it twice if
+  the dead run's POST had got through. A read-only catalog records nothing (every run
+  sends what it finds). A table made before claims gets the unique index (duplicate keys
+  from the days before are dropped first) and the ``pending_until`` column on the next run.
 - a warehouse folder on a local file system: the JSON-lines file
   ``<warehouse>/icecore-alerts.jsonl`` (a file, never taken for a namespace), appended
   under an exclusive ``flock``; past :data:`MAX_KEPT` lines (by a tenth) the newest are
@@ -34,7 +39,7 @@ import datetime as dt
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,11 +95,12 @@ class AlertStore(Protocol):
         """Record one sent alert; False when nothing may be written (read-only)."""
         ...
 
-    def claim(self, sent: SentAlert) -> bool:
+    def claim(self, sent: SentAlert, until_ms: int) -> bool:
         """Whether this run may send ``sent`` (no other run has, or is sending, its key).
 
         Called under :meth:`run_lock` for keys not in :meth:`keys`; each claim won is then
-        :meth:`settle` d with whether the hook accepted it.
+        :meth:`settle` d with whether the hook accepted it. ``until_ms``: when the claim
+        lapses if never settled (its run died), so another run may send the alert.
         """
         ...
 
@@ -135,17 +141,24 @@ def _parse(line: bytes | str) -> SentAlert | None:
 
 
 class SqlAlertStore:
-    """The sent alerts in a SQL catalog's database (see the module)."""
+    """The sent alerts in a SQL catalog's database (see the module).
+
+    A row is a claim while ``pending_until`` (ms since the epoch) is set: its run is sending
+    it. :meth:`settle` clears it (delivered) or deletes the row (not delivered). A claim
+    whose ``pending_until`` has passed belongs to a run that died mid-send: other runs do
+    not count it as sent and :meth:`claim` takes it over.
+    """
 
     def __init__(self, catalog: SqlCatalog) -> None:
         self.catalog = catalog
+        self._ready = False
         self._table = OwnTable.of(
             catalog,
             ALERTS_TABLE,
             (
                 f"CREATE TABLE IF NOT EXISTS {ALERTS_TABLE} (seq {catalog.serial_key}, "
                 "sql_catalog VARCHAR(255) NOT NULL, alert_key TEXT NOT NULL, "
-                "sent_ms BIGINT NOT NULL, payload TEXT NOT NULL)",
+                "sent_ms BIGINT NOT NULL, payload TEXT NOT NULL, pending_until BIGINT)",
                 # A table from before the unique index may hold a key twice: keep the first.
                 f"DELETE FROM {ALERTS_TABLE} WHERE seq NOT IN (SELECT MIN(seq) FROM "
                 f"{ALERTS_TABLE} GROUP BY sql_catalog, alert_key)",
@@ -160,56 +173,80 @@ class SqlAlertStore:
         """Whether :meth:`add` records (the catalog is not open read-only)."""
         return not self.catalog.read_only
 
+    def _failed(self, what: str) -> Callable[[Exception], AlertLogUnavailable]:
+        where = self.catalog.where
+        return lambda e: AlertLogUnavailable(f"Cannot {what} in {where} ({first_line(e)}).")
+
     def _create(self) -> None:
+        """The table, its unique key and ``pending_until`` (added to a table made before it)."""
+        if self._ready:
+            return
         cat = self.catalog
-        self._table.ensure(
-            lambda e: AlertLogUnavailable(
-                f"Cannot create the alerts table {ALERTS_TABLE} in {cat.where} ({first_line(e)})."
-            )
-        )
+        self._table.ensure(self._failed(f"create the alerts table {ALERTS_TABLE}"))
+        if "pending_until" not in cat._column_names(ALERTS_TABLE):
+            try:
+                with closing(cat._connect()) as conn:
+                    conn.execute(f"ALTER TABLE {ALERTS_TABLE} ADD COLUMN pending_until BIGINT")
+            except cat._driver_errors() as e:  # a second run added it first: that is success
+                if "pending_until" not in cat._column_names(ALERTS_TABLE):
+                    raise self._failed(f"upgrade the alerts table {ALERTS_TABLE}")(e) from e
+        self._ready = True
+
+    def _execute(self, what: str, sql: str, params: tuple[Any, ...]) -> int:
+        """Run one statement (its own transaction); the rows it changed."""
+        cat = self.catalog
+        try:
+            self._create()
+            with closing(cat._connect()) as conn:
+                return int(conn.execute(sql.replace("?", cat.placeholder), params).rowcount)
+        except cat._driver_errors() as e:
+            raise self._failed(what)(e) from e
 
     def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         cat = self.catalog
         if ALERTS_TABLE not in cat._table_names():
             return []
+        if "pending_until" not in cat._column_names(ALERTS_TABLE):
+            sql = sql.replace("pending_until", "NULL")  # a table from before claims: all sent
         try:
             with closing(cat._connect()) as conn:
-                return list(conn.execute(sql, params).fetchall())
+                return list(conn.execute(sql.replace("?", cat.placeholder), params).fetchall())
         except cat._driver_errors() as e:
-            raise AlertLogUnavailable(
-                f"Cannot read the sent alerts in {cat.where} ({first_line(e)})."
-            ) from e
+            raise self._failed("read the sent alerts")(e) from e
 
     def run_lock(self) -> AbstractContextManager[object]:
         """Nothing: each alert is claimed on its own (:meth:`claim`), the database decides."""
         return nullcontext()
 
     def keys(self) -> set[str]:
-        """Every key sent by this catalog."""
-        mark = self.catalog.placeholder
+        """Every key sent by this catalog, or being sent by a live run (its claim not passed)."""
         rows = self._rows(
-            f"SELECT alert_key FROM {ALERTS_TABLE} WHERE sql_catalog = {mark}",
-            (self.catalog.catalog_name,),
+            f"SELECT alert_key FROM {ALERTS_TABLE} WHERE sql_catalog = ? "
+            "AND (pending_until IS NULL OR pending_until >= ?)",
+            (self.catalog.catalog_name, now_ms()),
         )
         return {str(r[0]) for r in rows}
 
     def add(self, sent: SentAlert) -> bool:
-        """Record one sent alert (a claim kept); False when nothing may be written (read-only).
+        """Record one sent alert (a claim delivered); False when nothing may be written.
 
         Raises:
             AlertLogUnavailable: the database refused or could not be reached.
         """
         if self.catalog.read_only:
             return False
-        self.claim(sent)
+        if self.claim(sent, until_ms=now_ms()):
+            self.settle(sent, delivered=True)
         return True
 
-    def claim(self, sent: SentAlert) -> bool:
-        """INSERT the alert's row unless its key has one; whether this INSERT made it.
+    def claim(self, sent: SentAlert, until_ms: int) -> bool:
+        """Claim ``sent.key`` until ``until_ms`` for this run; whether this run won it.
 
-        ``ON CONFLICT DO NOTHING`` against the unique index (SQLite 3.24+ and PostgreSQL
-        spell it alike) makes check-and-insert one statement: of two runs at once, exactly
-        one sees a row count of 1. A read-only catalog claims without recording (True).
+        ``INSERT ... ON CONFLICT DO NOTHING`` against the unique key (SQLite 3.24+ and
+        PostgreSQL spell it alike) makes check-and-insert one statement: of two runs at once,
+        exactly one sees a row count of 1. A key whose claim has passed (its run died
+        mid-send) is taken over by one UPDATE, again won by one run. A read-only catalog
+        claims without recording (True: every run sends).
 
         Raises:
             AlertLogUnavailable: the database refused or could not be reached.
@@ -217,55 +254,53 @@ class SqlAlertStore:
         cat = self.catalog
         if cat.read_only:
             return True
-        mark = cat.placeholder
-        try:
-            self._create()
-            with closing(cat._connect()) as conn:
-                cursor = conn.execute(
-                    f"INSERT INTO {ALERTS_TABLE} (sql_catalog, alert_key, sent_ms, payload) "
-                    f"VALUES ({mark}, {mark}, {mark}, {mark}) "
-                    "ON CONFLICT (sql_catalog, alert_key) DO NOTHING",
-                    (
-                        cat.catalog_name,
-                        sent.key,
-                        sent.time_ms,
-                        json.dumps(sent.payload, ensure_ascii=False),
-                    ),
-                )
-                return bool(cursor.rowcount == 1)
-        except cat._driver_errors() as e:
-            raise AlertLogUnavailable(
-                f"Cannot record the sent alert in {cat.where} ({first_line(e)})."
-            ) from e
+        body = json.dumps(sent.payload, ensure_ascii=False)
+        what = "claim the alert"
+        inserted = self._execute(
+            what,
+            f"INSERT INTO {ALERTS_TABLE} (sql_catalog, alert_key, sent_ms, payload, "
+            "pending_until) VALUES (?, ?, ?, ?, ?) ON CONFLICT (sql_catalog, alert_key) DO NOTHING",
+            (cat.catalog_name, sent.key, sent.time_ms, body, until_ms),
+        )
+        if inserted == 1:
+            return True
+        taken = self._execute(
+            what,
+            f"UPDATE {ALERTS_TABLE} SET sent_ms = ?, payload = ?, pending_until = ? "
+            "WHERE sql_catalog = ? AND alert_key = ? AND pending_until < ?",
+            (sent.time_ms, body, until_ms, cat.catalog_name, sent.key, now_ms()),
+        )
+        return taken == 1
 
     def settle(self, sent: SentAlert, delivered: bool) -> None:
-        """Keep the claim when ``delivered``; else DELETE its row, so the next run sends it.
+        """End this run's claim: delivered, it is kept as sent; else DELETEd (sent next run).
+
+        Only this run's claim (its ``sent_ms``) is touched, never one another run took over.
 
         Raises:
             AlertLogUnavailable: the database refused or could not be reached.
         """
         cat = self.catalog
-        if delivered or cat.read_only:
+        if cat.read_only:
             return
-        mark = cat.placeholder
-        try:
-            with closing(cat._connect()) as conn:
-                conn.execute(
-                    f"DELETE FROM {ALERTS_TABLE} WHERE sql_catalog = {mark} "
-                    f"AND alert_key = {mark} AND sent_ms = {mark}",
-                    (cat.catalog_name, sent.key, sent.time_ms),
-                )
-        except cat._driver_errors() as e:
-            raise AlertLogUnavailable(
-                f"Cannot release the unsent alert in {cat.where} ({first_line(e)})."
-            ) from e
+        mine = (
+            "WHERE sql_catalog = ? AND alert_key = ? AND sent_ms = ? AND pending_until IS NOT NULL"
+        )
+        params = (cat.catalog_name, sent.key, sent.time_ms)
+        if delivered:
+            self._execute(
+                "record the sent alert",
+                f"UPDATE {ALERTS_TABLE} SET pending_until = NULL {mine}",
+                params,
+            )
+        else:
+            self._execute("release the unsent alert", f"DELETE FROM {ALERTS_TABLE} {mine}", params)
 
     def recent(self, limit: int) -> list[SentAlert]:
-        """The newest ``limit`` sent alerts, newest first."""
-        mark = self.catalog.placeholder
+        """The newest ``limit`` alerts sent (delivered), newest first."""
         rows = self._rows(
-            f"SELECT alert_key, sent_ms, payload FROM {ALERTS_TABLE} WHERE sql_catalog = {mark} "
-            f"ORDER BY seq DESC LIMIT {max(0, int(limit))}",
+            f"SELECT alert_key, sent_ms, payload FROM {ALERTS_TABLE} WHERE sql_catalog = ? "
+            f"AND pending_until IS NULL ORDER BY seq DESC LIMIT {max(0, int(limit))}",
             (self.catalog.catalog_name,),
         )
         found = [
@@ -352,8 +387,8 @@ class FileAlertStore:
                 f"Cannot record the sent alert in {self.path} ({e.strerror or e})."
             ) from e
 
-    def claim(self, sent: SentAlert) -> bool:
-        """True: :meth:`run_lock` held from reading the keys is this store's claim."""
+    def claim(self, sent: SentAlert, until_ms: int) -> bool:
+        """True: :meth:`run_lock`, held from reading the keys, is this store's claim."""
         return True
 
     def settle(self, sent: SentAlert, delivered: bool) -> None:

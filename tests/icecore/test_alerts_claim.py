@@ -22,7 +22,7 @@ import pytest
 from icecore.alert_rules import run_alerts
 from icecore.alerts import parse_alerts
 from icecore.catalog import SqlCatalog, TableIdentifier, load_catalog
-from icecore.catalog.alert_store import ALERTS_TABLE, SentAlert, SqlAlertStore
+from icecore.catalog.alert_store import ALERTS_TABLE, SentAlert, SqlAlertStore, now_ms
 from icecore.catalog.sql import SqlCatalogAdmin
 from icecore.catalog_health import catalog_health
 from icecore.cli import ALERTS_UNDELIVERED_EXIT, main
@@ -111,16 +111,37 @@ def test_a_claim_is_won_once_and_a_released_one_can_be_won_again(
 ) -> None:
     uri = _small_catalog(backend, request, tmp_path)
     one, two = _store(uri), _store(uri)
+    later = now_ms() + 600_000  # claims that do not lapse during the test
     alert = SentAlert("db.small|score_below|below50:40", 7, {"event": "score_below"})
-    assert one.claim(alert) is True
-    assert two.claim(SentAlert(alert.key, 8, alert.payload)) is False
+    assert one.claim(alert, later) is True
+    assert two.claim(SentAlert(alert.key, 8, alert.payload), later) is False
     assert two.keys() == {alert.key}  # a claim being sent counts as sent for other runs
+    assert two.recent(5) == []  # but it is not shown as sent
     one.settle(alert, delivered=False)  # the hook failed: released
     assert two.keys() == set()
     again = SentAlert(alert.key, 9, alert.payload)
-    assert two.claim(again) is True and one.claim(alert) is False
+    assert two.claim(again, later) is True and one.claim(alert, later) is False
     two.settle(again, delivered=True)
     assert [s.time_ms for s in one.recent(5)] == [9]
+    assert one.claim(SentAlert(alert.key, 10, alert.payload), 0) is False  # sent: never lapses
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_claim_of_a_run_that_died_mid_send_lapses_and_is_taken_over(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    uri = _small_catalog(backend, request, tmp_path)
+    dead, live = _store(uri), _store(uri)
+    alert = SentAlert("db.small|regression|avg@1", 7, {"event": "regression"})
+    assert dead.claim(alert, now_ms() - 1) is True  # its run died; the claim has lapsed
+    assert live.keys() == set()  # not counted as sent
+    taken = SentAlert(alert.key, 8, alert.payload)
+    assert live.claim(taken, now_ms() + 600_000) is True
+    assert dead.claim(alert, now_ms() + 600_000) is False  # taken, not lapsed: one winner
+    dead.settle(alert, delivered=True)  # the dead run's settle touches only its own claim
+    assert live.recent(5) == [] and live.keys() == {alert.key}
+    live.settle(taken, delivered=True)
+    assert [s.time_ms for s in live.recent(5)] == [8]
 
 
 def test_a_table_from_before_the_unique_key_is_brought_up_to_date(
@@ -140,8 +161,11 @@ def test_a_table_from_before_the_unique_key_is_brought_up_to_date(
                 "VALUES (?, 'k', ?, '{}')",
                 (cat.catalog_name, ms),
             )
-    assert store.claim(SentAlert("k", 3, {})) is False
-    assert store.claim(SentAlert("j", 4, {})) is True
+    assert store.recent(5) and store.keys() == {"k"}  # read before the upgrade: all sent
+    later = now_ms() + 600_000
+    assert store.claim(SentAlert("k", 3, {}), later) is False
+    assert store.claim(SentAlert("j", 4, {}), later) is True
+    store.settle(SentAlert("j", 4, {}), delivered=True)
     assert sorted((s.key, s.time_ms) for s in store.recent(5)) == [("j", 4), ("k", 1)]
 
 
