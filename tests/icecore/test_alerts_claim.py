@@ -9,7 +9,10 @@ Real SQLite and PostgreSQL (``pg_server``), a real listener on 127.0.0.1.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -206,3 +209,43 @@ def test_the_cli_exits_3_when_an_alert_was_not_delivered(
     monkeypatch.setenv("ICECORE_CONFIG", str(_config(tmp_path, listener.url, **settings)))
     assert main(["alerts", uri]) == 0
     assert [e["table"] for e in json.loads(capsys.readouterr().out)["sent"]] == [SMALL]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_two_alerts_processes_at_once_over_a_sql_catalog_post_once(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, listener: Listener
+) -> None:
+    uri = _small_catalog(backend, request, tmp_path)
+    (row,) = catalog_health(load_catalog(uri))
+    config = _config(tmp_path, listener.url, **FAST, score_below=row["score"] + 1)
+    env = {**os.environ, "ICECORE_CONFIG": str(config)}
+    command = [sys.executable, "-m", "icecore", "alerts", uri]
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+
+    listener.hold.clear()  # the first process's POST waits for the second one to run
+    first = start()
+    try:
+        assert listener.wait("attempts", 1, timeout=120)
+        second = start()
+        ended = threading.Event()
+
+        def watch() -> None:
+            second.wait()
+            ended.set()
+            with listener.changed:
+                listener.changed.notify_all()
+
+        threading.Thread(target=watch, daemon=True).start()
+        with listener.changed:
+            assert listener.changed.wait_for(lambda: listener.attempts >= 2 or ended.is_set(), 120)
+    finally:
+        listener.hold.set()
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in (first, second)]
+    assert [p.returncode for p in (first, second)] == [0, 0]
+    assert [len(o["sent"]) for o in outs] == [1, 0] and outs[1]["already_sent"] == 1
+    assert listener.attempts == 1 and len(listener.bodies) == 1
