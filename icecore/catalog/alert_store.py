@@ -206,7 +206,7 @@ class SqlAlertStore:
         cat = self.catalog
         if ALERTS_TABLE not in cat._table_names():
             return []
-        if "pending_until" not in cat._column_names(ALERTS_TABLE):
+        if not self._ready and "pending_until" not in cat._column_names(ALERTS_TABLE):
             sql = sql.replace("pending_until", "NULL")  # a table from before claims: all sent
         try:
             with closing(cat._connect()) as conn:

@@ -249,3 +249,18 @@ def test_two_alerts_processes_at_once_over_a_sql_catalog_post_once(
     assert [p.returncode for p in (first, second)] == [0, 0]
     assert [len(o["sent"]) for o in outs] == [1, 0] and outs[1]["already_sent"] == 1
     assert listener.attempts == 1 and len(listener.bodies) == 1
+
+
+def test_a_read_only_sql_catalog_claims_every_alert_and_records_none(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    uri = _small_catalog("sqlite", request, tmp_path)
+    writable = _store(uri)
+    reader = SqlAlertStore(SqlCatalog(writable.catalog.path, read_only=True))
+    alert = SentAlert("k", 1, {"event": "score_below"})
+    assert reader.writable is False
+    assert reader.claim(alert, now_ms() + 600_000) is True  # every run sends: nothing kept
+    reader.settle(alert, delivered=True)
+    assert reader.add(alert) is False
+    assert reader.claim(alert, now_ms() + 600_000) is True
+    assert writable.keys() == set() and writable.recent(5) == []
