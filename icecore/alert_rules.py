@@ -172,10 +172,8 @@ def _send(
     # store's claim), and only the winner sends; one another run holds is already sent.
     stamp = now_ms()
     until = claim_until(config, len(new), stamp)
-    claims = [SentAlert(alert_key(e), stamp, e) for e in new]
-    won = [c for c in claims if store is None or store.claim(c, until)]
-    out["already_sent"] += len(claims) - len(won)
-    sender = AlertSender(config, queue_size=max(1, len(won)))
+    won: list[SentAlert] = []
+    sender = AlertSender(config, queue_size=max(1, len(new)))
     outcome: dict[int, bool] = {}
 
     def done(i: int) -> Callable[[bool], None]:
@@ -189,6 +187,11 @@ def _send(
         return record
 
     try:
+        for event in new:  # a claim won is settled below even when a later one raises
+            claim = SentAlert(alert_key(event), stamp, event)
+            if store is None or store.claim(claim, until):
+                won.append(claim)
+        out["already_sent"] += len(new) - len(won)
         for i, claim in enumerate(won):
             sender.submit(claim.payload, done=done(i))
         # Sent one after another; after a failure the rest end at once (see done), so this

@@ -51,6 +51,7 @@ from icecore.catalog.guarded import GuardedCatalog
 from icecore.catalog.sql import OwnTable, SqlCatalog, first_line
 from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable
+from icecore.failpoints import failpoint
 from icecore.io import normalize_path
 
 ALERTS_TABLE = "icecore_alerts"
@@ -263,6 +264,7 @@ class SqlAlertStore:
             (cat.catalog_name, sent.key, sent.time_ms, body, until_ms),
         )
         if inserted == 1:
+            failpoint("alert-claimed")  # tests: a run killed between its claim and its POST
             return True
         taken = self._execute(
             what,
@@ -270,6 +272,8 @@ class SqlAlertStore:
             "WHERE sql_catalog = ? AND alert_key = ? AND pending_until < ?",
             (sent.time_ms, body, until_ms, cat.catalog_name, sent.key, now_ms()),
         )
+        if taken == 1:
+            failpoint("alert-claimed")
         return taken == 1
 
     def settle(self, sent: SentAlert, delivered: bool) -> None:

@@ -264,3 +264,31 @@ def test_a_read_only_sql_catalog_claims_every_alert_and_records_none(
     assert reader.add(alert) is False
     assert reader.claim(alert, now_ms() + 600_000) is True
     assert writable.keys() == set() and writable.recent(5) == []
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_its_claim_neither_sends_twice_nor_suppresses_the_alert(
+    request: pytest.FixtureRequest, tmp_path: Path, listener: Listener
+) -> None:
+    from icecore.failpoints import CRASH_EXIT_CODE, ENV
+
+    uri = _small_catalog("sqlite", request, tmp_path)
+    (row,) = catalog_health(load_catalog(uri))
+    config = _config(tmp_path, listener.url, **FAST, score_below=row["score"] + 1)
+    env = {**os.environ, "ICECORE_CONFIG": str(config), ENV: "alert-claimed=crash"}
+    done = subprocess.run(
+        [sys.executable, "-m", "icecore", "alerts", uri], env=env, capture_output=True, check=False
+    )
+    assert done.returncode == CRASH_EXIT_CODE and listener.attempts == 0
+    store = _store(uri)
+    (key,) = store.keys()  # the dead run's claim: within its bound, taken as being sent
+    assert store.recent(5) == []
+    settings = parse_alerts({"webhook": listener.url, **FAST, "score_below": row["score"] + 1})
+    assert run_alerts(load_catalog(uri), settings, catalog_name=uri)["sent"] == []
+    assert listener.attempts == 0
+    cat = store.catalog
+    with closing(cat._connect()) as conn:  # the claim's bound passes (as time would)
+        conn.execute(f"UPDATE {ALERTS_TABLE} SET pending_until = ?", (now_ms() - 1,))
+    out = run_alerts(load_catalog(uri), settings, catalog_name=uri)
+    assert [e["table"] for e in out["sent"]] == [SMALL] and listener.wait("bodies", 1)
+    assert [s.key for s in store.recent(5)] == [key] and listener.attempts == 1
