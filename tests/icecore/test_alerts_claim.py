@@ -147,10 +147,11 @@ def test_the_claim_of_a_run_that_died_mid_send_lapses_and_is_taken_over(
     assert [s.time_ms for s in live.recent(5)] == [8]
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_table_from_before_the_unique_key_is_brought_up_to_date(
-    request: pytest.FixtureRequest, tmp_path: Path
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    uri = _small_catalog("sqlite", request, tmp_path)
+    uri = _small_catalog(backend, request, tmp_path)
     store = _store(uri)
     cat = store.catalog
     with closing(cat._connect()) as conn:  # the table as the first release made it
@@ -161,7 +162,7 @@ def test_a_table_from_before_the_unique_key_is_brought_up_to_date(
         for ms in (1, 2):  # two runs at once sent one alert twice
             conn.execute(
                 f"INSERT INTO {ALERTS_TABLE} (sql_catalog, alert_key, sent_ms, payload) "
-                "VALUES (?, 'k', ?, '{}')",
+                f"VALUES ({cat.placeholder}, 'k', {cat.placeholder}, '{{}}')",
                 (cat.catalog_name, ms),
             )
     assert store.recent(5) and store.keys() == {"k"}  # read before the upgrade: all sent
@@ -170,6 +171,7 @@ def test_a_table_from_before_the_unique_key_is_brought_up_to_date(
     assert store.claim(SentAlert("j", 4, {}), later) is True
     store.settle(SentAlert("j", 4, {}), delivered=True)
     assert sorted((s.key, s.time_ms) for s in store.recent(5)) == [("j", 4), ("k", 1)]
+    assert "pending_until" in cat._column_names(ALERTS_TABLE)
 
 
 def _closed_port() -> int:
