@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -69,38 +69,57 @@ def _store(uri: str) -> SqlAlertStore:
     return SqlAlertStore(catalog)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_two_runs_at_once_over_a_sql_catalog_send_each_alert_once(
-    backend: str, request: pytest.FixtureRequest, tmp_path: Path, listener: Listener
+def _second_while_first_sends(
+    listener: Listener, first: Callable[[], None], second: Callable[[], None]
 ) -> None:
-    uri = _small_catalog(backend, request, tmp_path)
-    (row,) = catalog_health(load_catalog(uri))
-    config = parse_alerts({"webhook": listener.url, **FAST, "score_below": row["score"] + 1})
-    outs: dict[str, dict[str, Any]] = {}
+    """Start ``first``; once its POST has come (held), run ``second`` until it ends or POSTs.
 
-    def run(name: str) -> None:
+    ``second`` runs on a thread; a second POST means both runs send (the race). Then the
+    held POST is answered.
+    """
+    ended = threading.Event()
+
+    def run_second() -> None:
         try:
-            # Each run its own catalog object: its own connections, as a second process has.
-            outs[name] = run_alerts(load_catalog(uri), config, catalog_name=uri)
+            second()
         finally:
+            ended.set()
             with listener.changed:
                 listener.changed.notify_all()
 
     listener.hold.clear()  # the first run's POST waits: it has read the keys, not recorded
-    first = threading.Thread(target=run, args=("first",))
-    first.start()
-    second = threading.Thread(target=run, args=("second",))
     try:
-        assert listener.wait("attempts", 1)
-        second.start()
-        # The second run either ends (the first holds the claim) or POSTs too (the race).
+        first()
+        assert listener.wait("attempts", 1, timeout=120)
+        threading.Thread(target=run_second, daemon=True).start()
         with listener.changed:
-            assert listener.changed.wait_for(lambda: listener.attempts >= 2 or "second" in outs, 60)
+            assert listener.changed.wait_for(lambda: listener.attempts >= 2 or ended.is_set(), 120)
     finally:
         listener.hold.set()
-        first.join(60)
-        if second.is_alive() or second.ident is not None:
-            second.join(60)
+
+
+def _alerting(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, int]:
+    """The catalog of :func:`_small_catalog` and a threshold its one table is below."""
+    uri = _small_catalog(backend, request, tmp_path)
+    (row,) = catalog_health(load_catalog(uri))
+    return uri, int(row["score"]) + 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_two_runs_at_once_over_a_sql_catalog_send_each_alert_once(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, listener: Listener
+) -> None:
+    uri, below = _alerting(backend, request, tmp_path)
+    config = parse_alerts({"webhook": listener.url, **FAST, "score_below": below})
+    outs: dict[str, dict[str, Any]] = {}
+
+    def run(name: str) -> None:
+        # Each run its own catalog object: its own connections, as a second process has.
+        outs[name] = run_alerts(load_catalog(uri), config, catalog_name=uri)
+
+    first = threading.Thread(target=run, args=("first",))
+    _second_while_first_sends(listener, first.start, lambda: run("second"))
+    first.join(60)
     assert listener.attempts == 1 and len(listener.bodies) == 1
     assert [len(outs[n]["sent"]) for n in ("first", "second")] == [1, 0]
     assert outs["second"]["already_sent"] == 1 and outs["second"]["failed"] == []
@@ -108,12 +127,19 @@ def test_two_runs_at_once_over_a_sql_catalog_send_each_alert_once(
     assert [s.payload["table"] for s in _store(uri).recent(5)] == [SMALL]
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres"])
+def two_stores(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> tuple[SqlAlertStore, SqlAlertStore]:
+    """Two stores over one catalog, as two runs (processes, hosts) have."""
+    uri = _small_catalog(request.param, request, tmp_path)
+    return _store(uri), _store(uri)
+
+
 def test_a_claim_is_won_once_and_a_released_one_can_be_won_again(
-    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+    two_stores: tuple[SqlAlertStore, SqlAlertStore],
 ) -> None:
-    uri = _small_catalog(backend, request, tmp_path)
-    one, two = _store(uri), _store(uri)
+    one, two = two_stores
     later = now_ms() + 600_000  # claims that do not lapse during the test
     alert = SentAlert("db.small|score_below|below50:40", 7, {"event": "score_below"})
     assert one.claim(alert, later) is True
@@ -129,12 +155,10 @@ def test_a_claim_is_won_once_and_a_released_one_can_be_won_again(
     assert one.claim(SentAlert(alert.key, 10, alert.payload), 0) is False  # sent: never lapses
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_the_claim_of_a_run_that_died_mid_send_lapses_and_is_taken_over(
-    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+    two_stores: tuple[SqlAlertStore, SqlAlertStore],
 ) -> None:
-    uri = _small_catalog(backend, request, tmp_path)
-    dead, live = _store(uri), _store(uri)
+    dead, live = two_stores
     alert = SentAlert("db.small|regression|avg@1", 7, {"event": "regression"})
     assert dead.claim(alert, now_ms() - 1) is True  # its run died; the claim has lapsed
     assert live.keys() == set()  # not counted as sent
@@ -189,14 +213,13 @@ def test_the_cli_exits_3_when_an_alert_was_not_delivered(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    uri = _small_catalog("sqlite", request, tmp_path)
-    (row,) = catalog_health(load_catalog(uri))
+    uri, below = _alerting("sqlite", request, tmp_path)
     if hook == "answers 500":
         listener.script = [500] * 10
         url = listener.url
     else:
         url = f"http://127.0.0.1:{_closed_port()}/hook"
-    settings = {**FAST, "retries": 2, "score_below": row["score"] + 1}
+    settings = {**FAST, "retries": 2, "score_below": below}
     monkeypatch.setenv("ICECORE_CONFIG", str(_config(tmp_path, url, **settings)))
     assert main(["alerts", uri]) == ALERTS_UNDELIVERED_EXIT
     out, err = capsys.readouterr()
@@ -218,37 +241,27 @@ def test_the_cli_exits_3_when_an_alert_was_not_delivered(
 def test_two_alerts_processes_at_once_over_a_sql_catalog_post_once(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path, listener: Listener
 ) -> None:
-    uri = _small_catalog(backend, request, tmp_path)
-    (row,) = catalog_health(load_catalog(uri))
-    config = _config(tmp_path, listener.url, **FAST, score_below=row["score"] + 1)
+    uri, below = _alerting(backend, request, tmp_path)
+    config = _config(tmp_path, listener.url, **FAST, score_below=below)
     env = {**os.environ, "ICECORE_CONFIG": str(config)}
     command = [sys.executable, "-m", "icecore", "alerts", uri]
+    runs: list[subprocess.Popen[str]] = []
 
-    def start() -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    def start() -> None:
+        runs.append(
+            subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            )
         )
 
-    listener.hold.clear()  # the first process's POST waits for the second one to run
-    first = start()
-    try:
-        assert listener.wait("attempts", 1, timeout=120)
-        second = start()
-        ended = threading.Event()
+    def second() -> None:
+        start()
+        runs[-1].wait()
 
-        def watch() -> None:
-            second.wait()
-            ended.set()
-            with listener.changed:
-                listener.changed.notify_all()
-
-        threading.Thread(target=watch, daemon=True).start()
-        with listener.changed:
-            assert listener.changed.wait_for(lambda: listener.attempts >= 2 or ended.is_set(), 120)
-    finally:
-        listener.hold.set()
-    outs = [json.loads(p.communicate(timeout=120)[0]) for p in (first, second)]
-    assert [p.returncode for p in (first, second)] == [0, 0]
+    _second_while_first_sends(listener, start, second)
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in runs]
+    first, second_run = runs
+    assert [p.returncode for p in (first, second_run)] == [0, 0]
     assert [len(o["sent"]) for o in outs] == [1, 0] and outs[1]["already_sent"] == 1
     assert listener.attempts == 1 and len(listener.bodies) == 1
 
@@ -274,9 +287,8 @@ def test_a_run_killed_after_its_claim_neither_sends_twice_nor_suppresses_the_ale
 ) -> None:
     from icecore.failpoints import CRASH_EXIT_CODE, ENV
 
-    uri = _small_catalog("sqlite", request, tmp_path)
-    (row,) = catalog_health(load_catalog(uri))
-    config = _config(tmp_path, listener.url, **FAST, score_below=row["score"] + 1)
+    uri, below = _alerting("sqlite", request, tmp_path)
+    config = _config(tmp_path, listener.url, **FAST, score_below=below)
     env = {**os.environ, "ICECORE_CONFIG": str(config), ENV: "alert-claimed=crash"}
     done = subprocess.run(
         [sys.executable, "-m", "icecore", "alerts", uri], env=env, capture_output=True, check=False
@@ -285,7 +297,7 @@ def test_a_run_killed_after_its_claim_neither_sends_twice_nor_suppresses_the_ale
     store = _store(uri)
     (key,) = store.keys()  # the dead run's claim: within its bound, taken as being sent
     assert store.recent(5) == []
-    settings = parse_alerts({"webhook": listener.url, **FAST, "score_below": row["score"] + 1})
+    settings = parse_alerts({"webhook": listener.url, **FAST, "score_below": below})
     assert run_alerts(load_catalog(uri), settings, catalog_name=uri)["sent"] == []
     assert listener.attempts == 0
     cat = store.catalog
