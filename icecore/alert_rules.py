@@ -12,8 +12,9 @@ table the caller may see is judged as ``icecore health`` and ``icecore trend`` j
 Each alert has a key (:func:`alert_key`): the table, the event, and what it is about: the
 regression's metric and starting snapshot, or the score's ten-point bucket (a score that
 keeps falling alerts again at each new bucket; one that stays alerts once). Alerts whose
-key the catalog's store (:mod:`icecore.catalog.alert_store`) holds are not sent again; an
-alert is recorded only once the webhook accepted it, so one that failed is sent next run.
+key the catalog's store (:mod:`icecore.catalog.alert_store`) holds are not sent again. Each
+new alert is claimed in the store before it is sent (two runs at once: one sends it), and
+the claim is kept only once the webhook accepted it, so one that failed is sent next run.
 Once one alert fails (its retries and ``max_seconds`` spent), the run gives up on the rest
 (failed, sent next run): a dead hook costs one alert's bound, not one per alert.
 """
@@ -101,6 +102,20 @@ def evaluate(
     return events
 
 
+CLAIM_MARGIN_MS = 60_000
+"""Added to a run's sending bound before its unsettled claims lapse (slow database, clocks)."""
+
+
+def claim_until(config: AlertConfig, count: int, now: int) -> int:
+    """When claims made at ``now`` for ``count`` alerts lapse if their run never settles them.
+
+    A run sends its alerts one after another, each within ``max_seconds``
+    (:mod:`icecore.alerts`), and settles them all at the end: a live run's claims never
+    lapse first; a dead run's alerts go out with the first run after this.
+    """
+    return now + int(config.max_seconds * 1000) * max(1, count) + CLAIM_MARGIN_MS
+
+
 def run_alerts(
     catalog: Catalog,
     config: AlertConfig,
@@ -153,6 +168,11 @@ def _send(
     }
     if dry_run:
         return {**out, "would_send": new}
+    # Claim each alert before sending it: of two runs at once, one wins each key (the
+    # store's claim), and only the winner sends; one another run holds is already sent.
+    stamp = now_ms()
+    until = claim_until(config, len(new), stamp)
+    won: list[SentAlert] = []
     sender = AlertSender(config, queue_size=max(1, len(new)))
     outcome: dict[int, bool] = {}
 
@@ -166,17 +186,27 @@ def _send(
 
         return record
 
-    for i, event in enumerate(new):
-        sender.submit(event, done=done(i))
-    # Sent one after another; after a failure the rest end at once (see done), so this
-    # waits for at most one alert's max_seconds beyond those the hook accepted.
-    sender.flush(config.max_seconds * max(1, len(new)))
-    sender.close()
-    sent = [e for i, e in enumerate(new) if outcome.get(i)]
-    if store is not None:
-        for event in sent:
-            store.add(SentAlert(alert_key(event), now_ms(), event))
-    return {**out, "sent": sent, "failed": [e for i, e in enumerate(new) if not outcome.get(i)]}
+    try:
+        for event in new:  # a claim won is settled below even when a later one raises
+            claim = SentAlert(alert_key(event), stamp, event)
+            if store is None or store.claim(claim, until):
+                won.append(claim)
+        out["already_sent"] += len(new) - len(won)
+        for i, claim in enumerate(won):
+            sender.submit(claim.payload, done=done(i))
+        # Sent one after another; after a failure the rest end at once (see done), so this
+        # waits for at most one alert's max_seconds beyond those the hook accepted.
+        sender.flush(config.max_seconds * max(1, len(won)))
+    finally:
+        sender.close()
+        if store is not None:  # kept when delivered, released otherwise (sent next run)
+            for i, claim in enumerate(won):
+                store.settle(claim, outcome.get(i, False))
+    return {
+        **out,
+        "sent": [c.payload for i, c in enumerate(won) if outcome.get(i)],
+        "failed": [c.payload for i, c in enumerate(won) if not outcome.get(i)],
+    }
 
 
-__all__ = ["SCORE_BUCKET", "alert_key", "evaluate", "run_alerts"]
+__all__ = ["CLAIM_MARGIN_MS", "SCORE_BUCKET", "alert_key", "claim_until", "evaluate", "run_alerts"]

@@ -73,16 +73,23 @@ def cmd_tables(args: argparse.Namespace) -> list[dict[str, str]]:
 
 
 def cmd_alerts(args: argparse.Namespace) -> dict[str, Any]:
-    """Send ``[alerts]``'s webhook what is new in a catalog (:mod:`icecore.alert_rules`)."""
+    """Send ``[alerts]``'s webhook what is new in a catalog (:mod:`icecore.alert_rules`).
+
+    Exit :data:`ALERTS_UNDELIVERED_EXIT` (3) when an alert could not be delivered after its
+    retries (the JSON, ``failed`` included, is still printed; it is sent again next run).
+    """
     from icecore.alert_rules import run_alerts
     from icecore.alerts import alert_config
 
-    return run_alerts(
+    result = run_alerts(
         load_catalog(args.catalog),
         alert_config(),
         catalog_name=args.catalog,
         dry_run=args.dry_run,
     )
+    if result.get("failed"):
+        raise AlertsUndelivered(result)
+    return result
 
 
 def cmd_maintain(args: argparse.Namespace) -> Any:
@@ -135,12 +142,43 @@ def cmd_maintain(args: argparse.Namespace) -> Any:
         return summary
 
 
-class MaintainFailed(IcecoreError):
+class ResultsFailed(IcecoreError):
+    """A command ran but part of it failed: its JSON is printed, then exit :attr:`exit_code`."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, results: Any) -> None:
+        super().__init__(message)
+        self.results = results
+
+
+class MaintainFailed(ResultsFailed):
     """A policy job failed or a table could not be judged: the JSON is printed, then exit 1."""
 
     def __init__(self, results: Any) -> None:
-        super().__init__("A maintenance job failed or a table could not be judged; see the JSON.")
-        self.results = results
+        super().__init__(
+            "A maintenance job failed or a table could not be judged; see the JSON.", results
+        )
+
+
+ALERTS_UNDELIVERED_EXIT = 3
+"""``icecore alerts``'s exit code when an alert was not delivered (1 stays "could not run")."""
+
+
+class AlertsUndelivered(ResultsFailed):
+    """An alert was not delivered after its retries: the JSON (its ``failed``) is printed, exit 3.
+
+    The alert is not remembered as sent, so the next run sends it again.
+    """
+
+    exit_code = ALERTS_UNDELIVERED_EXIT
+
+    def __init__(self, results: dict[str, Any]) -> None:
+        super().__init__(
+            f"{len(results['failed'])} alert(s) could not be delivered to the webhook; "
+            "they are sent again on the next run.",
+            results,
+        )
 
 
 def cmd_views(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -947,7 +985,8 @@ def build_parser() -> argparse.ArgumentParser:
     health_cmd.set_defaults(run=cmd_health)
     alerts_cmd = sub.add_parser(
         "alerts",
-        help="send the webhook of [alerts] in icecore.toml each new low score and regression",
+        help="send the webhook of [alerts] in icecore.toml each new low score and regression "
+        f"(exit {ALERTS_UNDELIVERED_EXIT} when one could not be delivered; the JSON is printed)",
     )
     alerts_cmd.add_argument("catalog", help="warehouse folder, sqlite:///file.db, a REST URI")
     alerts_cmd.add_argument(
@@ -1220,11 +1259,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run(args)
         if getattr(args, "summary", False):
             result = summarize(result)
-    except MaintainFailed as e:
+    except ResultsFailed as e:
         json.dump(e.results, sys.stdout, indent=2, default=str, ensure_ascii=False)
         sys.stdout.write("\n")
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return e.exit_code
     except (UsageError, IcecoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

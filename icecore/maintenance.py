@@ -497,7 +497,7 @@ class Reach:
     """Data and delete files: path -> (content name, size)."""
 
 
-def _key(path: str) -> str:
+def path_key(path: str) -> str:
     """A path as one key whatever its spelling (``file:/x``, ``file:///x`` and ``/x``)."""
     protocol, local = normalize_path(path)
     return local if protocol == "file" else f"{protocol}://{local}"
@@ -528,7 +528,7 @@ def _reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
     told = listening()
     for done, snapshot in enumerate(chosen, start=1):
         if snapshot.manifest_list is not None:
-            lists.add(_key(snapshot.manifest_list))
+            lists.add(path_key(snapshot.manifest_list))
         # A long history lists the same manifests again and again (every append keeps the
         # earlier ones): read each list's paths as a column, make an object per new one only.
         listed = table.manifest_list(snapshot)
@@ -537,7 +537,7 @@ def _reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
             if path in seen:
                 continue
             seen.add(path)
-            manifests.setdefault(_key(path), listed.manifest(i))
+            manifests.setdefault(path_key(path), listed.manifest(i))
         if told:
             report("Reading manifest lists", done, len(chosen))
     files: dict[str, tuple[str, int]] = {}
@@ -547,7 +547,7 @@ def _reach(table: TableData, snapshots: Iterable[Snapshot]) -> Reach:
     names = ["file_path", "content", "file_format", "file_size_in_bytes"]
     for pm in loaded:
         for path, content, file_format, size in _rows(pm.read(names), *names):
-            files[_key(path)] = (content_name(content, file_format), size)
+            files[path_key(path)] = (content_name(content, file_format), size)
     return Reach(frozenset(lists), frozenset(manifests), files)
 
 
@@ -631,7 +631,7 @@ def metadata_files(table: TableData) -> set[str]:
     found.update(s.statistics_path for s in metadata.statistics)
     found.update(s.statistics_path for s in metadata.partition_statistics)
     found.add(f"{metadata.location.rstrip('/')}/{VERSION_HINT}")
-    return {_key(p) for p in found}
+    return {path_key(p) for p in found}
 
 
 @dataclass(frozen=True, slots=True)
@@ -718,14 +718,14 @@ def orphan_files(table: TableData, older_than_ms: int) -> Orphans:
     hidden = 0
     for folder in orphan_locations(metadata):
         for f in table.io.walk(folder):
-            if _key(f.path) in seen:
+            if path_key(f.path) in seen:
                 continue
             if is_hidden(f.path[len(folder) :], prefixes):
                 hidden += 1
                 continue
-            seen[_key(f.path)] = f
+            seen[path_key(f.path)] = f
     listing = list(seen.values())
-    candidates = [f for f in listing if _key(f.path) not in reachable]
+    candidates = [f for f in listing if path_key(f.path) not in reachable]
     removable = tuple(
         f for f in candidates if f.modified_ms is not None and f.modified_ms < older_than_ms
     )
@@ -878,6 +878,7 @@ __all__ = [
     "metadata_files",
     "orphan_locations",
     "orphan_files",
+    "path_key",
     "reach",
     "recommendation",
     "recommendations",

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from icecore.layout import content_name
-from icecore.maintenance import MANIFEST_PATH, _key
+from icecore.maintenance import MANIFEST_PATH, path_key
 from icecore.manifest import ManifestEntryStatus, ManifestFile
 from icecore.metadata import Snapshot
 from icecore.progress import listening, report
@@ -81,7 +81,7 @@ def _files(manifest: ManifestFile, columns: pa.Table) -> ManifestFiles:
     contents = columns.column("content").to_pylist()
     return ManifestFiles(
         manifest=manifest,
-        paths=tuple(_key(p) for p in columns.column("file_path").to_pylist()),
+        paths=tuple(path_key(p) for p in columns.column("file_path").to_pylist()),
         kinds=tuple(content_name(c, f) for c, f in zip(contents, formats, strict=True)),
         sizes=columns.column("file_size_in_bytes").to_numpy().astype(np.int64),
         records=columns.column("record_count").to_numpy().astype(np.int64),
@@ -109,7 +109,7 @@ def walk(table: TableData, snapshots: Iterable[Snapshot]) -> Walk:
         for i, path in enumerate(raw.to_pylist() if raw is not None else ()):
             key = keyed.get(path)
             if key is None:
-                key = keyed[path] = _key(path)
+                key = keyed[path] = path_key(path)
                 if key not in found:
                     found[key] = columns.manifest(i)
             keys.append(key)

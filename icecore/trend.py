@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from icecore.errors import NotFound
-from icecore.health import MANIFEST_MIN_COUNT_TO_MERGE, _property
+from icecore.health import MANIFEST_MIN_COUNT_TO_MERGE, table_property
 from icecore.metadata import MAIN_BRANCH, Snapshot
 from icecore.snapshot_walk import ManifestFiles, Walk, walk
 
@@ -340,6 +340,6 @@ def trend(table: TableData, branch: str = MAIN_BRANCH) -> Trend:
     walked = walk(table, lineage)
     sums = {key: _sums(m) for key, m in walked.manifests.items()}
     points = tuple(_point(s, walked, sums) for s in lineage)
-    merge = _property(metadata, MANIFEST_MIN_COUNT_TO_MERGE)
+    merge = table_property(metadata, MANIFEST_MIN_COUNT_TO_MERGE)
     assert merge is not None
     return Trend(branch, points, tuple(regressions(points, min_count_to_merge=merge)))

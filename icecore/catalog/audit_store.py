@@ -64,7 +64,7 @@ from icecore.audit import (
 from icecore.catalog.base import Catalog, TableIdentifier
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.guarded import GuardedCatalog, change_summary
-from icecore.catalog.sql import SqlCatalog, create_own_table, first_line
+from icecore.catalog.sql import OwnTable, SqlCatalog, first_line
 from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable, IcecoreError, ValidationError
 from icecore.io import FileIO, normalize_path
@@ -109,32 +109,28 @@ class SqlAuditLog:
     def __init__(self, catalog: SqlCatalog) -> None:
         self.catalog = catalog
         self.skipped = 0
-        self._ready = False
-
-    def _create(self) -> None:
-        """Create ``icecore_audit`` once per store (if it is missing)."""
-        cat = self.catalog
-        if self._ready or AUDIT_TABLE in cat._table_names():
-            self._ready = True
-            return
         columns = ", ".join(
             f"{col} TEXT" if col.startswith("metadata_") else f"{col} TEXT NOT NULL"
             for col, _ in _COLUMNS
         )
-        ddl = (
-            f"CREATE TABLE IF NOT EXISTS {AUDIT_TABLE} (seq {cat.serial_key}, "
-            f"sql_catalog VARCHAR(255) NOT NULL, {columns})"
+        self._table = OwnTable.of(
+            catalog,
+            AUDIT_TABLE,
+            [
+                f"CREATE TABLE IF NOT EXISTS {AUDIT_TABLE} (seq {catalog.serial_key}, "
+                f"sql_catalog VARCHAR(255) NOT NULL, {columns})"
+            ],
         )
-        try:
-            create_own_table(
-                cat._connect, cat._driver_errors(), cat._table_names, AUDIT_TABLE, [ddl]
-            )
-        except cat._driver_errors() as e:
-            raise AuditLogUnavailable(
+
+    def _create(self) -> None:
+        """Create ``icecore_audit`` once per store (if it is missing)."""
+        cat = self.catalog
+        self._table.ensure(
+            lambda e: AuditLogUnavailable(
                 f"Cannot create the audit log table {AUDIT_TABLE} in {cat.where} "
                 f"({first_line(e)}); the change was not made."
-            ) from e
-        self._ready = True
+            )
+        )
 
     def append(self, event: AuditEvent) -> None:
         """INSERT one row, committed (durable) before returning.

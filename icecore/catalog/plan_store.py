@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from icecore.catalog.base import Catalog
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.guarded import GuardedCatalog
-from icecore.catalog.sql import SqlCatalog, create_own_table, first_line
+from icecore.catalog.sql import OwnTable, SqlCatalog, first_line
 from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable
 from icecore.io import normalize_path
@@ -133,7 +133,18 @@ class SqlPlanStore:
         self._table_names = table_names
         self.scope = scope
         self.where = where
-        self._ready = False
+        self._table = OwnTable(
+            connect,
+            errors,
+            table_names,
+            PLAN_TABLE,
+            [
+                f"CREATE TABLE IF NOT EXISTS {PLAN_TABLE} (record_key VARCHAR(80) NOT NULL, "
+                "sql_catalog VARCHAR(255) NOT NULL, plan_id VARCHAR(80) NOT NULL, "
+                "table_name TEXT NOT NULL, principal TEXT NOT NULL, expires_at DOUBLE PRECISION "
+                "NOT NULL, payload TEXT NOT NULL, PRIMARY KEY (sql_catalog, record_key))"
+            ],
+        )
 
     def _sql(self, text: str) -> str:
         return text.replace("?", self._mark)
@@ -144,19 +155,7 @@ class SqlPlanStore:
         )
 
     def _create(self) -> None:
-        if self._ready:
-            return
-        ddl = (
-            f"CREATE TABLE IF NOT EXISTS {PLAN_TABLE} (record_key VARCHAR(80) NOT NULL, "
-            "sql_catalog VARCHAR(255) NOT NULL, plan_id VARCHAR(80) NOT NULL, "
-            "table_name TEXT NOT NULL, principal TEXT NOT NULL, expires_at DOUBLE PRECISION "
-            "NOT NULL, payload TEXT NOT NULL, PRIMARY KEY (sql_catalog, record_key))"
-        )
-        try:
-            create_own_table(self._connect, self._errors, self._table_names, PLAN_TABLE, [ddl])
-        except self._errors as e:
-            raise self._failed(e) from e
-        self._ready = True
+        self._table.ensure(self._failed)
 
     def put(self, records: list[PlanRecord]) -> None:
         """Drop the expired records, then replace ``records`` (DELETE + INSERT) in one go.

@@ -46,7 +46,7 @@ from typing import Any, Literal, Protocol
 from icecore.catalog.base import Catalog
 from icecore.catalog.filesystem import FilesystemCatalog
 from icecore.catalog.guarded import GuardedCatalog
-from icecore.catalog.sql import SqlCatalog, create_own_table, first_line
+from icecore.catalog.sql import OwnTable, SqlCatalog, first_line
 from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable, ValidationError
 from icecore.io import normalize_path
@@ -382,31 +382,27 @@ class SqlReportStore:
         self.catalog = catalog
         self.retention = retention or Retention()
         self.skipped = 0
-        self._ready = False
+        self._table = OwnTable.of(
+            catalog,
+            REPORTS_TABLE,
+            (
+                f"CREATE TABLE IF NOT EXISTS {REPORTS_TABLE} (seq {catalog.serial_key}, "
+                "sql_catalog VARCHAR(255) NOT NULL, table_name TEXT NOT NULL, "
+                "received_ms BIGINT NOT NULL, principal TEXT, report_type VARCHAR(32) NOT NULL, "
+                "report TEXT NOT NULL)",
+                f"CREATE INDEX IF NOT EXISTS {REPORTS_TABLE}_by_table "
+                f"ON {REPORTS_TABLE} (sql_catalog, table_name, seq)",
+            ),
+        )
 
     def _create(self) -> None:
         """Create ``icecore_reports`` and its index once per store (if missing)."""
         cat = self.catalog
-        if self._ready or REPORTS_TABLE in cat._table_names():
-            self._ready = True
-            return
-        statements = (
-            f"CREATE TABLE IF NOT EXISTS {REPORTS_TABLE} (seq {cat.serial_key}, "
-            "sql_catalog VARCHAR(255) NOT NULL, table_name TEXT NOT NULL, "
-            "received_ms BIGINT NOT NULL, principal TEXT, report_type VARCHAR(32) NOT NULL, "
-            "report TEXT NOT NULL)",
-            f"CREATE INDEX IF NOT EXISTS {REPORTS_TABLE}_by_table "
-            f"ON {REPORTS_TABLE} (sql_catalog, table_name, seq)",
-        )
-        try:
-            create_own_table(
-                cat._connect, cat._driver_errors(), cat._table_names, REPORTS_TABLE, statements
-            )
-        except cat._driver_errors() as e:
-            raise ReportsUnavailable(
+        self._table.ensure(
+            lambda e: ReportsUnavailable(
                 f"Cannot create the reports table {REPORTS_TABLE} in {cat.where} ({first_line(e)})."
-            ) from e
-        self._ready = True
+            )
+        )
 
     def append(self, report: KeptReport) -> bool:
         """INSERT the report and DELETE what the retention drops, in one transaction.

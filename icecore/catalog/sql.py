@@ -132,6 +132,70 @@ def create_own_table(
             raise
 
 
+class OwnTable:
+    """One of Icecore's own tables in a catalog's database, created once by its first writer.
+
+    The audit log, the metrics reports, the scan plans and the sent alerts share this shape
+    (:func:`create_own_table` under a per-store "done" flag, the driver's error turned into
+    the store's own one-sentence error), so it lives here once.
+
+    Attributes:
+        name: the table.
+        statements: ``CREATE ... IF NOT EXISTS`` (and other idempotent statements) run in order.
+        upgrade: run ``statements`` once per store even when the table is there (they bring an
+            older table up to date, e.g. add an index); otherwise a listed table is enough.
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        errors: tuple[type[Exception], ...],
+        table_names: Callable[[], set[str]],
+        name: str,
+        statements: Sequence[str],
+        *,
+        upgrade: bool = False,
+    ) -> None:
+        self._connect = connect
+        self._errors = errors
+        self._table_names = table_names
+        self.name = name
+        self.statements = tuple(statements)
+        self.upgrade = upgrade
+        self._ready = False
+
+    @classmethod
+    def of(
+        cls, catalog: SqlCatalog, name: str, statements: Sequence[str], *, upgrade: bool = False
+    ) -> OwnTable:
+        """The table ``name`` in ``catalog``'s database."""
+        return cls(
+            catalog._connect,
+            catalog._driver_errors(),
+            catalog._table_names,
+            name,
+            statements,
+            upgrade=upgrade,
+        )
+
+    def ensure(self, failed: Callable[[Exception], Exception]) -> None:
+        """Create the table unless done before (by this store, or by anyone: it is listed).
+
+        Raises:
+            ``failed(e)`` for the driver's error ``e`` when the table could not be made.
+        """
+        if self._ready or (not self.upgrade and self.name in self._table_names()):
+            self._ready = True
+            return
+        try:
+            create_own_table(
+                self._connect, self._errors, self._table_names, self.name, self.statements
+            )
+        except self._errors as e:
+            raise failed(e) from e
+        self._ready = True
+
+
 def sqlite_jdbc_properties(path: str | Path, warehouse: str | Path) -> dict[str, str]:
     """Iceberg Java's JdbcCatalog properties for a SQLite catalog file, tables under ``warehouse``.
 
