@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import icecore
-from tests.oracle import arrow_rows, canon, spark_rows
+from tests.oracle import arrow_rows, canon
 
 from .null_tables import NullTables
 from .test_planner import _pushed_filters, java_plan
@@ -331,20 +331,35 @@ def test_the_ref_sample_is_drawn_from_the_filters() -> None:
         assert set(sample) <= set(FILTERS[table]), table
 
 
-_UNPUSHED: dict[tuple[str, str | None], Any] = {}
+_MEANT: dict[tuple[str, str | None], dict[str, Counter[tuple[Any, ...]]]] = {}
 
 
-def _unpushed(tables: NullTables, table: str, ref: str | None) -> Any:
-    """The table's rows (and each row's file) as a checkpointed DataFrame.
+def _meant(tables: NullTables, table: str, ref: str | None, flt: str) -> Counter[tuple[Any, ...]]:
+    """The rows ``WHERE flt`` keeps when Spark filters the rows itself: what Spark SQL means.
 
-    Spark filters it itself, with nothing pushed to Iceberg: what Spark SQL means.
+    The table's rows at the ref are checkpointed (nothing can be pushed to Iceberg any
+    more), and every filter the ref runs is evaluated by Spark on them in one pass, one
+    boolean column per filter: ``WHERE`` keeps the rows whose condition is TRUE (not
+    FALSE, not NULL), so those rows are the filter's meaning. One Spark job per table and
+    ref instead of one per case (the same expression parser as ``DataFrame.where``).
     """
     key = (tables.catalog + table, ref)
-    if key not in _UNPUSHED:
+    if key not in _MEANT:
+        from pyspark.sql import functions as F  # noqa: N812 - PySpark's own idiom
+
         source = tables.spark_name(table) + (f" VERSION AS OF '{ref}'" if ref else "")
-        df = tables.spark.sql(f"SELECT *, _file AS `__file` FROM {source}")
-        _UNPUSHED[key] = df.localCheckpoint(eager=True)
-    return _UNPUSHED[key]
+        rows = tables.spark.sql(f"SELECT * FROM {source}").localCheckpoint(eager=True)
+        filters = list(dict.fromkeys(FILTERS[table] if ref is None else REF_SAMPLE[table]))
+        width = len(rows.columns)
+        flags = [F.expr(f).alias(f"__meant{i}") for i, f in enumerate(filters)]
+        kept: dict[str, Counter[tuple[Any, ...]]] = {f: Counter() for f in filters}
+        for row in rows.select("*", *flags).collect():
+            values = tuple(canon(v) for v in row[:width])
+            for i, f in enumerate(filters):
+                if row[width + i] is True:
+                    kept[f][values] += 1
+        _MEANT[key] = kept
+    return _MEANT[key][flt]
 
 
 @pytest.mark.parametrize(("table", "ref", "flt"), CASES)
@@ -354,9 +369,13 @@ def test_rows_equal_spark_and_files_equal_java(
     spark: Any = null_tables.spark
     name = null_tables.spark_name(table)
     source = name + (f" VERSION AS OF '{ref}'" if ref else "")
-    columns, returned = spark_rows(spark, f"SELECT * FROM {source} WHERE {flt}")
-    meant_df = _unpushed(null_tables, table, ref).where(flt)
-    meant = Counter(tuple(canon(v) for v in row) for row in meant_df.drop("__file").collect())
+    # Spark on Iceberg's answer, each row with the file it came from (one scan for both).
+    answer = spark.sql(f"SELECT *, _file AS `__file` FROM {source} WHERE {flt}")
+    columns = answer.columns[:-1]
+    answered = answer.collect()
+    returned = Counter(tuple(canon(v) for v in row[:-1]) for row in answered)
+    read = {row[-1] for row in answered}
+    meant = _meant(null_tables, table, ref, flt)
 
     plan = icecore.load_table(null_tables.table_arg(table)).scan(filter=flt, ref=ref).plan()
     result = plan.to_arrow()
@@ -372,9 +391,8 @@ def test_rows_equal_spark_and_files_equal_java(
 
     ours = {task.file_path: {d.file_path for d in task.delete_files} for task in plan.tasks}
     java = java_plan(spark, table, ref, flt, name=name, pushed=True)
-    read = spark.sql(f"SELECT DISTINCT _file FROM {source} WHERE {flt}").collect()
     if (table, flt) not in SPARK_ICEBERG_DISAGREE:
-        assert {row[0] for row in read} <= set(ours)
+        assert read <= set(ours)
     if flt in NARROWER_THAN_JAVA:
         assert set(ours) <= set(java)
         assert all(ours[path] == java[path] for path in ours)
