@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from icecore.avro import prefer_datafusion
 from icecore.io import FileIO
 from icecore.manifest_arrow import RawManifest, read_manifests_avro
 from icecore.partitioning import PartitionSpec, partition_spec_from_json
@@ -104,6 +105,7 @@ def _alone(
 
 def main() -> None:
     """Decode batches from stdin until it closes."""
+    prefer_datafusion()  # workers exist only for big plans: DataFusion pays at once
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:

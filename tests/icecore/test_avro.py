@@ -445,3 +445,45 @@ def test_datafusion_refusing_a_file_leaves_no_scratch_file(tmp_path: Path) -> No
     before = set(Path(avro._SCRATCH or tempfile.gettempdir()).glob("icecore-*.avro"))
     assert avro._decode_datafusion(b"Obj\x01not an avro file") is None
     assert set(Path(avro._SCRATCH or tempfile.gettempdir()).glob("icecore-*.avro")) == before
+
+
+_GATE_CHILD = """
+import io, json, sys
+import fastavro
+from icecore import avro
+from tests.icecore.test_avro import _write
+small = _write(200)
+first = avro.read_avro_polars_arrow(small, "small.avro")
+after_small = "datafusion" in sys.modules
+big = _write(20000, codec="null")
+while avro._decoded[0] <= avro.DATAFUSION_AFTER_BYTES:
+    avro.read_avro_polars_arrow(big, "big.avro")
+again = avro.read_avro_polars_arrow(small, "small.avro")
+print(json.dumps({
+    "after_small": after_small,
+    "after_big": "datafusion" in sys.modules,
+    "equal": first.equals(again),
+}))
+"""
+
+
+def test_datafusion_is_loaded_only_once_it_pays_for_itself() -> None:
+    """A small plan decodes with polars, never importing DataFusion (0.2-0.5 s with pandas).
+
+    Past DATAFUSION_AFTER_BYTES a process decodes with DataFusion, to the same table.
+    """
+    import json
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", _GATE_CHILD],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"after_small": False, "after_big": True, "equal": True}, done.stderr
