@@ -212,6 +212,36 @@ class SourceFile:
         """Rows in the file, from its footer."""
         return self._num_rows
 
+    def constant_string(self, field_id: int) -> str | None:
+        """The one string a top-level column holds in every row, from the Parquet footer.
+
+        Known when every row group's statistics give no nulls and a minimum equal to the
+        maximum (a writer truncating long values writes a longer maximum, so equal bounds
+        are exact). None: unknown, several values, nulls, no statistics, not Parquet or not
+        a top-level string column. A position delete file written for one data file (what
+        Spark and Iceberg Java write) names it in every row; knowing that from the footer
+        spares decoding and comparing its paths (issue 32, Deliver 1).
+        """
+        path = self.index.get(field_id)
+        if self._parquet is None or path is None or len(path) != 1:
+            return None
+        if not pa.types.is_string(self.schema.field(path[0]).type):
+            return None
+        (leaf,) = self._leaf_columns([path[0]])
+        metadata = self._parquet.metadata
+        found: str | None = None
+        for group in range(metadata.num_row_groups):
+            stats = metadata.row_group(group).column(leaf).statistics
+            if stats is None or not stats.has_min_max or not stats.has_null_count:
+                return None
+            low, high = stats.min, stats.max
+            if stats.null_count or not isinstance(low, str) or low != high:
+                return None
+            if found is not None and low != found:
+                return None
+            found = low
+        return found
+
     def batches(self, field_ids: set[int], batch_size: int) -> Iterator[pa.RecordBatch]:
         """Batches of the top-level columns holding any of ``field_ids`` (all rows, in order).
 

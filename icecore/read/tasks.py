@@ -27,6 +27,7 @@ from icecore.io import FileIO
 from icecore.manifest import DataFileContent
 from icecore.read.deletes import DeleteLoader, keep_mask
 from icecore.read.files import SourceFile, column_at
+from icecore.read.memory import use_read_pool
 from icecore.read.name_mapping import MappedField, parse_name_mapping
 from icecore.read.parallel import read_in_parallel, read_threads
 from icecore.read.projection import (
@@ -219,7 +220,8 @@ def read_tasks(
     Several tasks are read at once on ``threads`` threads (default
     :func:`icecore.read.parallel.read_threads`; 1 reads one file after another), their
     batches given back in task order, the same batches the serial reader gives
-    (:mod:`icecore.read.parallel`).
+    (:mod:`icecore.read.parallel`). The first read of a process makes the system allocator
+    Arrow's default pool unless the user chose one (:mod:`icecore.read.memory`).
 
     Args:
         io: the table's FileIO (every byte is read through it).
@@ -253,6 +255,7 @@ def read_tasks(
     """
     if limit is not None and limit <= 0:
         return
+    use_read_pool()
     # Tasks are read as they come (a plan's tasks are made on demand); only the first is
     # looked at ahead, and all of them only when the caller gives no partition type.
     task_iter = iter(tasks)
