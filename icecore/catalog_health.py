@@ -55,6 +55,7 @@ from icecore.manifest import ManifestContent, ManifestFile
 from icecore.metadata.serde import decode_metadata_json, parse_metadata_dict
 from icecore.metadata_bloat import LARGE_METADATA_BYTES, metadata_parts, part_json
 from icecore.progress import report
+from icecore.scan.context import default_context
 from icecore.scan.decode_pool import _Worker, pool_size, receive, send
 from icecore.table_data import TableData
 
@@ -452,6 +453,9 @@ def _serve() -> None:
         except EOFError:
             return
         send(stdout, _rows_of(*message))
+        # Each table's manifests are read once here: the memory cache (up to 512 MiB a
+        # worker) would only hold them; the disk cache keeps them for the next call.
+        default_context().clear()
 
 
 def catalog_health(
