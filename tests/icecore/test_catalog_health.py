@@ -290,3 +290,18 @@ def test_full_rows_read_in_worker_processes_are_the_rows_read_here(
     assert any(workers), "no icecore.catalog_health worker ran"
     assert all(known.get(r["metadata_location"]) for r in there if r["table"] != "db.lost")
     assert _health_workers() == []  # the call's workers are gone when it returns
+
+
+@pytest.mark.parametrize("executable", ["/nonexistent/python", "/bin/false"])
+def test_tables_of_a_worker_that_fails_are_read_here(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch, executable: str
+) -> None:
+    # A worker that cannot start (no interpreter) or dies before answering (exits at once):
+    # its tables are read in this process, and the rows are the same.
+    if not Path(executable).exists() and executable != "/nonexistent/python":
+        pytest.skip(f"{executable} is missing")
+    catalog = load_catalog(str(warehouse))
+    here = catalog_health(catalog, processes=0, now_ms=1_800_000_000_000)
+    monkeypatch.setattr(catalog_health_module, "PROCESS_MIN_TABLES", 1)
+    monkeypatch.setattr(sys, "executable", executable)
+    assert catalog_health(catalog, processes=2, now_ms=1_800_000_000_000) == here
