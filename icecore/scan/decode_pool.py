@@ -151,9 +151,12 @@ def _warn_worker_failed(worker: _Worker, error: BaseException) -> None:
 
 
 class _Worker:
-    """One ``python -m icecore.scan.decode_worker`` child process."""
+    """One ``python -m icecore.scan.decode_worker`` child process (or ``module``'s).
 
-    def __init__(self) -> None:
+    ``module``: another worker started and spoken to the same way (:mod:`icecore.catalog_health`).
+    """
+
+    def __init__(self, module: str = "icecore.scan.decode_worker") -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(worker_path())
         env["ICECORE_PLAN_PROCESSES"] = "0"
@@ -164,7 +167,7 @@ class _Worker:
         # icecore this process runs (PYTHONPATH, :func:`worker_path`), not one that happens to
         # be in the directory.
         self.process = subprocess.Popen(  # noqa: S603 - our own module, same interpreter
-            [sys.executable, "-P", "-m", "icecore.scan.decode_worker"],
+            [sys.executable, "-P", "-m", module],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

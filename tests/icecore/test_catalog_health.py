@@ -8,6 +8,7 @@ PyIceberg-written table and hand-made metadata whose answers are worked out by h
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from icecore import catalog_health as catalog_health_module
 from icecore import health
 from icecore.catalog import load_catalog, load_table
 from icecore.catalog_health import METADATA_POINTS, POINTS, catalog_health, score
@@ -247,3 +249,59 @@ def test_manifests_per_snapshot_match_spark_s_all_manifests(
     assert ours == per_snapshot
     times = [m.timestamp_ms for m in lists]
     assert times == sorted(times, reverse=True)  # newest first
+
+
+def _health_workers() -> list[int]:
+    """Pids of this process's ``python -m icecore.catalog_health`` children (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"icecore.catalog_health" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_full_rows_read_in_worker_processes_are_the_rows_read_here(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two workers read the full rows (the threshold lowered to this warehouse's three tables):
+    # every row, the corrupt table's error and the empty table included, equals the one read
+    # in this process (the rows Spark checks above), in listing order, kept in ``known`` alike.
+    monkeypatch.setattr(catalog_health_module, "PROCESS_MIN_TABLES", 1)
+    catalog = load_catalog(str(warehouse))
+    here = catalog_health(catalog, processes=0, now_ms=1_800_000_000_000)
+    workers: list[list[int]] = []
+    known: LRU[str, dict[str, Any]] = LRU(16)
+    there = catalog_health(
+        catalog,
+        processes=2,
+        now_ms=1_800_000_000_000,
+        known=known,
+        progress=lambda done, total: workers.append(_health_workers()),
+    )
+    assert there == here
+    assert any(workers), "no icecore.catalog_health worker ran"
+    assert all(known.get(r["metadata_location"]) for r in there if r["table"] != "db.lost")
+    assert _health_workers() == []  # the call's workers are gone when it returns
+
+
+@pytest.mark.parametrize("executable", ["/nonexistent/python", "/bin/false"])
+def test_tables_of_a_worker_that_fails_are_read_here(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch, executable: str
+) -> None:
+    # A worker that cannot start (no interpreter) or dies before answering (exits at once):
+    # its tables are read in this process, and the rows are the same.
+    if not Path(executable).exists() and executable != "/nonexistent/python":
+        pytest.skip(f"{executable} is missing")
+    catalog = load_catalog(str(warehouse))
+    here = catalog_health(catalog, processes=0, now_ms=1_800_000_000_000)
+    monkeypatch.setattr(catalog_health_module, "PROCESS_MIN_TABLES", 1)
+    monkeypatch.setattr(sys, "executable", executable)
+    assert catalog_health(catalog, processes=2, now_ms=1_800_000_000_000) == here
