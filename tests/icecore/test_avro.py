@@ -448,29 +448,41 @@ def test_datafusion_refusing_a_file_leaves_no_scratch_file(tmp_path: Path) -> No
 
 
 _GATE_CHILD = """
-import io, json, sys
-import fastavro
+import json, sys
 from icecore import avro
 from tests.icecore.test_avro import _write
+calls = []
+decode = avro._decode_datafusion
+def counted(data):
+    calls.append(len(data))
+    return decode(data)
+avro._decode_datafusion = counted
 small = _write(200)
-first = avro.read_avro_polars_arrow(small, "small.avro")
-after_small = "datafusion" in sys.modules
 big = _write(20000, codec="null")
+assert len(small) < avro.DATAFUSION_MIN_BYTES <= len(big)
+assert len(small) + len(big) <= avro.DATAFUSION_AFTER_BYTES < 4 * len(big)
+first_small = avro.read_avro_polars_arrow(small, "small.avro")
+first_big = avro.read_avro_polars_arrow(big, "big.avro")
+early = ("datafusion" in sys.modules, len(calls))
 while avro._decoded[0] <= avro.DATAFUSION_AFTER_BYTES:
     avro.read_avro_polars_arrow(big, "big.avro")
-again = avro.read_avro_polars_arrow(small, "small.avro")
+again_big = avro.read_avro_polars_arrow(big, "big.avro")
+big_calls = len(calls)
+again_small = avro.read_avro_polars_arrow(small, "small.avro")
 print(json.dumps({
-    "after_small": after_small,
-    "after_big": "datafusion" in sys.modules,
-    "equal": first.equals(again),
+    "early": early,
+    "after_big": "datafusion" in sys.modules and big_calls > 0,
+    "small_by_datafusion": len(calls) > big_calls,
+    "equal": first_small.equals(again_small) and first_big.equals(again_big),
 }))
 """
 
 
 def test_datafusion_is_loaded_only_once_it_pays_for_itself() -> None:
-    """A small plan decodes with polars, never importing DataFusion (0.2-0.5 s with pandas).
+    """A small plan decodes with polars, never importing DataFusion (0.2-0.5 s).
 
-    Past DATAFUSION_AFTER_BYTES a process decodes with DataFusion, to the same table.
+    Past DATAFUSION_AFTER_BYTES a process decodes files of DATAFUSION_MIN_BYTES and more with
+    DataFusion, to the same table; smaller ones (manifest lists) stay polars'.
     """
     import json
     import subprocess
@@ -486,4 +498,9 @@ def test_datafusion_is_loaded_only_once_it_pays_for_itself() -> None:
         timeout=120,
     )
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen == {"after_small": False, "after_big": True, "equal": True}, done.stderr
+    assert seen == {
+        "early": [False, 0],
+        "after_big": True,
+        "small_by_datafusion": False,
+        "equal": True,
+    }, done.stderr
