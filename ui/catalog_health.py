@@ -14,7 +14,7 @@ asks the catalog for the current metadata files and reuses the full rows.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -78,20 +78,31 @@ def all_known(tables: list[Located]) -> bool:
     return all(loc is not None and _KNOWN.get(loc) is not None for _, loc, err in tables if not err)
 
 
-def health_rows(catalog: str, tables: list[Located], *, deep: bool = True) -> list[dict[str, Any]]:
+def health_rows(
+    catalog: str,
+    tables: list[Located],
+    *,
+    deep: bool = True,
+    while_reading: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
     """The health rows of ``tables`` (:func:`located`) of ``catalog`` (see the module doc).
 
     ``deep=False``: from metadata.json and manifest lists alone (exact counts, bytes from
     summaries, no file-level checks), a few milliseconds a table, shown while the manifests
     are read for the full rows. What is not kept yet is read under a progress bar; an
-    unreadable table is a row with its error.
+    unreadable table is a row with its error. ``while_reading``: called once while the
+    worker processes read (:func:`~icecore.catalog_health.catalog_health`), or before.
     """
     guarded = data.session_catalog(catalog)
     known = _KNOWN if deep else _QUICK
 
     def make() -> list[dict[str, Any]]:
         return catalog_health(
-            guarded, known=known, located=tables, files_bound=FILES_BOUND if deep else 0
+            guarded,
+            known=known,
+            located=tables,
+            files_bound=FILES_BOUND if deep else 0,
+            while_reading=while_reading,
         )
 
     if deep and all_known(tables):

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -305,3 +306,40 @@ def test_tables_of_a_worker_that_fails_are_read_here(
     monkeypatch.setattr(catalog_health_module, "PROCESS_MIN_TABLES", 1)
     monkeypatch.setattr(sys, "executable", executable)
     assert catalog_health(catalog, processes=2, now_ms=1_800_000_000_000) == here
+
+
+@pytest.mark.parametrize("processes", [0, 2])
+def test_the_callers_work_runs_once_while_the_tables_are_read(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch, processes: int
+) -> None:
+    # The Tables page draws its quick rows in ``while_reading``: called once, before any
+    # table's row is in (with workers, while they read), and once on a visit with every row
+    # kept, where nothing is read.
+    monkeypatch.setattr(catalog_health_module, "PROCESS_MIN_TABLES", 1)
+    catalog = load_catalog(str(warehouse))
+    events: list[str] = []
+    known: LRU[str, dict[str, Any]] = LRU(16)
+
+    def reading() -> None:
+        events.append("while_reading")
+        if processes and not known:  # the workers are started (on their threads), reading
+            waited = 0.0
+            while not _health_workers() and waited < 60:
+                time.sleep(0.05)
+                waited += 0.05
+            events.append(f"workers={len(_health_workers())}")
+
+    for visit in range(2):
+        events.clear()
+        catalog_health(
+            catalog,
+            processes=processes,
+            now_ms=1_800_000_000_000,
+            known=known,
+            progress=lambda done, total: events.append("row"),
+            while_reading=reading,
+        )
+        assert events.count("while_reading") == 1, events
+        if processes and visit == 0:
+            assert events.index("while_reading") < events.index("row"), events
+            assert events[events.index("while_reading") + 1] != "workers=0", events

@@ -87,3 +87,30 @@ def test_partition_labels_read_back_even_with_slashes_in_values() -> None:
     two = spec(0, (VENDOR, "v", IdentityTransform()), (TS, "day", DayTransform()))
     assert parse_label(two, "v=a/b=c/day=2024-08-01") == ("a/b=c", "2024-08-01")
     assert parse_label(two, "day=2024-08-01") is None
+
+
+def test_partition_labels_read_back_whatever_their_values_hold() -> None:
+    """Every label written from values reads back to them, one to three fields.
+
+    Through the one-split path (no value holds a "/") and the walk (some do).
+    """
+    import itertools
+
+    three = spec(
+        0,
+        (VENDOR, "v", IdentityTransform()),
+        (TS, "day", DayTransform()),
+        (TRIP, "vb", BucketTransform(4)),
+    )
+    values = ["1", "", "null", "a=b", "a/b", "x/day=y", "é/ü", "=", "/", "v=1", "day=2"]
+    for width in (1, 2, 3):
+        fields = spec(0, *[(f.source_id, f.name, f.transform) for f in three.fields[:width]])
+        names = [f.name for f in fields.fields]
+        for chosen in itertools.product(values, repeat=width):
+            label = "/".join(f"{n}={v}" for n, v in zip(names, chosen, strict=True))
+            following = [f"/{n}=" for n in names[1:]]
+            if any(f in v for v in chosen for f in following):
+                continue  # a value holding a later field's "/NAME=" is ambiguous by design
+            assert parse_label(fields, label) == chosen, label
+    assert parse_label(three, "v=1/day=2") is None  # a field missing
+    assert parse_label(three, "v=1/vb=2/day=3") is None  # out of order

@@ -11,6 +11,7 @@ the package is installed (:mod:`ui.app` says why it lives here).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -106,15 +107,25 @@ else:
     skipped = set()
 
 
-def table_rows(deep: bool) -> list[dict[str, Any]]:
-    """Every catalog's page rows, each with its shortened metadata file name."""
+def table_rows(deep: bool, while_reading: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Every catalog's page rows, each with its shortened metadata file name.
+
+    ``while_reading`` is called once, while the first catalog read is under way (its worker
+    processes reading the manifests: the quick rows are drawn meanwhile).
+    """
     out: list[dict[str, Any]] = []
+    pending = [while_reading] if while_reading is not None else []
+
+    def once() -> None:
+        if pending:
+            pending.pop()()
+
     for catalog, tables in catalogs:
         if catalog in skipped:
             out.extend(catalog_health.page_rows(catalog, catalog_health.listing_rows(tables)))
             continue
         try:
-            found = catalog_health.health_rows(catalog, tables, deep=deep)
+            found = catalog_health.health_rows(catalog, tables, deep=deep, while_reading=once)
         except IcecoreError as error:
             show_error(error)
             continue
@@ -152,13 +163,16 @@ if listed:
                 st.empty()
             st.dataframe(shown, hide_index=True, width="stretch", **TABLE_LAYOUT)
 
-    if not all(catalog_health.all_known(t) for c, t in catalogs if c not in skipped):
+    def quick_rows() -> None:
+        """The rows from metadata and manifest lists, drawn while the manifests are read."""
         show(
             table_rows(deep=False),
             "From each table's metadata and manifest list; reading the manifests for file "
             "sizes and scores…",
         )
-    show(table_rows(deep=True), None)
+
+    first_visit = not all(catalog_health.all_known(t) for c, t in catalogs if c not in skipped)
+    show(table_rows(deep=True, while_reading=quick_rows if first_visit else None), None)
     names = [(c, str(ident)) for c, tables in catalogs if c in skipped for ident, _, _ in tables]
     if names:
         picked = st.selectbox(
