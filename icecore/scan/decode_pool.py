@@ -103,6 +103,22 @@ def receive(stream: IO[bytes]) -> Any:
     return pickle.loads(data)  # noqa: S301 - our own child process, over its own pipe
 
 
+def serve(handle: Callable[..., Any], after_each: Callable[[], None] = lambda: None) -> None:
+    """A worker process's loop: each message on stdin answered by ``handle(*message)``.
+
+    Messages are :func:`send`'s length-prefixed pickles, read until stdin closes (the pool
+    closed it, or the parent died); ``after_each`` runs once each answer is sent.
+    """
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            message = receive(stdin)
+        except EOFError:
+            return
+        send(stdout, handle(*message))
+        after_each()
+
+
 def worker_path() -> list[str]:
     """The import path of a worker: this process's icecore first, then this process's path.
 
@@ -445,6 +461,7 @@ __all__ = [
     "read_ahead",
     "receive",
     "send",
+    "serve",
     "start_decoding",
     "worker_path",
     "worker_pids",

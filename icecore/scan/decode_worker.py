@@ -11,7 +11,6 @@ again and reports the error.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from icecore.avro import prefer_datafusion
 from icecore.io import FileIO
 from icecore.manifest_arrow import RawManifest, read_manifests_avro
 from icecore.partitioning import PartitionSpec, partition_spec_from_json
-from icecore.scan.decode_pool import DecodeJob, receive, send
+from icecore.scan.decode_pool import DecodeJob, serve
 from icecore.scan.manifest_cache import Handover, ManifestCache
 from icecore.scan.planning_manifest import PlanningManifest, planning_manifests
 from icecore.schema import Schema, schema_from_json
@@ -106,13 +105,7 @@ def _alone(
 def main() -> None:
     """Decode batches from stdin until it closes."""
     prefer_datafusion()  # workers exist only for big plans: DataFusion pays at once
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    while True:
-        try:
-            message = receive(stdin)
-        except EOFError:
-            return
-        send(stdout, _decode_batch(*message))
+    serve(_decode_batch)
 
 
 if __name__ == "__main__":

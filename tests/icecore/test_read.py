@@ -341,10 +341,16 @@ def test_orc_is_unsupported(demo_warehouse: Path) -> None:
 # Evolution, defaults, nested projection and name mapping, on hand-written files
 
 
-def write_parquet(path: Path, table: pa.Table) -> DataFile:
-    pq.write_table(table, path)
+def write_parquet(
+    path: Path,
+    table: pa.Table,
+    content: DataFileContent = DataFileContent.DATA,
+    **options: object,
+) -> DataFile:
+    """``table`` written to ``path`` (``options``: pyarrow's), as an unpartitioned file."""
+    pq.write_table(table, path, **options)  # type: ignore[arg-type]
     return DataFile(
-        content=DataFileContent.DATA,
+        content=content,
         file_path=str(path),
         file_format="PARQUET",
         spec_id=0,

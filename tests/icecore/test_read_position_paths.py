@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from icecore.io import FileIO
@@ -24,6 +23,7 @@ from icecore.scan.delete_index import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from icecore.scan.task import FileScanTask
 from icecore.schema import Schema
 from icecore.types import LongType, NestedField
+from tests.icecore.test_read import write_parquet
 
 SCHEMA = Schema((NestedField(1, "id", LongType()),))
 ROWS = 3_000
@@ -32,16 +32,7 @@ ROWS = 3_000
 def _data(path: Path, first: int) -> DataFile:
     schema = pa.schema([pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"})])
     ids = pa.array(range(first, first + ROWS), pa.int64())
-    pq.write_table(pa.table([ids], schema=schema), path, row_group_size=1_000)
-    return DataFile(
-        content=DataFileContent.DATA,
-        file_path=str(path),
-        file_format="PARQUET",
-        spec_id=0,
-        partition={},
-        record_count=ROWS,
-        file_size_in_bytes=path.stat().st_size,
-    )
+    return write_parquet(path, pa.table([ids], schema=schema), row_group_size=1_000)
 
 
 def _deletes(path: Path, rows: list[tuple[str, int]], **options: object) -> DataFile:
@@ -65,16 +56,8 @@ def _deletes(path: Path, rows: list[tuple[str, int]], **options: object) -> Data
         [pa.array([p for p, _ in rows], pa.string()), pa.array([i for _, i in rows], pa.int64())],
         schema=schema,
     )
-    pq.write_table(table, path, row_group_size=100, **options)  # type: ignore[arg-type]
-    return DataFile(
-        content=DataFileContent.POSITION_DELETES,
-        file_path=str(path),
-        file_format="PARQUET",
-        spec_id=0,
-        partition={},
-        record_count=len(rows),
-        file_size_in_bytes=path.stat().st_size,
-    )
+    options.setdefault("row_group_size", 100)
+    return write_parquet(path, table, DataFileContent.POSITION_DELETES, **options)
 
 
 def _constant(f: DataFile) -> str | None:
