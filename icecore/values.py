@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 import math
 import re
 import struct
@@ -741,7 +742,21 @@ def sql_literal(t: IcebergType, value: Any) -> str:
     return sql_string(str(value))
 
 
+def json_object(line: bytes | str) -> dict[str, Any] | None:
+    """A JSON object read from one kept line; None when the line is not one.
+
+    Icecore's stores beside a warehouse keep one object a line; a line cut short by a crash,
+    edited by hand or nested past Python's recursion limit is skipped, not raised.
+    """
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    return value if isinstance(value, dict) else None
+
+
 __all__ = [
+    "json_object",
     "whole_number",
     "EPOCH",
     "EPOCH_DATE",

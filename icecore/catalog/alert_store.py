@@ -53,6 +53,7 @@ from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable
 from icecore.failpoints import failpoint
 from icecore.io import normalize_path
+from icecore.values import json_object
 
 ALERTS_TABLE = "icecore_alerts"
 """The sent alerts' table in a SQL catalog's database."""
@@ -129,11 +130,8 @@ def _line(sent: SentAlert) -> bytes:
 
 
 def _parse(line: bytes | str) -> SentAlert | None:
-    try:
-        body = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(body, dict):
+    body = json_object(line)
+    if body is None:
         return None
     key, time_ms, payload = body.get("key"), body.get("time_ms"), body.get("payload")
     if not isinstance(key, str) or not isinstance(time_ms, int) or not isinstance(payload, dict):

@@ -50,6 +50,7 @@ from icecore.catalog.sql import OwnTable, SqlCatalog, first_line
 from icecore.config import read_only as config_read_only
 from icecore.errors import CatalogUnavailable, ValidationError
 from icecore.io import normalize_path
+from icecore.values import json_object
 
 REPORTS_TABLE = "icecore_reports"
 """The reports' table in a SQL catalog's database."""
@@ -332,11 +333,8 @@ def _report_json(report: KeptReport) -> str:
 
 def _report_from_json(line: bytes | str) -> KeptReport | None:
     """A kept line as a report; None when it is not one (cut short, edited)."""
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict):
+    value = json_object(line)
+    if value is None:
         return None
     return _kept(
         value.get("time_ms"), value.get("table"), value.get("principal"), value.get("report")
