@@ -107,6 +107,13 @@ def listener() -> Iterator[Listener]:
     found.close()
 
 
+def _alerting_small(warehouse: Path) -> int:
+    """A score threshold just above the SMALL table's score: it alerts about that table."""
+    return 1 + next(
+        r["score"] for r in catalog_health(load_catalog(str(warehouse))) if r["table"] == SMALL
+    )
+
+
 def _config(tmp_path: Path, url: str, **more: Any) -> Path:
     lines = ["[alerts]", f'webhook = "{url}"'] + [f"{k} = {v!r}" for k, v in more.items()]
     path = tmp_path / "icecore.toml"
@@ -374,10 +381,7 @@ def test_a_sql_catalog_remembers_what_was_sent_in_its_database(
 def test_the_cli_sends_prints_and_dry_runs(
     listener: Listener, warehouse: Path, tmp_path: Path
 ) -> None:
-    small = next(
-        r["score"] for r in catalog_health(load_catalog(str(warehouse))) if r["table"] == SMALL
-    )
-    config = _config(tmp_path, listener.url, **FAST, score_below=small + 1)
+    config = _config(tmp_path, listener.url, **FAST, score_below=_alerting_small(warehouse))
     env = {**os.environ, "ICECORE_CONFIG": str(config)}
 
     def cli(*args: str) -> dict[str, Any]:
@@ -414,10 +418,9 @@ def test_a_read_only_deployment_sends_but_remembers_nothing(
     listener: Listener, warehouse: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ICECORE_READ_ONLY", "1")
-    small = next(
-        r["score"] for r in catalog_health(load_catalog(str(warehouse))) if r["table"] == SMALL
+    config = parse_alerts(
+        {"webhook": listener.url, **FAST, "score_below": _alerting_small(warehouse)}
     )
-    config = parse_alerts({"webhook": listener.url, **FAST, "score_below": small + 1})
     for _ in range(2):
         out = run_alerts(load_catalog(str(warehouse)), config, catalog_name="wh")
         assert len(out["sent"]) == 1 and out["remembered"] is False
@@ -465,10 +468,7 @@ def test_after_one_alert_fails_a_run_gives_up_on_the_rest(tmp_path: Path) -> Non
 def test_two_runs_at_once_over_a_warehouse_send_each_alert_once(
     listener: Listener, warehouse: Path, tmp_path: Path
 ) -> None:
-    small = next(
-        r["score"] for r in catalog_health(load_catalog(str(warehouse))) if r["table"] == SMALL
-    )
-    config = _config(tmp_path, listener.url, **FAST, score_below=small + 1)
+    config = _config(tmp_path, listener.url, **FAST, score_below=_alerting_small(warehouse))
     env = {**os.environ, "ICECORE_CONFIG": str(config)}
     command = [sys.executable, "-m", "icecore", "alerts", str(warehouse)]
     runs = [
