@@ -19,7 +19,8 @@ table the caller may see (the catalog given is filtered already: a
 Cost and exactness, for 1,000 tables: one metadata.json read and one manifest list read per
 table (the manifest list's ``added/existing_files_count`` and ``_rows_count`` give exact file
 and record counts). Data bytes and the small-file share need each file's size, which only the
-manifests hold: they are read (as planning reads them, decoded once and cached on disk) when
+manifests hold: they are read (as planning reads them, decoded once and cached on disk; in
+worker processes, decoded there and kept nowhere, see :func:`_rows_of`) when
 the current snapshot has at most ``files_bound`` live files, and then every number is exact.
 Above the bound the counts stay exact, ``data_bytes`` is the summary's ``total-files-size``
 (the writer's claim, data and delete files together), ``small_file_share`` is None, the
@@ -212,10 +213,13 @@ def _table_health(
     files_bound: int,
     location: str | None,
     io: FileIO | None = None,
+    cached: bool = True,
 ) -> tuple[Row, bool]:
     """:func:`table_health`'s row, and whether it may be kept by its metadata location.
 
-    ``catalog`` may be None (a worker process) when ``location`` and ``io`` are given. A row
+    ``catalog`` may be None (a worker process) when ``location`` and ``io`` are given;
+    ``cached``: manifests read through the planner's caches (False: decoded and kept nowhere,
+    :func:`icecore.layout.snapshot_files`; a worker reads each table once). A row
     is kept when read, or when the metadata it read is corrupt (InvalidMetadata): the
     file never changes, so reading it again gives the same error. A missing file or a failed
     read may be passing (storage, network), and is tried again on the next call.
@@ -236,7 +240,7 @@ def _table_health(
             raise InvalidMetadata(f"Table metadata file {location} is not valid JSON: {e}.") from e
         metadata = parse_metadata_dict(obj, location)
         table = TableData(ident, metadata, location, io, catalog)
-        _fill(row, table, obj, len(raw), now_ms, files_bound)
+        _fill(row, table, obj, len(raw), now_ms, files_bound, cached)
     except InvalidMetadata as e:
         row["error"] = str(e)
         return row, True
@@ -247,7 +251,13 @@ def _table_health(
 
 
 def _fill(
-    row: Row, table: TableData, obj: Any, metadata_bytes: int, now_ms: int, files_bound: int
+    row: Row,
+    table: TableData,
+    obj: Any,
+    metadata_bytes: int,
+    now_ms: int,
+    files_bound: int,
+    cached: bool = True,
 ) -> None:
     metadata = table.metadata
     current = metadata.current_snapshot()
@@ -272,7 +282,7 @@ def _fill(
     counts = _list_counts(manifests)
     live = (counts[0] + counts[2]) if counts is not None else None
     if live is None or live <= files_bound:
-        files = snapshot_files(table, current)
+        files = snapshot_files(table, current, cached=cached)
         t = health.totals(current, manifests, files)
         found = health.findings(metadata, manifests, files, t, now_ms, propose_spec=False)
         data_bytes: int | None = t.data_bytes
@@ -357,10 +367,15 @@ def _rows_of(
     now_ms: int,
     files_bound: int,
 ) -> list[tuple[Row, bool]]:
-    """A worker process's task: the rows of ``tables`` (identifier, metadata file)."""
+    """A worker process's task: the rows of ``tables`` (identifier, metadata file).
+
+    Manifests are decoded and kept nowhere: each table is read once here, and building the
+    planner's layout and cache for it cost ~a fifth of its row (see :func:`_serve`).
+    """
     io = FileIO(dict(properties))
     return [
-        _table_health(None, ident, now_ms, files_bound, location, io) for ident, location in tables
+        _table_health(None, ident, now_ms, files_bound, location, io, cached=False)
+        for ident, location in tables
     ]
 
 
@@ -449,8 +464,8 @@ def _serve() -> None:
     # (threads cost a worker ~15% more CPU a table: 25 against 21 ms, /tmp/prof/hrow.py).
     os.environ["ICECORE_PLAN_PROCESSES"] = "0"
     os.environ["ICECORE_PLAN_THREADS"] = "1"
-    # Each table's manifests are read once here: the memory cache (up to 512 MiB a worker)
-    # would only hold them; the disk cache keeps them for the next call.
+    # Each table is read once here and its manifests kept nowhere (_rows_of): what the
+    # planner's memory caches still gather (bound filters, small verdicts) goes after each task.
     serve(_rows_of, after_each=lambda: default_context().clear())
 
 

@@ -67,6 +67,29 @@ def parse_label(spec: PartitionSpec, label: str) -> tuple[str, ...] | None:
     return tuple(values)
 
 
+def parse_labels(spec: PartitionSpec, labels: Sequence[str]) -> list[tuple[str, ...] | None]:
+    """:func:`parse_label` of each label, in order (the same answers).
+
+    A table's labels usually all split on ``/`` into one ``NAME=VALUE`` part per field: then
+    they are cut column by column, ~10x faster than a call per label (a catalog's health
+    parses every partition label of every table); otherwise each is parsed alone.
+    """
+    prefixes = [f"{pf.name}=" for pf in spec.fields]
+    split = [label.split("/") for label in labels]
+    if split and all(len(parts) == len(prefixes) for parts in split):
+        columns = list(zip(*split, strict=True))
+        if all(
+            all(v.startswith(prefix) for v in column)
+            for column, prefix in zip(columns, prefixes, strict=True)
+        ):
+            cut = [
+                [v[len(prefix) :] for v in column]
+                for column, prefix in zip(columns, prefixes, strict=True)
+            ]
+            return list(zip(*cut, strict=True))
+    return [parse_label(spec, label) for label in labels]
+
+
 def _coarser_value(value: str, unit: str) -> str:
     """A time partition's human value one unit coarser (``2024-08-01-13`` to ``2024-08-01``)."""
     if value == "null":
@@ -128,8 +151,8 @@ def propose(
     if not fields or not bytes_by_label or len(fields) != len(spec.fields):
         return None
     rows: dict[tuple[str, ...], int] = {}
-    for label, size in bytes_by_label.items():
-        values = parse_label(spec, label)
+    parsed = parse_labels(spec, list(bytes_by_label))
+    for values, size in zip(parsed, bytes_by_label.values(), strict=True):
         if values is None:
             return None
         rows[values] = rows.get(values, 0) + size
@@ -192,4 +215,4 @@ def _changes(
     return tuple(lines)
 
 
-__all__ = ["Coarsening", "parse_label", "propose"]
+__all__ = ["Coarsening", "parse_label", "parse_labels", "propose"]

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from icecore.coarsening import parse_label, propose
+from icecore.coarsening import parse_labels, propose
 from icecore.compute import pc
 from icecore.layout import DELETION_VECTOR, content_masks, total
 from icecore.manifest import ManifestContent, ManifestFile
@@ -351,7 +351,7 @@ def over_partitioning(
     median_file = _median(data.column("file_size_in_bytes").to_numpy())
     median_partition = _median(partition_bytes)
     labels = pc.cast(grouped.column("partition"), pa.string()).to_pylist()
-    values = [parse_label(spec, label) for label in labels]
+    values = parse_labels(spec, labels)
     per_field = tuple(
         (f"values of {pf.name} ({pf.transform})", len({v[i] for v in values if v is not None}))
         for i, pf in enumerate(spec.fields)

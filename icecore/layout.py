@@ -15,7 +15,7 @@ object per entry costs ~8x (docs/ARCHITECTURE.md "Performance").
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +23,20 @@ import numpy as np
 import pyarrow as pa
 
 from icecore.compute import pc
-from icecore.errors import ValidationError
+from icecore.errors import InvalidMetadata, ValidationError
 from icecore.manifest import ManifestContent, ManifestFile
-from icecore.manifest_arrow import manifest_entries
+from icecore.manifest_arrow import (
+    RawManifest,
+    live_rows,
+    manifest_entries,
+    manifest_tables,
+    read_manifests_avro,
+)
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.partitioning import PartitionSpec
 from icecore.point_in_time import At
 from icecore.scan.planner import TableScan
+from icecore.schema import Schema
 from icecore.types import IcebergType
 
 if TYPE_CHECKING:
@@ -212,7 +219,7 @@ CHUNK_BYTES = 32 << 20
 holds little twice; an Arrow string array's offsets are 32-bit, so one chunk holds < 2 GiB)."""
 
 
-def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
+def snapshot_files(table: TableData, snapshot: Snapshot | None, *, cached: bool = True) -> pa.Table:
     """Every live file of ``snapshot`` (an empty table for None), as :data:`FILES_SCHEMA`.
 
     Read as scan planning reads manifests (:meth:`icecore.scan.planner.TableScan.load_manifests`:
@@ -224,6 +231,12 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
     live entries in file order. Every column is a copy: the result holds nothing of the
     decoded manifests, and is never changed, so callers may share it.
 
+    ``cached=False``: the manifests are decoded here, on this thread, and kept nowhere (no
+    planning layout built, no cache written, no progress told): for a reader that visits
+    each table once, as a catalog health worker does, where building the planning layout
+    (metric pivots) and writing it out costs ~a fifth of a table's row. The answer is the
+    same table.
+
     Raises:
         NotFound: a manifest does not exist.
         InvalidMetadata: one is corrupt, or names a partition spec the table lacks.
@@ -231,14 +244,20 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
     if snapshot is None:
         return FILES_SCHEMA.empty_table()
     manifests = table.manifests(snapshot)
-    loaded = TableScan(table, at=At(snapshot_id=snapshot.snapshot_id)).load_manifests(manifests)
-    if not loaded:
+    scan = TableScan(table, at=At(snapshot_id=snapshot.snapshot_id))
+    names = [*_COLUMNS, *_COUNTS]
+    reads: Iterator[pa.Table]
+    if cached:
+        loaded = scan.load_manifests(manifests)
+        reads = (pm.read(names) for pm in loaded)
+    else:
+        reads = _decoded_here(table, scan.schema, manifests, names)
+    if not manifests:
         return FILES_SCHEMA.empty_table()
-    columns: dict[str, list[pa.Array]] = {name: [] for name in (*_COLUMNS, *_COUNTS)}
+    columns: dict[str, list[pa.Array]] = {name: [] for name in names}
     strings = {name: _StringChunks() for name in ("file_path", "file_format")}
     sizes: list[int] = []
-    for pm in loaded:
-        read = pm.read([*_COLUMNS, *_COUNTS])
+    for read in reads:
         sizes.append(read.num_rows)
         for name in columns:
             if name in strings:
@@ -264,6 +283,51 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None) -> pa.Table:
         ],
         schema=FILES_SCHEMA,
     )
+
+
+DECODE_CHUNK = 64
+"""Manifests decoded together by :func:`snapshot_files` with ``cached=False``: their Avro
+blocks are decoded as one (:func:`~icecore.manifest_arrow.read_manifests_avro`) and their
+entries converted in batches, while at most this many are held decoded at once."""
+
+
+def _decoded_here(
+    table: TableData, schema: Schema, manifests: Sequence[ManifestFile], names: Sequence[str]
+) -> Iterator[pa.Table]:
+    """The ``names`` columns of each manifest's live entries, in order, decoded here.
+
+    The manifest entries are :func:`~icecore.manifest_arrow.manifest_tables`' (the same
+    decode and inheritance the planning layout is built from), typed by ``schema`` (the
+    snapshot's, as the planner's); each manifest's spec is checked before anything is read,
+    as :meth:`~icecore.scan.planner.TableScan.load_manifests` checks it.
+    """
+    metadata = table.metadata
+    for m in manifests:
+        if metadata.spec_by_id(m.partition_spec_id) is None:
+            raise InvalidMetadata(
+                f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
+                f"which {table.metadata_location} lacks."
+            )
+    for at in range(0, len(manifests), DECODE_CHUNK):
+        chunk = manifests[at : at + DECODE_CHUNK]
+        by_spec: dict[int, list[int]] = {}
+        for i, m in enumerate(chunk):
+            by_spec.setdefault(m.partition_spec_id, []).append(i)
+        out: list[pa.Table | None] = [None] * len(chunk)
+        for spec_id, members in by_spec.items():
+            spec = metadata.spec_by_id(spec_id)
+            assert spec is not None  # checked above
+            raws: list[RawManifest] = []
+            for raw in read_manifests_avro(table.io, [chunk[i] for i in members]):
+                if isinstance(raw, Exception):
+                    raise raw
+                raws.append(raw)
+            decoded = manifest_tables(raws, schema, spec, metadata.format_version)
+            for i, entries in zip(members, decoded, strict=True):
+                out[i] = live_rows(entries).select(list(names))
+        for entries in out:
+            assert entries is not None
+            yield entries
 
 
 def _one(column: pa.ChunkedArray) -> pa.Array:

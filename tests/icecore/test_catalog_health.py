@@ -26,6 +26,7 @@ from icecore.layout import snapshot_files
 from icecore.lru import LRU
 from icecore.metadata import parse_metadata
 from icecore.metadata_bloat import manifest_lists, metadata_parts
+from icecore.scan.context import default_context
 from tests.icecore.fakes import DEMO_TABLES
 from tests.icecore.health_tables import GOLDEN, write_health_warehouse
 from tests.ui.rows_table import CITIES, NAME
@@ -291,6 +292,25 @@ def test_full_rows_read_in_worker_processes_are_the_rows_read_here(
     assert any(workers), "no icecore.catalog_health worker ran"
     assert all(known.get(r["metadata_location"]) for r in there if r["table"] != "db.lost")
     assert _health_workers() == []  # the call's workers are gone when it returns
+    # The workers decode manifests themselves (kept nowhere): a truncated manifest, then a
+    # missing one, is the same error row there as here (here read past every cache).
+    table = load_table(f"{warehouse}::{NAME}")
+    snapshot = table.snapshot()
+    assert snapshot is not None
+    manifest = Path(table.manifests(snapshot)[0].manifest_path.removeprefix("file:"))
+    whole = manifest.read_bytes()
+    for damage in ("truncated", "missing"):
+        if damage == "truncated":
+            manifest.write_bytes(whole[: len(whole) // 2])
+        else:
+            manifest.unlink()
+        default_context().clear()
+        default_context().manifests.clear(disk=True)
+        here = catalog_health(catalog, processes=0, now_ms=1_800_000_000_000)
+        there = catalog_health(catalog, processes=2, now_ms=1_800_000_000_000)
+        assert there == here, damage
+        error = next(r["error"] for r in there if r["table"] == NAME)
+        assert error and manifest.name in error, (damage, error)
 
 
 @pytest.mark.parametrize("executable", ["/nonexistent/python", "/bin/false"])

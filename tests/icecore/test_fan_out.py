@@ -7,7 +7,7 @@ here each rule is checked on inputs whose answer follows from the spec's transfo
 
 from __future__ import annotations
 
-from icecore.coarsening import parse_label
+from icecore.coarsening import parse_label, parse_labels
 from icecore.fan_out import expected_output_files, fan_out, input_split_size, refines, splits
 from icecore.maintenance import is_hidden
 from icecore.partitioning import PartitionField, PartitionSpec
@@ -106,11 +106,22 @@ def test_partition_labels_read_back_whatever_their_values_hold() -> None:
     for width in (1, 2, 3):
         fields = spec(0, *[(f.source_id, f.name, f.transform) for f in three.fields[:width]])
         names = [f.name for f in fields.fields]
+        labels, expected = [], []
         for chosen in itertools.product(values, repeat=width):
             label = "/".join(f"{n}={v}" for n, v in zip(names, chosen, strict=True))
             following = [f"/{n}=" for n in names[1:]]
             if any(f in v for v in chosen for f in following):
                 continue  # a value holding a later field's "/NAME=" is ambiguous by design
             assert parse_label(fields, label) == chosen, label
+            labels.append(label)
+            expected.append(chosen)
+        # In a batch: all at once (the walk, some values hold "/"), and only the plain ones
+        # (cut column by column), each answer parse_label's.
+        assert parse_labels(fields, labels) == expected
+        plain = [i for i, chosen in enumerate(expected) if not any("/" in v for v in chosen)]
+        assert parse_labels(fields, [labels[i] for i in plain]) == [expected[i] for i in plain]
+        assert parse_labels(fields, [*labels[:3], "nope=1"]) == [*expected[:3], None]
     assert parse_label(three, "v=1/day=2") is None  # a field missing
     assert parse_label(three, "v=1/vb=2/day=3") is None  # out of order
+    assert parse_labels(three, ["v=1/day=2", "v=1/vb=2/day=3"]) == [None, None]
+    assert parse_labels(three, []) == []

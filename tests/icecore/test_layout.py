@@ -103,6 +103,38 @@ def test_every_consumer_lists_the_same_live_files(
 
 @pytest.mark.spark
 @pytest.mark.parametrize(("spark_name", "spec"), TABLES)
+def test_snapshot_files_decoded_here_are_the_planners(
+    spark: Any, demo_warehouse: Path, spark_name: str, spec: str
+) -> None:
+    # cached=False (a health worker: decoded on this thread, kept nowhere) lays out the same
+    # table as the planner's decode, at every snapshot (evolved specs, deletes, v3 included),
+    # and leaves nothing in the planner's caches.
+    table = icecore.load_table(spec.format(w=demo_warehouse))
+    assert table.snapshots()
+    told: list[tuple[str, int, int]] = []
+    for snapshot in table.snapshots():
+        default_context().clear()
+        default_context().manifests.clear(disk=True)
+        with reporting(lambda what, done, total: told.append((what, done, total))):
+            here = snapshot_files(table, snapshot, cached=False)
+        assert told == []  # nothing decoded through the planner
+        assert all(default_context().manifests.lookup(k) is None for k in _keys(table, snapshot))
+        assert here.equals(snapshot_files(table, snapshot)), snapshot.snapshot_id
+        for name in ("manifest_path", "partition"):
+            assert here.column(name).num_chunks == 1
+
+
+def _keys(table: Any, snapshot: Snapshot) -> list[Any]:
+    """The planner's cache keys of ``snapshot``'s manifests."""
+    from icecore.point_in_time import At
+    from icecore.scan.planner import TableScan
+
+    scan = TableScan(table, at=At(snapshot_id=snapshot.snapshot_id))
+    return [job.key for job in scan._jobs(table.manifests(snapshot))]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("spark_name", "spec"), TABLES)
 def test_snapshot_files_read_the_planners_manifests_and_report_progress(
     spark: Any, demo_warehouse: Path, spark_name: str, spec: str
 ) -> None:
