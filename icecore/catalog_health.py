@@ -14,7 +14,10 @@ table the caller may see (the catalog given is filtered already: a
 * ``last_commit``: the newest snapshot's time, operation and writer (:func:`icecore.health.
   writer_of`);
 * ``score`` and ``factors`` (below); ``error`` when the table could not be read: that row
-  keeps its name and the one-sentence error, every number None, and the others go on.
+  keeps its name and the one-sentence error, every number None, and the others go on;
+* ``holds_until_ms``: the last time the row is true (epoch ms; None: always): only expiry
+  depends on the time (:func:`icecore.health.expiry_holds_until`), so a kept row is reused
+  until then and read again after (:func:`holds`).
 
 Cost and exactness, for 1,000 tables: one metadata.json read and one manifest list read per
 table (the manifest list's ``added/existing_files_count`` and ``_rows_count`` give exact file
@@ -168,6 +171,16 @@ def _list_counts(manifests: list[ManifestFile]) -> tuple[int, int, int, int] | N
     return out[0], out[1], out[2], out[3]
 
 
+def holds(row: Row, now_ms: int) -> bool:
+    """Whether a row made earlier is still true at ``now_ms`` (see ``holds_until_ms``).
+
+    A table nobody commits to keeps its metadata file, but its snapshots age: once one passes
+    an expiry age, the row's expiry finding, score and metadata parts change.
+    """
+    until = row.get("holds_until_ms")
+    return until is None or now_ms <= int(until)
+
+
 def empty_row(name: str, location: str | None) -> Row:
     """A row with the table's name and location and nothing measured (not read yet)."""
     return {
@@ -180,6 +193,7 @@ def empty_row(name: str, location: str | None) -> Row:
         "estimated": [],
         "metadata_parts": [],
         "error": None,
+        "holds_until_ms": None,
     }
 
 
@@ -272,6 +286,7 @@ def _fill(
     )
     row["metadata_bytes"] = metadata_bytes
     row["metadata_parts"] = [part_json(p) for p in metadata_parts(obj, metadata, now_ms)]
+    row["holds_until_ms"] = health.expiry_holds_until(metadata, now_ms)
     if newest is not None:
         row["last_commit"] = {
             "time": _iso(newest.timestamp_ms),
@@ -497,8 +512,9 @@ def catalog_health(
         known: rows kept by metadata location, reused and filled in: a metadata file never
             changes, so a table whose location is unchanged is not read again (the page's
             cache), a corrupt one included; a table that could not be read for another
-            reason (missing, storage) is tried again. Rows judged at another ``now_ms`` are
-            reused as they are.
+            reason (missing, storage) is tried again; so is a row no longer true at
+            ``now_ms`` (:func:`holds`: a snapshot aged past an expiry age since). A kept
+            row is reused as it is (its expiry evidence says when it was judged).
         located: :func:`locate`'s answer when the caller has it (default: asked here).
         progress: called as ``progress(done, total)`` on the calling thread after each
             table; the same is reported to :mod:`icecore.progress` ("Reading tables").
@@ -526,7 +542,12 @@ def catalog_health(
     for i, (ident, location, error) in enumerate(tables):
         if error is not None:
             rows[i] = {**empty_row(str(ident), None), "error": error}
-        elif known is not None and location is not None and (kept := known.get(location)):
+        elif (
+            known is not None
+            and location is not None
+            and (kept := known.get(location))
+            and holds(kept, when)
+        ):
             rows[i] = {**kept, "table": str(ident)}
         else:
             todo.append((i, ident, location))
@@ -575,6 +596,7 @@ __all__ = [
     "Located",
     "catalog_health",
     "empty_row",
+    "holds",
     "locate",
     "score",
     "table_health",

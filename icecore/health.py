@@ -27,6 +27,7 @@ uses by default (read from the table properties when set), so a finding says wha
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -627,6 +628,34 @@ def snapshots_to_expire(
     return tuple(s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in retained)
 
 
+def expiry_holds_until(metadata: TableMetadata, now_ms: int) -> int | None:
+    """The last time :func:`snapshots_to_expire` (table defaults) answers as at ``now_ms``.
+
+    Its answer depends on the time only through comparisons of the time with a snapshot's
+    timestamp plus an age (the table's max snapshot age, a ref's max snapshot age or max ref
+    age), so it is the same at every time up to the first such sum at or after ``now_ms``.
+    A health row judged at ``now_ms`` stays true until then (``catalog_health``'s kept rows);
+    None: the answer never changes (no snapshot, or no age to pass). Conservative: at the
+    time returned plus one the answer may still be the same.
+    """
+    given = (
+        _property(metadata, MAX_SNAPSHOT_AGE_MS),
+        _property(metadata, MAX_REF_AGE_MS),
+        *(ref.max_ref_age_ms for ref in metadata.refs.values()),
+        *(ref.max_snapshot_age_ms for ref in metadata.refs.values()),
+    )
+    ages = {age for age in given if age is not None}
+    if not ages or not metadata.snapshots:
+        return None
+    times = sorted(s.timestamp_ms for s in metadata.snapshots)
+    found: int | None = None
+    for age in ages:  # the first timestamp + age at or after now_ms (Python ints: no overflow)
+        at = bisect.bisect_left(times, now_ms - age)
+        if at < len(times) and (found is None or times[at] + age < found):
+            found = times[at] + age
+    return found
+
+
 def expiry(metadata: TableMetadata, now_ms: int) -> Finding:
     """Snapshots that expire_snapshots would remove now, with the retention it applies."""
     expirable = snapshots_to_expire(metadata, now_ms)
@@ -705,6 +734,7 @@ __all__ = [
     "count_live_rows",
     "deletes",
     "expiry",
+    "expiry_holds_until",
     "findings",
     "format_bytes",
     "manifests",

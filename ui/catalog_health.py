@@ -20,7 +20,14 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from icecore.catalog_health import FILES_BOUND, Located, catalog_health, empty_row, locate
+from icecore.catalog_health import (
+    FILES_BOUND,
+    Located,
+    catalog_health,
+    empty_row,
+    holds,
+    locate,
+)
 from icecore.health import format_bytes
 from icecore.io import MAX_METADATA_BYTES
 from icecore.lru import LRU
@@ -74,8 +81,13 @@ def listing_rows(tables: list[Located]) -> list[dict[str, Any]]:
 
 
 def all_known(tables: list[Located]) -> bool:
-    """Whether every table's full row is kept (a second visit: nothing to read)."""
-    return all(loc is not None and _KNOWN.get(loc) is not None for _, loc, err in tables if not err)
+    """Whether every table's full row is kept and still true (a second visit: nothing to read)."""
+    now = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    return all(
+        loc is not None and (row := _KNOWN.get(loc)) is not None and holds(row, now)
+        for _, loc, err in tables
+        if not err
+    )
 
 
 def health_rows(

@@ -20,8 +20,9 @@ import pytest
 from icecore import catalog_health as catalog_health_module
 from icecore import health
 from icecore.catalog import load_catalog, load_table
-from icecore.catalog_health import METADATA_POINTS, POINTS, catalog_health, score
+from icecore.catalog_health import METADATA_POINTS, POINTS, catalog_health, score, table_health
 from icecore.health import Finding, Status
+from icecore.identifier import TableIdentifier
 from icecore.layout import snapshot_files
 from icecore.lru import LRU
 from icecore.metadata import parse_metadata
@@ -142,6 +143,34 @@ def test_known_rows_are_reused_by_metadata_location(warehouse: Path) -> None:
     (lost / "version-hint.text").write_text("1")
     rows = {r["table"]: r for r in catalog_health(load_catalog(str(warehouse)), known=known)}
     assert rows["db.lost"]["error"] and known.get(rows["db.lost"]["metadata_location"]) is None
+
+
+def test_a_kept_row_is_read_again_once_a_snapshot_ages_past_its_expiry_age(
+    warehouse: Path,
+) -> None:
+    # A table nobody commits to keeps its metadata file, but its snapshots age: a row kept by
+    # metadata location is reused up to holds_until_ms (the first snapshot time plus expiry
+    # age at or after when it was judged) and read again after it, with that time's verdict.
+    catalog = load_catalog(str(warehouse))
+    table = load_table(f"{warehouse}::{NAME}")
+    snapshot = table.snapshot()
+    assert snapshot is not None
+    judged = snapshot.timestamp_ms + 1000
+    known: LRU[str, dict[str, Any]] = LRU(16)
+    first = {r["table"]: r for r in catalog_health(catalog, known=known, now_ms=judged)}
+    row = first[NAME]
+    until = health.expiry_holds_until(table.metadata, judged)
+    assert until is not None and row["holds_until_ms"] == until > judged
+    assert first["db.empty"]["holds_until_ms"] is None  # no snapshot: true forever
+    kept = known.get(row["metadata_location"])
+    assert kept is not None
+    kept["rows"] = -1  # marks the kept row: reused rows show it
+    at_until = {r["table"]: r for r in catalog_health(catalog, known=known, now_ms=until)}
+    assert at_until[NAME]["rows"] == -1
+    later = {r["table"]: r for r in catalog_health(catalog, known=known, now_ms=until + 1)}
+    assert later[NAME]["rows"] == len(CITIES)  # read again: the row of that time
+    assert later[NAME] == table_health(catalog, TableIdentifier.parse(NAME), now_ms=until + 1)
+    assert later[NAME]["holds_until_ms"] == health.expiry_holds_until(table.metadata, until + 1)
 
 
 def test_the_cli_prints_the_rows_as_json(warehouse: Path) -> None:

@@ -174,6 +174,61 @@ def test_nothing_expires_while_every_snapshot_is_young() -> None:
     assert health.expiry(metadata, now).status is Status.OK
 
 
+def _holds_until_checked(metadata: TableMetadata, now: int) -> int | None:
+    """expiry_holds_until at ``now``, checked against snapshots_to_expire.
+
+    The answer must be the same at every time up to it: probed at each snapshot time plus
+    each age (and one ms either side) and on a grid.
+    """
+    until = health.expiry_holds_until(metadata, now)
+    expected = health.snapshots_to_expire(metadata, now)
+    end = until if until is not None else now + 400 * DAY_MS
+    ages = [5 * DAY_MS, DAY_MS, 2 * DAY_MS, 3 * DAY_MS, 7 * DAY_MS]
+    probes = {now, end, *(now + (end - now) * k // 16 for k in range(17))}
+    probes |= {s.timestamp_ms + a + d for s in metadata.snapshots for a in ages for d in (-1, 0, 1)}
+    for t in sorted(p for p in probes if now <= p <= end):
+        assert health.snapshots_to_expire(metadata, t) == expected, (now, t, until)
+    return until
+
+
+def test_an_expiry_verdict_holds_until_a_snapshot_passes_an_age() -> None:
+    metadata = _metadata()
+    s = sorted(metadata.snapshots, key=lambda x: x.timestamp_ms)
+    young = s[-1].timestamp_ms + 1000  # nothing expires yet (see the test above)
+    until = _holds_until_checked(metadata, young)
+    # The oldest snapshot passes the default 5-day age first (the tag keeps it, so the bound is
+    # conservative there); the next one expires one ms after it passes.
+    assert until == s[0].timestamp_ms + 5 * DAY_MS
+    passing = s[1].timestamp_ms + 5 * DAY_MS
+    assert health.snapshots_to_expire(metadata, passing) == ()
+    assert health.snapshots_to_expire(metadata, passing + 1) == (s[1].snapshot_id,)
+    assert _holds_until_checked(metadata, until + 1) == passing
+    # From any later time the same holds, up to the next snapshot's passing.
+    for now in (until + 1, s[3].timestamp_ms + 5 * DAY_MS, s[-1].timestamp_ms + 10 * DAY_MS):
+        _holds_until_checked(metadata, now)
+    # Once every snapshot is past every age, nothing changes any more.
+    assert health.expiry_holds_until(metadata, s[-1].timestamp_ms + 400 * DAY_MS) is None
+
+
+def test_ref_ages_count_and_never_ages_do_not_overflow() -> None:
+    metadata = _metadata()
+    s = sorted(metadata.snapshots, key=lambda x: x.timestamp_ms)
+    refs = dict(metadata.refs)
+    refs["month_end"] = SnapshotRef(s[0].snapshot_id, SnapshotRefType.TAG, max_ref_age_ms=DAY_MS)
+    tagged = _metadata(refs=refs)
+    young = s[0].timestamp_ms + 1000
+    until = _holds_until_checked(tagged, young)
+    assert until == s[0].timestamp_ms + DAY_MS  # the tag's own age passes first
+    never = _metadata(
+        properties={
+            "history.expire.max-snapshot-age-ms": str(2**63 - 1),
+            "history.expire.max-ref-age-ms": str(2**63 - 1),
+        },
+    )
+    assert health.expiry_holds_until(never, young) == s[0].timestamp_ms + 2**63 - 1
+    assert health.expiry_holds_until(_metadata(snapshots=[]), young) is None
+
+
 def test_findings_run_every_check_in_order() -> None:
     metadata = _metadata()
     files = _files([10, 20])
