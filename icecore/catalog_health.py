@@ -40,9 +40,11 @@ says why it is what it is and what fixes it (the Maintenance page runs the fix).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import (
     ThreadPoolExecutor,
@@ -81,6 +83,10 @@ threads use one core: measured over 150 bench tables, 4 threads took 4.5 s of wa
 costs ~1-3 s on a busy 2-core machine (each imports Arrow, polars and Icecore), worth it
 from a few dozen tables on.
 """
+
+PARTIAL_EVERY_S = 2.0
+"""Seconds at least between two partial tables (``catalog_health(partial=...)``): each is a
+redraw of the whole catalog on the page."""
 
 CHUNK_TABLES = 8
 """Tables per worker task at most: few enough that progress moves and both workers stay busy."""
@@ -494,7 +500,7 @@ def catalog_health(
     known: LRU[str, Row] | None = None,
     located: list[Located] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    while_reading: Callable[[], None] | None = None,
+    partial: Callable[[list[Row]], None] | None = None,
 ) -> list[Row]:
     """A row per table ``catalog`` lists, in listing order (see the module doc).
 
@@ -518,9 +524,12 @@ def catalog_health(
         located: :func:`locate`'s answer when the caller has it (default: asked here).
         progress: called as ``progress(done, total)`` on the calling thread after each
             table; the same is reported to :mod:`icecore.progress` ("Reading tables").
-        while_reading: called once on the calling thread, as soon as the worker processes
-            are reading (before the tables are read, without them): the caller's own work
-            there overlaps theirs (the Tables page draws its quick rows meanwhile).
+        partial: when there are tables to read, called on the calling thread with a row
+            per table in listing order, those made so far and, for the rest, rows of names
+            only (:func:`empty_row`): once as the reading starts (with worker processes,
+            once they are reading), then as rows come in, at most every
+            :data:`PARTIAL_EVERY_S` seconds (not at the end: the answer is the whole). The
+            Tables page draws the catalog filling in with it.
     """
     when = now_ms if now_ms is not None else int(dt.datetime.now(dt.UTC).timestamp() * 1000)
     tables = located if located is not None else locate(catalog, workers=workers)
@@ -537,6 +546,20 @@ def catalog_health(
         if known is not None and kept and row["metadata_location"]:
             known.put(str(row["metadata_location"]), row)
         return row
+
+    shown = -math.inf
+
+    def show(first: bool = False) -> None:
+        nonlocal shown
+        if partial is None or (not first and time.monotonic() - shown < PARTIAL_EVERY_S):
+            return
+        partial(
+            [
+                row if row is not None else empty_row(str(ident), location)
+                for row, (ident, location, _) in zip(rows, tables, strict=True)
+            ]
+        )
+        shown = time.monotonic()
 
     todo: list[tuple[int, TableIdentifier, str | None]] = []
     for i, (ident, location, error) in enumerate(tables):
@@ -565,15 +588,15 @@ def catalog_health(
         and type(catalog.io) is FileIO
     ):
         reading = _in_processes(
-            catalog, located_all, when, files_bound, size, while_reading or (lambda: None)
+            catalog, located_all, when, files_bound, size, lambda: show(first=True)
         )
         for i, row, keeps in reading:
             rows[i] = keep(row, keeps)
             done += 1
             tell()
-    else:
-        if while_reading is not None:
-            while_reading()
+            show()
+    elif todo:
+        show(first=True)
 
         def one(item: tuple[int, TableIdentifier, str | None]) -> Row:
             _, ident, location = item
@@ -584,6 +607,7 @@ def catalog_health(
                 rows[i] = row
                 done += 1
                 tell()
+                show()
     return [row for row in rows if row is not None]
 
 
@@ -591,6 +615,7 @@ __all__ = [
     "FILES_BOUND",
     "METADATA_POINTS",
     "NUMBERS",
+    "PARTIAL_EVERY_S",
     "POINTS",
     "PROCESS_MIN_TABLES",
     "Located",

@@ -5,10 +5,11 @@ session of the app, keyed by metadata location (a metadata.json never changes, s
 whose current file is the same as last time is not read again), and lays them out for
 ``st.dataframe``. The session's guarded catalog lists only the tables its principal may see
 (DESIGN.md "Identity, roles and audit"); a kept row is only ever served for a table that
-listing names. A first visit shows rows from each table's metadata.json and manifest list
-first (a few milliseconds a table), then reads the manifests for the full rows (file sizes,
-every check), each under a progress bar ("Reading tables: 312 of 1,000"); a second visit
-asks the catalog for the current metadata files and reuses the full rows.
+listing names. A first visit shows every table's name at once and fills the rows in as
+they are read (metadata, manifest list and manifests: file sizes, every check), redrawn every
+couple of seconds under a progress bar ("Reading tables: 312 of 1,000"); a second visit asks
+the catalog for the current metadata files and reuses the rows that still hold
+(:func:`icecore.catalog_health.holds`).
 """
 
 from __future__ import annotations
@@ -40,9 +41,7 @@ KNOWN_ROWS = 20_000
 """Health rows kept for every session (a row is a few KiB: tens of MiB at most)."""
 
 _KNOWN: LRU[str, dict[str, Any]] = LRU(KNOWN_ROWS)
-"""Full rows (manifests read), by metadata location."""
-_QUICK: LRU[str, dict[str, Any]] = LRU(KNOWN_ROWS)
-"""Rows from metadata.json and manifest lists alone, shown while the full rows are made."""
+"""Rows (manifests read), by metadata location."""
 
 SORTS: dict[str, tuple[str, bool]] = {
     "score (worst first)": ("score", False),
@@ -94,44 +93,30 @@ def health_rows(
     catalog: str,
     tables: list[Located],
     *,
-    deep: bool = True,
-    while_reading: Callable[[], None] | None = None,
+    partial: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The health rows of ``tables`` (:func:`located`) of ``catalog`` (see the module doc).
 
-    ``deep=False``: from metadata.json and manifest lists alone (exact counts, bytes from
-    summaries, no file-level checks), a few milliseconds a table, shown while the manifests
-    are read for the full rows. What is not kept yet is read under a progress bar; an
-    unreadable table is a row with its error. ``while_reading``: called once while the
-    worker processes read (:func:`~icecore.catalog_health.catalog_health`), or before.
+    What is not kept yet is read under a progress bar; an unreadable table is a row with its
+    error. ``partial``: given every table's row so far (names only for those not read yet)
+    as the reading goes (:func:`~icecore.catalog_health.catalog_health`), to draw them.
     """
     guarded = data.session_catalog(catalog)
-    known = _KNOWN if deep else _QUICK
 
     def make() -> list[dict[str, Any]]:
         return catalog_health(
-            guarded,
-            known=known,
-            located=tables,
-            files_bound=FILES_BOUND if deep else 0,
-            while_reading=while_reading,
+            guarded, known=_KNOWN, located=tables, files_bound=FILES_BOUND, partial=partial
         )
 
-    if deep and all_known(tables):
+    if all_known(tables):
         return make()
-    text = (
-        "Reading each table's manifests (file sizes, scores)…"
-        if deep
-        else "Reading each table's metadata…"
-    )
-    with data.progress_bar(text):
+    with data.progress_bar("Reading each table's manifests (file sizes, scores)…"):
         return make()
 
 
 def forget() -> None:
     """Forget every kept row (tests; a commit makes a new metadata file anyway)."""
     _KNOWN.clear()
-    _QUICK.clear()
 
 
 def _writer(commit: dict[str, Any] | None) -> str:

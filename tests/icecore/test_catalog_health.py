@@ -20,7 +20,14 @@ import pytest
 from icecore import catalog_health as catalog_health_module
 from icecore import health
 from icecore.catalog import load_catalog, load_table
-from icecore.catalog_health import METADATA_POINTS, POINTS, catalog_health, score, table_health
+from icecore.catalog_health import (
+    METADATA_POINTS,
+    POINTS,
+    catalog_health,
+    empty_row,
+    score,
+    table_health,
+)
 from icecore.health import Finding, Status
 from icecore.identifier import TableIdentifier
 from icecore.layout import snapshot_files
@@ -358,37 +365,41 @@ def test_tables_of_a_worker_that_fails_are_read_here(
 
 
 @pytest.mark.parametrize("processes", [0, 2])
-def test_the_callers_work_runs_once_while_the_tables_are_read(
+def test_the_rows_so_far_are_given_as_the_tables_are_read(
     warehouse: Path, monkeypatch: pytest.MonkeyPatch, processes: int
 ) -> None:
-    # The Tables page draws its quick rows in ``while_reading``: called once, before any
-    # table's row is in (with workers, while they read), and once on a visit with every row
-    # kept, where nothing is read.
+    # The Tables page draws the catalog filling in with ``partial``: first every name with
+    # nothing read (with workers: once they are reading), then as rows come in (here after
+    # every row: the interval set to 0), a row per table in listing order, each either its
+    # final row or its name only; never on a visit where every row is kept.
     monkeypatch.setattr(catalog_health_module, "PROCESS_MIN_TABLES", 1)
+    monkeypatch.setattr(catalog_health_module, "PARTIAL_EVERY_S", 0.0)
     catalog = load_catalog(str(warehouse))
-    events: list[str] = []
     known: LRU[str, dict[str, Any]] = LRU(16)
+    given: list[list[dict[str, Any]]] = []
+    workers: list[int] = []
 
-    def reading() -> None:
-        events.append("while_reading")
-        if processes and not known:  # the workers are started (on their threads), reading
-            waited = 0.0
-            while not _health_workers() and waited < 60:
+    def partial(rows: list[dict[str, Any]]) -> None:
+        given.append(rows)
+        if processes and len(given) == 1:  # the workers are started (on their threads)
+            deadline = time.monotonic() + 60
+            while not _health_workers() and time.monotonic() < deadline:
                 time.sleep(0.05)
-                waited += 0.05
-            events.append(f"workers={len(_health_workers())}")
+            workers.append(len(_health_workers()))
 
-    for visit in range(2):
-        events.clear()
-        catalog_health(
-            catalog,
-            processes=processes,
-            now_ms=1_800_000_000_000,
-            known=known,
-            progress=lambda done, total: events.append("row"),
-            while_reading=reading,
-        )
-        assert events.count("while_reading") == 1, events
-        if processes and visit == 0:
-            assert events.index("while_reading") < events.index("row"), events
-            assert events[events.index("while_reading") + 1] != "workers=0", events
+    final = catalog_health(
+        catalog, processes=processes, now_ms=1_800_000_000_000, known=known, partial=partial
+    )
+    names_only = [empty_row(r["table"], r["metadata_location"]) for r in final]
+    assert given[0] == names_only
+    assert len(given) == 1 + len(final)
+    read = []
+    for rows in given:
+        assert all(r in (f, n) for r, f, n in zip(rows, final, names_only, strict=True))
+        read.append(sum(1 for r, f in zip(rows, final, strict=True) if r is f or r == f))
+    assert read == sorted(read) and read[-1] == len(final)
+    if processes:
+        assert workers[0] > 0, "partial came before the workers were reading"
+    given.clear()
+    assert catalog_health(catalog, now_ms=1_800_000_000_000, known=known, partial=partial)
+    assert given == []

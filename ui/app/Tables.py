@@ -107,33 +107,48 @@ else:
     skipped = set()
 
 
-def table_rows(deep: bool, while_reading: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def _named(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Page rows with their shortened metadata file names."""
+    for row in rows:
+        location = row["metadata location"]
+        row["metadata file"] = views.short_path(location, 48) if location is not None else ""
+    return rows
+
+
+def table_rows(
+    partial: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> list[dict[str, Any]]:
     """Every catalog's page rows, each with its shortened metadata file name.
 
-    ``while_reading`` is called once, while the first catalog read is under way (its worker
-    processes reading the manifests: the quick rows are drawn meanwhile).
+    ``partial`` is given every catalog's rows so far while tables are read (names only for
+    those not read yet), to draw the catalog filling in.
     """
-    out: list[dict[str, Any]] = []
-    pending = [while_reading] if while_reading is not None else []
-
-    def once() -> None:
-        if pending:
-            pending.pop()()
-
-    for catalog, tables in catalogs:
+    done: list[dict[str, Any]] = []
+    for at, (catalog, tables) in enumerate(catalogs):
         if catalog in skipped:
-            out.extend(catalog_health.page_rows(catalog, catalog_health.listing_rows(tables)))
+            done.extend(catalog_health.page_rows(catalog, catalog_health.listing_rows(tables)))
             continue
+        later = [
+            row
+            for c, t in catalogs[at + 1 :]
+            for row in catalog_health.page_rows(c, catalog_health.listing_rows(t))
+        ]
+
+        def so_far(
+            rows: list[dict[str, Any]], catalog: str = catalog, later: list[Any] = later
+        ) -> None:
+            assert partial is not None
+            partial(_named([*done, *catalog_health.page_rows(catalog, rows), *later]))
+
         try:
-            found = catalog_health.health_rows(catalog, tables, deep=deep, while_reading=once)
+            found = catalog_health.health_rows(
+                catalog, tables, partial=so_far if partial is not None else None
+            )
         except IcecoreError as error:
             show_error(error)
             continue
-        out.extend(catalog_health.page_rows(catalog, found))
-    for row in out:
-        location = row["metadata location"]
-        row["metadata file"] = views.short_path(location, 48) if location is not None else ""
-    return out
+        done.extend(catalog_health.page_rows(catalog, found))
+    return _named(done)
 
 
 listed = sum(len(tables) for _, tables in catalogs)
@@ -163,16 +178,16 @@ if listed:
                 st.empty()
             st.dataframe(shown, hide_index=True, width="stretch", **TABLE_LAYOUT)
 
-    def quick_rows() -> None:
-        """The rows from metadata and manifest lists, drawn while the manifests are read."""
+    def filling(rows: list[dict[str, Any]]) -> None:
+        """The rows read so far, redrawn while the rest are read."""
+        read = sum(1 for r in rows if r["score"] is not None or r["error"])
         show(
-            table_rows(deep=False),
-            "From each table's metadata and manifest list; reading the manifests for file "
-            "sizes and scores…",
+            rows,
+            f"{read:,} of {len(rows):,} tables read so far; the rest fill in as their "
+            "metadata and manifests are read (sizes, small files and scores)…",
         )
 
-    first_visit = not all(catalog_health.all_known(t) for c, t in catalogs if c not in skipped)
-    show(table_rows(deep=True, while_reading=quick_rows if first_visit else None), None)
+    show(table_rows(partial=filling), None)
     names = [(c, str(ident)) for c, tables in catalogs if c in skipped for ident, _, _ in tables]
     if names:
         picked = st.selectbox(
