@@ -164,13 +164,13 @@ if listed:
     slot = st.empty()
 
     def show(rows: list[dict[str, Any]], note: str | None) -> None:
-        """The catalog table in ``slot`` (drawn again when the full rows are ready)."""
+        """The catalog table in ``slot`` (drawn again as rows fill in, and when all are read)."""
         shown = catalog_health.sort_rows(catalog_health.filter_rows(rows, needle), sort)
-        slot.empty()  # the quick rows' elements go before the full rows are drawn
+        slot.empty()  # the last draw's elements go before the next is drawn
         with slot.container():
             st.subheader(views.count_of(len(rows), "table"))
             # The same elements each time (a caption, a message, the table): a redraw
-            # replaces them one for one, and leaves none of the quick draw behind.
+            # replaces them one for one, and leaves none of an earlier draw behind.
             st.caption(note or "Every table's manifests read: sizes, small files and scores.")
             if needle and not shown:
                 st.info("No table matches the filter.")
