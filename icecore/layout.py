@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from icecore.compute import pc
-from icecore.errors import InvalidMetadata, ValidationError
+from icecore.errors import ValidationError
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.manifest_arrow import (
     RawManifest,
@@ -35,7 +35,7 @@ from icecore.manifest_arrow import (
 from icecore.metadata import Snapshot, TableMetadata
 from icecore.partitioning import PartitionSpec
 from icecore.point_in_time import At
-from icecore.scan.planner import TableScan
+from icecore.scan.planner import TableScan, check_specs
 from icecore.schema import Schema
 from icecore.types import IcebergType
 
@@ -302,19 +302,11 @@ def _decoded_here(
     as :meth:`~icecore.scan.planner.TableScan.load_manifests` checks it.
     """
     metadata = table.metadata
-    for m in manifests:
-        if metadata.spec_by_id(m.partition_spec_id) is None:
-            raise InvalidMetadata(
-                f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
-                f"which {table.metadata_location} lacks."
-            )
+    check_specs(table, manifests)
     for at in range(0, len(manifests), DECODE_CHUNK):
         chunk = manifests[at : at + DECODE_CHUNK]
-        by_spec: dict[int, list[int]] = {}
-        for i, m in enumerate(chunk):
-            by_spec.setdefault(m.partition_spec_id, []).append(i)
         out: list[pa.Table | None] = [None] * len(chunk)
-        for spec_id, members in by_spec.items():
+        for spec_id, members in _by_spec(chunk).items():
             spec = metadata.spec_by_id(spec_id)
             assert spec is not None  # checked above
             raws: list[RawManifest] = []
@@ -362,6 +354,14 @@ class _StringChunks:
         return pa.chunked_array(self._chunks, pa.string())
 
 
+def _by_spec(manifests: Sequence[ManifestFile]) -> dict[int, list[int]]:
+    """The positions of ``manifests`` by partition spec id, in order."""
+    found: dict[int, list[int]] = {}
+    for i, m in enumerate(manifests):
+        found.setdefault(m.partition_spec_id, []).append(i)
+    return found
+
+
 def _labels(
     metadata: TableMetadata, manifests: Sequence[ManifestFile], partitions: Sequence[pa.Array]
 ) -> pa.DictionaryArray:
@@ -369,9 +369,7 @@ def _labels(
 
     The manifests of one spec are labelled together (each distinct value printed once).
     """
-    by_spec: dict[int, list[int]] = {}
-    for i, m in enumerate(manifests):
-        by_spec.setdefault(m.partition_spec_id, []).append(i)
+    by_spec = _by_spec(manifests)
     pieces: list[pa.Array | None] = [None] * len(manifests)
     for spec_id, members in by_spec.items():
         spec = metadata.spec_by_id(spec_id)

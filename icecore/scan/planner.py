@@ -371,6 +371,21 @@ def _verdicts(found: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(pc.fill_null(found, True).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def check_specs(table: TableData, manifests: Sequence[ManifestFile]) -> None:
+    """Refuse manifests whose partition spec the table lacks, before anything is read.
+
+    Raises:
+        InvalidMetadata: naming the first such manifest and its spec.
+    """
+    metadata = table.metadata
+    for m in manifests:
+        if metadata.spec_by_id(m.partition_spec_id) is None:
+            raise InvalidMetadata(
+                f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
+                f"which {table.metadata_location} lacks."
+            )
+
+
 class TableScan:
     """A filtered read of one snapshot of a table; ``plan()`` does the work.
 
@@ -568,13 +583,7 @@ class TableScan:
                 before anything is read), or is corrupt.
             NotFound: a manifest does not exist.
         """
-        metadata = self.table.metadata
-        for m in manifests:
-            if metadata.spec_by_id(m.partition_spec_id) is None:
-                raise InvalidMetadata(
-                    f"Manifest {m.manifest_path} uses partition spec {m.partition_spec_id}, "
-                    f"which {self.table.metadata_location} lacks."
-                )
+        check_specs(self.table, manifests)
         if not manifests:
             return []
         with self.context.manifests.planning():
