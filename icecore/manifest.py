@@ -16,7 +16,7 @@ history, diffs of metadata) does not load it (issue 32 item 4).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
@@ -299,10 +299,15 @@ class ManifestListRecords:
         record = self.table.slice(index, 1).to_pylist()[0]
         return _manifest_file(record, self.fields, self.summary_fields, self.format_version)
 
-    def manifest_files(self) -> list[ManifestFile]:
-        """Every entry as a :class:`ManifestFile`, in list order."""
+    def manifest_files(self, indices: Sequence[int] | None = None) -> list[ManifestFile]:
+        """The entries at ``indices`` (default: every one) as :class:`ManifestFile`, in order.
+
+        Converted in one pass: a row at a time (:meth:`manifest_file`) costs ~0.1 ms of
+        Arrow calls each, 0.28 s of a plan restarted over 2,000 manifests.
+        """
         f, sf, version = self.fields, self.summary_fields, self.format_version
-        return [_manifest_file(r, f, sf, version) for r in self.table.to_pylist()]
+        table = self.table if indices is None else self.table.take(list(indices))
+        return [_manifest_file(r, f, sf, version) for r in table.to_pylist()]
 
 
 def read_manifest_list_records(

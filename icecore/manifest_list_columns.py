@@ -14,7 +14,7 @@ share between threads: memoized values are pure functions of the file.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -180,13 +180,22 @@ class ManifestListColumns:
             self._manifests[index] = found
         return found
 
-    def manifests(self, rows: np.ndarray | None = None) -> list[ManifestFile]:
-        """The entries at ``rows`` (default: all), in list order."""
+    def manifests(self, rows: np.ndarray | Sequence[int] | None = None) -> list[ManifestFile]:
+        """The entries at ``rows`` (default: all), in list order.
+
+        Those not made yet are made in one pass
+        (:meth:`~icecore.manifest.ManifestListRecords.manifest_files`).
+        """
         if rows is None:
             if any(m is None for m in self._manifests):
                 self._manifests = list(self.records.manifest_files())
             return list(self._manifests)  # type: ignore[arg-type]
-        return [self.manifest(i) for i in rows.tolist()]
+        wanted = rows.tolist() if isinstance(rows, np.ndarray) else list(rows)
+        missing = [i for i in wanted if self._manifests[i] is None]
+        if len(missing) > 1:
+            for i, made in zip(missing, self.records.manifest_files(missing), strict=True):
+                self._manifests[i] = made
+        return [self.manifest(i) for i in wanted]
 
     def spec_manifests(self, content: ManifestContent, spec_id: int) -> SpecManifests:
         """The entries of one content and spec, with their summaries (built once)."""

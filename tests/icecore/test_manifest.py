@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import numpy as np
 import pytest
 
 from icecore.avro import read_avro_metadata
@@ -475,6 +476,27 @@ def test_manifest_list_matches_spark(
             assert m.sequence_number >= m.min_sequence_number >= 0
         if version < 3:
             assert m.first_row_id is None
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("table", "version"), TABLES)
+def test_manifest_list_entries_made_together_are_the_ones_made_alone(
+    spark: Any, demo_warehouse: Path, table: str, version: int
+) -> None:
+    # The planner asks for the kept manifests together (one Arrow pass); each equals the one
+    # read alone and the one of the whole list, in any order asked, repeats included.
+    from icecore.manifest_list_columns import read_manifest_list_columns
+
+    path = _current_manifest_list(spark, table)
+    whole = read_manifest_list(FileIO(), path, version)
+    n = len(whole)
+    order = [*range(n - 1, -1, -1), 0, n - 1]
+    together = read_manifest_list_columns(FileIO(), path, version).manifests(np.asarray(order))
+    assert together == [whole[i] for i in order]
+    alone = read_manifest_list_columns(FileIO(), path, version)
+    assert [alone.manifest(i) for i in order] == together
+    assert alone.manifests([n - 1]) == [whole[n - 1]]
+    assert alone.manifests() == whole
 
 
 @pytest.mark.spark
