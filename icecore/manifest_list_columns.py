@@ -191,7 +191,7 @@ class ManifestListColumns:
                 self._manifests = list(self.records.manifest_files())
             return list(self._manifests)  # type: ignore[arg-type]
         wanted = rows.tolist() if isinstance(rows, np.ndarray) else list(rows)
-        missing = [i for i in wanted if self._manifests[i] is None]
+        missing = [i for i in dict.fromkeys(wanted) if self._manifests[i] is None]
         if len(missing) > 1:
             for i, made in zip(missing, self.records.manifest_files(missing), strict=True):
                 self._manifests[i] = made
