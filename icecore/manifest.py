@@ -16,7 +16,7 @@ history, diffs of metadata) does not load it (issue 32 item 4).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
@@ -298,6 +298,18 @@ class ManifestListRecords:
         """The ``index``-th entry as a :class:`ManifestFile` (required fields checked)."""
         record = self.table.slice(index, 1).to_pylist()[0]
         return _manifest_file(record, self.fields, self.summary_fields, self.format_version)
+
+    def manifest_files_at(self, indices: Sequence[int]) -> list[ManifestFile]:
+        """The entries at ``indices`` as :class:`ManifestFile` objects, in that order.
+
+        One ``take`` and one ``to_pylist`` for them all: a restarted plan keeping 2,000
+        manifests spent ~0.15 s slicing and converting them one row at a time.
+        """
+        if not indices:
+            return []
+        rows = self.table.take(list(indices)).to_pylist()
+        f, sf, version = self.fields, self.summary_fields, self.format_version
+        return [_manifest_file(r, f, sf, version) for r in rows]
 
     def manifest_files(self) -> list[ManifestFile]:
         """Every entry as a :class:`ManifestFile`, in list order."""

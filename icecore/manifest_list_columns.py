@@ -186,7 +186,12 @@ class ManifestListColumns:
             if any(m is None for m in self._manifests):
                 self._manifests = list(self.records.manifest_files())
             return list(self._manifests)  # type: ignore[arg-type]
-        return [self.manifest(i) for i in rows.tolist()]
+        wanted = rows.tolist()
+        missing = [i for i in dict.fromkeys(wanted) if self._manifests[i] is None]
+        if len(missing) > 1:  # built in one pass (see manifest_files_at)
+            for i, made in zip(missing, self.records.manifest_files_at(missing), strict=True):
+                self._manifests[i] = made
+        return [self.manifest(i) for i in wanted]
 
     def spec_manifests(self, content: ManifestContent, spec_id: int) -> SpecManifests:
         """The entries of one content and spec, with their summaries (built once)."""

@@ -756,9 +756,14 @@ class TableScan:
             report.prune_many(
                 len(pruned), partial(_pruned_manifests, manifest_list, pruned, for_spec)
             )
+        kept_rows = np.flatnonzero(keep)
         kept = [
-            (manifest_list.manifest(i), for_spec(int(manifest_list.spec_ids[i])))
-            for i in np.flatnonzero(keep).tolist()
+            (manifest, for_spec(int(spec_id)))
+            for manifest, spec_id in zip(
+                manifest_list.manifests(kept_rows),
+                manifest_list.spec_ids[kept_rows].tolist(),
+                strict=True,
+            )
         ]
         jobs = self._jobs([m for m, _ in kept])
         verdicts_cache = self.context.file_verdicts
