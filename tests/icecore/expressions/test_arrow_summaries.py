@@ -297,3 +297,17 @@ def test_missing_required_fields_of_a_manifest_list_are_named(tmp_path: Path) ->
 
     with pytest.raises(InvalidMetadata, match="partition_spec_id"):
         read_manifest_list_columns(FileIO(), str(path), format_version=2)
+
+
+def test_manifests_built_together_equal_one_at_a_time(manifest_list: Any) -> None:
+    """A plan builds its kept manifests in one pass; each must be the row's own entry."""
+    import numpy as np
+
+    from icecore.manifest import read_manifest_list
+
+    every = read_manifest_list(FileIO(), manifest_list.records.path)
+    rows = np.array([7, 3, 3, 0, len(every) - 1, 11], dtype=np.int64)
+    fresh = read_manifest_list_columns(FileIO(), manifest_list.records.path)
+    assert fresh.manifest(11) == every[11]  # one made before: kept, not made again
+    assert fresh.manifests(rows) == [every[i] for i in rows.tolist()]
+    assert [fresh.manifest(i) for i in rows.tolist()] == [every[i] for i in rows.tolist()]
