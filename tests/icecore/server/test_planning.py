@@ -212,9 +212,12 @@ def test_config_advertises_the_planning_endpoints(server: RestServer) -> None:
 
 
 def test_plans_and_tokens_expire(tmp_path: Path) -> None:
+    # The TTL runs from submission for a plan still being made: a TTL shorter than the first
+    # plan of a fresh server takes on a busy machine (CI saw > 1 s) answers it "cancelled".
+    # 5 s leaves room; the tokens are then waited for until they are gone.
     s = start_server(
         tmp_path / "warehouse",
-        env={"ICECORE_PLAN_PAGE_FILES": "1", "ICECORE_PLAN_TTL_S": "1"},
+        env={"ICECORE_PLAN_PAGE_FILES": "1", "ICECORE_PLAN_TTL_S": "5"},
     )
     try:
         peer = RestCatalog("peer", uri=s.url)
@@ -222,7 +225,10 @@ def test_plans_and_tokens_expire(tmp_path: Path) -> None:
         table = peer.create_table("pl.t", Schema(NestedField(1, "id", LongType())))
         for i in range(2):
             table.append(pa.table({"id": pa.array([i], pa.int64())}))
-        token = _plan(s, {}).json()["plan-tasks"][0]
+        answer = _plan(s, {})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["status"] == "completed", answer.text
+        token = answer.json()["plan-tasks"][0]
         url = s.url + TASKS.format("t")
         first = requests.post(url, json={"plan-task": token}, timeout=30)
         assert first.status_code == 200
