@@ -244,16 +244,16 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None, *, cached: bool 
     if snapshot is None:
         return FILES_SCHEMA.empty_table()
     manifests = table.manifests(snapshot)
-    scan = TableScan(table, at=At(snapshot_id=snapshot.snapshot_id))
+    if not manifests:
+        return FILES_SCHEMA.empty_table()
+    at = At(snapshot_id=snapshot.snapshot_id)
     names = [*_COLUMNS, *_COUNTS]
     reads: Iterator[pa.Table]
     if cached:
-        loaded = scan.load_manifests(manifests)
+        loaded = TableScan(table, at=at).load_manifests(manifests)
         reads = (pm.read(names) for pm in loaded)
-    else:
-        reads = _decoded_here(table, scan.schema, manifests, names)
-    if not manifests:
-        return FILES_SCHEMA.empty_table()
+    else:  # typed by the snapshot's schema, as the planner's scan of it is
+        reads = _decoded_here(table, table.resolve(at).schema, manifests, names)
     columns: dict[str, list[pa.Array]] = {name: [] for name in names}
     strings = {name: _StringChunks() for name in ("file_path", "file_format")}
     sizes: list[int] = []

@@ -128,11 +128,15 @@ def table_rows(
         if catalog in skipped:
             done.extend(catalog_health.page_rows(catalog, catalog_health.listing_rows(tables)))
             continue
-        later = [
-            row
-            for c, t in catalogs[at + 1 :]
-            for row in catalog_health.page_rows(c, catalog_health.listing_rows(t))
-        ]
+        later = (
+            [
+                row
+                for c, t in catalogs[at + 1 :]
+                for row in catalog_health.page_rows(c, catalog_health.listing_rows(t))
+            ]
+            if partial is not None
+            else []
+        )
 
         def so_far(
             rows: list[dict[str, Any]], catalog: str = catalog, later: list[Any] = later
