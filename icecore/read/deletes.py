@@ -109,12 +109,18 @@ class EqualityDeletes:
     field_ids: tuple[int, ...]
     types: tuple[pa.DataType, ...]
     keys: pa.Table
+    sorted_ints: np.ndarray | None = None
+    """One integer key column's non-NULL keys, sorted (else None): see :meth:`_matches_ints`."""
+    null_key: bool = False
+    """Whether ``sorted_ints``' column has a NULL key (which deletes rows whose value is NULL)."""
 
     def matches(self, columns: Sequence[pa.Array]) -> pa.Array:
         """Which rows equal some delete key (NULL equals NULL, spec "Equality Delete Files")."""
         n = len(columns[0]) if columns else 0
         if self.keys.num_rows == 0 or n == 0:
             return pa.repeat(pa.scalar(False), n)
+        if self.sorted_ints is not None and len(columns) == 1:
+            return self._matches_ints(columns[0])
         if len(columns) == 1:
             return pc.is_in(columns[0], value_set=self.keys.column(0), skip_nulls=False)
         left = pa.table(_null_safe_keys(columns) | {"__row": pa.array(np.arange(n))})
@@ -123,6 +129,35 @@ class EqualityDeletes:
         found = np.zeros(n, dtype=bool)
         found[hit.column("__row").to_numpy()] = True
         return pa.array(found)
+
+    def _matches_ints(self, column: pa.Array) -> pa.Array:
+        """:meth:`matches` for one integer key, looking up only keys within the batch's range.
+
+        ``pc.is_in`` builds a hash set of its whole ``value_set`` on every call, i.e. per
+        record batch: with a delete file's keys that is most of an equality-delete scan
+        (10M rows in 64Ki-row batches against 5,000 keys: 1.0 s, against 100,000: 5-7 s).
+        Data files are mostly clustered on the key (rows written in order), so the keys
+        between the batch's min and max (two binary searches in the sorted keys) are few;
+        when they are not, this hashes the same keys as before.
+        """
+        assert self.sorted_ints is not None
+        found: pa.Array
+        bounds = pc.min_max(column)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if low is None or high is None:  # every value NULL (or no rows)
+            found = pa.repeat(pa.scalar(False), len(column))
+        else:
+            keys = self.sorted_ints
+            lo = int(np.searchsorted(keys, low, side="left"))
+            hi = int(np.searchsorted(keys, high, side="right"))
+            if hi <= lo:
+                found = pa.repeat(pa.scalar(False), len(column))
+            else:
+                value_set = pa.array(keys[lo:hi], type=column.type)
+                found = pc.is_in(column, value_set=value_set, skip_nulls=True)
+        if self.null_key and column.null_count:
+            found = pc.or_(found, pc.is_null(column))
+        return found
 
 
 class DeleteLoader:
@@ -244,6 +279,10 @@ class DeleteLoader:
         ]
         if len(ids) == 1:
             keys = pa.table({"v0": pc.unique(arrays[0])})
+            if pa.types.is_integer(types[0]):
+                column = keys.column(0)
+                ints = np.sort(column.drop_null().to_numpy())
+                return EqualityDeletes(ids, types, keys, ints, column.null_count > 0)
         else:
             keys = (
                 pa.table(_null_safe_keys(arrays))
