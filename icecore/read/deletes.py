@@ -136,12 +136,18 @@ class EqualityDeletes:
         ``pc.is_in`` builds a hash set of its whole ``value_set`` on every call, i.e. per
         record batch: with a delete file's keys that is most of an equality-delete scan
         (10M rows in 64Ki-row batches against 5,000 keys: 1.0 s, against 100,000: 5-7 s).
-        Data files are mostly clustered on the key (rows written in order), so the keys
-        between the batch's min and max (two binary searches in the sorted keys) are few;
-        when they are not, this hashes the same keys as before.
+        Data files are mostly clustered on the key (rows written in order): a batch sorted
+        on the key (no NULL) is matched by binary search alone (:func:`_sorted_hits`);
+        otherwise only the keys between the batch's min and max (two binary searches in the
+        sorted keys) are hashed, which are few when the file is clustered and all of them
+        when it is not.
         """
         assert self.sorted_ints is not None
         found: pa.Array
+        if column.null_count == 0 and len(column) > 1:
+            values = column.to_numpy()
+            if bool(np.all(values[:-1] <= values[1:])):
+                return pa.array(_sorted_hits(values, self.sorted_ints))
         bounds = pc.min_max(column)
         low, high = bounds["min"].as_py(), bounds["max"].as_py()
         if low is None or high is None:  # every value NULL (or no rows)
@@ -158,6 +164,33 @@ class EqualityDeletes:
         if self.null_key and column.null_count:
             found = pc.or_(found, pc.is_null(column))
         return found
+
+
+def _sorted_hits(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which of ``values`` (sorted, no NULL) equal one of ``keys`` (sorted, distinct).
+
+    A file written in key order gives batches sorted on the key: each key found by binary
+    search marks the run of rows equal to it, with no hash set built at all (``pc.is_in`` on
+    a 25,000-row batch against its 250 keys took ~0.5 ms, this ~0.02 ms).
+    """
+    found = np.zeros(len(values), dtype=bool)
+    low = np.searchsorted(keys, values[0], "left")
+    keys = keys[low : np.searchsorted(keys, values[-1], "right")]
+    if not len(keys):
+        return found
+    starts = np.searchsorted(values, keys, "left")
+    ends = np.searchsorted(values, keys, "right")
+    present = ends > starts
+    starts, ends = starts[present], ends[present]
+    if bool(np.all(ends - starts == 1)):
+        found[starts] = True
+        return found
+    # Runs of equal values: the runs are disjoint and in order, so +1 at each start and -1
+    # at each end, summed along the rows, is 1 exactly inside a run.
+    edges = np.zeros(len(values) + 1, dtype=np.int8)
+    edges[starts] += 1
+    edges[ends] -= 1
+    return np.cumsum(edges[:-1]) > 0
 
 
 class DeleteLoader:

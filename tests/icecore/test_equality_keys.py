@@ -46,3 +46,34 @@ def test_range_lookup_equals_lookup_in_every_key(t: pa.DataType, null_key: bool)
     for values in batches:
         got = eq.matches([pa.array(values, t)]).to_pylist()
         assert got == _expected(values, keys)
+
+
+@pytest.mark.parametrize("t", [pa.int32(), pa.int64()])
+def test_sorted_batches_equal_lookup_in_every_key(t: pa.DataType) -> None:
+    """Batches sorted on the key take the binary-search path, and give every key's answer.
+
+    Runs of repeats, runs side by side, keys at both ends, one row, and batches that are
+    nearly sorted or reversed (which must take the other path).
+    """
+    rng = np.random.default_rng(11)
+    keys: list[int | None] = sorted(int(k) for k in rng.choice(2_000, 300, replace=False))
+    eq = _deletes(keys, t)
+    repeats = sorted(int(v) for v in rng.integers(0, 2_000, 6_000))
+    adjacent = [k for k in keys[:50] for _ in range(3)]  # key runs that touch
+    ends = [keys[0], *range(keys[0] + 1, keys[-1]), keys[-1]]
+    nearly = list(range(2_000))
+    nearly[100], nearly[101] = nearly[101], nearly[100]
+    batches: list[list[int | None]] = [
+        repeats,
+        adjacent,
+        ends,
+        [keys[5]],
+        [keys[5] + 1] if keys[5] + 1 not in keys else [-1],
+        nearly,
+        list(range(2_000, 0, -1)),
+        [-5, -4, -3],
+        [3_000, 3_001],
+    ]
+    for values in batches:
+        got = eq.matches([pa.array(values, t)]).to_pylist()
+        assert got == _expected(values, keys)
