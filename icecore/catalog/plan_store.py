@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -99,6 +99,13 @@ class PlanStore(Protocol):
 
     def drop_plan(self, plan_id: str) -> int:
         """Delete a plan and its tasks; how many records went."""
+        ...
+
+    def touch(self, key: str, expires_at: float) -> bool:
+        """Move an unexpired record's expiry to ``expires_at``; False if none is there.
+
+        One atomic step: a record dropped meanwhile (a cancelled plan) is never brought back.
+        """
         ...
 
     def live_plans(self, principal: str) -> list[tuple[str, float]]:
@@ -232,6 +239,22 @@ class SqlPlanStore:
         except self._errors as e:
             raise self._failed(e) from e
 
+    def touch(self, key: str, expires_at: float) -> bool:
+        """UPDATE the unexpired record's expiry (one statement: a dropped record stays gone)."""
+        self._create()
+        try:
+            with closing(self._connect()) as conn:
+                cursor = conn.execute(
+                    self._sql(
+                        f"UPDATE {PLAN_TABLE} SET expires_at = ? WHERE sql_catalog = ? AND "
+                        "record_key = ? AND expires_at >= ?"
+                    ),
+                    (expires_at, self.scope, key, time.time()),
+                )
+                return int(cursor.rowcount or 0) > 0
+        except self._errors as e:
+            raise self._failed(e) from e
+
     def live_plans(self, principal: str) -> list[tuple[str, float]]:
         """The principal's unexpired plans, oldest first."""
         rows = self._select(
@@ -270,6 +293,15 @@ class MemoryPlanStore:
             for key in keys:
                 del self._records[key]
         return len(keys)
+
+    def touch(self, key: str, expires_at: float) -> bool:
+        """Move the unexpired record's expiry (under the lock: a dropped one stays gone)."""
+        with self._lock:
+            record = self._records.get(key)
+            if record is None or record.expires_at < time.time():
+                return False
+            self._records[key] = replace(record, expires_at=expires_at)
+        return True
 
     def live_plans(self, principal: str) -> list[tuple[str, float]]:
         """The principal's unexpired plans, oldest first."""

@@ -54,7 +54,14 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import Response
 
 from icecore.catalog.base import TableIdentifier
-from icecore.catalog.plan_store import PlanRecord, PlanStore, plan_key, plan_store_for, task_key
+from icecore.catalog.plan_store import (
+    PlanRecord,
+    PlanStateUnavailable,
+    PlanStore,
+    plan_key,
+    plan_store_for,
+    task_key,
+)
 from icecore.catalog.report_store import (
     MAX_REPORT_BYTES,
     PLAN_ID_KEY,
@@ -107,6 +114,26 @@ MAX_PLAN_FILES = _env_int("ICECORE_PLAN_MAX_FILES", 2_000_000)
 """Data files one served plan may have (400 beyond: narrow the filter)."""
 PLAN_WAIT_S = _env_int("ICECORE_PLAN_WAIT_S", 20, zero=True)
 """How long planTableScan waits for a plan before answering ``submitted`` (it goes on)."""
+
+
+def keep_alive(store: PlanStore, key: str, made: threading.Event, ttl: float = 0) -> None:
+    """Keep a plan's submitted record alive while the plan is made, until ``made`` is set.
+
+    The record's TTL (:data:`PLAN_TTL_S`) is what a client waits within: it must run from
+    when the plan is answered, not from submission, or a plan taking longer than the TTL
+    (a million files, a slow object store) is found gone when made and answered
+    ``cancelled``, and any other record put meanwhile purges it as expired. So its expiry is
+    pushed back every third of the TTL. A plan cancelled (or its record gone) meanwhile is
+    not brought back (:meth:`PlanStore.touch`), and this stops; a store that cannot be
+    reached is tried again at the next beat.
+    """
+    ttl = ttl or PLAN_TTL_S
+    while not made.wait(ttl / 3):
+        try:
+            if not store.touch(key, time.time() + ttl):
+                return
+        except PlanStateUnavailable as e:
+            log.warning("%s", e)
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,12 +479,20 @@ class PlanningRoutes:
         done = threading.Event()
 
         def work() -> None:
+            made = threading.Event()
+            threading.Thread(
+                target=keep_alive,
+                args=(self.store, plan_key(plan_id), made),
+                name="icecore-plan-alive",
+                daemon=True,
+            ).start()
             try:
                 outcome["result"] = self._make(call, prepared, plan_id)
             except BaseException as e:  # noqa: BLE001 - kept as the plan's failure, below
                 outcome["error"] = e
                 self._failed(plan_id, name, who, e)
             finally:
+                made.set()
                 done.set()
 
         threading.Thread(target=work, name="icecore-plan", daemon=True).start()

@@ -1,0 +1,89 @@
+"""A plan's submitted record kept alive while the plan is made (icecore.server.planning).
+
+The plan TTL runs from when a plan is answered: a plan taking longer than the TTL must not
+be found gone when it is made (answered "cancelled"), and a cancelled one must stay gone.
+Both stores the server keeps plans in are checked: in memory and in SQLite (the SQL store's
+UPDATE is the one PostgreSQL runs too).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from icecore.catalog.plan_store import (
+    MemoryPlanStore,
+    PlanRecord,
+    PlanStore,
+    _sqlite_file_store,
+    plan_key,
+)
+from icecore.server.planning import keep_alive
+
+TTL = 0.6
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[PlanStore]:
+    if request.param == "memory":
+        yield MemoryPlanStore()
+    else:
+        yield _sqlite_file_store(tmp_path / "plans.db", "cat")
+
+
+def _submit(store: PlanStore, plan_id: str, ttl: float = TTL) -> str:
+    key = plan_key(plan_id)
+    payload = {"status": "submitted", "plan-id": plan_id}
+    store.put([PlanRecord(key, plan_id, "ns.t", "alice", time.time() + ttl, payload)])
+    return key
+
+
+def test_touch_moves_a_live_record_and_never_revives(store: PlanStore) -> None:
+    key = _submit(store, "p1")
+    later = time.time() + 100
+    assert store.touch(key, later)
+    found = store.get(key)
+    assert found is not None and found.expires_at == pytest.approx(later)
+    assert not store.touch(plan_key("never"), later)
+    assert store.get(plan_key("never")) is None
+    store.drop_plan("p1")
+    assert not store.touch(key, later)
+    assert store.get(key) is None
+    gone = _submit(store, "p2", ttl=0.05)
+    time.sleep(0.1)
+    assert not store.touch(gone, later)  # expired: not brought back
+    assert store.get(gone) is None
+
+
+def test_a_plan_outliving_its_ttl_is_kept_while_made(store: PlanStore) -> None:
+    key = _submit(store, "slow")
+    made = threading.Event()
+    beat = threading.Thread(target=keep_alive, args=(store, key, made, TTL), daemon=True)
+    beat.start()
+    deadline = time.time() + 4 * TTL
+    while time.time() < deadline:
+        _submit(store, f"other-{time.time()}")  # every put purges expired records
+        assert store.get(key) is not None
+        time.sleep(TTL / 4)
+    made.set()
+    beat.join(timeout=5)
+    assert not beat.is_alive()
+    time.sleep(TTL * 1.5)
+    assert store.get(key) is None  # made: no more beats, so the TTL runs out
+
+
+def test_a_cancelled_plan_stays_cancelled(store: PlanStore) -> None:
+    key = _submit(store, "cancel-me")
+    made = threading.Event()
+    beat = threading.Thread(target=keep_alive, args=(store, key, made, TTL), daemon=True)
+    beat.start()
+    time.sleep(TTL / 2)
+    store.drop_plan("cancel-me")
+    beat.join(timeout=5)
+    assert not beat.is_alive()  # stopped at its next beat, without being told
+    assert store.get(key) is None
+    made.set()
