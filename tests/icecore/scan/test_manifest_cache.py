@@ -451,6 +451,52 @@ def test_a_plan_reads_a_batch_files_columns_once_for_all_its_manifests(
     assert all(a.equals(b) for a, b in zip(during, after, strict=True))
 
 
+def test_a_plan_reads_an_adopted_batch_files_columns_once(
+    tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's batch file, adopted: its columns copied out once during a plan.
+
+    Each key still gets its own rows; outside a plan the file is parsed once per manifest.
+    """
+    items = _built_together(trips)
+    handovers = ManifestCache(tmp_path).store_batch_for_handover(
+        [(key, pm) for key, pm, _ in items]
+    )
+    parsed: list[int] = []
+    real = manifest_cache._record_batches
+
+    def counting(data: pa.Buffer, schema: pa.Schema) -> object:
+        parsed.append(1)
+        return real(data, schema)
+
+    monkeypatch.setattr(manifest_cache, "_record_batches", counting)
+    names = ["content", "record_count", "file_path", "partition"]
+    adopted = ManifestCache(tmp_path)  # the planning process
+    with adopted.planning():
+        for (key, _, _), handover in zip(items, handovers, strict=True):
+            assert handover is not None
+            adopted.adopt(key, handover)
+        during = [
+            adopted.get_or_load(key, lambda: pytest.fail("not adopted")).read(names)
+            for key, _, _ in items
+        ]
+    assert adopted.hits == len(items)
+    assert len(parsed) == 1
+    for (_, _, alone), got in zip(items, during, strict=True):
+        assert got.equals(alone.read(names))
+    parsed.clear()
+    outside = ManifestCache(tmp_path)
+    for (key, _, _), handover in zip(items, handovers, strict=True):
+        assert handover is not None
+        outside.adopt(key, handover)
+    after = [
+        outside.get_or_load(key, lambda: pytest.fail("not adopted")).read(names)
+        for key, _, _ in items
+    ]
+    assert len(parsed) == len(items)
+    assert all(a.equals(b) for a, b in zip(during, after, strict=True))
+
+
 def test_a_batch_file_counts_once_against_the_directory_bound(tmp_path: Path, trips: Table) -> None:
     items = _built_together(trips)
     cache = ManifestCache(tmp_path)
