@@ -96,7 +96,7 @@ from icecore.scan.planned import (
 )
 from icecore.scan.planning_manifest import (
     PlanningManifest,
-    distinct_partitions_of,
+    batch_distinct_partitions,
     metric_column,
     planning_manifests,
 )
@@ -981,7 +981,8 @@ def _partition_verdicts(
     """Per manifest, per row, whether its partition tuple can match.
 
     Each distinct tuple is evaluated once (``cache``, by spec and bit-exact key); the
-    tuples of a batch's manifests are converted together (:func:`distinct_partitions_of`).
+    tuples of a batch's manifests of one spec are coded together and the different ones
+    converted once (:func:`batch_distinct_partitions`).
     """
     out: list[np.ndarray | None] = [None] * len(batch)
     judged: list[int] = []
@@ -992,12 +993,18 @@ def _partition_verdicts(
             out[at] = np.zeros(0, dtype=bool)
         else:
             judged.append(at)
-    found = distinct_partitions_of(
-        [(batch[at][0], batch[at][2].column("partition")) for at in judged]
-    )
-    for at, (partitions, keys) in zip(judged, found, strict=True):
-        pm, evaluator, _ = batch[at]
-        spec_id = evaluator.spec.spec_id
+    groups: dict[tuple[int, pa.DataType], list[tuple[int, pa.Array]]] = {}
+    for at in judged:
+        partition = batch[at][2].column("partition")
+        if isinstance(partition, pa.ChunkedArray):
+            partition = partition.combine_chunks()
+        key = (batch[at][1].spec.spec_id, partition.type)
+        groups.setdefault(key, []).append((at, partition))
+    for (spec_id, _), members in groups.items():
+        evaluator = batch[members[0][0]][1]
+        (partitions, keys), where = batch_distinct_partitions(
+            [(batch[at][0], partition) for at, partition in members]
+        )
         distinct = np.empty(len(partitions), dtype=bool)
         for i, (values, key) in enumerate(zip(partitions, keys, strict=True)):
             verdict = cache.get((spec_id, key))
@@ -1005,7 +1012,8 @@ def _partition_verdicts(
                 verdict = evaluator.partition_matches(values)
                 cache[(spec_id, key)] = verdict
             distinct[i] = verdict
-        out[at] = distinct[pm.codes]
+        for (at, _), positions in zip(members, where, strict=True):
+            out[at] = distinct[positions][batch[at][0].codes]
     assert all(v is not None for v in out)
     return out  # type: ignore[return-value]
 

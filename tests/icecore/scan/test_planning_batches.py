@@ -22,6 +22,7 @@ from icecore.scan.manifest_cache import ManifestCache, ManifestKey
 from icecore.scan.planning_manifest import (
     CODE_COLUMN,
     PlanningManifest,
+    batch_distinct_partitions,
     build_planning_manifest,
     planning_manifests,
 )
@@ -126,6 +127,51 @@ def test_distinct_partition_keys_tell_float_bits_and_types_apart() -> None:
     assert [p[1001] for p in partitions] == [1, 1, 1, 1, None]
     assert [math.copysign(1, p[1000]) for p in partitions[:2]] == [1, -1]
     assert keys[4] == ((1000, "float", ("float", struct.pack(">d", 0.0))), (1001, "NoneType", None))
+
+
+def _float_manifest(name: str, values: list[tuple[float | None, int | None]]) -> PlanningManifest:
+    fields = [
+        pa.field("f", pa.float64(), metadata={b"field_id": b"1000", b"iceberg_type": b"double"}),
+        pa.field("n", pa.int32(), metadata={b"field_id": b"1001", b"iceberg_type": b"int"}),
+    ]
+    rows = [
+        {
+            "status": 1,
+            "content": 0,
+            "file_path": f"{name}-{i}",
+            "file_format": "PARQUET",
+            "spec_id": 0,
+            "record_count": 1,
+            "file_size_in_bytes": 1,
+            "partition": {"f": f, "n": n},
+        }
+        for i, (f, n) in enumerate(values)
+    ]
+    schema = output_schema(pa.struct(fields))
+    return build_planning_manifest(pa.Table.from_pylist(rows, schema=schema), f"{name}.avro", 0)
+
+
+def test_tuples_of_a_batch_coded_together_are_each_manifests_own() -> None:
+    """Coded across manifests, each manifest's distinct tuples map to its own values and keys.
+
+    Tuples shared between manifests are converted once; -0.0, 0.0, NaN and null stay apart
+    across manifests as within one.
+    """
+    nan = float("nan")
+    manifests = [
+        _float_manifest("a", [(0.0, 1), (-0.0, 1), (nan, 1), (None, 1), (0.0, None)]),
+        _float_manifest("b", [(nan, 1), (2.5, 7), (0.0, 1), (0.0, 1)]),
+        _float_manifest("c", []),
+        _float_manifest("d", [(-0.0, 1), (None, None), (2.5, 7)]),
+    ]
+    items = [(pm, pm.required("partition")) for pm in manifests]
+    (partitions, keys), where = batch_distinct_partitions(items)
+    assert len(set(keys)) == len(keys) == 7  # 0.0, -0.0, NaN, null, (0.0, null), 2.5, nulls
+    for (pm, partition), positions in zip(items, where, strict=True):
+        own_partitions, own_keys = pm.distinct_partitions(partition)
+        assert [keys[i] for i in positions] == own_keys
+        got = [partitions[i] for i in positions]
+        assert [repr(p) for p in got] == [repr(p) for p in own_partitions]  # NaN != NaN
 
 
 def test_a_decode_worker_batch_reads_back_as_each_manifest_alone(tmp_path: Path) -> None:
