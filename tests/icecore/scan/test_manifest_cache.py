@@ -13,6 +13,7 @@ import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -414,6 +415,19 @@ def test_a_plan_opens_a_batch_file_once_for_all_its_manifests(
     assert len(opened) == len(items)
 
 
+def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one each time a cache file's record batches are parsed."""
+    parsed: list[int] = []
+    real = manifest_cache._record_batches
+
+    def counting(data: pa.Buffer, schema: pa.Schema) -> object:
+        parsed.append(1)
+        return real(data, schema)
+
+    monkeypatch.setattr(manifest_cache, "_record_batches", counting)
+    return parsed
+
+
 def test_a_plan_reads_a_batch_files_columns_once_for_all_its_manifests(
     tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -423,14 +437,7 @@ def test_a_plan_reads_a_batch_files_columns_once_for_all_its_manifests(
     """
     items = _built_together(trips)
     ManifestCache(tmp_path).store_batch_for_handover([(key, pm) for key, pm, _ in items])
-    parsed: list[int] = []
-    real = manifest_cache._record_batches
-
-    def counting(data: pa.Buffer, schema: pa.Schema) -> object:
-        parsed.append(1)
-        return real(data, schema)
-
-    monkeypatch.setattr(manifest_cache, "_record_batches", counting)
+    parsed = _count_parses(monkeypatch)
     names = ["content", "record_count", "file_path", "partition"]
     fresh = ManifestCache(tmp_path)  # the next process
     with fresh.planning():
@@ -451,6 +458,19 @@ def test_a_plan_reads_a_batch_files_columns_once_for_all_its_manifests(
     assert all(a.equals(b) for a, b in zip(during, after, strict=True))
 
 
+def _adopt_and_read(
+    cache: ManifestCache, items: list[Any], handovers: list[Any], names: list[str]
+) -> list[pa.Table]:
+    """Adopt each handed-over manifest, then read ``names`` of each."""
+    for (key, _, _), handover in zip(items, handovers, strict=True):
+        assert handover is not None
+        cache.adopt(key, handover)
+    return [
+        cache.get_or_load(key, lambda: pytest.fail("not adopted")).read(names)
+        for key, _, _ in items
+    ]
+
+
 def test_a_plan_reads_an_adopted_batch_files_columns_once(
     tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -462,37 +482,17 @@ def test_a_plan_reads_an_adopted_batch_files_columns_once(
     handovers = ManifestCache(tmp_path).store_batch_for_handover(
         [(key, pm) for key, pm, _ in items]
     )
-    parsed: list[int] = []
-    real = manifest_cache._record_batches
-
-    def counting(data: pa.Buffer, schema: pa.Schema) -> object:
-        parsed.append(1)
-        return real(data, schema)
-
-    monkeypatch.setattr(manifest_cache, "_record_batches", counting)
+    parsed = _count_parses(monkeypatch)
     names = ["content", "record_count", "file_path", "partition"]
     adopted = ManifestCache(tmp_path)  # the planning process
     with adopted.planning():
-        for (key, _, _), handover in zip(items, handovers, strict=True):
-            assert handover is not None
-            adopted.adopt(key, handover)
-        during = [
-            adopted.get_or_load(key, lambda: pytest.fail("not adopted")).read(names)
-            for key, _, _ in items
-        ]
+        during = _adopt_and_read(adopted, items, handovers, names)
     assert adopted.hits == len(items)
     assert len(parsed) == 1
     for (_, _, alone), got in zip(items, during, strict=True):
         assert got.equals(alone.read(names))
     parsed.clear()
-    outside = ManifestCache(tmp_path)
-    for (key, _, _), handover in zip(items, handovers, strict=True):
-        assert handover is not None
-        outside.adopt(key, handover)
-    after = [
-        outside.get_or_load(key, lambda: pytest.fail("not adopted")).read(names)
-        for key, _, _ in items
-    ]
+    after = _adopt_and_read(ManifestCache(tmp_path), items, handovers, names)
     assert len(parsed) == len(items)
     assert all(a.equals(b) for a, b in zip(during, after, strict=True))
 

@@ -98,37 +98,6 @@ def test_manifests_laid_out_together_are_laid_out_as_each_alone(tmp_path: Path) 
         assert pm.distinct_partitions(partition) == alone.distinct_partitions(partition)
 
 
-def test_distinct_partition_keys_tell_float_bits_and_types_apart() -> None:
-    """-0.0 and 0.0 are two tuples, NaNs one, a null another (spec "Scan Planning" note 3)."""
-    fields = [
-        pa.field("f", pa.float64(), metadata={b"field_id": b"1000", b"iceberg_type": b"double"}),
-        pa.field("n", pa.int32(), metadata={b"field_id": b"1001", b"iceberg_type": b"int"}),
-    ]
-    schema = output_schema(pa.struct(fields))
-    nan = float("nan")
-    values = [(0.0, 1), (-0.0, 1), (nan, 1), (nan, 1), (None, 1), (0.0, None), (0.0, 1)]
-    rows = [
-        {
-            "status": 1,
-            "content": 0,
-            "file_path": f"f{i}",
-            "file_format": "PARQUET",
-            "spec_id": 0,
-            "record_count": 1,
-            "file_size_in_bytes": 1,
-            "partition": {"f": f, "n": n},
-        }
-        for i, (f, n) in enumerate(values)
-    ]
-    pm = build_planning_manifest(pa.Table.from_pylist(rows, schema=schema), "m.avro", 0)
-    assert pm.codes.tolist() == [0, 1, 2, 2, 3, 4, 0]
-    partitions, keys = pm.distinct_partitions(pm.required("partition"))
-    assert len(set(keys)) == len(keys) == 5
-    assert [p[1001] for p in partitions] == [1, 1, 1, 1, None]
-    assert [math.copysign(1, p[1000]) for p in partitions[:2]] == [1, -1]
-    assert keys[4] == ((1000, "float", ("float", struct.pack(">d", 0.0))), (1001, "NoneType", None))
-
-
 def _float_manifest(name: str, values: list[tuple[float | None, int | None]]) -> PlanningManifest:
     fields = [
         pa.field("f", pa.float64(), metadata={b"field_id": b"1000", b"iceberg_type": b"double"}),
@@ -149,6 +118,19 @@ def _float_manifest(name: str, values: list[tuple[float | None, int | None]]) ->
     ]
     schema = output_schema(pa.struct(fields))
     return build_planning_manifest(pa.Table.from_pylist(rows, schema=schema), f"{name}.avro", 0)
+
+
+def test_distinct_partition_keys_tell_float_bits_and_types_apart() -> None:
+    """-0.0 and 0.0 are two tuples, NaNs one, a null another (spec "Scan Planning" note 3)."""
+    nan = float("nan")
+    values = [(0.0, 1), (-0.0, 1), (nan, 1), (nan, 1), (None, 1), (0.0, None), (0.0, 1)]
+    pm = _float_manifest("m", values)
+    assert pm.codes.tolist() == [0, 1, 2, 2, 3, 4, 0]
+    partitions, keys = pm.distinct_partitions(pm.required("partition"))
+    assert len(set(keys)) == len(keys) == 5
+    assert [p[1001] for p in partitions] == [1, 1, 1, 1, None]
+    assert [math.copysign(1, p[1000]) for p in partitions[:2]] == [1, -1]
+    assert keys[4] == ((1000, "float", ("float", struct.pack(">d", 0.0))), (1001, "NoneType", None))
 
 
 def test_tuples_of_a_batch_coded_together_are_each_manifests_own() -> None:
