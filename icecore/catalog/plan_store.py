@@ -108,6 +108,14 @@ class PlanStore(Protocol):
         """
         ...
 
+    def replace_live(self, record: PlanRecord) -> bool:
+        """Replace the unexpired record under ``record.key``; False (nothing kept) if none is.
+
+        One atomic step, as :meth:`touch`: a plan cancelled while it was being made is not
+        brought back by its result.
+        """
+        ...
+
     def live_plans(self, principal: str) -> list[tuple[str, float]]:
         """``(plan id, expires_at)`` of the principal's unexpired plans."""
         ...
@@ -255,6 +263,32 @@ class SqlPlanStore:
         except self._errors as e:
             raise self._failed(e) from e
 
+    def replace_live(self, record: PlanRecord) -> bool:
+        """UPDATE the unexpired record in place (one statement: a dropped one stays gone)."""
+        self._create()
+        try:
+            with closing(self._connect()) as conn:
+                cursor = conn.execute(
+                    self._sql(
+                        f"UPDATE {PLAN_TABLE} SET plan_id = ?, table_name = ?, principal = ?, "
+                        "expires_at = ?, payload = ? WHERE sql_catalog = ? AND record_key = ? "
+                        "AND expires_at >= ?"
+                    ),
+                    (
+                        record.plan_id,
+                        record.table,
+                        record.principal,
+                        record.expires_at,
+                        json.dumps(record.payload, separators=(",", ":")),
+                        self.scope,
+                        record.key,
+                        time.time(),
+                    ),
+                )
+                return int(cursor.rowcount or 0) > 0
+        except self._errors as e:
+            raise self._failed(e) from e
+
     def live_plans(self, principal: str) -> list[tuple[str, float]]:
         """The principal's unexpired plans, oldest first."""
         rows = self._select(
@@ -301,6 +335,15 @@ class MemoryPlanStore:
             if record is None or record.expires_at < time.time():
                 return False
             self._records[key] = replace(record, expires_at=expires_at)
+        return True
+
+    def replace_live(self, record: PlanRecord) -> bool:
+        """Replace the unexpired record (under the lock: a dropped one stays gone)."""
+        with self._lock:
+            found = self._records.get(record.key)
+            if found is None or found.expires_at < time.time():
+                return False
+            self._records[record.key] = record
         return True
 
     def live_plans(self, principal: str) -> list[tuple[str, float]]:

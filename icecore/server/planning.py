@@ -513,11 +513,10 @@ class PlanningRoutes:
             log.exception("A served plan failed", exc_info=error)
             code, kind = 500, "InternalServerError"
             message = "The plan failed unexpectedly; the error is in the server's log."
-        if self.store.get(plan_key(plan_id)) is None:
-            return  # cancelled or expired meanwhile
         failed = {"status": "failed", "error": {"message": message, "type": kind, "code": code}}
-        self.store.put(
-            [PlanRecord(plan_key(plan_id), plan_id, name, who, time.time() + PLAN_TTL_S, failed)]
+        # Kept only if the plan is still there (cancelled or expired meanwhile: stays so).
+        self.store.replace_live(
+            PlanRecord(plan_key(plan_id), plan_id, name, who, time.time() + PLAN_TTL_S, failed)
         )
 
     def _prepare(self, call: Call) -> _Prepared:
@@ -702,10 +701,10 @@ class PlanningRoutes:
                 self.store.put([PlanRecord(task_key(token), plan_id, name, who, expires, page)])
                 tokens.append(token)
             result["plan-tasks"] = tokens
-        if self.store.get(plan_key(plan_id)) is None:  # cancelled (or expired) meanwhile
+        kept = PlanRecord(plan_key(plan_id), plan_id, name, who, expires, result)
+        if not self.store.replace_live(kept):  # cancelled (or expired) meanwhile: stays so
             self.store.drop_plan(plan_id)
             return {"status": "cancelled"}
-        self.store.put([PlanRecord(plan_key(plan_id), plan_id, name, who, expires, result)])
         return result
 
     def fetch_planning_result(self, call: Call) -> Any:

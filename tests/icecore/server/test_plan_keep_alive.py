@@ -87,3 +87,23 @@ def test_a_cancelled_plan_stays_cancelled(store: PlanStore) -> None:
     assert not beat.is_alive()  # stopped at its next beat, without being told
     assert store.get(key) is None
     made.set()
+
+
+def test_a_plan_made_after_its_cancel_is_not_kept(store: PlanStore) -> None:
+    """The made plan replaces its submitted record only while that record lives."""
+    key = _submit(store, "made")
+    done = {"status": "completed", "plan-id": "made"}
+    later = time.time() + 100
+    assert store.replace_live(PlanRecord(key, "made", "ns.t", "alice", later, done))
+    found = store.get(key)
+    assert found is not None and found.payload == done
+    assert found.expires_at == pytest.approx(later)
+    cancelled = _submit(store, "cancelled")
+    store.drop_plan("cancelled")
+    record = PlanRecord(cancelled, "cancelled", "ns.t", "alice", later, done)
+    assert not store.replace_live(record)
+    assert store.get(cancelled) is None
+    expired = _submit(store, "expired", ttl=0.05)
+    time.sleep(0.1)
+    assert not store.replace_live(PlanRecord(expired, "expired", "ns.t", "alice", later, done))
+    assert store.get(expired) is None
