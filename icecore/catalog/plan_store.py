@@ -234,60 +234,54 @@ class SqlPlanStore:
             str(k), str(plan_id), str(table), str(principal), float(expires), json.loads(payload)
         )
 
-    def drop_plan(self, plan_id: str) -> int:
-        """DELETE the plan's records."""
+    def _changed(self, statement: str, params: tuple[Any, ...]) -> int:
+        """Run one DELETE or UPDATE; how many rows it changed."""
         self._create()
         try:
             with closing(self._connect()) as conn:
-                cursor = conn.execute(
-                    self._sql(f"DELETE FROM {PLAN_TABLE} WHERE sql_catalog = ? AND plan_id = ?"),
-                    (self.scope, plan_id),
-                )
-                return int(cursor.rowcount or 0)
+                return int(conn.execute(self._sql(statement), params).rowcount or 0)
         except self._errors as e:
             raise self._failed(e) from e
+
+    def drop_plan(self, plan_id: str) -> int:
+        """DELETE the plan's records."""
+        return self._changed(
+            f"DELETE FROM {PLAN_TABLE} WHERE sql_catalog = ? AND plan_id = ?",
+            (self.scope, plan_id),
+        )
 
     def touch(self, key: str, expires_at: float) -> bool:
         """UPDATE the unexpired record's expiry (one statement: a dropped record stays gone)."""
-        self._create()
-        try:
-            with closing(self._connect()) as conn:
-                cursor = conn.execute(
-                    self._sql(
-                        f"UPDATE {PLAN_TABLE} SET expires_at = ? WHERE sql_catalog = ? AND "
-                        "record_key = ? AND expires_at >= ?"
-                    ),
-                    (expires_at, self.scope, key, time.time()),
-                )
-                return int(cursor.rowcount or 0) > 0
-        except self._errors as e:
-            raise self._failed(e) from e
+        return (
+            self._changed(
+                f"UPDATE {PLAN_TABLE} SET expires_at = ? WHERE sql_catalog = ? AND "
+                "record_key = ? AND expires_at >= ?",
+                (expires_at, self.scope, key, time.time()),
+            )
+            > 0
+        )
 
     def replace_live(self, record: PlanRecord) -> bool:
         """UPDATE the unexpired record in place (one statement: a dropped one stays gone)."""
-        self._create()
-        try:
-            with closing(self._connect()) as conn:
-                cursor = conn.execute(
-                    self._sql(
-                        f"UPDATE {PLAN_TABLE} SET plan_id = ?, table_name = ?, principal = ?, "
-                        "expires_at = ?, payload = ? WHERE sql_catalog = ? AND record_key = ? "
-                        "AND expires_at >= ?"
-                    ),
-                    (
-                        record.plan_id,
-                        record.table,
-                        record.principal,
-                        record.expires_at,
-                        json.dumps(record.payload, separators=(",", ":")),
-                        self.scope,
-                        record.key,
-                        time.time(),
-                    ),
-                )
-                return int(cursor.rowcount or 0) > 0
-        except self._errors as e:
-            raise self._failed(e) from e
+        payload = json.dumps(record.payload, separators=(",", ":"))
+        return (
+            self._changed(
+                f"UPDATE {PLAN_TABLE} SET plan_id = ?, table_name = ?, principal = ?, "
+                "expires_at = ?, payload = ? WHERE sql_catalog = ? AND record_key = ? "
+                "AND expires_at >= ?",
+                (
+                    record.plan_id,
+                    record.table,
+                    record.principal,
+                    record.expires_at,
+                    payload,
+                    self.scope,
+                    record.key,
+                    time.time(),
+                ),
+            )
+            > 0
+        )
 
     def live_plans(self, principal: str) -> list[tuple[str, float]]:
         """The principal's unexpired plans, oldest first."""
