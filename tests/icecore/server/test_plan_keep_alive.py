@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,31 @@ from icecore.catalog.plan_store import (
 )
 from icecore.server.planning import keep_alive
 
-TTL = 0.6
+TTL = 3.0
+"""The plan TTL of these tests: a beat every second; a record lapses only if its keep-alive
+thread is starved for three (no test waits for a fixed time: each waits for a condition)."""
+WAIT_S = 60.0
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    """Wait for ``condition`` (up to :data:`WAIT_S`)."""
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, "waited too long"
+        time.sleep(0.05)
+
+
+class _Counting:
+    """A store whose successful touches are counted."""
+
+    def __init__(self, store: PlanStore) -> None:
+        self.store = store
+        self.touched = 0
+
+    def touch(self, key: str, expires_at: float) -> bool:
+        done = self.store.touch(key, expires_at)
+        self.touched += done
+        return done
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -54,36 +78,44 @@ def test_touch_moves_a_live_record_and_never_revives(store: PlanStore) -> None:
     assert not store.touch(key, later)
     assert store.get(key) is None
     gone = _submit(store, "p2", ttl=0.05)
-    time.sleep(0.1)
+    _until(lambda: store.get(gone) is None)
     assert not store.touch(gone, later)  # expired: not brought back
     assert store.get(gone) is None
 
 
 def test_a_plan_outliving_its_ttl_is_kept_while_made(store: PlanStore) -> None:
     key = _submit(store, "slow")
+    submitted = store.get(key)
+    assert submitted is not None
+    counting = _Counting(store)
     made = threading.Event()
-    beat = threading.Thread(target=keep_alive, args=(store, key, made, TTL), daemon=True)
+    beat = threading.Thread(target=keep_alive, args=(counting, key, made, TTL), daemon=True)
     beat.start()
-    deadline = time.time() + 4 * TTL
-    while time.time() < deadline:
-        _submit(store, f"other-{time.time()}")  # every put purges expired records
-        assert store.get(key) is not None
-        time.sleep(TTL / 4)
+
+    # Past the TTL it was submitted with, other puts purging expired records meanwhile.
+    def purged_past_ttl() -> bool:
+        _submit(store, f"other-{time.time()}")
+        return time.time() > submitted.expires_at
+
+    _until(purged_past_ttl)
+    _until(lambda: counting.touched >= 4)
+    found = store.get(key)
+    assert found is not None and found.expires_at > submitted.expires_at
     made.set()
-    beat.join(timeout=5)
+    beat.join(timeout=WAIT_S)
     assert not beat.is_alive()
-    time.sleep(TTL * 1.5)
-    assert store.get(key) is None  # made: no more beats, so the TTL runs out
+    _until(lambda: store.get(key) is None)  # made: no more beats, so the TTL runs out
 
 
 def test_a_cancelled_plan_stays_cancelled(store: PlanStore) -> None:
     key = _submit(store, "cancel-me")
+    counting = _Counting(store)
     made = threading.Event()
-    beat = threading.Thread(target=keep_alive, args=(store, key, made, TTL), daemon=True)
+    beat = threading.Thread(target=keep_alive, args=(counting, key, made, TTL), daemon=True)
     beat.start()
-    time.sleep(TTL / 2)
+    _until(lambda: counting.touched >= 1)
     store.drop_plan("cancel-me")
-    beat.join(timeout=5)
+    beat.join(timeout=WAIT_S)
     assert not beat.is_alive()  # stopped at its next beat, without being told
     assert store.get(key) is None
     made.set()
@@ -104,6 +136,6 @@ def test_a_plan_made_after_its_cancel_is_not_kept(store: PlanStore) -> None:
     assert not store.replace_live(record)
     assert store.get(cancelled) is None
     expired = _submit(store, "expired", ttl=0.05)
-    time.sleep(0.1)
+    _until(lambda: store.get(expired) is None)
     assert not store.replace_live(PlanRecord(expired, "expired", "ns.t", "alice", later, done))
     assert store.get(expired) is None
