@@ -187,7 +187,7 @@ class PlanningManifest:
         Tuples are keyed by partition field id; each key is hashable and bit-exact (for
         caching verdicts). ``partition`` is the manifest's ``partition`` column.
         """
-        return distinct_partitions_of([(self, partition)])[0]
+        return batch_distinct_partitions([(self, partition)])[0]
 
     def partition_firsts(self) -> list[int]:
         """Per distinct partition tuple, the first row holding it (:attr:`codes` index them)."""
@@ -341,41 +341,6 @@ _PLAIN = frozenset({int, str, type(None), dt.date, dt.datetime, dt.time, Decimal
 _Distinct = tuple[list[dict[int, Any]], list[tuple[Any, ...]]]
 
 
-def distinct_partitions_of(items: Sequence[tuple[PlanningManifest, pa.Array]]) -> list[_Distinct]:
-    """:meth:`PlanningManifest.distinct_partitions` of many manifests, converted together.
-
-    A plan judges manifests in batches; turning each manifest's few distinct tuples into
-    Python values one manifest at a time cost a restarted plan of a million files ~0.13 ms
-    per manifest in fixed Arrow calls. Manifests whose ``partition`` columns share a type
-    (one spec) are concatenated, their tuples taken and converted in one pass.
-    """
-    out: list[_Distinct] = [([], []) for _ in items]
-    groups: dict[pa.DataType, list[tuple[int, pa.Array, list[int]]]] = {}
-    for at, (pm, partition) in enumerate(items):
-        if isinstance(partition, pa.ChunkedArray):
-            partition = partition.combine_chunks()
-        firsts = pm.partition_firsts()
-        if firsts:
-            groups.setdefault(partition.type, []).append((at, partition, firsts))
-    for group in groups.values():
-        rows: list[int] = []
-        offset = 0
-        for _, partition, firsts in group:
-            rows.extend(f + offset for f in firsts)
-            offset += len(partition)
-        whole = pa.concat_arrays([partition for _, partition, _ in group])
-        ids, columns = partition_columns(whole.take(pa.array(rows, _I64)))
-        start = 0
-        for at, _, firsts in group:
-            end = start + len(firsts)
-            if not ids:
-                out[at] = ([{} for _ in firsts], [() for _ in firsts])
-            else:
-                out[at] = _python_tuples(ids, [c[start:end] for c in columns])
-            start = end
-    return out
-
-
 def _python_tuples(ids: list[int], columns: list[list[Any]]) -> _Distinct:
     """Partition tuples from their columns' Python values: dicts by field id, and exact keys.
 
@@ -387,7 +352,7 @@ def _python_tuples(ids: list[int], columns: list[list[Any]]) -> _Distinct:
         [(fid, type(v).__name__, v if type(v) in _PLAIN else partition_value_key(v)) for v in c]
         for fid, c in zip(ids, columns, strict=True)
     ]
-    return partitions, list(zip(*keyed, strict=True)) if keyed else [() for _ in partitions]
+    return partitions, list(zip(*keyed, strict=True))
 
 
 def batch_distinct_partitions(
