@@ -316,6 +316,28 @@ def test_decode_workers_import_this_process_icecore_not_the_current_directorys(
     decode_pool._close_workers()
 
 
+def test_decode_workers_decode_without_loading_pandas(
+    tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker never loads pandas (0.4 s of its start; datafusion's import pulled it in).
+
+    The plan is still made by the workers (every manifest adopted), and the worker's mapped
+    files show Arrow loaded but no pandas extension.
+    """
+    monkeypatch.setattr(decode_pool, "MIN_MANIFESTS", 1)
+    monkeypatch.setenv("ICECORE_PLAN_PROCESSES", "1")
+    decode_pool._close_workers()
+    context = PlanContext(ManifestCache(tmp_path / "cache"))
+    expected = trips.scan(context=PlanContext(ManifestCache(None))).plan().tasks.file_paths()
+    assert trips.scan(context=context).plan().tasks.file_paths() == expected
+    assert context.manifests.misses == context.manifests.disk_hits == 0  # all adopted
+    (pid,) = decode_pool.worker_pids()
+    mapped = Path(f"/proc/{pid}/maps").read_text()
+    assert "/pyarrow/" in mapped
+    assert "/pandas/" not in mapped
+    decode_pool._close_workers()
+
+
 def _built_together(
     table: Table,
 ) -> list[tuple[ManifestKey, PlanningManifest, PlanningManifest]]:
