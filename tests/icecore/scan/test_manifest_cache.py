@@ -157,6 +157,38 @@ def test_the_directory_is_bounded_least_recently_used_first(tmp_path: Path, trip
     assert list(tmp_path.glob("*/*.arrow")) == [files[-1]]
 
 
+def test_a_plan_reading_cache_files_marks_each_used_once(
+    tmp_path: Path, trips: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every cache file a restarted plan reads is marked used (its mtime, the LRU clock).
+
+    A batch file's names are links to one inode, so it is touched once per plan, not once
+    per manifest in it.
+    """
+    first = PlanContext(ManifestCache(tmp_path))
+    expected = trips.scan(context=first).plan().tasks.file_paths()
+    first.manifests.flush()
+    files = sorted(tmp_path.glob("*/*.arrow"))
+    inodes = {f.stat().st_ino for f in files}
+    assert len(inodes) < len(files)  # some manifests share a batch file
+    for path in files:
+        os.utime(path, (1_000_000, 1_000_000))
+    touched: list[str] = []
+    real_utime = os.utime
+
+    def utime(path: Any, *args: Any, **kwargs: Any) -> None:
+        touched.append(str(path))
+        real_utime(path, *args, **kwargs)
+
+    monkeypatch.setattr(manifest_cache.os, "utime", utime)
+    again = PlanContext(ManifestCache(tmp_path))
+    assert trips.scan(context=again).plan().tasks.file_paths() == expected
+    assert again.manifests.disk_hits == len(files)
+    assert {Path(t).stat().st_ino for t in touched} == inodes
+    assert len(touched) == len(inodes)
+    assert all(f.stat().st_mtime > 1_000_000 for f in files)
+
+
 def test_a_manifest_without_live_entries_reads_back_empty(tmp_path: Path, trips: Table) -> None:
     """After a rewrite a manifest may hold only DELETED entries.
 
