@@ -175,6 +175,12 @@ def _convert(values: pa.Array, target: pa.DataType, what: str) -> pa.Array:
         raise InvalidMetadata(f"{what} ({values.type}) cannot be read as {target}: {e}") from e
 
 
+def _whole(column: pa.ChunkedArray) -> pa.Array:
+    """A column as one array: its only chunk as it is (``combine_chunks`` would copy it, the
+    whole ``data_file`` struct of a batch of manifests), else the chunks combined."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def _cast(values: pa.Array, target: pa.DataType) -> pa.Array:
     """``values`` as ``target`` (themselves when already of that type)."""
     return values if values.type == target else values.cast(target)
@@ -453,7 +459,7 @@ def _entries(
 
     def top(field_id: int) -> pa.Array | None:
         name = entry_names.get(field_id)
-        return raw.column(name).combine_chunks() if name is not None else None
+        return None if name is None else _whole(raw.column(name))
 
     data_file = top(_ME_DATA_FILE)
     assert data_file is not None
