@@ -583,8 +583,34 @@ _MERGED_SYNC = b"icecore-merged!!"
 """The sync marker of container files put together from several (any 16 bytes do)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """One file's table from :func:`read_avro_many`, and where it came from.
+
+    Attributes:
+        table: the file's rows (:func:`read_avro_polars_arrow`'s answer).
+        merged: the table of every file decoded together with it, when it was (its rows
+            are ``merged.slice(start, table.num_rows)``): consecutive files of one merge are
+            consecutive rows of it, which a caller can use whole instead of concatenating
+            (and then copying) the slices.
+        start: where :attr:`table`'s rows start in :attr:`merged`.
+    """
+
+    table: pa.Table
+    merged: pa.Table | None = None
+    start: int = 0
+
+
 def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.Table | Exception]:
     """:func:`read_avro_polars_arrow` of each ``(bytes, path)``: a table, or what it raised.
+
+    See :func:`read_avro_many`, which also tells which files were decoded together.
+    """
+    return [d if isinstance(d, Exception) else d.table for d in read_avro_many(files)]
+
+
+def read_avro_many(files: Sequence[tuple[bytes, str]]) -> list[Decoded | Exception]:
+    """:func:`read_avro_polars_arrow` of each ``(bytes, path)``, decoded together where alike.
 
     Polars' reader has a fixed cost per file (a manifest of a few hundred entries spends
     about a tenth of its decode on it), so files whose headers are equal (the same
@@ -594,7 +620,7 @@ def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.T
     exactly :func:`read_avro_polars_arrow`'s: a file whose framing is not exactly as
     written, or a group polars refuses, is read alone by it, which raises what it raises.
     """
-    out: list[pa.Table | Exception | None] = [None] * len(files)
+    out: list[Decoded | Exception | None] = [None] * len(files)
     groups: dict[bytes, list[tuple[int, _Framing]]] = {}
     for i, (data, _) in enumerate(files):
         framing = _framing(data)
@@ -621,14 +647,16 @@ def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.T
         if len(checked) < 2 or len(checked) < len(members):
             continue  # read alone: what each raises, or a record-by-record decode
         members = checked
-        tables = _decode_merged(header, [f for _, f in members], files[members[0][0]])
-        if tables is not None:
-            for (i, _), table in zip(members, tables, strict=True):
-                out[i] = table
+        merged = _decode_merged(header, [f for _, f in members], files[members[0][0]])
+        if merged is not None:
+            start = 0
+            for i, framing in members:
+                out[i] = Decoded(merged.slice(start, framing.rows), merged, start)
+                start += framing.rows
     for i, (data, path) in enumerate(files):
         if out[i] is None:
             try:
-                out[i] = read_avro_polars_arrow(data, path)
+                out[i] = Decoded(read_avro_polars_arrow(data, path))
             except Exception as e:  # noqa: BLE001 - the caller's to raise, for this file
                 out[i] = e
     return [t for t in out if t is not None]
@@ -636,8 +664,11 @@ def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.T
 
 def _decode_merged(
     header: bytes, framings: Sequence[_Framing], first: tuple[bytes, str]
-) -> list[pa.Table] | None:
-    """The rows of each of several files with this header, decoded at once (None: refused)."""
+) -> pa.Table | None:
+    """The rows of several files with this header, decoded at once (None: refused).
+
+    The rows are one file's after another's, in the order of ``framings``.
+    """
     try:
         _, metadata, _ = _open(*first)  # the header every file of the group shares
     except InvalidMetadata:
@@ -653,13 +684,7 @@ def _decode_merged(
     if table.num_rows != sum(f.rows for f in framings):
         return None
     header_metadata = {HEADER_METADATA_PREFIX + k.encode(): v.encode() for k, v in metadata.items()}
-    table = table.replace_schema_metadata(header_metadata)
-    out: list[pa.Table] = []
-    start = 0
-    for framing in framings:
-        out.append(table.slice(start, framing.rows))
-        start += framing.rows
-    return out
+    return table.replace_schema_metadata(header_metadata)
 
 
 _PRIMITIVE_BYTES = {

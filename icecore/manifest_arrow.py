@@ -47,8 +47,8 @@ import pyarrow as pa
 from icecore.arrow_types import arrow_type
 from icecore.avro import (
     HEADER_METADATA_PREFIX,
+    read_avro_many,
     read_avro_polars_arrow,
-    read_avro_polars_arrow_many,
 )
 from icecore.compute import pc
 from icecore.errors import InvalidMetadata, Unsupported
@@ -176,8 +176,11 @@ def _convert(values: pa.Array, target: pa.DataType, what: str) -> pa.Array:
 
 
 def _whole(column: pa.ChunkedArray) -> pa.Array:
-    """A column as one array: its only chunk as it is (``combine_chunks`` would copy it, the
-    whole ``data_file`` struct of a batch of manifests), else the chunks combined."""
+    """A column as one array: its only chunk as it is, else the chunks combined.
+
+    ``combine_chunks`` copies even a single chunk: the whole ``data_file`` struct of a batch
+    of manifests.
+    """
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
@@ -245,6 +248,10 @@ class RawManifest:
     manifest_file: ManifestFile
     table: pa.Table
     length: int
+    merged: pa.Table | None = None
+    """The table of the manifests decoded together with this one (see
+    :class:`~icecore.avro.Decoded`), whose rows from :attr:`start` are :attr:`table`'s."""
+    start: int = 0
 
 
 def read_manifest_avro(io: FileIO, manifest_file: ManifestFile) -> RawManifest:
@@ -260,7 +267,7 @@ def read_manifests_avro(
     """:func:`read_manifest_avro` of each manifest: what it returns, or what it raises.
 
     Manifests with the same Avro header are decoded together
-    (:func:`~icecore.avro.read_avro_polars_arrow_many`), which saves polars' fixed cost per
+    (:func:`~icecore.avro.read_avro_many`), which saves polars' fixed cost per
     file; each answer is still exactly the one :func:`read_manifest_avro` gives.
     """
     read: list[tuple[bytes, str]] = []
@@ -274,12 +281,12 @@ def read_manifests_avro(
             out[i] = e
             continue
         at.append(i)
-    decoded = read_avro_polars_arrow_many(read)
-    for i, (data, _), table in zip(at, read, decoded, strict=True):
+    decoded = read_avro_many(read)
+    for i, (data, _), found in zip(at, read, decoded, strict=True):
         out[i] = (
-            table
-            if isinstance(table, Exception)
-            else RawManifest(manifest_files[i], table, len(data))
+            found
+            if isinstance(found, Exception)
+            else RawManifest(manifest_files[i], found.table, len(data), found.merged, found.start)
         )
     return [r for r in out if r is not None]
 
@@ -366,13 +373,32 @@ def _batched(
             continue
         sizes = [t.num_rows for t in tables]
         manifests = tuple(raws[i].manifest_file for i in members)
-        table = _entries(pa.concat_tables(tables), manifests, sizes, schema, spec, format_version)
+        together = _rows_together([raws[i] for i in members])
+        table = _entries(together, manifests, sizes, schema, spec, format_version)
         for i in members:
             _check_length(raws[i], raws[i].table.num_rows)
         offsets = (0, *itertools.accumulate(sizes))
         out.append(DecodedBatch(table, manifests, offsets, tuple(members)))
     out.sort(key=lambda b: b.indices[0])
     return out
+
+
+def _rows_together(raws: Sequence[RawManifest]) -> pa.Table:
+    """The decoded rows of several manifests, one's after another's, as one table.
+
+    Manifests decoded together (:class:`~icecore.avro.Decoded`) and in the same order are
+    consecutive rows of one table: that table's rows, whose columns are used without
+    copying; otherwise the tables concatenated (whose chunks the conversion then copies
+    into one; for a batch of 32 manifests ~0.3 ms per manifest, 8% of a decode worker's time).
+    """
+    first = raws[0]
+    at = first.start
+    for raw in raws:
+        if raw.merged is None or raw.merged is not first.merged or raw.start != at:
+            return pa.concat_tables([r.table for r in raws])
+        at += raw.table.num_rows
+    assert first.merged is not None
+    return first.merged.slice(first.start, at - first.start)
 
 
 def manifest_tables(

@@ -25,10 +25,12 @@ from icecore.errors import InvalidMetadata, NotFound
 from icecore.io import FileIO
 from icecore.manifest_arrow import (
     RawManifest,
+    manifest_batches,
     manifest_tables,
     read_manifest,
     read_manifest_arrow,
     read_manifest_avro,
+    read_manifests_avro,
 )
 from tests.icecore.test_manifest import SCHEMA, SPEC, _entry, _manifest_file, _write_manifest
 
@@ -325,6 +327,28 @@ def test_manifests_converted_together_inherit_from_their_own_list_entries(tmp_pa
         alone = read_manifest_arrow(FileIO(), raw.manifest_file, SCHEMA, SPEC, 3)
         assert table.equals(alone)
         assert table.schema.equals(alone.schema, check_metadata=True)
+
+
+def test_manifests_decoded_together_convert_from_their_shared_rows(tmp_path: Path) -> None:
+    """Manifests decoded as one file are converted from its rows, not copied into one.
+
+    The tables are the same as alone: in their order, a subset, or another order.
+    """
+    alone = [r.manifest_file for r in _three_manifests(tmp_path)]
+    raws = read_manifests_avro(FileIO(), alone)
+    assert all(isinstance(r, RawManifest) for r in raws)
+    read = [r for r in raws if isinstance(r, RawManifest)]
+    assert read[0].merged is not None
+    assert all(r.merged is read[0].merged for r in read)  # one merged decode
+    assert [r.start for r in read] == [0, 3, 5]
+    (batch,) = manifest_batches(read, SCHEMA, SPEC, 3)
+    assert batch.table.column("file_path").num_chunks == 1
+    for order in ([0, 1, 2], [2, 0, 1], [0, 2], [1]):
+        picked = [read[i] for i in order]
+        for i, table in zip(order, manifest_tables(picked, SCHEMA, SPEC, 3), strict=True):
+            want = read_manifest_arrow(FileIO(), alone[i], SCHEMA, SPEC, 3)
+            assert table.equals(want)
+            assert table.schema.equals(want.schema, check_metadata=True)
 
 
 def test_a_bad_manifest_converted_with_others_is_the_one_named(tmp_path: Path) -> None:
