@@ -417,6 +417,13 @@ def _pivot(values: pa.MapArray) -> list[tuple[int, pa.Array]]:
         and len(np.unique(keys[:width])) == width
         and bool((keys.reshape(n, width) == keys[:width]).all())
     ):
+        if items.null_count == 0 and pa.types.is_integer(items.type):
+            # Counts: a strided numpy copy per key (an Arrow take cost ~0.3 ms a manifest).
+            grid = items.to_numpy().reshape(n, width)
+            return [
+                (int(fid), pa.array(np.ascontiguousarray(grid[:, j]), items.type))
+                for j, fid in enumerate(keys[:width])
+            ]
         by_key = np.arange(n * width, dtype=np.int64).reshape(n, width).T.ravel()
         grouped = items.take(pa.array(by_key))
         return [(int(fid), grouped.slice(j * n, n)) for j, fid in enumerate(keys[:width])]

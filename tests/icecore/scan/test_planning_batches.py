@@ -12,9 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from icecore.io import FileIO
-from icecore.manifest_arrow import manifest_table, output_schema, read_manifest_avro
+from icecore.manifest_arrow import (
+    manifest_table,
+    output_schema,
+    read_manifest,
+    read_manifest_avro,
+)
 from icecore.partitioning import partition_spec_to_json
 from icecore.scan import decode_worker
 from icecore.scan.decode_pool import DecodeJob
@@ -55,6 +61,38 @@ def _manifests(tmp_path: Path) -> list[tuple[str, list[dict[str, Any]]]]:
 def _layout(pm: PlanningManifest) -> tuple[pa.Table, list[int]]:
     table = pm.read(pm.source.schema.names)
     return table, pm.codes.tolist()
+
+
+_Counts = list[tuple[int, int]] | None
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        # every map with the same keys in the same order (read by strides)
+        [[(1, 10), (2, 20)], [(1, 11), (2, 21)], [(1, 12), (2, 0)]],
+        # keys in another order, one missing, a null map, an empty one, a key twice
+        [[(1, 10), (2, 20)], [(2, 21), (1, 11)], [(1, 12)], None, [], [(3, 1), (3, 2)]],
+    ],
+    ids=["same-keys", "scattered"],
+)
+def test_count_maps_read_back_from_the_layout_as_written(
+    tmp_path: Path, counts: list[_Counts]
+) -> None:
+    """A metrics map pivoted into columns gives back each file's map, as the manifest has it."""
+    entries = []
+    for i, pairs in enumerate(counts):
+        entry = _entry(1, f"f{i}", i + 1)
+        maps = None if pairs is None else [{"key": k, "value": v} for k, v in pairs]
+        entry["data_file"]["null_value_counts"] = maps
+        entries.append(entry)
+    path = tmp_path / "m.avro"
+    manifest = _manifest_file(path, _write_manifest(path, entries))
+    (pm,) = planning_manifests([read_manifest_avro(FileIO(), manifest)], SCHEMA, SPEC, 3)
+    got = [e.data_file.null_value_counts for e in pm.entries(range(pm.num_rows))]
+    assert got == [None if pairs is None else dict(pairs) for pairs in counts]
+    want = read_manifest(FileIO(), manifest, SCHEMA, SPEC, 3)
+    assert got == [e.data_file.null_value_counts for e in want]
 
 
 def test_manifests_laid_out_together_are_laid_out_as_each_alone(tmp_path: Path) -> None:
