@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["pc"]
+__all__ = ["one_array", "pc"]
 
 
 class _LazyCompute:
@@ -25,6 +25,16 @@ class _LazyCompute:
 
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.compute as pc
 else:
     pc = _LazyCompute()
+
+
+def one_array(column: pa.ChunkedArray) -> pa.Array:
+    """A column as one array: its only chunk as it is, else its chunks combined (a copy).
+
+    ``combine_chunks`` copies even a single chunk: for a batch of decoded manifests, every
+    column of the ``data_file`` struct.
+    """
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from icecore.compute import pc
+from icecore.compute import one_array, pc
 from icecore.errors import ValidationError
 from icecore.manifest import ManifestContent, ManifestFile
 from icecore.manifest_arrow import (
@@ -261,9 +261,9 @@ def snapshot_files(table: TableData, snapshot: Snapshot | None, *, cached: bool 
         sizes.append(read.num_rows)
         for name in columns:
             if name in strings:
-                strings[name].add(_one(read.column(name)))
+                strings[name].add(one_array(read.column(name)))
             else:
-                columns[name].append(_one(read.column(name)))
+                columns[name].append(one_array(read.column(name)))
         del read
     paths: dict[str, int] = {}
     codes = np.repeat(
@@ -320,10 +320,6 @@ def _decoded_here(
         for entries in out:
             assert entries is not None
             yield entries
-
-
-def _one(column: pa.ChunkedArray) -> pa.Array:
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 class _StringChunks:

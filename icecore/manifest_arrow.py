@@ -50,7 +50,7 @@ from icecore.avro import (
     read_avro_many,
     read_avro_polars_arrow,
 )
-from icecore.compute import pc
+from icecore.compute import one_array, pc
 from icecore.errors import InvalidMetadata, Unsupported
 from icecore.io import MAX_METADATA_BYTES, FileIO
 from icecore.manifest import (
@@ -173,15 +173,6 @@ def _convert(values: pa.Array, target: pa.DataType, what: str) -> pa.Array:
         return _cast(values, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise InvalidMetadata(f"{what} ({values.type}) cannot be read as {target}: {e}") from e
-
-
-def _whole(column: pa.ChunkedArray) -> pa.Array:
-    """A column as one array: its only chunk as it is, else the chunks combined.
-
-    ``combine_chunks`` copies even a single chunk: the whole ``data_file`` struct of a batch
-    of manifests.
-    """
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _cast(values: pa.Array, target: pa.DataType) -> pa.Array:
@@ -485,7 +476,7 @@ def _entries(
 
     def top(field_id: int) -> pa.Array | None:
         name = entry_names.get(field_id)
-        return None if name is None else _whole(raw.column(name))
+        return None if name is None else one_array(raw.column(name))
 
     data_file = top(_ME_DATA_FILE)
     assert data_file is not None

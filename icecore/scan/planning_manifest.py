@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from icecore.compute import pc
+from icecore.compute import one_array, pc
 from icecore.errors import InvalidMetadata
 from icecore.manifest import ManifestEntry, ManifestEntryStatus
 from icecore.manifest_arrow import (
@@ -177,7 +177,7 @@ class PlanningManifest:
         """A column every planning manifest has (``record_count``, ``file_path``, ...)."""
         if not self.source.has(name):
             raise InvalidMetadata(f"The decoded manifest {self.path} lacks column {name}.")
-        return _single(self.source.read([name]).column(0))
+        return one_array(self.source.read([name]).column(0))
 
     def distinct_partitions(
         self, partition: pa.Array
@@ -232,7 +232,7 @@ def build_planning_manifests(
     live rows, only the metric columns some of its rows have, its own partition codes.
     """
     bounds = np.asarray(offsets, dtype=np.int64)
-    status = _single(decoded.column("status")).to_numpy(zero_copy_only=False)
+    status = one_array(decoded.column("status")).to_numpy(zero_copy_only=False)
     deleted = status == int(ManifestEntryStatus.DELETED)
     if deleted.any():
         live = decoded.filter(pa.array(~deleted))
@@ -249,10 +249,10 @@ def build_planning_manifests(
         if f.name in MAP_COLUMNS:
             continue
         names.append(f.name)
-        arrays.append(_single(live.column(f.name)))
+        arrays.append(one_array(live.column(f.name)))
         fields.append(f)
     for kind in MAP_COLUMNS:
-        values = _single(live.column(kind))
+        values = one_array(live.column(kind))
         fields.append(pa.field(presence_column(kind), pa.bool_()))
         arrays.append(pc.is_valid(values))
         for fid, column in _pivot(values):
@@ -265,7 +265,7 @@ def build_planning_manifests(
                 has = np.where(sizes > 0, counts, 0) > 0
                 if not has.all():
                     sparse.append((name, has))
-    partition = _single(live.column("partition"))
+    partition = one_array(live.column("partition"))
     keys = _partition_keys(partition)
     codes = np.zeros(len(keys), dtype=np.int32)
     firsts: list[list[int]] = []
@@ -318,7 +318,7 @@ def planning_manifest_from_source(
     metadata = source.schema.metadata or {}
     if CODE_COLUMN not in source.schema.names or FIRSTS_KEY not in metadata:
         raise InvalidMetadata(f"The decoded manifest {path} is not in planning layout.")
-    codes = _single(source.read([CODE_COLUMN]).column(CODE_COLUMN)).to_numpy()
+    codes = one_array(source.read([CODE_COLUMN]).column(CODE_COLUMN)).to_numpy()
     return PlanningManifest(path, spec_id, source, codes)
 
 
@@ -326,13 +326,6 @@ def _is_metric(name: str) -> bool:
     """Whether a column is a pivoted metrics map value (``<map>:<field id>``)."""
     kind, colon, _ = name.partition(":")
     return bool(colon) and kind in MAP_COLUMNS
-
-
-def _single(column: pa.ChunkedArray) -> pa.Array:
-    """A column as one array (no copy when it already is one chunk)."""
-    if column.num_chunks == 1:
-        return column.chunk(0)
-    return column.combine_chunks()
 
 
 _PLAIN = frozenset({int, str, type(None), dt.date, dt.datetime, dt.time, Decimal, bytes})
