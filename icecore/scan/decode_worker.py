@@ -65,17 +65,21 @@ def _convert(
     chunk: range,
 ) -> list[tuple[int, Handover]]:
     """Read, convert (those of one spec together) and store the jobs at ``chunk``."""
-    by_spec: dict[int, list[RawManifest]] = {}
-    keys: dict[int, list[int]] = {}
-    read = read_manifests_avro(io, [jobs[index].manifest for index in chunk])
-    for index, raw in zip(chunk, read, strict=True):
-        if isinstance(raw, Exception):  # the planner reads it again and reports
+    by_spec: dict[tuple[int, bool], list[RawManifest]] = {}
+    keys: dict[tuple[int, bool], list[int]] = {}
+    for metrics in (True, False):  # a plan without a filter asks for none
+        wanted = [index for index in chunk if jobs[index].key.metrics is metrics]
+        if not wanted:
             continue
-        spec_id = jobs[index].spec_id
-        by_spec.setdefault(spec_id, []).append(raw)
-        keys.setdefault(spec_id, []).append(index)
+        read = read_manifests_avro(io, [jobs[i].manifest for i in wanted], metrics=metrics)
+        for index, raw in zip(wanted, read, strict=True):
+            if isinstance(raw, Exception):  # the planner reads it again and reports
+                continue
+            group = (jobs[index].spec_id, metrics)
+            by_spec.setdefault(group, []).append(raw)
+            keys.setdefault(group, []).append(index)
     written: list[tuple[int, Handover]] = []
-    for spec_id, raws in by_spec.items():
+    for (spec_id, metrics), raws in by_spec.items():
         spec = specs.get(spec_id)
         if spec is None:
             continue
@@ -85,7 +89,9 @@ def _convert(
         except Exception:  # noqa: BLE001 - one bad manifest: decode the others alone
             built = [_alone(raw, schema, spec, format_version) for raw in raws]
         done = [
-            (index, pm) for index, pm in zip(keys[spec_id], built, strict=True) if pm is not None
+            (index, pm)
+            for index, pm in zip(keys[(spec_id, metrics)], built, strict=True)
+            if pm is not None
         ]
         handovers = cache.store_batch_for_handover([(jobs[i].key, pm) for i, pm in done])
         for (index, _), handover in zip(done, handovers, strict=True):

@@ -83,6 +83,10 @@ class ManifestKey:
     added_snapshot_id: int
     sequence_number: int
     first_row_id: int | None = None
+    metrics: bool = True
+    """Whether the metrics maps were decoded: a plan without a row filter reads none
+    (:func:`~icecore.manifest_arrow.read_manifests_avro`), and a manifest decoded without
+    them is a different thing to cache than one decoded with them."""
 
     def digest(self) -> str:
         """A file name for the key (sha256 of every field and the layout version).

@@ -210,6 +210,8 @@ class PlannedBlock:
         rows_planned: their records.
         load: their :class:`BlockColumns` (from the plan context's cache, or read).
         data: their :class:`BlockColumns` when the plan just made them.
+        full: the manifest decoded with its metrics maps, when ``manifest`` was decoded
+            without them (a plan that needs none): read only for a data file asked for.
     """
 
     __slots__ = (
@@ -224,6 +226,7 @@ class PlannedBlock:
         "row_partitions",
         "_load",
         "_data",
+        "_full",
         "_recent",
         "_lock",
     )
@@ -236,6 +239,7 @@ class PlannedBlock:
         rows_planned: int,
         load: Callable[[], BlockColumns],
         data: BlockColumns | None = None,
+        full: Callable[[], PlanningManifest] | None = None,
     ) -> None:
         self.manifest = manifest
         self.spec = spec
@@ -253,6 +257,7 @@ class PlannedBlock:
         """Each planned row's partition values (shared dicts), once :meth:`partitions` has."""
         self._load = load
         self._data = data
+        self._full = full
         self._recent: dict[int, list[DataFile]] = {}
         self._lock = threading.Lock()
 
@@ -294,6 +299,8 @@ class PlannedBlock:
             )
             candidates |= by_path
         positions = np.flatnonzero(candidates)
+        if len(positions):
+            pm = self.with_metrics()
         for lo in range(0, len(positions), LOOKUP_CHUNK):
             chunk = positions[lo : lo + LOOKUP_CHUNK]
             entries = pm.entries(self.rows[chunk])
@@ -314,12 +321,20 @@ class PlannedBlock:
             built = self._recent.get(chunk)
             if built is None:
                 lo = chunk * DATA_FILE_CHUNK
-                entries = self.manifest.entries(self.rows[lo : lo + DATA_FILE_CHUNK])
+                entries = self.with_metrics().entries(self.rows[lo : lo + DATA_FILE_CHUNK])
                 built = [e.data_file for e in entries]
                 if len(self._recent) >= RECENT_CHUNKS:
                     self._recent.pop(next(iter(self._recent)))
                 self._recent[chunk] = built
         return built[offset]
+
+    def with_metrics(self) -> PlanningManifest:
+        """The manifest with its metrics maps: :attr:`manifest`, or it decoded with them.
+
+        The same live entries in the same order either way (both keep the ADDED and
+        EXISTING rows as written), so :attr:`rows` index both.
+        """
+        return self.manifest if self._full is None else self._full()
 
     def file_format(self, position: int) -> str:
         """The file format of planned row ``position``."""

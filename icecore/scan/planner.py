@@ -26,7 +26,7 @@ arrays, not a million objects (docs/ARCHITECTURE.md "Performance").
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -599,9 +599,15 @@ class TableScan:
         """
         return list(self._loading(self._jobs(manifests), what))
 
-    def _jobs(self, manifests: Sequence[ManifestFile]) -> list[DecodeJob]:
-        """Each manifest with its cache key."""
+    def _jobs(self, manifests: Sequence[ManifestFile], *, metrics: bool = True) -> list[DecodeJob]:
+        """Each manifest with its cache key.
+
+        ``metrics=False``: the plan needs no metrics maps, so a manifest not cached yet is
+        decoded without them (:func:`~icecore.manifest_arrow.read_manifests_avro`); one
+        cached with them is used as it is.
+        """
         metadata = self.table.metadata
+        cache = self.context.manifests
         types: dict[int, str] = {}
         jobs: list[DecodeJob] = []
         for manifest in manifests:
@@ -623,6 +629,10 @@ class TableScan:
                 sequence_number=manifest.sequence_number,
                 first_row_id=manifest.first_row_id,
             )
+            if not metrics:
+                without = replace(key, metrics=False)
+                if cache.contains(without) or not cache.contains(key):
+                    key = without
             jobs.append(DecodeJob(key, manifest, spec.spec_id))
         return jobs
 
@@ -677,12 +687,13 @@ class TableScan:
         found: list[PlanningManifest | None] = [manifests_cache.lookup(job.key) for job in jobs]
         missing = [j for j, pm in enumerate(found) if pm is None]
         ready = len(jobs) - len(missing)
-        batches = list(_decode_batches(missing, [job.spec_id for job in jobs]))
+        batches = list(_decode_batches(missing, [(job.spec_id, job.key.metrics) for job in jobs]))
 
         def convert(batch: list[int]) -> tuple[list[PlanningManifest], Exception | None]:
             raws: list[RawManifest] = []
             failed: Exception | None = None
-            for raw in read_manifests_avro(io, [jobs[j].manifest for j in batch]):
+            metrics = jobs[batch[0]].key.metrics
+            for raw in read_manifests_avro(io, [jobs[j].manifest for j in batch], metrics=metrics):
                 if isinstance(raw, Exception):
                     failed = raw
                     break
@@ -765,7 +776,13 @@ class TableScan:
                 strict=True,
             )
         ]
-        jobs = self._jobs([m for m, _ in kept])
+        # Without a filter and without deletes no plan step reads a metrics map: decoded
+        # without them (as Iceberg Java's planFiles() does), and read in full only for a
+        # task whose data file's maps are asked for (PlannedBlock's ``full``).
+        metrics = not isinstance(expr, AlwaysTrue) or bool(
+            (manifest_list.content == int(ManifestContent.DELETES)).any()
+        )
+        jobs = self._jobs([m for m, _ in kept], metrics=metrics)
         verdicts_cache = self.context.file_verdicts
         judged: list[FileVerdicts | None] = [
             verdicts_cache.get((job.key, evaluator.fingerprint, expr_key))
@@ -838,9 +855,15 @@ class TableScan:
                     verdicts.rows_planned,
                     load,
                     fresh_columns.get(j),
+                    None if key.metrics else partial(self._with_metrics, kept[j][0]),
                 )
             )
         return blocks
+
+    def _with_metrics(self, manifest: ManifestFile) -> PlanningManifest:
+        """``manifest`` decoded with its metrics maps (cached like any other)."""
+        (found,) = self.load_manifests([manifest])
+        return found
 
     def _judge(
         self, pending: Iterable[tuple[PlanningManifest, _SpecEvaluators]], expr: Expression
@@ -1105,11 +1128,14 @@ def _prune_file(
     return None
 
 
-def _decode_batches(missing: Sequence[int], spec_ids: Sequence[int]) -> Iterator[list[int]]:
-    """``missing`` in order, cut into runs of at most DECODE_BATCH manifests of one spec."""
+def _decode_batches(missing: Sequence[int], groups: Sequence[Hashable]) -> Iterator[list[int]]:
+    """``missing`` in order, cut into runs of at most DECODE_BATCH manifests of one group.
+
+    A group: their spec, and whether their metrics are decoded.
+    """
     batch: list[int] = []
     for j in missing:
-        if batch and (len(batch) >= DECODE_BATCH or spec_ids[j] != spec_ids[batch[0]]):
+        if batch and (len(batch) >= DECODE_BATCH or groups[j] != groups[batch[0]]):
             yield batch
             batch = []
         batch.append(j)
