@@ -458,9 +458,9 @@ from icecore import avro
 from tests.icecore.test_avro import _write
 calls = []
 decode = avro._decode_datafusion
-def counted(data):
+def counted(data, *rest):
     calls.append(len(data))
-    return decode(data)
+    return decode(data, *rest)
 avro._decode_datafusion = counted
 small = _write(200)
 big = _write(20000, codec="null")

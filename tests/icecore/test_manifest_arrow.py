@@ -24,6 +24,7 @@ from icecore.avro import (
 from icecore.errors import InvalidMetadata, NotFound
 from icecore.io import FileIO
 from icecore.manifest_arrow import (
+    MAP_COLUMNS,
     RawManifest,
     manifest_batches,
     manifest_tables,
@@ -349,6 +350,42 @@ def test_manifests_decoded_together_convert_from_their_shared_rows(tmp_path: Pat
             want = read_manifest_arrow(FileIO(), alone[i], SCHEMA, SPEC, 3)
             assert table.equals(want)
             assert table.schema.equals(want.schema, check_metadata=True)
+
+
+@pytest.mark.parametrize("decoder", ["datafusion", "polars"])
+def test_manifests_read_without_metrics_are_the_same_but_for_the_maps(
+    tmp_path: Path, decoder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``metrics=False`` leaves the six maps out of the decode, and changes nothing else.
+
+    Decoded together and alone, by DataFusion (which skips them) or polars (which drops
+    them): every other column is the full decode's, and each map column is null.
+    """
+    import icecore.avro
+
+    monkeypatch.setattr(icecore.avro, "_datafusion_worth_it", lambda _: decoder == "datafusion")
+    alone = [r.manifest_file for r in _three_manifests(tmp_path)]
+    for picked in (alone, alone[1:2]):  # together (one merged decode), and one alone
+        full = read_manifests_avro(FileIO(), picked)
+        slim = read_manifests_avro(FileIO(), picked, metrics=False)
+        assert all(isinstance(r, RawManifest) for r in full + slim)
+        for f, s in zip(full, slim, strict=True):
+            assert isinstance(f, RawManifest) and isinstance(s, RawManifest)
+            left = s.table.column("data_file").type
+            assert {c.name for c in left} == {
+                c.name for c in f.table.column("data_file").type
+            } - set(MAP_COLUMNS)
+            got = manifest_tables([s], SCHEMA, SPEC, 3)[0]
+            want = manifest_tables([f], SCHEMA, SPEC, 3)[0]
+            assert got.schema.equals(want.schema, check_metadata=True)
+            for name in got.column_names:
+                if name in MAP_COLUMNS:
+                    assert got.column(name).null_count == got.num_rows, name
+                else:
+                    assert got.column(name).equals(want.column(name)), name
+            # the test's manifests write these two maps: the full decode has them
+            for name in ("null_value_counts", "lower_bounds"):
+                assert want.column(name).null_count == 0, name
 
 
 def test_a_bad_manifest_converted_with_others_is_the_one_named(tmp_path: Path) -> None:

@@ -12,12 +12,15 @@ import copy
 import dataclasses
 import pickle
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import icecore
 from icecore.manifest import DataFile, DataFileContent
+from icecore.manifest_arrow import MAP_COLUMNS
+from icecore.scan import decode_pool
 from icecore.scan.context import PlanContext
 from icecore.scan.manifest_cache import ManifestCache
 from icecore.scan.planner import Plan
@@ -181,3 +184,74 @@ def test_a_task_is_eight_slots(table: Table) -> None:
     task = _plan(table).tasks[0]
     assert not hasattr(task, "__dict__")
     assert sys.getsizeof(task) <= 16 + 16 + 8 * 8
+
+
+def test_a_plan_without_a_filter_decodes_metrics_only_for_files_asked(
+    table: Table, full: dict[str, DataFile]
+) -> None:
+    """No filter and no deletes: manifests are decoded without their metrics maps.
+
+    As Iceberg Java's ``planFiles()`` does; a task's maps are read when asked (its manifest
+    decoded again, with them), and a later plan whose filter the metrics decide still
+    prunes exactly as a plan in a fresh context does.
+    """
+    context = PlanContext(ManifestCache())
+    tasks = list(table.scan(context=context).plan().tasks)
+    assert len(tasks) == FILES
+    held = {key: pm for key, (pm, _) in context.manifests._items.items()}
+    assert held and not any(key.metrics for key in held)
+    for pm in held.values():
+        names = pm.source.schema.names
+        assert not any(n.partition(":")[0] in MAP_COLUMNS for n in names), names
+    task = tasks[-1]
+    assert task.data_file.lower_bounds == full[task.file_path].lower_bounds
+    assert task.data_file == full[task.file_path]
+    asked = [key for key in context.manifests._items if key.metrics]
+    assert [key.path for key in asked] == [
+        next(
+            k.path
+            for k, pm in held.items()
+            if task.file_path in pm.required("file_path").to_pylist()
+        )
+    ]
+    flt = "id <= 2000"
+    after = table.scan(filter=flt, context=context).plan()
+    fresh = _plan(table, flt)
+    assert after.report.files_pruned_by_metrics > 0
+    assert list(after.report.pruned) == list(fresh.report.pruned)  # with their reasons
+    assert dataclasses.replace(after.report, pruned=()) == dataclasses.replace(
+        fresh.report, pruned=()
+    )
+    assert after.tasks.file_paths() == fresh.tasks.file_paths()
+    assert all(key.metrics for key in context.manifests._items if key not in held)
+
+
+def test_decode_workers_leave_metrics_out_of_a_plan_without_a_filter(
+    table: Table, full: dict[str, DataFile], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker process decodes the manifests of a plan without a filter without metrics.
+
+    Every manifest is the worker's (adopted from its cache file, none decoded here); the
+    files it wrote hold no metric column, and every view's fields are still the manifests'.
+    """
+    monkeypatch.setattr(decode_pool, "MIN_MANIFESTS", 1)
+    monkeypatch.setenv("ICECORE_PLAN_PROCESSES", "1")
+    decode_pool._close_workers()
+    try:
+        context = PlanContext(ManifestCache(tmp_path / "cache"))
+        tasks = list(table.scan(context=context).plan().tasks)
+        assert context.manifests.misses == context.manifests.disk_hits == 0  # all adopted
+        assert decode_pool.worker_pids()
+        held = {key: pm for key, (pm, _) in context.manifests._items.items()}
+        assert len(held) == 4 and not any(key.metrics for key in held)
+        for pm in held.values():
+            names = pm.source.schema.names
+            assert not any(n.partition(":")[0] in MAP_COLUMNS for n in names), names
+        names = [f.name for f in dataclasses.fields(DataFile)]
+        for task in tasks:
+            expected = full[task.file_path]
+            assert [getattr(task.data_file, n) for n in names] == [
+                getattr(expected, n) for n in names
+            ]
+    finally:
+        decode_pool._close_workers()
