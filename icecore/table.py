@@ -116,17 +116,26 @@ class Table(TableData):
         at: Point | None = None,
         case_sensitive: bool = False,
         context: PlanContext | None = None,
+        column_stats: bool = False,
     ) -> TableScan:
         """A filtered read of one snapshot; ``.plan()`` plans it (spec "Scan Planning").
 
         The point is ``at`` (:class:`icecore.point_in_time.At`, or a point :meth:`resolve` gave) or
         one of the others, not both. ``context`` holds the caches plans share (default: the
-        process's own).
+        process's own). ``column_stats``: the caller will read every task's metrics maps, so
+        the plan decodes them even when it needs none itself (see :class:`TableScan`).
         """
         from icecore.scan.planner import TableScan
 
         at = point_of(at, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-        return TableScan(self, filter, at=at, case_sensitive=case_sensitive, context=context)
+        return TableScan(
+            self,
+            filter,
+            at=at,
+            case_sensitive=case_sensitive,
+            context=context,
+            column_stats=column_stats,
+        )
 
     # Evolution (spec "Schema Evolution", "Partition Evolution"; icecore.evolution) ---------
 

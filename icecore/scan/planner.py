@@ -396,6 +396,12 @@ class TableScan:
             point already resolved in ``table`` is used as it is.
         case_sensitive: whether column names in the filter must match case.
         context: the caches plans share (default: the process's :func:`default_context`).
+        column_stats: decode every manifest's metrics maps while planning, as Iceberg
+            Java's ``includeColumnStats()``. A plan without a filter (and without deletes)
+            otherwise leaves them out, as Java's ``planFiles()`` does (its decode is ~20%
+            cheaper), and a task's maps are read when asked, its manifest decoded again: a
+            caller that reads every task's maps (a served plan with ``stats-fields``) asks
+            for them here instead.
     """
 
     def __init__(
@@ -406,8 +412,10 @@ class TableScan:
         at: Point | None = None,
         case_sensitive: bool = False,
         context: PlanContext | None = None,
+        column_stats: bool = False,
     ) -> None:
         self.table = table
+        self.column_stats = column_stats
         self.point = table.resolve(at)
         self.snapshot: Snapshot | None = self.point.snapshot
         self.schema = self.point.schema
@@ -779,8 +787,10 @@ class TableScan:
         # Without a filter and without deletes no plan step reads a metrics map: decoded
         # without them (as Iceberg Java's planFiles() does), and read in full only for a
         # task whose data file's maps are asked for (PlannedBlock's ``full``).
-        metrics = not isinstance(expr, AlwaysTrue) or bool(
-            (manifest_list.content == int(ManifestContent.DELETES)).any()
+        metrics = (
+            self.column_stats
+            or not isinstance(expr, AlwaysTrue)
+            or bool((manifest_list.content == int(ManifestContent.DELETES)).any())
         )
         jobs = self._jobs([m for m, _ in kept], metrics=metrics)
         verdicts_cache = self.context.file_verdicts

@@ -556,7 +556,12 @@ class PlanningRoutes:
             stats = frozenset(
                 _columns(schema, body.get("stats-fields"), "stats-fields", case_sensitive)
             )
-            scan = table.scan(filter_expr, snapshot_id=snapshot_id, case_sensitive=case_sensitive)
+            scan = table.scan(
+                filter_expr,
+                snapshot_id=snapshot_id,
+                case_sensitive=case_sensitive,
+                column_stats=bool(stats),  # every file's maps are served: decoded at once
+            )
         except (FilterError, Unsupported) as e:
             raise bad_request(str(e)) from None
         hidden = masked_ids(schema, access_of(table))

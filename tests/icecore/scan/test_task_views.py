@@ -255,3 +255,20 @@ def test_decode_workers_leave_metrics_out_of_a_plan_without_a_filter(
             ]
     finally:
         decode_pool._close_workers()
+
+
+def test_a_plan_asked_for_column_stats_decodes_them_at_once(
+    table: Table, full: dict[str, DataFile]
+) -> None:
+    """``column_stats=True`` (a served plan with ``stats-fields``): maps decoded while planning.
+
+    Every task's maps are then read from the manifests the plan decoded: nothing is decoded
+    a second time.
+    """
+    context = PlanContext(ManifestCache())
+    tasks = list(table.scan(context=context, column_stats=True).plan().tasks)
+    keys = list(context.manifests._items)
+    assert len(keys) == 4 and all(key.metrics for key in keys)
+    for task in tasks:
+        assert task.data_file == full[task.file_path]
+    assert list(context.manifests._items) == keys
