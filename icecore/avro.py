@@ -439,7 +439,7 @@ DATAFUSION_MIN_BYTES = 24 << 10
 is more than polars takes for them. Measured here, per call: a 4.7 KB manifest list, polars
 0.29 ms against 1.31 ms; an 11.7 KB manifest of 50 files, 0.73 against 2.61 ms; a 38.5 KB
 manifest of 500 files, 3.33 against 2.41 ms; a 172 KB one, 11.7 against 9.4 ms. Merged
-manifests (:func:`read_avro_polars_arrow_many`) are one call, so big plans stay DataFusion's.
+manifests (:func:`read_avro_many`) are one call, so big plans stay DataFusion's.
 """
 
 _decoded = [0]
@@ -634,14 +634,6 @@ class Decoded:
     table: pa.Table
     merged: pa.Table | None = None
     start: int = 0
-
-
-def read_avro_polars_arrow_many(files: Sequence[tuple[bytes, str]]) -> list[pa.Table | Exception]:
-    """:func:`read_avro_polars_arrow` of each ``(bytes, path)``: a table, or what it raised.
-
-    See :func:`read_avro_many`, which also tells which files were decoded together.
-    """
-    return [d if isinstance(d, Exception) else d.table for d in read_avro_many(files)]
 
 
 def read_avro_many(

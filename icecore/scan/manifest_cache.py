@@ -726,6 +726,10 @@ class _BatchFile:
     identity: tuple[int, int, int] | None = None
 
 
+_MAX_TOUCHED = 4096
+"""Batch files :meth:`BatchFiles.first_touch` remembers touching (then it starts over)."""
+
+
 class BatchFiles:
     """Batch files opened during a plan, by inode (their names are links to them).
 
@@ -1023,7 +1027,6 @@ _Shared = tuple[pa.Schema, dict[str, int], bytes]
 _INDEXES: dict[bytes, tuple[dict[str, list[Any]], _Shared]] = {}
 _SUBSETS: dict[tuple[bytes, tuple[str, ...]], _Shared] = {}
 _MAX_INDEXES = 4096
-_MAX_TOUCHED = 4096
 
 
 def _batch_index(entries: bytes, schema: pa.Schema) -> tuple[dict[str, list[Any]], _Shared]:

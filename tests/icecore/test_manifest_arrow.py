@@ -19,7 +19,6 @@ import icecore
 from icecore.avro import (
     HEADER_METADATA_PREFIX,
     read_avro_polars_arrow,
-    read_avro_polars_arrow_many,
 )
 from icecore.errors import InvalidMetadata, NotFound
 from icecore.io import FileIO
@@ -33,6 +32,7 @@ from icecore.manifest_arrow import (
     read_manifest_avro,
     read_manifests_avro,
 )
+from tests.icecore.test_avro import read_tables_together
 from tests.icecore.test_manifest import SCHEMA, SPEC, _entry, _manifest_file, _write_manifest
 
 # ---------------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_polars_reads_files_with_one_header_together_as_each_alone() -> None:
         (_many_blocks(25, 200, metadata="other"), "mem://c.avro"),  # another header
         (_many_blocks(33, 300), "mem://d.avro"),
     ]
-    together = read_avro_polars_arrow_many(files)
+    together = read_tables_together(files)
     alone = [read_avro_polars_arrow(data, path) for data, path in files]
     assert [t.num_rows for t in alone] == [40, 1, 0, 25, 33]
     for got, want in zip(together, alone, strict=True):
@@ -179,7 +179,7 @@ def test_polars_reads_files_with_one_header_together_as_each_alone() -> None:
 def test_a_damaged_file_read_with_others_fails_as_alone(damage: str) -> None:
     good = [(_many_blocks(20, 20 * i), f"mem://{i}.avro") for i in range(3)]
     bad = (_DAMAGE[damage](_many_blocks(20, 99)), "mem://bad.avro")
-    together = read_avro_polars_arrow_many([good[0], bad, *good[1:]])
+    together = read_tables_together([good[0], bad, *good[1:]])
     with pytest.raises(InvalidMetadata) as alone:
         read_avro_polars_arrow(*bad)
     assert isinstance(together[1], InvalidMetadata)
@@ -195,7 +195,7 @@ def test_a_damaged_block_inside_a_well_framed_file_fails_as_alone() -> None:
     data = bytearray(_many_blocks(20, 0))
     data[len(data) - 40] ^= 0xFF  # inside the last block's deflate stream
     files = [(_many_blocks(20, 50), "mem://ok.avro"), (bytes(data), "mem://bad.avro")]
-    together = read_avro_polars_arrow_many(files)
+    together = read_tables_together(files)
     with pytest.raises(InvalidMetadata) as alone:
         read_avro_polars_arrow(*files[1])
     assert isinstance(together[1], InvalidMetadata)
