@@ -120,6 +120,8 @@ manifest, and reading 8 Avro files as one saves polars' fixed cost per file (mea
 larger batches raise the process's peak memory ~2 MiB per manifest per thread (mimalloc
 keeps what a batch's temporaries used). Worker processes convert more at a time
 (:data:`icecore.scan.decode_worker.CONVERT`)."""
+TASKS_AT_A_TIME = 1024
+"""Tasks :meth:`TableScan.plan_files` makes at a time (as a plan's task list does)."""
 METRICS_BATCH_ROWS = 65_536
 """Files judged by metrics in one pass (bounds the temporaries of the Arrow kernels)."""
 
@@ -463,17 +465,51 @@ class TableScan:
         with self.context.manifests.planning():
             return self._planned()
 
-    def _planned(self) -> Plan:
-        report = ReportBuilder(
+    def plan_files(self) -> Iterator[FileScanTask]:
+        """The plan's tasks, yielded as each manifest is judged: Iceberg Java's ``planFiles()``.
+
+        The tasks of :meth:`plan` in its order (deletes and residuals alike), but the first
+        come while later manifests are still being decoded, so a caller that reads every task
+        works while the decode workers do; there is no pruning report (:meth:`plan` has one).
+        Delete manifests are read first, so every task has its delete files when yielded.
+        Closing the iterator early stops the decode workers after their current batches.
+        """
+        with self.context.manifests.planning():
+            report = self._report_builder()
+            if self.snapshot is None:
+                return
+            manifest_list = self.table.manifest_list(self.snapshot)
+            for_spec = self._for_spec()
+            delete_entries = self._deletes(manifest_list, for_spec, report)
+            index = (
+                DeleteIndex(delete_entries, self.table.metadata.specs_by_id(), self.schema)
+                if delete_entries
+                else None
+            )
+            blocks = self._data_blocks(manifest_list, for_spec, self._expr, self._expr_key, report)
+            try:
+                for block in blocks:
+                    if not len(block):
+                        continue
+                    block.schema = self.schema
+                    if index is not None:
+                        block.find_deletes(index)
+                    for lo in range(0, len(block), TASKS_AT_A_TIME):
+                        yield from block.tasks(lo, min(lo + TASKS_AT_A_TIME, len(block)))
+            finally:
+                blocks.close()
+
+    def _report_builder(self) -> ReportBuilder:
+        return ReportBuilder(
             self.snapshot.snapshot_id if self.snapshot else None,
             str(self.filter),
             pruning_filter=str(self._expr),
         )
-        if self.snapshot is None:
-            return self._plan([], report, None)
-        expr, expr_key = self._expr, self._expr_key
-        manifest_list = self.table.manifest_list(self.snapshot)
+
+    def _for_spec(self) -> Callable[[int], _SpecEvaluators]:
+        """Each spec's evaluators of this scan's filter, compiled once (by spec id)."""
         evaluators: dict[int, _SpecEvaluators] = {}
+        expr = self._expr
 
         def for_spec(spec_id: int) -> _SpecEvaluators:
             found = evaluators.get(spec_id)
@@ -484,7 +520,16 @@ class TableScan:
                 evaluators[spec_id] = found
             return found
 
-        blocks = self._data_blocks(manifest_list, for_spec, expr, expr_key, report)
+        return for_spec
+
+    def _deletes(
+        self,
+        manifest_list: ManifestListColumns,
+        for_spec: Callable[[int], _SpecEvaluators],
+        report: ReportBuilder,
+    ) -> list[ManifestEntry]:
+        """The delete files the filter keeps, of every delete manifest (counted, reported)."""
+        expr = self._expr
         delete_might_match = self._compiled(
             ("delete-metrics",),
             lambda: metrics_evaluator(self.schema, expr, evaluate_delete_files=True),
@@ -492,9 +537,18 @@ class TableScan:
         delete_manifests = manifest_list.manifests(
             np.flatnonzero(manifest_list.content == int(ManifestContent.DELETES))
         )
-        delete_entries = self._delete_entries(
-            delete_manifests, for_spec, delete_might_match, report
+        return self._delete_entries(delete_manifests, for_spec, delete_might_match, report)
+
+    def _planned(self) -> Plan:
+        report = self._report_builder()
+        if self.snapshot is None:
+            return self._plan([], report, None)
+        manifest_list = self.table.manifest_list(self.snapshot)
+        for_spec = self._for_spec()
+        blocks = list(
+            self._data_blocks(manifest_list, for_spec, self._expr, self._expr_key, report)
         )
+        delete_entries = self._deletes(manifest_list, for_spec, report)
         index = DeleteIndex(delete_entries, self.table.metadata.specs_by_id(), self.schema)
         counts = report.counts
         counts["data_files_planned"] = sum(len(b.rows) for b in blocks)
@@ -746,7 +800,13 @@ class TableScan:
         expr: Expression,
         expr_key: str,
         report: ReportBuilder,
-    ) -> list[PlannedBlock]:
+    ) -> Generator[PlannedBlock, None, None]:
+        """The planned rows of each kept data manifest, in plan order, as each is judged.
+
+        Manifests are pruned by the manifest list first (all at once); the kept ones are
+        then loaded (decode workers go on with the next ones while a block is used) and
+        judged in batches, and each block is yielded once its manifest's batch is judged.
+        """
         counts = report.counts
         is_data = manifest_list.content == int(ManifestContent.DATA)
         keep = np.zeros(len(manifest_list), dtype=bool)
@@ -811,74 +871,94 @@ class TableScan:
                     loaded.append(next(loading))
                 yield loaded[j][1], kept[j][1]
 
+        file_might_match = self._file_metrics(expr)
+        fresh = self._judging(to_judge(), expr)
         try:
-            if missing:
-                fresh = self._judge(to_judge(), expr)
-                for j, (made, columns) in zip(missing, fresh, strict=True):
-                    cache_key = (loaded[j][0], kept[j][1].fingerprint, expr_key)
-                    judged[j] = verdicts_cache.put(cache_key, made)
+            for j, (_, evaluator) in enumerate(kept):
+                verdicts = judged[j]
+                if verdicts is None:
+                    made, columns = next(fresh)
+                    cache_key = (loaded[j][0], evaluator.fingerprint, expr_key)
+                    verdicts = judged[j] = verdicts_cache.put(cache_key, made)
                     if columns is not None:
                         fresh_columns[j] = planned_cache.put(cache_key, columns)
+                while len(loaded) <= j:
+                    loaded.append(next(loading))
+                key, pm = loaded[j]
+                yield self._block(
+                    key, pm, evaluator, kept[j][0], verdicts, expr_key, file_might_match,
+                    report, fresh_columns.pop(j, None),
+                )  # fmt: skip
             loaded.extend(loading)
         finally:
             loading.close()  # on an error: the workers stop after their current batches
-        file_might_match = self._file_metrics(expr)
-        blocks: list[PlannedBlock] = []
-        for j, ((key, pm), (_, evaluator), verdicts) in enumerate(
-            zip(loaded, kept, judged, strict=True)
-        ):
-            assert verdicts is not None
-            by_partition = int(verdicts.by_partition.sum())
-            counts["data_files"] += verdicts.data_files
-            counts["rows"] += verdicts.rows
-            counts["files_pruned_by_partition"] += by_partition
-            counts["files_pruned_by_metrics"] += len(verdicts.pruned) - by_partition
-            if len(verdicts.pruned):
-                report.prune_many(
-                    len(verdicts.pruned),
-                    partial(
-                        _pruned_files,
-                        pm,
-                        verdicts.pruned,
-                        verdicts.by_partition,
-                        evaluator.partition_expr,
-                        file_might_match,
-                        (PruneLevel.PARTITION, PruneLevel.METRICS),
-                    ),
-                )
-            load = partial(
-                planned_cache.get_or_make,
-                (key, evaluator.fingerprint, expr_key),
+            fresh.close()
+
+    def _block(  # noqa: PLR0913 - one kept manifest's parts, as _data_blocks holds them
+        self,
+        key: ManifestKey,
+        pm: PlanningManifest,
+        evaluator: _SpecEvaluators,
+        manifest: ManifestFile,
+        verdicts: FileVerdicts,
+        expr_key: str,
+        file_might_match: MetricsEvaluator,
+        report: ReportBuilder,
+        columns: BlockColumns | None,
+    ) -> PlannedBlock:
+        """The planned rows of one kept manifest (counted and reported as judged)."""
+        counts = report.counts
+        planned_cache = self.context.planned_columns
+        by_partition = int(verdicts.by_partition.sum())
+        counts["data_files"] += verdicts.data_files
+        counts["rows"] += verdicts.rows
+        counts["files_pruned_by_partition"] += by_partition
+        counts["files_pruned_by_metrics"] += len(verdicts.pruned) - by_partition
+        if len(verdicts.pruned):
+            report.prune_many(
+                len(verdicts.pruned),
                 partial(
-                    block_columns,
+                    _pruned_files,
                     pm,
-                    verdicts.kept,
-                    evaluator.residual,
-                    isinstance(self._rows, AlwaysTrue),
+                    verdicts.pruned,
+                    verdicts.by_partition,
+                    evaluator.partition_expr,
+                    file_might_match,
+                    (PruneLevel.PARTITION, PruneLevel.METRICS),
                 ),
             )
-            blocks.append(
-                PlannedBlock(
-                    pm,
-                    evaluator.spec,
-                    verdicts.kept,
-                    verdicts.rows_planned,
-                    load,
-                    fresh_columns.get(j),
-                    None if key.metrics else partial(self._with_metrics, kept[j][0]),
-                )
-            )
-        return blocks
+        load = partial(
+            planned_cache.get_or_make,
+            (key, evaluator.fingerprint, expr_key),
+            partial(
+                block_columns,
+                pm,
+                verdicts.kept,
+                evaluator.residual,
+                isinstance(self._rows, AlwaysTrue),
+            ),
+        )
+        return PlannedBlock(
+            pm,
+            evaluator.spec,
+            verdicts.kept,
+            verdicts.rows_planned,
+            load,
+            columns,
+            None if key.metrics else partial(self._with_metrics, manifest),
+        )
 
     def _with_metrics(self, manifest: ManifestFile) -> PlanningManifest:
         """``manifest`` decoded with its metrics maps (cached like any other)."""
         (found,) = self.load_manifests([manifest])
         return found
 
-    def _judge(
+    def _judging(
         self, pending: Iterable[tuple[PlanningManifest, _SpecEvaluators]], expr: Expression
-    ) -> list[tuple[FileVerdicts, BlockColumns | None]]:
+    ) -> Generator[tuple[FileVerdicts, BlockColumns | None], None, None]:
         """File verdicts of manifests new to this filter, and their kept rows' task columns.
+
+        Yielded in ``pending``'s order, a batch at a time, as each batch is judged.
 
         The columns come with the verdicts only without a filter (every file kept, so they
         are read in the same pass); a filter's kept rows are read when first iterated.
@@ -903,11 +983,11 @@ class TableScan:
         tuples: dict[tuple[int, tuple[Any, ...]], bool] = {}
         no_residual = isinstance(self._rows, AlwaysTrue)
         keep_all = isinstance(expr, AlwaysTrue)
-        out: list[tuple[FileVerdicts, BlockColumns | None]] = []
         batch: list[tuple[PlanningManifest, _SpecEvaluators, pa.Table]] = []
         rows = 0
 
-        def flush() -> None:
+        def flush() -> list[tuple[FileVerdicts, BlockColumns | None]]:
+            out: list[tuple[FileVerdicts, BlockColumns | None]] = []
             if metrics_filter is None:
                 might = np.ones(sum(t.num_rows for _, _, t in batch), dtype=bool)
             else:
@@ -927,6 +1007,7 @@ class TableScan:
                 )
                 out.append((verdicts, columns))
                 offset += n
+            return out
 
         for pm, evaluator in pending:
             names = ["content", "record_count", *metric_names]
@@ -937,11 +1018,11 @@ class TableScan:
             batch.append((pm, evaluator, pm.read(names)))
             rows += pm.num_rows
             if rows >= METRICS_BATCH_ROWS:
-                flush()
+                judged = flush()
                 batch, rows = [], 0
+                yield from judged
         if batch:
-            flush()
-        return out
+            yield from flush()
 
     # -- delete files ----------------------------------------------------------------
 

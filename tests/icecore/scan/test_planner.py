@@ -155,6 +155,16 @@ def _pushed_filters(spark: Any, name: str, ref: str | None, flt: str) -> list[An
     return found
 
 
+def _task_fields(task: Any) -> tuple[Any, ...]:
+    return (
+        task.file_path,
+        task.record_count,
+        task.data_sequence_number,
+        [d.file_path for d in task.delete_files],
+        str(task.residual),
+    )
+
+
 @pytest.mark.parametrize(("table", "ref", "flt"), CASES)
 def test_planned_files_and_rows_match_java_and_spark(
     spark: Any, demo_warehouse: Path, table: str, ref: str | None, flt: str
@@ -172,6 +182,9 @@ def test_planned_files_and_rows_match_java_and_spark(
     plan = t.scan(filter=flt or None, ref=ref).plan()
     ours = {task.file_path: {d.file_path for d in task.delete_files} for task in plan.tasks}
     assert ours == java_plan(spark, table, ref, flt)
+    # Streamed as Java's planFiles(): the same tasks in the same order, deletes, residuals.
+    streamed = list(t.scan(filter=flt or None, ref=ref).plan_files())
+    assert [_task_fields(task) for task in streamed] == [_task_fields(task) for task in plan.tasks]
     result = plan.to_arrow()
     assert result.column_names == columns
     assert arrow_rows(result) == expected

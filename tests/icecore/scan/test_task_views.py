@@ -272,3 +272,31 @@ def test_a_plan_asked_for_column_stats_decodes_them_at_once(
     for task in tasks:
         assert task.data_file == full[task.file_path]
     assert list(context.manifests._items) == keys
+
+
+def test_plan_files_yields_tasks_as_manifests_are_judged(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``plan_files()`` (Java's ``planFiles()``): a manifest's tasks before the next is judged.
+
+    Judged one manifest at a time, the first task comes when one manifest has been judged;
+    all of them are ``plan().tasks``, in order; closing the iterator early ends the plan.
+    """
+    from icecore.scan import planner
+
+    monkeypatch.setattr(planner, "METRICS_BATCH_ROWS", 1)
+    context = PlanContext(ManifestCache())
+    stream = table.scan(filter="id >= 0", context=context).plan_files()
+    first = next(stream)
+    assert len(context.file_verdicts) == 1
+    rest = list(stream)
+    assert len(context.file_verdicts) == 4
+    planned = list(table.scan(filter="id >= 0", context=PlanContext(ManifestCache())).plan().tasks)
+    assert [t.file_path for t in [first, *rest]] == [t.file_path for t in planned]
+    assert [t.data_file for t in [first, *rest]] == [t.data_file for t in planned]
+    early = PlanContext(ManifestCache())
+    stream = table.scan(context=early).plan_files()
+    next(stream)
+    assert early.manifests._active == 1  # a plan in progress: cache files wait for it
+    stream.close()
+    assert early.manifests._active == 0
