@@ -13,7 +13,10 @@ record count and size, the delete files that apply, and the residual filter.
   ``plan.tasks``. When the tree's ``Plan`` has ``files()`` (issue 19's columnar plan; feature
   detected), **icecore columns** runs too: ``plan.files()``, the Arrow table of the planned data
   files, with the path lengths, record counts, sizes and delete files summed by Arrow kernels
-  and every column's buffers reached (no Python object per file: that is its point).
+  and every column's buffers reached (no Python object per file: that is its point). When the
+  tree's ``TableScan`` has ``plan_files()`` (issue 32), **icecore stream** runs too: every task
+  of ``scan(filter=...).plan_files()``, yielded as each manifest is judged, consumed as
+  ``plan.tasks`` is: the same streaming contract as Java's ``planFiles()`` below.
 - **java**: Iceberg Java's ``table.newScan().filter(expr).planFiles()`` through the pinned
   runtime jar (``pipeline.spark.find_iceberg_jar``), in a JVM started with py4j (no Spark),
   the table loaded by ``StaticTableOperations`` from the metadata file, and every
@@ -65,6 +68,9 @@ REPO = Path(__file__).resolve().parent.parent
 TOOLS = ("icecore", "java", "pyiceberg")
 COLUMNS = "icecore-columns"
 """Icecore consuming ``plan.files()`` instead of ``plan.tasks`` (when the tree has it)."""
+STREAM = "icecore-stream"
+"""Icecore consuming ``scan.plan_files()`` instead of ``plan().tasks`` (when the tree has it)."""
+ICECORE_KINDS = ("icecore", COLUMNS, STREAM)
 ICECORE_FIRST_USE = (
     "fsspec",
     "fastavro",
@@ -219,7 +225,7 @@ def _worker_peak() -> float:
     return max((peak_mib(pid) for pid in worker_pids()), default=0.0)
 
 
-def child_icecore(metadata: str, flt: str, columns: bool, restart: bool) -> dict[str, Any]:
+def child_icecore(metadata: str, flt: str, kind: str, restart: bool) -> dict[str, Any]:
     """One Icecore process; ``ICECORE_CACHE_DIR`` is set by the parent (empty, or warm)."""
     start = time.perf_counter()
     import icecore
@@ -231,10 +237,14 @@ def child_icecore(metadata: str, flt: str, columns: bool, restart: bool) -> dict
             if not name.startswith("icecore."):
                 raise
     imported = time.perf_counter() - start
+    columns = kind == COLUMNS
     consume: Callable[[Any], dict[str, int]] = _consume_columns if columns else _consume_tasks
 
-    def plan_and_consume(table: Any) -> tuple[dict[str, int], float, float]:
+    def plan_and_consume(table: Any) -> tuple[dict[str, int], float | None, float]:
         begin = time.perf_counter()
+        if kind == STREAM:  # planning and consuming are one loop: no plan time apart
+            sums = walk_tasks(table.scan(filter=flt or None).plan_files(), "data_file")
+            return sums, None, time.perf_counter() - begin
         plan = table.scan(filter=flt or None).plan()
         planned = time.perf_counter() - begin
         sums = consume(plan)
@@ -248,7 +258,7 @@ def child_icecore(metadata: str, flt: str, columns: bool, restart: bool) -> dict
         "icecore": str(Path(icecore.__file__).resolve().parent.parent),
         "import": imported,
         "cold": load + cold,
-        "cold_plan": load + cold_plan,
+        "cold_plan": None if cold_plan is None else load + cold_plan,
         **sums,
     }
     if restart:
@@ -259,7 +269,7 @@ def child_icecore(metadata: str, flt: str, columns: bool, restart: bool) -> dict
     _agreed(sums, again)
     _flush_cache()
     result.update(warm=warm, warm_plan=warm_plan, peak_mib=peak_mib())
-    if not columns:
+    if kind == "icecore":
         begin = time.perf_counter()
         held = list(table.scan(filter=flt or None).plan().tasks)
         result["held_s"] = time.perf_counter() - begin
@@ -390,7 +400,7 @@ def run_tool(tool: str, tree: Path, metadata: str, flt: str) -> dict[str, Any]:
     For Icecore, a second process plans again with the disk cache the first one left
     (``restart``); the cache folder is removed afterwards.
     """
-    if tool not in (*TOOLS, COLUMNS):
+    if tool not in (*TOOLS, COLUMNS, STREAM):
         raise ValueError(f"unknown tool {tool!r}")
     if tool in ("java", "pyiceberg"):
         return _run(["--child", tool, metadata, flt], [REPO], REPO)
@@ -409,10 +419,11 @@ def run_tool(tool: str, tree: Path, metadata: str, flt: str) -> dict[str, Any]:
     return result
 
 
-def has_columns(tree: Path) -> bool:
-    """Whether the tree's ``Plan`` has ``files()`` (issue 19's columnar plan)."""
+def consumers(tree: Path) -> list[str]:
+    """Icecore's consumers besides ``plan.tasks`` the tree has (:data:`COLUMNS`, :data:`STREAM`)."""
     path = [tree] if tree == REPO else [tree, REPO]
-    return bool(_run(["--probe"], path, tree)["columns"])
+    found = _run(["--probe"], path, tree)
+    return [kind for kind, key in ((COLUMNS, "columns"), (STREAM, "stream")) if found.get(key)]
 
 
 def point_day(table: str, flt: str) -> tuple[str, str]:
@@ -464,9 +475,11 @@ def _row(name: str, results: dict[str, list[dict[str, Any]]], loads: str) -> str
     java = results.get("java", [])
     ratios = []
     for key in ("cold", "warm"):
-        parts = [_ratio(_med(ice, key), _med(java, key))]
-        if COLUMNS in results:
-            parts.append(_ratio(_med(col, key), _med(java, key)))
+        parts = [
+            _ratio(_med(results[kind], key), _med(java, key))
+            for kind in ICECORE_KINDS
+            if kind in results
+        ]
         ratios.append(" / ".join(parts))
     mib = [
         " / ".join(
@@ -478,7 +491,8 @@ def _row(name: str, results: dict[str, list[dict[str, Any]]], loads: str) -> str
     ]
     return (
         f"| {name} | {files} | {triple('icecore', ('cold', 'warm', 'restart'))} | "
-        f"{triple(COLUMNS, ('cold', 'warm', 'restart'))} | {triple('java', ('cold', 'warm'))} | "
+        f"{triple(COLUMNS, ('cold', 'warm', 'restart'))} | "
+        f"{triple(STREAM, ('cold', 'warm', 'restart'))} | {triple('java', ('cold', 'warm'))} | "
         f"{triple('pyiceberg', ('cold', 'warm'))} | {ratios[0]} | {ratios[1]} | "
         f"{' | '.join(mib)} | {loads} |"
     )
@@ -522,17 +536,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.probe:
         try:
-            from icecore.scan.planner import Plan
+            from icecore.scan.planner import Plan, TableScan
         except ImportError:
-            columns = False
+            columns = stream = False
         else:
             columns = hasattr(Plan, "files")
-        print(json.dumps({"columns": columns}))
+            stream = hasattr(TableScan, "plan_files")
+        print(json.dumps({"columns": columns, "stream": stream}))
         return 0
     if args.child:
         tool, metadata, flt = args.child
-        if tool in ("icecore", COLUMNS):
-            result = child_icecore(metadata, flt, tool == COLUMNS, args.restart)
+        if tool in ICECORE_KINDS:
+            result = child_icecore(metadata, flt, tool, args.restart)
         elif tool == "java":
             result = child_java(metadata, flt)
         else:
@@ -546,8 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(tools) - set(TOOLS)
     if unknown:
         parser.error(f"unknown tools {sorted(unknown)}; choose from {', '.join(TOOLS)}")
-    if "icecore" in tools and has_columns(tree):
-        tools.insert(tools.index("icecore") + 1, COLUMNS)
+    if "icecore" in tools:
+        at = tools.index("icecore") + 1
+        tools[at:at] = consumers(tree)
     table = str(Path(args.table).resolve())
     os.environ["ICECORE_CACHE_DIR"] = "off"  # the parent's own plan must not warm a cache
     metadata = _metadata_file(table)
@@ -589,16 +605,17 @@ def main(argv: list[str] | None = None) -> int:
         "records, size, deletes, residual) with empty caches; warm = the same again in the "
         "same process; restart = a new process with Icecore's disk cache warm; import and JVM "
         "start apart (medians: " + imports + "). Ratios: Icecore / Java (below 1 = Icecore "
-        "faster; tasks / columns). Peak MiB: VmHWM, largest over the runs; Icecore: after warm "
-        "/ with one plan's tasks held in a list / decode workers / restart process. Load: "
-        "1-minute load average at the filter's start and end. OS page cache not dropped (no "
+        "faster; tasks / columns / stream). Peak MiB: VmHWM, largest over the runs; Icecore: "
+        "after warm / with one plan's tasks held in a list / decode workers / restart process. "
+        "Load: 1-minute load average at the filter's start and end. OS page cache not dropped (no "
         "root).",
         "",
         "| filter | files | Icecore tasks cold / warm / restart s | Icecore columns cold / "
-        "warm / restart s | Java cold / warm s | PyIceberg cold / warm s | cold Icecore / Java "
-        "| warm Icecore / Java | peak MiB Icecore (warm / held / workers / restart) | peak MiB "
-        "Icecore columns | peak MiB Java (warm / held) | peak MiB PyIceberg | load |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "warm / restart s | Icecore stream cold / warm / restart s | Java cold / warm s | "
+        "PyIceberg cold / warm s | cold Icecore / Java | warm Icecore / Java | peak MiB Icecore "
+        "(warm / held / workers / restart) | peak MiB Icecore columns | peak MiB Java (warm / "
+        "held) | peak MiB PyIceberg | load |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         *rows,
     ]
     publish("\n".join(lines) + "\n", args.record)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.plan_bench import REPO, SUMS, TOOLS, filters, java_terms, main, run_tool
+from bench.plan_bench import REPO, STREAM, SUMS, TOOLS, filters, java_terms, main, run_tool
 from bench.tables import build_table
 
 pytestmark = pytest.mark.slow
@@ -32,8 +32,9 @@ def table(tmp_path_factory: pytest.TempPathFactory, iceberg_jar: str) -> str:
 
 def test_every_tool_consumes_the_same_files(table: str) -> None:
     flt = filters(GROUP)["sel"]
-    results = {tool: run_tool(tool, REPO, table, flt) for tool in TOOLS}
-    assert {tool: r["files"] for tool, r in results.items()} == dict.fromkeys(TOOLS, 16)
+    tools = (*TOOLS, STREAM)
+    results = {tool: run_tool(tool, REPO, table, flt) for tool in tools}
+    assert {tool: r["files"] for tool, r in results.items()} == dict.fromkeys(tools, 16)
     for key in SUMS:
         assert len({r[key] for r in results.values()}) == 1, key
     assert results["icecore"]["records"] > 0
@@ -59,7 +60,10 @@ def test_the_report_has_one_row_per_filter_with_the_expected_counts(
         "none": f"{FILES}",
         "point": "16",
     }
-    java_cold_warm = rows["none"][4].split(" / ")
+    stream_cold_warm_restart = rows["none"][4].split(" / ")  # plan_files() consumed
+    assert len(stream_cold_warm_restart) == 3
+    assert all(float(s) > 0 for s in stream_cold_warm_restart)
+    java_cold_warm = rows["none"][5].split(" / ")
     assert len(java_cold_warm) == 2 and all(float(s) > 0 for s in java_cold_warm)
 
 
