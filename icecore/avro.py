@@ -514,14 +514,11 @@ def read_avro_polars_arrow(data: bytes, path: str, leave_out: LeaveOut | None = 
         InvalidMetadata: the bytes are not one complete, well-formed container file.
     """
     _, metadata, schema = _open(data, path)
-    if not _counts_checked(data, path, metadata, schema):
-        # record by record: nothing sized by a count
+    # Unchecked counts are decoded record by record: nothing is sized by a count.
+    checked = _counts_checked(data, path, metadata, schema)
+    table = _decode_blocks(data, leave_out) if checked else None
+    if table is None:
         table = _leave_out(read_avro_arrow(data, path), leave_out)
-    else:
-        decoded = _decode_blocks(data, leave_out)
-        if decoded is None:
-            decoded = _leave_out(read_avro_arrow(data, path), leave_out)
-        table = decoded
     header = {HEADER_METADATA_PREFIX + k.encode(): v.encode() for k, v in metadata.items()}
     return table.replace_schema_metadata(header)
 

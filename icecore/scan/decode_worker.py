@@ -65,7 +65,7 @@ def _convert(
     chunk: range,
 ) -> list[tuple[int, Handover]]:
     """Read, convert (those of one spec together) and store the jobs at ``chunk``."""
-    by_spec: dict[tuple[int, bool], list[RawManifest]] = {}
+    groups: dict[tuple[int, bool], list[RawManifest]] = {}
     keys: dict[tuple[int, bool], list[int]] = {}
     for metrics in (True, False):  # a plan without a filter asks for none
         wanted = [index for index in chunk if jobs[index].key.metrics is metrics]
@@ -76,10 +76,10 @@ def _convert(
             if isinstance(raw, Exception):  # the planner reads it again and reports
                 continue
             group = (jobs[index].spec_id, metrics)
-            by_spec.setdefault(group, []).append(raw)
+            groups.setdefault(group, []).append(raw)
             keys.setdefault(group, []).append(index)
     written: list[tuple[int, Handover]] = []
-    for (spec_id, metrics), raws in by_spec.items():
+    for (spec_id, metrics), raws in groups.items():
         spec = specs.get(spec_id)
         if spec is None:
             continue

@@ -480,7 +480,7 @@ class TableScan:
                 return
             manifest_list = self.table.manifest_list(self.snapshot)
             for_spec = self._for_spec()
-            delete_entries = self._deletes(manifest_list, for_spec, report)
+            delete_entries = self._delete_entries(manifest_list, for_spec, report)
             index = (
                 DeleteIndex(delete_entries, self.table.metadata.specs_by_id(), self.schema)
                 if delete_entries
@@ -522,23 +522,6 @@ class TableScan:
 
         return for_spec
 
-    def _deletes(
-        self,
-        manifest_list: ManifestListColumns,
-        for_spec: Callable[[int], _SpecEvaluators],
-        report: ReportBuilder,
-    ) -> list[ManifestEntry]:
-        """The delete files the filter keeps, of every delete manifest (counted, reported)."""
-        expr = self._expr
-        delete_might_match = self._compiled(
-            ("delete-metrics",),
-            lambda: metrics_evaluator(self.schema, expr, evaluate_delete_files=True),
-        )
-        delete_manifests = manifest_list.manifests(
-            np.flatnonzero(manifest_list.content == int(ManifestContent.DELETES))
-        )
-        return self._delete_entries(delete_manifests, for_spec, delete_might_match, report)
-
     def _planned(self) -> Plan:
         report = self._report_builder()
         if self.snapshot is None:
@@ -548,7 +531,7 @@ class TableScan:
         blocks = list(
             self._data_blocks(manifest_list, for_spec, self._expr, self._expr_key, report)
         )
-        delete_entries = self._deletes(manifest_list, for_spec, report)
+        delete_entries = self._delete_entries(manifest_list, for_spec, report)
         index = DeleteIndex(delete_entries, self.table.metadata.specs_by_id(), self.schema)
         counts = report.counts
         counts["data_files_planned"] = sum(len(b.rows) for b in blocks)
@@ -1028,11 +1011,19 @@ class TableScan:
 
     def _delete_entries(
         self,
-        manifests: list[ManifestFile],
+        manifest_list: ManifestListColumns,
         for_spec: Callable[[int], _SpecEvaluators],
-        file_might_match: MetricsEvaluator,
         report: ReportBuilder,
     ) -> list[ManifestEntry]:
+        """The delete files the filter keeps, of every delete manifest (counted, reported)."""
+        expr = self._expr
+        file_might_match = self._compiled(
+            ("delete-metrics",),
+            lambda: metrics_evaluator(self.schema, expr, evaluate_delete_files=True),
+        )
+        manifests = manifest_list.manifests(
+            np.flatnonzero(manifest_list.content == int(ManifestContent.DELETES))
+        )
         kept: list[ManifestEntry] = []
         counts = report.counts
         surviving: list[tuple[ManifestFile, _SpecEvaluators]] = []
